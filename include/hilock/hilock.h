@@ -1,0 +1,236 @@
+/* hilock.h -- asynchronous Redis distributed locks on a libevent loop.
+ *
+ * hilock is a client library: a struct hilock_client talks to one Redis
+ * endpoint from one struct event_base; struct hilock_lock is one lock name
+ * held by one owner. Every operation is non-blocking and reports its result
+ * through a callback that runs on the loop. The library starts no threads,
+ * installs no signal handlers and prints nothing.
+ *
+ * Conventions, for every function below:
+ *  - Errors are negative HILOCK_E* codes; hilock_strerror() names them.
+ *  - A function that takes a callback and returns an error never calls that
+ *    callback. When it returns 0 the callback fires exactly once, also when
+ *    the lock or client is freed first (HILOCK_ECANCELED).
+ *  - Callbacks take the lock first, the status second, a status-dependent
+ *    value third and the user's pointer last.
+ *  - Times are in milliseconds and measured on the monotonic clock.
+ */
+#ifndef HILOCK_H
+#define HILOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define HILOCK_EXPORT __declspec(dllexport)
+#elif defined(__GNUC__)
+#define HILOCK_EXPORT __attribute__((visibility("default")))
+#else
+#define HILOCK_EXPORT
+#endif
+
+#define HILOCK_VERSION_MAJOR 0
+#define HILOCK_VERSION_MINOR 1
+#define HILOCK_VERSION_PATCH 0
+
+/* Longest lock name accepted, in bytes. */
+#define HILOCK_NAME_MAX 512
+/* Longest lease or wait accepted, in milliseconds (about 24.8 days). */
+#define HILOCK_MS_MAX ((uint64_t)INT32_MAX)
+
+/* Error codes: X(name, value, message). */
+#define HILOCK_ERRNO_MAP(X)                                                    \
+    X(EINVAL, -1, "invalid argument")                                          \
+    X(ENOMEM, -2, "out of memory")                                             \
+    X(ECONN, -3, "connection to Redis failed or was lost")                     \
+    X(ETIMEDOUT, -4, "timed out")                                              \
+    X(EBUSY, -5, "lock is held by another owner")                             \
+    X(ENOTOWNER, -6, "lock is not held by this owner")                         \
+    X(ELOST, -7, "lock was lost")                                              \
+    X(ECANCELED, -8, "operation canceled")                                     \
+    X(ENOQUORUM, -9, "no quorum of Redis masters")                             \
+    X(EPROTO, -10, "unexpected reply from Redis")                              \
+    X(ESERVER, -11, "Redis returned an error")                                 \
+    X(EINPROGRESS, -12, "another acquire or release on this lock is pending")  \
+    X(ERANDOM, -13, "the OS random source failed")                             \
+    X(EAUTH, -14, "Redis authentication failed or is required")                \
+    X(ENOPERM, -15, "Redis ACL denies the command or key")                     \
+    X(EREADONLY, -16, "Redis is a read-only replica")                          \
+    X(EOOM, -17, "Redis is out of memory")                                     \
+    X(EWRONGTYPE, -18, "the lock key holds a value of another type")
+
+enum hilock_errno {
+#define HILOCK_ERRNO_ENUM_(name, value, msg) HILOCK_##name = (value),
+    HILOCK_ERRNO_MAP(HILOCK_ERRNO_ENUM_)
+#undef HILOCK_ERRNO_ENUM_
+};
+
+/* The message for an error code ("success" for 0, "unknown error" for
+ * values outside the list);
+ * never NULL, statically allocated. */
+HILOCK_EXPORT const char *hilock_strerror(int err);
+/* The symbolic name of an error code ("HILOCK_EBUSY"), "OK" for 0, or
+ * "UNKNOWN". */
+HILOCK_EXPORT const char *hilock_err_name(int err);
+
+struct event_base;
+struct hilock_client;
+struct hilock_lock;
+
+/* Severity passed to the log callback. */
+enum hilock_log_level {
+    HILOCK_LOG_DEBUG = 0,
+    HILOCK_LOG_INFO = 1,
+    HILOCK_LOG_WARN = 2,
+    HILOCK_LOG_ERROR = 3
+};
+
+/* Receives the library's diagnostics. msg is a NUL-terminated line without
+ * secrets (no password, no owner id), valid only during the call. */
+typedef void hilock_log_cb(enum hilock_log_level level, const char *msg,
+                           void *arg);
+
+/* Client options. Fill with hilock_options_init(), then set what differs.
+ * Strings are copied by hilock_client_new(). */
+struct hilock_options {
+    const char *host;            /* default "127.0.0.1" */
+    int port;                    /* default 6379 */
+    const char *unix_path;       /* when set, used instead of host/port */
+    const char *username;        /* ACL user; NULL: AUTH with password only */
+    const char *password;        /* NULL: no AUTH */
+    int db;                      /* SELECT db when > 0; default 0 */
+    uint32_t connect_timeout_ms; /* default 2000 */
+    uint32_t request_timeout_ms; /* deadline of each request; default 2000 */
+    uint32_t watchdog_lease_ms;  /* lease of locks acquired with lease_ms 0,
+                                    renewed every third of it; default 30000 */
+    uint32_t reconnect_min_ms;   /* first reconnect delay; default 50 */
+    uint32_t reconnect_max_ms;   /* cap of the exponential backoff; 2000 */
+    const char *key_prefix;      /* prepended to every key and channel;
+                                    NULL/"" keeps the Redisson layout */
+    int fencing;                 /* nonzero: acquisitions return tokens */
+    hilock_log_cb *log_cb;       /* NULL: no logging */
+    void *log_arg;
+};
+
+/* Fill *opts with the defaults listed in struct hilock_options. */
+HILOCK_EXPORT void hilock_options_init(struct hilock_options *opts);
+
+/* Create a client for the endpoint in *opts on base and start connecting.
+ * Requests may be issued at once; they wait for the connection within their
+ * deadline. On success stores the client in *out and returns 0.
+ * Errors: HILOCK_EINVAL (NULL argument, bad option), HILOCK_ENOMEM,
+ * HILOCK_ERANDOM (no owner id could be drawn). */
+HILOCK_EXPORT int hilock_client_new(struct event_base *base,
+                                    const struct hilock_options *opts,
+                                    struct hilock_client **out);
+
+/* Free the client and every lock created on it. Every pending callback fires
+ * once with HILOCK_ECANCELED before the memory goes; held locks are not
+ * released (their leases run out), so release them first. Safe to call from
+ * inside any hilock callback: the teardown then completes when that callback
+ * returns. NULL is ignored. */
+HILOCK_EXPORT void hilock_client_free(struct hilock_client *client);
+
+/* Write the client id as a 36-character UUID plus NUL into buf (>= 37 bytes).
+ * It is part of every owner field: treat it as a secret.
+ * Errors: HILOCK_EINVAL. */
+HILOCK_EXPORT int hilock_client_id(const struct hilock_client *client,
+                                   char *buf, size_t len);
+
+/* Result callback of every lock operation. status is 0 on success or a
+ * negative code; value depends on the operation (see each function). */
+typedef void hilock_lock_cb(struct hilock_lock *lock, int status,
+                            int64_t value, void *arg);
+
+/* Create a handle for lock name (1..HILOCK_NAME_MAX bytes, any bytes) owned
+ * by this client and owner_tag. Two handles with the same name and tag are
+ * the same owner and re-enter each other's lock. Sends nothing.
+ * Errors: HILOCK_EINVAL, HILOCK_ENOMEM. */
+HILOCK_EXPORT int hilock_lock_new(struct hilock_client *client,
+                                  const char *name, size_t name_len,
+                                  uint64_t owner_tag,
+                                  struct hilock_lock **out);
+
+/* Free a lock handle. Its pending callbacks fire with HILOCK_ECANCELED; if
+ * it holds the lock, the whole hold is released without waiting for the
+ * reply (best effort: on a broken connection the lease expires instead).
+ * Safe inside the lock's own callbacks. NULL is ignored. */
+HILOCK_EXPORT void hilock_lock_free(struct hilock_lock *lock);
+
+/* Acquire, or re-enter when this owner already holds it.
+ * lease_ms: the lease, 1..HILOCK_MS_MAX; 0 means watchdog_lease_ms renewed
+ *   by the watchdog for as long as the lock is held.
+ * wait_ms: 0 tries once; otherwise how long to wait for the lock, at most
+ *   HILOCK_MS_MAX.
+ * cb(lock, status, value, arg):
+ *   0                 acquired; value = fencing token (0 without fencing)
+ *   HILOCK_EBUSY      held by another owner and wait_ms was 0;
+ *                     value = the holder's remaining lease in ms (-1 unknown)
+ *   HILOCK_ETIMEDOUT  not acquired within wait_ms (or the request deadline)
+ *   HILOCK_ECANCELED  hilock_lock_cancel(), or the lock/client was freed
+ *   other codes       connection or server errors
+ * Returns 0, HILOCK_EINVAL (bad argument, lease over the maximum),
+ * HILOCK_EINPROGRESS (an acquire or release is already pending). */
+HILOCK_EXPORT int hilock_lock_acquire(struct hilock_lock *lock,
+                                      uint64_t lease_ms, uint64_t wait_ms,
+                                      hilock_lock_cb *cb, void *arg);
+
+/* Release one hold. A release whose reply is lost is retried with the same
+ * request id and applied once.
+ * cb: 0 with value = holds left (0: the lock is free), HILOCK_ENOTOWNER
+ * (not held by this owner: expired or never taken), or an error.
+ * Returns 0, HILOCK_EINVAL, HILOCK_EINPROGRESS. */
+HILOCK_EXPORT int hilock_lock_release(struct hilock_lock *lock,
+                                      hilock_lock_cb *cb, void *arg);
+
+/* Cancel a pending acquire: its callback fires with HILOCK_ECANCELED. A
+ * success that arrives afterwards is released at once.
+ * Returns 0, HILOCK_EINVAL (NULL, or no acquire pending). */
+HILOCK_EXPORT int hilock_lock_cancel(struct hilock_lock *lock);
+
+/* Reset the lease of a held lock to lease_ms (0: the lock's own lease) now.
+ * cb: 0 with value = the lease set in ms, HILOCK_ELOST (not ours any more;
+ * on_lost fires too), or an error. Returns 0, HILOCK_EINVAL (bad argument or
+ * not held by this handle). */
+HILOCK_EXPORT int hilock_lock_renew(struct hilock_lock *lock,
+                                    uint64_t lease_ms, hilock_lock_cb *cb,
+                                    void *arg);
+
+/* Call cb(lock, HILOCK_ELOST, 0, arg) once if the lock, while held by this
+ * handle, is found lost: a renewal says it is gone, or no renewal was
+ * confirmed before the lease could have run out (monotonic clock). Not
+ * called after a release or free. cb NULL clears. Returns 0, HILOCK_EINVAL. */
+HILOCK_EXPORT int hilock_lock_on_lost(struct hilock_lock *lock,
+                                      hilock_lock_cb *cb, void *arg);
+
+/* Ask Redis whether this owner holds the lock: value 1 or 0. */
+HILOCK_EXPORT int hilock_lock_query_held(struct hilock_lock *lock,
+                                         hilock_lock_cb *cb, void *arg);
+/* Ask Redis how many holds this owner has: value >= 0. */
+HILOCK_EXPORT int hilock_lock_query_count(struct hilock_lock *lock,
+                                          hilock_lock_cb *cb, void *arg);
+/* Ask Redis for the lock's remaining lease in ms, whoever holds it:
+ * value >= 0, or -1 when the lock is free. */
+HILOCK_EXPORT int hilock_lock_query_ttl(struct hilock_lock *lock,
+                                        hilock_lock_cb *cb, void *arg);
+/* The three queries above return 0 or HILOCK_EINVAL; their callbacks fire
+ * with 0 or a connection/server error. */
+
+/* Local state, no request: holds this handle has (0 when not held), and the
+ * fencing token of the current hold (0 without fencing or when not held). */
+HILOCK_EXPORT uint32_t hilock_lock_hold_count(const struct hilock_lock *lock);
+HILOCK_EXPORT int64_t hilock_lock_token(const struct hilock_lock *lock);
+/* The lock's name as given to hilock_lock_new (not NUL-terminated when the
+ * name is not); its length in *len when len is not NULL. */
+HILOCK_EXPORT const char *hilock_lock_name(const struct hilock_lock *lock,
+                                           size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HILOCK_H */

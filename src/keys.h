@@ -1,0 +1,38 @@
+/* keys.h -- how lock names become Redis keys, channels and fields.
+ *
+ * Default layout (Redisson's): the lock key is the name itself, the channel
+ * is "redisson_lock__channel:{name}". hilock's companion keys carry the same
+ * "{name}" hash tag: "hilock_fence:{name}", "hilock_latch:{name}:<request>".
+ * A key prefix, when configured, is put in front of every one of them. */
+#ifndef HILOCK_KEYS_H
+#define HILOCK_KEYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "resp.h"
+
+/* What a key is built from; all pointers borrowed. */
+struct key_src {
+    const char *prefix;
+    size_t prefix_len;
+    const char *name;
+    size_t name_len;
+};
+
+/* Append the lock key / channel / fencing counter as one argument. */
+void keys_lock(struct resp_buf *b, const struct key_src *k);
+void keys_channel(struct resp_buf *b, const struct key_src *k);
+void keys_fence(struct resp_buf *b, const struct key_src *k);
+/* Append the release latch for request id "<client_id>:<seq>". */
+void keys_latch(struct resp_buf *b, const struct key_src *k,
+                const char *client_id, uint64_t seq);
+/* Append the owner field "<client_id>:<owner_tag>". */
+void keys_field(struct resp_buf *b, const char *client_id,
+                uint64_t owner_tag);
+/* The lock name inside channel ch (length len) for prefix; 0 with *name
+ * and *name_len set, or -1 when ch is not a lock channel of this prefix. */
+int keys_channel_name(const char *prefix, size_t prefix_len, const char *ch,
+                      size_t len, const char **name, size_t *name_len);
+
+#endif

@@ -1,0 +1,131 @@
+/* reply.c -- decoding of script and command replies.
+ *
+ * Everything Redis sends back passes through here, so this is the one place
+ * where hiredis reply types and server error strings become hilock codes.
+ * Errors raised inside a script arrive either with their own prefix (Redis 7)
+ * or wrapped as "ERR Error running script ... : WRONGTYPE ..." (Redis <= 6),
+ * so the known prefixes are searched for in both positions. */
+#include "reply.h"
+
+#include <hiredis/hiredis.h>
+#include <string.h>
+
+#include "hilock/hilock.h"
+
+static const struct {
+    const char *prefix;
+    int code;
+} error_prefixes[] = {
+    {"WRONGTYPE", HILOCK_EWRONGTYPE}, {"OOM", HILOCK_EOOM},
+    {"READONLY", HILOCK_EREADONLY},   {"NOAUTH", HILOCK_EAUTH},
+    {"WRONGPASS", HILOCK_EAUTH},      {"NOPERM", HILOCK_ENOPERM},
+};
+
+/* Nonzero when the error text s (length n) starts with word, or has
+ * ": word" inside it (a script error wrapped by an older server). */
+static int error_has(const char *s, size_t n, const char *word)
+{
+    size_t w = strlen(word);
+    if (n >= w && memcmp(s, word, w) == 0)
+        return 1;
+    for (size_t i = 0; i + 2 + w <= n; i++)
+        if (s[i] == ':' && s[i + 1] == ' ' && memcmp(s + i + 2, word, w) == 0)
+            return 1;
+    return 0;
+}
+
+int reply_error_code(const struct redisReply *r)
+{
+    if (!r || r->type != REDIS_REPLY_ERROR || !r->str)
+        return HILOCK_EPROTO;
+    for (size_t i = 0; i < sizeof(error_prefixes) / sizeof(error_prefixes[0]);
+         i++)
+        if (error_has(r->str, r->len, error_prefixes[i].prefix))
+            return error_prefixes[i].code;
+    return HILOCK_ESERVER;
+}
+
+int reply_is_noscript(const struct redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ERROR && r->str &&
+           r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+/* The result of a reply that is not of the expected type. */
+static int unexpected(const struct redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ERROR ? reply_error_code(r)
+                                             : HILOCK_EPROTO;
+}
+
+int reply_acquire(const struct redisReply *r, int64_t *holds, int64_t *token,
+                  int64_t *ttl_ms)
+{
+    if (!r)
+        return HILOCK_EPROTO;
+    if (r->type == REDIS_REPLY_INTEGER) {
+        if (r->integer < -1)
+            return HILOCK_EPROTO;
+        *ttl_ms = r->integer;
+        return HILOCK_EBUSY;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !r->element ||
+        !r->element[0] || !r->element[1] ||
+        r->element[0]->type != REDIS_REPLY_INTEGER ||
+        r->element[1]->type != REDIS_REPLY_INTEGER ||
+        r->element[0]->integer < 1 || r->element[1]->integer < 0)
+        return unexpected(r);
+    *holds = r->element[0]->integer;
+    *token = r->element[1]->integer;
+    return 0;
+}
+
+int reply_release(const struct redisReply *r, int64_t *left)
+{
+    if (r && r->type == REDIS_REPLY_NIL)
+        return HILOCK_ENOTOWNER;
+    if (!r || r->type != REDIS_REPLY_INTEGER || r->integer < 0)
+        return unexpected(r);
+    *left = r->integer;
+    return 0;
+}
+
+int reply_renew(const struct redisReply *r, size_t n, unsigned char *ok)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != n ||
+        (n && !r->element))
+        return unexpected(r);
+    for (size_t i = 0; i < n; i++) {
+        const struct redisReply *e = r->element[i];
+        if (!e || e->type != REDIS_REPLY_INTEGER ||
+            (e->integer != 0 && e->integer != 1))
+            return HILOCK_EPROTO;
+        ok[i] = (unsigned char)e->integer;
+    }
+    return 0;
+}
+
+int reply_integer(const struct redisReply *r, int64_t nil_value, int64_t *v)
+{
+    if (r && r->type == REDIS_REPLY_NIL) {
+        *v = nil_value;
+        return 0;
+    }
+    if (r && r->type == REDIS_REPLY_STRING && r->str) {
+        /* HGET returns the count as a bulk string. */
+        int64_t x = 0;
+        if (r->len == 0 || r->len > 18)
+            return HILOCK_EPROTO;
+        for (size_t i = 0; i < r->len; i++) {
+            if (r->str[i] < '0' || r->str[i] > '9')
+                return HILOCK_EPROTO;
+            x = x * 10 + (r->str[i] - '0');
+        }
+        *v = x;
+        return 0;
+    }
+    if (!r || r->type != REDIS_REPLY_INTEGER)
+        return unexpected(r);
+    *v = r->integer;
+    return 0;
+}

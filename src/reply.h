@@ -1,0 +1,29 @@
+/* reply.h -- turn Redis replies into hilock results.
+ *
+ * Pure functions over hiredis reply objects: no I/O, no loop. Each returns 0
+ * or a negative HILOCK_E* code and never trusts the reply's shape. */
+#ifndef HILOCK_REPLY_H
+#define HILOCK_REPLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct redisReply;
+
+/* The code for an error reply (HILOCK_ESERVER when unrecognised). */
+int reply_error_code(const struct redisReply *r);
+/* Nonzero when r is a NOSCRIPT error. */
+int reply_is_noscript(const struct redisReply *r);
+
+/* acquire script: 0 with *holds and *token set when acquired; HILOCK_EBUSY
+ * with *ttl_ms (-1 when the holder has no expiry) when held by another. */
+int reply_acquire(const struct redisReply *r, int64_t *holds, int64_t *token,
+                  int64_t *ttl_ms);
+/* release script: 0 with *left set, HILOCK_ENOTOWNER, or an error. */
+int reply_release(const struct redisReply *r, int64_t *left);
+/* renew script for n locks: 0 with ok[i] = 1 (renewed) or 0 (gone). */
+int reply_renew(const struct redisReply *r, size_t n, unsigned char *ok);
+/* An integer reply; nil counts as nil_value. */
+int reply_integer(const struct redisReply *r, int64_t nil_value, int64_t *v);
+
+#endif

@@ -1,0 +1,125 @@
+/* resp.c -- RESP command encoding with explicit lengths.
+ *
+ * Requests are encoded once into a buffer owned by the request and handed to
+ * hiredis with redisAsyncFormattedCommand(). Keeping the encoded bytes lets a
+ * request be sent again unchanged after a reconnect or a NOSCRIPT reply, and
+ * composite arguments (prefix + name + suffix) are written in place instead of
+ * being assembled in temporary strings. Every argument carries its length, so
+ * user data never meets a format string.
+ *
+ * The encoding is kept NUL-terminated: hiredis 0.14 walks the arguments of a
+ * (UN)SUBSCRIBE with strchr() to learn the channel names. */
+#include "resp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void resp_init(struct resp_buf *b, char *inline_data, size_t inline_cap)
+{
+    b->data = inline_data;
+    b->inline_data = inline_data;
+    b->cap = inline_cap;
+    b->inline_cap = inline_cap;
+    b->len = 0;
+    b->failed = 0;
+}
+
+void resp_reset(struct resp_buf *b)
+{
+    b->len = 0;
+    b->failed = 0;
+}
+
+void resp_release(struct resp_buf *b)
+{
+    if (b->data != b->inline_data)
+        free(b->data);
+    b->data = b->inline_data;
+    b->cap = b->inline_cap;
+    b->len = 0;
+}
+
+/* Make room for n more bytes plus the terminating NUL; on failure mark the
+ * buffer failed. */
+static int reserve(struct resp_buf *b, size_t n)
+{
+    if (b->failed)
+        return -1;
+    if (b->len + n + 1 <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap * 2 : 256;
+    while (cap < b->len + n + 1)
+        cap *= 2;
+    char *p = b->data != b->inline_data ? realloc(b->data, cap) : malloc(cap);
+    if (!p) {
+        b->failed = 1;
+        return -1;
+    }
+    if (b->data == b->inline_data && b->len)
+        memcpy(p, b->data, b->len);
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+static void put(struct resp_buf *b, const void *p, size_t n)
+{
+    if (n && reserve(b, n) == 0) {
+        memcpy(b->data + b->len, p, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+    }
+}
+
+size_t resp_u64_str(unsigned long long v, char *out)
+{
+    char tmp[21];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+    return n;
+}
+
+/* Append a "<c><decimal>\r\n" line. */
+static void put_line(struct resp_buf *b, char c, size_t v)
+{
+    char tmp[24];
+    tmp[0] = c;
+    size_t n = 1 + resp_u64_str(v, tmp + 1);
+    tmp[n++] = '\r';
+    tmp[n++] = '\n';
+    put(b, tmp, n);
+}
+
+void resp_array(struct resp_buf *b, size_t argc)
+{
+    put_line(b, '*', argc);
+}
+
+void resp_arg_parts(struct resp_buf *b, size_t n, const struct resp_part *p)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += p[i].len;
+    put_line(b, '$', total);
+    for (size_t i = 0; i < n; i++)
+        put(b, p[i].ptr, p[i].len);
+    put(b, "\r\n", 2);
+}
+
+void resp_arg(struct resp_buf *b, const void *ptr, size_t len)
+{
+    struct resp_part part = {ptr, len};
+    resp_arg_parts(b, 1, &part);
+}
+
+void resp_arg_u64(struct resp_buf *b, unsigned long long v)
+{
+    char tmp[21];
+    resp_arg(b, tmp, resp_u64_str(v, tmp));
+}

@@ -1,0 +1,43 @@
+/* resp.h -- encode Redis commands (RESP arrays of bulk strings). */
+#ifndef HILOCK_RESP_H
+#define HILOCK_RESP_H
+
+#include <stddef.h>
+
+/* A growable output buffer, always NUL-terminated after len. Starts on
+ * caller-provided inline storage and moves to the heap only when a command
+ * does not fit. */
+struct resp_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    char *inline_data; /* storage that must not be freed */
+    size_t inline_cap;
+    int failed;        /* an allocation failed: the content is unusable */
+};
+
+/* One piece of an argument; an argument may be several pieces joined. */
+struct resp_part {
+    const void *ptr;
+    size_t len;
+};
+
+void resp_init(struct resp_buf *b, char *inline_data, size_t inline_cap);
+/* Forget the content, keep the storage for the next command. */
+void resp_reset(struct resp_buf *b);
+/* Release heap storage, if any. */
+void resp_release(struct resp_buf *b);
+
+/* Append the array header for argc arguments. */
+void resp_array(struct resp_buf *b, size_t argc);
+/* Append one bulk string made of n parts joined. */
+void resp_arg_parts(struct resp_buf *b, size_t n, const struct resp_part *p);
+/* Append one bulk string. */
+void resp_arg(struct resp_buf *b, const void *ptr, size_t len);
+/* Append one bulk string holding the decimal form of v. */
+void resp_arg_u64(struct resp_buf *b, unsigned long long v);
+
+/* Decimal form of v into out (>= 21 bytes); returns its length. */
+size_t resp_u64_str(unsigned long long v, char *out);
+
+#endif

@@ -1,0 +1,94 @@
+/* script.c -- the Lua side of the lock.
+ *
+ * Every state change of a lock is one script, so it is atomic on the server.
+ * The layout is Redisson's: the lock is a hash whose field
+ * "<client-uuid>:<owner-tag>" holds the re-entry count, with a PEXPIRE lease;
+ * the final release publishes on the lock's channel. A Java service using
+ * RLock and a C server using hilock can therefore guard the same resource.
+ *
+ * Scripts are called with EVALSHA; the connection sends SCRIPT LOAD for all
+ * of them right after connecting, and a NOSCRIPT reply (restart, failover,
+ * SCRIPT FLUSH) makes the request load the script and go out once more. */
+#include "script.h"
+
+#include "sha1.h"
+
+/* acquire
+ * KEYS[1] lock, KEYS[2] fencing counter
+ * ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] "1" to issue tokens
+ * Returns the holder's PTTL (integer) when another owner holds the lock,
+ * else {holds, token}: token is a fresh INCR on a first acquisition, the
+ * current counter on re-entry, 0 without fencing. */
+static const char acquire_lua[] =
+    "local n\n"
+    "if redis.call('exists', KEYS[1]) == 0 or\n"
+    "   redis.call('hexists', KEYS[1], ARGV[2]) == 1 then\n"
+    "  n = redis.call('hincrby', KEYS[1], ARGV[2], 1)\n"
+    "else\n"
+    "  return redis.call('pttl', KEYS[1])\n"
+    "end\n"
+    "redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "local t = 0\n"
+    "if ARGV[3] == '1' then\n"
+    "  if n == 1 then t = redis.call('incr', KEYS[2])\n"
+    "  else t = tonumber(redis.call('get', KEYS[2]) or '0') end\n"
+    "end\n"
+    "return {n, t}\n";
+
+/* release
+ * KEYS[1] lock, KEYS[2] channel, KEYS[3] latch of this request id
+ * ARGV[1] message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4] latch ttl
+ * ms, ARGV[5] holds to drop
+ * Returns the holds left (0: deleted and published), or nil when the owner
+ * holds nothing. The latch remembers the first result, so a retried request
+ * never drops holds twice. */
+static const char release_lua[] =
+    "local done = redis.call('get', KEYS[3])\n"
+    "if done then return tonumber(done) end\n"
+    "if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end\n"
+    "local n = redis.call('hincrby', KEYS[1], ARGV[3], -tonumber(ARGV[5]))\n"
+    "if n > 0 then\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "else\n"
+    "  n = 0\n"
+    "  redis.call('del', KEYS[1])\n"
+    "  redis.call('publish', KEYS[2], ARGV[1])\n"
+    "end\n"
+    "redis.call('set', KEYS[3], n, 'px', ARGV[4])\n"
+    "return n\n";
+
+/* renew
+ * KEYS[i] locks, ARGV[1] lease ms, ARGV[i + 1] the owner field of KEYS[i]
+ * Returns one integer per lock: 1 lease reset, 0 not held by that owner. */
+static const char renew_lua[] =
+    "local r = {}\n"
+    "for i = 1, #KEYS do\n"
+    "  if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then\n"
+    "    redis.call('pexpire', KEYS[i], ARGV[1])\n"
+    "    r[i] = 1\n"
+    "  else\n"
+    "    r[i] = 0\n"
+    "  end\n"
+    "end\n"
+    "return r\n";
+
+static const struct {
+    const char *body;
+    size_t len;
+} scripts[SCRIPT_COUNT] = {
+    [SCRIPT_ACQUIRE] = {acquire_lua, sizeof(acquire_lua) - 1},
+    [SCRIPT_RELEASE] = {release_lua, sizeof(release_lua) - 1},
+    [SCRIPT_RENEW] = {renew_lua, sizeof(renew_lua) - 1},
+};
+
+void script_set_init(struct script_set *s)
+{
+    for (int i = 0; i < SCRIPT_COUNT; i++)
+        sha1_hex(scripts[i].body, scripts[i].len, s->sha[i]);
+}
+
+const char *script_body(enum script_id id, size_t *len)
+{
+    *len = scripts[id].len;
+    return scripts[id].body;
+}

@@ -1,0 +1,281 @@
+/* watchdog.c -- lease renewal and loss detection on one loop timer.
+ *
+ * Every held lock is in one heap keyed by its next event: for a lock under
+ * the watchdog, the moment its renewal is due (a third of the lease after the
+ * last confirmed renewal, rounded up to a grain so locks taken close together
+ * fall due together and go out in one batched script call); while a renewal
+ * is in flight, and for locks with an explicit lease, the moment the lease
+ * could have run out on the server: sent time + lease - a safety margin, on
+ * the monotonic clock. Reaching that moment without a confirmation means the
+ * lock is lost, and the holder is told then, not when Redis says so. */
+#include <stdlib.h>
+
+#include <hiredis/hiredis.h>
+
+#include "client.h"
+#include "reply.h"
+
+/* Most locks renewed by one script call: bounds the time Redis spends in
+ * one script. */
+#define RENEW_BATCH_MAX 512
+
+struct renew_batch {
+    uint64_t sent_ms;
+    uint32_t lease_ms;
+    size_t n;
+    unsigned char *ok;
+    struct hilock_lock *locks[];
+};
+
+static struct hilock_lock *lock_of(struct heap_node *n)
+{
+    return (struct hilock_lock *)((char *)n -
+                                  offsetof(struct hilock_lock, wd_node));
+}
+
+/* Clock-drift and scheduling allowance taken off every lease. */
+static uint32_t lease_margin(uint32_t lease_ms)
+{
+    return lease_ms / 50 + 2 < lease_ms ? lease_ms / 50 + 2 : lease_ms - 1;
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg);
+
+void watchdog_init(struct hilock_client *c)
+{
+    heap_init(&c->wd.heap);
+    evtimer_assign(&c->wd.timer, c->base, on_timer, c);
+    c->wd.armed_ms = 0;
+}
+
+void watchdog_release(struct hilock_client *c)
+{
+    evtimer_del(&c->wd.timer);
+    heap_release(&c->wd.heap);
+}
+
+/* Point the timer at the heap's earliest key. */
+static void rearm(struct hilock_client *c)
+{
+    struct heap_node *top = heap_top(&c->wd.heap);
+    if (!top) {
+        evtimer_del(&c->wd.timer);
+        c->wd.armed_ms = 0;
+        return;
+    }
+    if (c->wd.armed_ms == top->key)
+        return;
+    uint64_t now = hilock_now_ms();
+    uint64_t ms = top->key > now ? top->key - now : 0;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    evtimer_add(&c->wd.timer, &tv);
+    c->wd.armed_ms = top->key;
+}
+
+/* Key the lock at key (or drop it if the heap cannot grow: then it is
+ * reported lost rather than silently unwatched). */
+static void schedule(struct hilock_lock *lock, uint64_t key)
+{
+    struct hilock_client *c = lock->client;
+    if (heap_set(&c->wd.heap, &lock->wd_node, key) != 0) {
+        watchdog_lost(lock);
+        return;
+    }
+    if (c->wd.armed_ms == 0 || key < c->wd.armed_ms)
+        rearm(c);
+}
+
+void watchdog_confirmed(struct hilock_lock *lock, uint64_t sent_ms)
+{
+    struct hilock_client *c = lock->client;
+    lock->valid_until = sent_ms + lock->lease_ms - lease_margin(lock->lease_ms);
+    if (lock->renewing || !lock->auto_renew) {
+        schedule(lock, lock->valid_until);
+        return;
+    }
+    uint32_t period = c->opts.watchdog_lease_ms / 3;
+    uint64_t grain = period / 16 ? period / 16 : 1;
+    uint64_t due = (sent_ms + period + grain - 1) / grain * grain;
+    schedule(lock, due < lock->valid_until ? due : lock->valid_until);
+}
+
+void watchdog_forget(struct hilock_lock *lock)
+{
+    heap_remove(&lock->client->wd.heap, &lock->wd_node);
+    lock->renewing = 0;
+}
+
+void watchdog_lost(struct hilock_lock *lock)
+{
+    hilock_lock_cb *cb = lock->lost_cb;
+    void *arg = lock->lost_arg;
+    int held = lock->holds > 0;
+    lock_hold_ended(lock);
+    if (held && cb && !lock->freeing && !lock->client->closing)
+        cb(lock, HILOCK_ELOST, 0, arg);
+}
+
+static void renew_done(struct req *r, int status, redisReply *reply);
+
+/* Send one renew script for the locks of b; a manual renewal (one) is
+ * attached to its lock so that freeing the lock cancels it. Returns 0, or
+ * HILOCK_ENOMEM with nothing sent and b untouched. */
+static int send_batch(struct hilock_client *c, struct renew_batch *b,
+                      hilock_lock_cb *cb, void *arg, struct hilock_lock *one)
+{
+    struct req *r = req_new(&c->cmd, renew_done);
+    if (!r)
+        return HILOCK_ENOMEM;
+    r->kind = KIND_RENEW;
+    r->script = SCRIPT_RENEW;
+    r->batch = b;
+    r->cb = cb;
+    r->arg = arg;
+    resp_array(&r->cmd, 4 + 2 * b->n);
+    resp_arg(&r->cmd, "EVALSHA", 7);
+    resp_arg(&r->cmd, c->scripts.sha[SCRIPT_RENEW], 40);
+    resp_arg_u64(&r->cmd, b->n);
+    for (size_t i = 0; i < b->n; i++) {
+        struct key_src k = lock_keys(b->locks[i]);
+        keys_lock(&r->cmd, &k);
+    }
+    resp_arg_u64(&r->cmd, b->lease_ms);
+    for (size_t i = 0; i < b->n; i++)
+        keys_field(&r->cmd, c->id, b->locks[i]->owner_tag);
+    if (one)
+        lock_attach_req(one, r);
+    req_submit(r, 0);
+    return 0;
+}
+
+/* Send a watchdog batch; if that fails, put its locks back on the heap to
+ * try again shortly (still bounded by their validity). */
+static void flush_batch(struct hilock_client *c, struct renew_batch *b)
+{
+    if (send_batch(c, b, NULL, NULL, NULL) == 0)
+        return;
+    for (size_t i = 0; i < b->n; i++) {
+        struct hilock_lock *lock = b->locks[i];
+        lock->renewing = 0;
+        schedule(lock, hilock_now_ms() + 10 < lock->valid_until
+                           ? hilock_now_ms() + 10 : lock->valid_until);
+        lock_unref(lock);
+    }
+    free(b);
+}
+
+static struct renew_batch *batch_new(size_t cap, uint32_t lease_ms)
+{
+    struct renew_batch *b =
+        malloc(sizeof(*b) + cap * (sizeof(b->locks[0]) + 1));
+    if (b) {
+        b->n = 0;
+        b->lease_ms = lease_ms;
+        b->sent_ms = hilock_now_ms();
+        b->ok = (unsigned char *)(b->locks + cap);
+    }
+    return b;
+}
+
+/* Apply one watchdog renewal result to a lock. */
+static void renew_apply(struct hilock_lock *lock, int status, int ok,
+                        const struct renew_batch *b)
+{
+    if (lock->freeing || !lock->renewing)
+        return; /* the hold ended while the renewal was out */
+    lock->renewing = 0;
+    if (status == 0 && ok) {
+        lock->lease_ms = b->lease_ms;
+        watchdog_confirmed(lock, b->sent_ms);
+    } else if (status == 0) {
+        watchdog_lost(lock);
+    } else {
+        uint64_t retry = hilock_now_ms() +
+                         lock->client->opts.watchdog_lease_ms / 12 + 1;
+        schedule(lock, retry < lock->valid_until ? retry : lock->valid_until);
+    }
+}
+
+/* Apply a manual renewal and report it to its caller. */
+static void renew_manual(struct req *r, int status, int ok,
+                         const struct renew_batch *b)
+{
+    struct hilock_lock *lock = b->locks[0];
+    if (status == 0 && !ok) {
+        watchdog_lost(lock);
+        status = HILOCK_ELOST;
+    } else if (status == 0 && lock->holds > 0 && !lock->renewing) {
+        lock->lease_ms = b->lease_ms;
+        watchdog_confirmed(lock, b->sent_ms);
+    }
+    if (lock->freeing || lock->client->closing)
+        status = HILOCK_ECANCELED;
+    r->cb(lock, status, status ? 0 : b->lease_ms, r->arg);
+}
+
+static void renew_done(struct req *r, int status, redisReply *reply)
+{
+    struct renew_batch *b = r->batch;
+    struct hilock_client *c = r->conn->client;
+    if (status == 0)
+        status = reply_renew(reply, b->n, b->ok);
+    if (r->cb) {
+        renew_manual(r, status, status == 0 && b->ok[0], b);
+    } else {
+        for (size_t i = 0; i < b->n; i++)
+            renew_apply(b->locks[i], status, status == 0 && b->ok[i], b);
+        for (size_t i = 0; i < b->n; i++)
+            lock_unref(b->locks[i]);
+    }
+    free(b);
+    if (!c->closing)
+        rearm(c);
+}
+
+int watchdog_renew_now(struct hilock_lock *lock, uint32_t lease_ms,
+                       hilock_lock_cb *cb, void *arg)
+{
+    struct renew_batch *b = batch_new(1, lease_ms);
+    if (!b)
+        return HILOCK_ENOMEM;
+    b->locks[b->n++] = lock;
+    int rc = send_batch(lock->client, b, cb, arg, lock);
+    if (rc)
+        free(b);
+    return rc;
+}
+
+/* Timer: renew what is due, in batches; report what ran out. */
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct hilock_client *c = arg;
+    struct heap_node *top;
+    struct renew_batch *b = NULL;
+    uint64_t now = hilock_now_ms();
+    client_enter(c);
+    c->wd.armed_ms = 0;
+    while (!c->closing && (top = heap_top(&c->wd.heap)) && top->key <= now) {
+        struct hilock_lock *lock = lock_of(top);
+        if (lock->renewing || !lock->auto_renew || now >= lock->valid_until) {
+            watchdog_lost(lock);
+            continue;
+        }
+        if (!b && !(b = batch_new(RENEW_BATCH_MAX, c->opts.watchdog_lease_ms))) {
+            schedule(lock, now + 1);
+            break;
+        }
+        lock->renewing = 1;
+        heap_set(&c->wd.heap, &lock->wd_node, lock->valid_until);
+        lock_ref(lock);
+        b->locks[b->n++] = lock;
+        if (b->n == RENEW_BATCH_MAX) {
+            flush_batch(c, b);
+            b = NULL;
+        }
+    }
+    if (b)
+        flush_batch(c, b);
+    if (!c->closing)
+        rearm(c);
+    client_leave(c);
+}

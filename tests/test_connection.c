@@ -1,0 +1,214 @@
+/* test_connection.c -- connection options (password, ACL user, db, unix
+ * socket) and the server-side refusals that have their own codes: EAUTH,
+ * ENOPERM, EWRONGTYPE, EREADONLY, EOOM. Each test starts the server it
+ * needs; the teardown stops it. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct hilock_client *client;
+static struct rs_server *master; /* for the replica test */
+
+static void setup(void)
+{
+    tu_setup_no_redis();
+    client = NULL;
+    master = NULL;
+}
+
+static void teardown(void)
+{
+    hilock_client_free(client);
+    client = NULL;
+    rs_stop(master);
+    master = NULL;
+    tu_teardown();
+}
+
+static void start_with_args(const char *const *args)
+{
+    tu_srv = rs_start(args);
+    ck_assert_msg(tu_srv != NULL, "could not start redis-server");
+}
+
+static void start_with_conf(const char *conf)
+{
+    struct rs_options o;
+    memset(&o, 0, sizeof o);
+    o.conf = conf;
+    tu_srv = rs_start_opts(&o);
+    ck_assert_msg(tu_srv != NULL, "could not start redis-server");
+}
+
+/* A client on tu_srv with the given credentials, 1 s request deadline. */
+static struct hilock_lock *lock_as(const char *user, const char *pass,
+                                   const char *name)
+{
+    struct hilock_options o;
+    tu_options(&o);
+    o.username = user;
+    o.password = pass;
+    o.request_timeout_ms = 1000;
+    client = tu_client(&o);
+    return tu_lock(client, name, 1);
+}
+
+START_TEST(password_lets_requests_through)
+{
+    const char *args[] = {"--requirepass", "s3cret", NULL};
+    start_with_args(args);
+    struct hilock_lock *l = lock_as(NULL, "s3cret", "pw");
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_release(l, NULL), 0);
+}
+END_TEST
+
+START_TEST(missing_password_fails_with_eauth)
+{
+    const char *args[] = {"--requirepass", "s3cret", NULL};
+    start_with_args(args);
+    struct hilock_lock *l = lock_as(NULL, NULL, "pw");
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), HILOCK_EAUTH);
+    ck_assert_int_lt(tu_now_ms() - t0, 1000 + 1500);
+}
+END_TEST
+
+START_TEST(wrong_password_fails_with_eauth)
+{
+    const char *args[] = {"--requirepass", "s3cret", NULL};
+    start_with_args(args);
+    struct hilock_lock *l = lock_as(NULL, "wrong", "pw");
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), HILOCK_EAUTH);
+    ck_assert_int_lt(tu_now_ms() - t0, 1000 + 1500);
+}
+END_TEST
+
+START_TEST(acl_user_lets_requests_through)
+{
+    start_with_conf("user alice on >alicepw ~* &* +@all");
+    struct hilock_lock *l = lock_as("alice", "alicepw", "acl");
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "acl", (char *)NULL), 1);
+}
+END_TEST
+
+START_TEST(acl_key_denial_fails_with_enoperm)
+{
+    /* the lock's companion keys (hilock_fence:{name}, hilock_latch:{name}..)
+     * contain the name too, so one pattern covers a lock and its keys */
+    start_with_conf("user bob on >bobpw ~*allowed* &* +@all");
+    struct hilock_lock *denied = lock_as("bob", "bobpw", "secret");
+    tu_assert_status(tu_acquire(denied, 10000, 0, NULL), HILOCK_ENOPERM);
+    struct hilock_lock *ok = tu_lock(client, "allowed:x", 1);
+    tu_assert_status(tu_acquire(ok, 10000, 0, NULL), 0);
+}
+END_TEST
+
+START_TEST(db_option_puts_the_lock_in_that_database)
+{
+    start_with_args(NULL);
+    struct hilock_options o;
+    tu_options(&o);
+    o.db = 3;
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "indb", 1);
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "indb", (char *)NULL), 0);
+    redisContext *c = rs_connect(tu_srv);
+    ck_assert_ptr_nonnull(c);
+    redisReply *r = redisCommand(c, "SELECT 3");
+    ck_assert_ptr_nonnull(r);
+    freeReplyObject(r);
+    r = redisCommand(c, "EXISTS indb");
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    redisFree(c);
+}
+END_TEST
+
+START_TEST(unix_socket_path_is_used_instead_of_tcp)
+{
+    struct rs_options so;
+    memset(&so, 0, sizeof so);
+    so.unix_socket = 1;
+    tu_srv = rs_start_opts(&so);
+    ck_assert_ptr_nonnull(tu_srv);
+    ck_assert_ptr_nonnull(rs_unix_path(tu_srv));
+    struct hilock_options o;
+    tu_options(&o);
+    o.port = rs_free_port(); /* nothing there: only the socket can work */
+    o.unix_path = rs_unix_path(tu_srv);
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "sock", 1);
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "sock", (char *)NULL), 1);
+}
+END_TEST
+
+START_TEST(key_of_another_type_fails_with_ewrongtype)
+{
+    start_with_args(NULL);
+    char *ok = rs_str(tu_srv, "SET", "str", "value", (char *)NULL);
+    ck_assert_str_eq(ok, "OK");
+    free(ok);
+    struct hilock_lock *l = lock_as(NULL, NULL, "str");
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), HILOCK_EWRONGTYPE);
+    ok = rs_str(tu_srv, "GET", "str", (char *)NULL);
+    ck_assert_str_eq(ok, "value"); /* untouched */
+    free(ok);
+}
+END_TEST
+
+START_TEST(replica_fails_with_ereadonly)
+{
+    char port[16];
+    master = rs_start(NULL);
+    ck_assert_ptr_nonnull(master);
+    snprintf(port, sizeof port, "%d", rs_port(master));
+    const char *args[] = {"--replicaof", "127.0.0.1", port, NULL};
+    start_with_args(args);
+    struct hilock_lock *l = lock_as(NULL, NULL, "ro");
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), HILOCK_EREADONLY);
+}
+END_TEST
+
+START_TEST(server_out_of_memory_fails_with_eoom)
+{
+    const char *args[] = {"--maxmemory", "1", "--maxmemory-policy",
+                          "noeviction", NULL};
+    start_with_args(args);
+    struct hilock_lock *l = lock_as(NULL, NULL, "oom");
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), HILOCK_EOOM);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "oom", (char *)NULL), 0);
+}
+END_TEST
+
+static Suite *connection_suite(void)
+{
+    Suite *s = suite_create("connection");
+    TCase *tc = tcase_create("options_and_refusals");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, password_lets_requests_through);
+    tcase_add_test(tc, missing_password_fails_with_eauth);
+    tcase_add_test(tc, wrong_password_fails_with_eauth);
+    tcase_add_test(tc, acl_user_lets_requests_through);
+    tcase_add_test(tc, acl_key_denial_fails_with_enoperm);
+    tcase_add_test(tc, db_option_puts_the_lock_in_that_database);
+    tcase_add_test(tc, unix_socket_path_is_used_instead_of_tcp);
+    tcase_add_test(tc, key_of_another_type_fails_with_ewrongtype);
+    tcase_add_test(tc, replica_fails_with_ereadonly);
+    tcase_add_test(tc, server_out_of_memory_fails_with_eoom);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(connection_suite());
+}

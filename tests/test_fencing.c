@@ -1,0 +1,146 @@
+/* test_fencing.c -- with fencing on, every acquisition of a lock gets a
+ * token larger than any before it, whoever acquires and however the
+ * previous hold ended; re-entry keeps the token; without fencing it is 0. */
+#include "testutil.h"
+
+static struct hilock_client *a, *b;
+
+static void setup(void)
+{
+    struct hilock_options o;
+    tu_setup();
+    tu_options(&o);
+    o.fencing = 1;
+    a = tu_client(&o);
+    b = tu_client(&o);
+}
+
+static void teardown(void)
+{
+    hilock_client_free(a);
+    hilock_client_free(b);
+    a = b = NULL;
+    tu_teardown();
+}
+
+START_TEST(tokens_strictly_increase_across_holders_and_clients)
+{
+    struct hilock_lock *la = tu_lock(a, "fence", 1);
+    struct hilock_lock *lb = tu_lock(b, "fence", 1);
+    struct hilock_lock *la2 = tu_lock(a, "fence", 2);
+    int64_t t1 = 0, t2 = 0, t3 = 0, t4 = 0;
+    tu_assert_status(tu_acquire(la, 10000, 0, &t1), 0);
+    ck_assert_int_gt(t1, 0);
+    ck_assert_int_eq(hilock_lock_token(la), t1);
+    tu_assert_status(tu_release(la, NULL), 0);
+    ck_assert_int_eq(hilock_lock_token(la), 0);
+
+    tu_assert_status(tu_acquire(lb, 10000, 0, &t2), 0);
+    ck_assert_int_gt(t2, t1);
+    ck_assert_int_eq(hilock_lock_token(lb), t2);
+    tu_assert_status(tu_release(lb, NULL), 0);
+
+    tu_assert_status(tu_acquire(la, 10000, 0, &t3), 0);
+    ck_assert_int_gt(t3, t2);
+    tu_assert_status(tu_release(la, NULL), 0);
+
+    tu_assert_status(tu_acquire(la2, 10000, 0, &t4), 0); /* other tag */
+    ck_assert_int_gt(t4, t3);
+}
+END_TEST
+
+START_TEST(reentry_keeps_the_token_until_the_last_release)
+{
+    struct hilock_lock *l = tu_lock(a, "fence", 1);
+    int64_t t = 0, again = 0;
+    tu_assert_status(tu_acquire(l, 10000, 0, &t), 0);
+    ck_assert_int_gt(t, 0);
+    tu_assert_status(tu_acquire(l, 10000, 0, &again), 0);
+    ck_assert_int_eq(again, t);
+    ck_assert_int_eq(hilock_lock_token(l), t);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(hilock_lock_token(l), t); /* still held once */
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(hilock_lock_token(l), 0);
+    tu_assert_status(tu_acquire(l, 10000, 0, &again), 0);
+    ck_assert_int_gt(again, t);
+}
+END_TEST
+
+START_TEST(token_increases_after_a_lease_expires)
+{
+    struct hilock_lock *la = tu_lock(a, "fence", 1);
+    struct hilock_lock *lb = tu_lock(b, "fence", 1);
+    int64_t t1 = 0, t2 = 0;
+    tu_assert_status(tu_acquire(la, 200, 0, &t1), 0);
+    tu_assert_status(tu_acquire(lb, 10000, 3000, &t2), 0);
+    ck_assert_int_gt(t2, t1);
+}
+END_TEST
+
+START_TEST(token_increases_for_a_waiter_woken_by_release)
+{
+    struct hilock_lock *la = tu_lock(a, "fence", 1);
+    struct hilock_lock *lb = tu_lock(b, "fence", 1);
+    struct tu_result rb = {0};
+    int64_t t1 = 0;
+    tu_assert_status(tu_acquire(la, 30000, 0, &t1), 0);
+    tu_assert_status(hilock_lock_acquire(lb, 10000, 5000, tu_record, &rb), 0);
+    tu_run_for(200);
+    tu_assert_status(tu_release(la, NULL), 0);
+    ck_assert(tu_run_until_count(&rb.calls, 1, 6000));
+    tu_assert_status(rb.status, 0);
+    ck_assert_int_gt(rb.value, t1);
+    ck_assert_int_eq(hilock_lock_token(lb), rb.value);
+}
+END_TEST
+
+START_TEST(tokens_of_different_locks_are_independent_but_valid)
+{
+    struct hilock_lock *x = tu_lock(a, "fx", 1);
+    struct hilock_lock *y = tu_lock(a, "fy", 1);
+    int64_t tx = 0, ty = 0, tx2 = 0;
+    tu_assert_status(tu_acquire(x, 10000, 0, &tx), 0);
+    tu_assert_status(tu_acquire(y, 10000, 0, &ty), 0);
+    ck_assert_int_gt(tx, 0);
+    ck_assert_int_gt(ty, 0);
+    tu_assert_status(tu_release(x, NULL), 0);
+    tu_assert_status(tu_acquire(x, 10000, 0, &tx2), 0);
+    ck_assert_int_gt(tx2, tx);
+}
+END_TEST
+
+START_TEST(without_fencing_the_token_is_zero)
+{
+    struct hilock_client *plain = tu_client(NULL); /* fencing off */
+    struct hilock_lock *l = tu_lock(plain, "nofence", 1);
+    int64_t t = -1;
+    tu_assert_status(tu_acquire(l, 10000, 0, &t), 0);
+    ck_assert_int_eq(t, 0);
+    ck_assert_int_eq(hilock_lock_token(l), 0);
+    tu_assert_status(tu_acquire(l, 10000, 0, &t), 0);
+    ck_assert_int_eq(t, 0);
+    hilock_client_free(plain);
+}
+END_TEST
+
+static Suite *fencing_suite(void)
+{
+    Suite *s = suite_create("fencing");
+    TCase *tc = tcase_create("tokens");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, tokens_strictly_increase_across_holders_and_clients);
+    tcase_add_test(tc, reentry_keeps_the_token_until_the_last_release);
+    tcase_add_test(tc, token_increases_after_a_lease_expires);
+    tcase_add_test(tc, token_increases_for_a_waiter_woken_by_release);
+    tcase_add_test(tc, tokens_of_different_locks_are_independent_but_valid);
+    tcase_add_test(tc, without_fencing_the_token_is_zero);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(fencing_suite());
+}

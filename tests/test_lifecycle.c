@@ -1,0 +1,336 @@
+/* test_lifecycle.c -- freeing and cancelling: every pending callback fires
+ * exactly once (HILOCK_ECANCELED) when its lock or client goes, freeing from
+ * inside callbacks is safe, a freed or cancelled hold does not linger in
+ * Redis, and a client with no server fails its requests in bounded time. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define N 20
+
+static struct hilock_client *client, *holder;
+static struct tu_result res[N];
+
+static void setup(void)
+{
+    tu_setup();
+    client = tu_client(NULL);
+    holder = tu_client(NULL);
+    memset(res, 0, sizeof res);
+}
+
+static void teardown(void)
+{
+    hilock_client_free(client); /* NULL when a test freed it */
+    hilock_client_free(holder);
+    client = holder = NULL;
+    tu_teardown();
+}
+
+static struct hilock_lock *numbered_lock(struct hilock_client *c,
+                                         const char *prefix, int i)
+{
+    char name[32];
+    snprintf(name, sizeof name, "%s%d", prefix, i);
+    return tu_lock(c, name, 1);
+}
+
+static void assert_each_canceled_once(int from, int to)
+{
+    for (int i = from; i < to; i++) {
+        ck_assert_msg(res[i].calls == 1, "callback %d fired %d times", i,
+                      res[i].calls);
+        ck_assert_msg(res[i].status == HILOCK_ECANCELED,
+                      "callback %d: %s", i, hilock_err_name(res[i].status));
+    }
+}
+
+START_TEST(client_free_cancels_every_pending_acquire_once)
+{
+    for (int i = 0; i < N; i++) {
+        struct hilock_lock *l = numbered_lock(client, "free", i);
+        tu_assert_status(hilock_lock_acquire(l, 10000, 0, tu_record, &res[i]),
+                         0);
+    }
+    hilock_client_free(client);
+    client = NULL;
+    assert_each_canceled_once(0, N); /* before free returned */
+    tu_run_for(500);
+    assert_each_canceled_once(0, N);
+}
+END_TEST
+
+START_TEST(client_free_cancels_pending_release_and_queries_once)
+{
+    struct hilock_lock *l = tu_lock(client, "rq", 1);
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(hilock_lock_release(l, tu_record, &res[0]), 0);
+    struct hilock_lock *q = tu_lock(client, "q", 1);
+    tu_assert_status(hilock_lock_query_held(q, tu_record, &res[1]), 0);
+    tu_assert_status(hilock_lock_query_count(q, tu_record, &res[2]), 0);
+    tu_assert_status(hilock_lock_query_ttl(q, tu_record, &res[3]), 0);
+    hilock_client_free(client);
+    client = NULL;
+    assert_each_canceled_once(0, 4);
+    tu_run_for(500);
+    assert_each_canceled_once(0, 4);
+}
+END_TEST
+
+static int freed_at_call = -1;
+static int calls_total;
+
+/* Acquire callback of lock 0: frees the whole client from inside. */
+static void free_client_cb(struct hilock_lock *lock, int status,
+                           int64_t value, void *arg)
+{
+    tu_record(lock, status, value, arg);
+    calls_total++;
+    freed_at_call = calls_total;
+    hilock_client_free(client);
+    client = NULL;
+}
+
+static void count_cb(struct hilock_lock *lock, int status, int64_t value,
+                     void *arg)
+{
+    tu_record(lock, status, value, arg);
+    calls_total++;
+}
+
+START_TEST(client_free_inside_a_callback_cancels_the_others_once)
+{
+    /* locks busy1..busy19 are held elsewhere, so their acquires wait */
+    for (int i = 1; i < N; i++) {
+        struct hilock_lock *h = numbered_lock(holder, "busy", i);
+        tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
+    }
+    for (int i = 1; i < N; i++) {
+        struct hilock_lock *w = numbered_lock(client, "busy", i);
+        tu_assert_status(hilock_lock_acquire(w, 10000, 8000, count_cb, &res[i]),
+                         0);
+    }
+    tu_run_for(300); /* the waiters are parked now */
+    for (int i = 1; i < N; i++)
+        ck_assert_int_eq(res[i].calls, 0);
+    struct hilock_lock *first = tu_lock(client, "free0", 1);
+    tu_assert_status(
+        hilock_lock_acquire(first, 10000, 0, free_client_cb, &res[0]), 0);
+    ck_assert(tu_run_until_count(&calls_total, N, 3000));
+    ck_assert_int_eq(freed_at_call, 1);
+    ck_assert_int_eq(res[0].calls, 1);
+    tu_assert_status(res[0].status, 0);
+    assert_each_canceled_once(1, N);
+    tu_run_for(500);
+    ck_assert_int_eq(calls_total, N);
+    /* the holder's locks are untouched; free0 is left to its lease */
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "busy7", (char *)NULL), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "free0", (char *)NULL), 1);
+}
+END_TEST
+
+/* Acquire callback that frees its own lock. */
+static void free_lock_cb(struct hilock_lock *lock, int status, int64_t value,
+                         void *arg)
+{
+    tu_record(lock, status, value, arg);
+    hilock_lock_free(lock);
+}
+
+START_TEST(lock_free_inside_its_own_acquire_callback_is_safe)
+{
+    struct hilock_lock *l = tu_lock(client, "self", 1);
+    tu_assert_status(hilock_lock_acquire(l, 30000, 0, free_lock_cb, &res[0]),
+                     0);
+    ck_assert(tu_run_until_count(&res[0].calls, 1, 3000));
+    tu_assert_status(res[0].status, 0);
+    /* freed while held: the hold is released */
+    ck_assert(tu_run_until_redis(0, 2000, "EXISTS", "self", (char *)NULL));
+    tu_run_for(200);
+    ck_assert_int_eq(res[0].calls, 1);
+    /* the client still works */
+    struct hilock_lock *next = tu_lock(client, "self", 1);
+    tu_assert_status(tu_acquire(next, 10000, 0, NULL), 0);
+}
+END_TEST
+
+START_TEST(lock_free_of_a_held_lock_releases_it)
+{
+    struct hilock_lock *l = tu_lock(client, "held", 1);
+    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0); /* two holds */
+    hilock_lock_free(l);
+    ck_assert_msg(tu_run_until_redis(0, 2000, "EXISTS", "held", (char *)NULL),
+                  "the freed lock's key is still there");
+    struct hilock_lock *other = tu_lock(holder, "held", 1);
+    tu_assert_status(tu_acquire(other, 10000, 0, NULL), 0);
+}
+END_TEST
+
+START_TEST(lock_free_with_an_acquire_pending_cancels_it_and_leaves_no_hold)
+{
+    struct hilock_lock *l = tu_lock(client, "pend", 1);
+    tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
+    hilock_lock_free(l);
+    ck_assert_int_eq(res[0].calls, 1);
+    tu_assert_status(res[0].status, HILOCK_ECANCELED);
+    tu_run_for(300);
+    ck_assert_int_eq(res[0].calls, 1);
+    /* if the acquire reached Redis it must have been undone */
+    ck_assert(tu_run_until_redis(0, 2000, "EXISTS", "pend", (char *)NULL));
+}
+END_TEST
+
+START_TEST(cancel_of_a_waiting_acquire_fires_ecanceled_once)
+{
+    struct hilock_lock *h = tu_lock(holder, "cw", 1);
+    struct hilock_lock *w = tu_lock(client, "cw", 1);
+    tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
+    tu_assert_status(hilock_lock_acquire(w, 10000, 8000, tu_record, &res[0]),
+                     0);
+    tu_run_for(300);
+    ck_assert_int_eq(res[0].calls, 0);
+    long long t0 = tu_now_ms();
+    tu_assert_status(hilock_lock_cancel(w), 0);
+    ck_assert(tu_run_until_count(&res[0].calls, 1, 2000));
+    tu_assert_status(res[0].status, HILOCK_ECANCELED);
+    ck_assert_int_lt(res[0].at_ms - t0, 1000);
+    tu_assert_status(hilock_lock_cancel(w), HILOCK_EINVAL); /* nothing left */
+    tu_run_for(500);
+    ck_assert_int_eq(res[0].calls, 1);
+    ck_assert_uint_eq(hilock_lock_hold_count(w), 0);
+    /* the holder is untouched, and the handle can be used again */
+    char field[64];
+    ck_assert_int_eq(rs_int(tu_srv, "HGET", "cw", tu_field(holder, 1, field),
+                            (char *)NULL), 1);
+    tu_assert_status(tu_acquire(w, 10000, 0, NULL), HILOCK_EBUSY);
+}
+END_TEST
+
+START_TEST(cancel_right_after_issuing_undoes_a_late_success)
+{
+    struct hilock_lock *l = tu_lock(client, "late", 1);
+    tu_run_for(200); /* connected, so the request goes out at once */
+    tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_cancel(l), 0);
+    ck_assert(tu_run_until_count(&res[0].calls, 1, 2000));
+    tu_assert_status(res[0].status, HILOCK_ECANCELED);
+    ck_assert_msg(tu_run_until_redis(0, 2000, "EXISTS", "late", (char *)NULL),
+                  "a success after cancel was not released");
+    tu_run_for(300);
+    ck_assert_int_eq(res[0].calls, 1);
+    ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
+}
+END_TEST
+
+/* No-server tests: a client pointed at a port nothing listens on. */
+static void setup_no_server(void)
+{
+    tu_setup_no_redis();
+    memset(res, 0, sizeof res);
+    client = holder = NULL;
+}
+
+static struct hilock_client *client_on_dead_port(void)
+{
+    struct hilock_options o;
+    tu_options(&o);
+    o.port = rs_free_port();
+    ck_assert_int_gt(o.port, 0);
+    o.request_timeout_ms = 500;
+    o.connect_timeout_ms = 500;
+    o.reconnect_min_ms = 50;
+    return tu_client(&o);
+}
+
+START_TEST(request_without_a_server_fails_in_bounded_time_once)
+{
+    client = client_on_dead_port();
+    struct hilock_lock *l = tu_lock(client, "nowhere", 1);
+    long long t0 = tu_now_ms();
+    tu_assert_status(hilock_lock_acquire(l, 10000, 0, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_query_ttl(l, tu_record, &res[1]), 0);
+    ck_assert(tu_run_until_count(&res[0].calls, 1, 5000));
+    ck_assert(tu_run_until_count(&res[1].calls, 1, 5000));
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(res[i].status == HILOCK_ETIMEDOUT ||
+                          res[i].status == HILOCK_ECONN,
+                      "request %d: %s", i, hilock_err_name(res[i].status));
+        ck_assert_msg(res[i].at_ms - t0 < 500 + 1500,
+                      "request %d failed after %lld ms", i,
+                      res[i].at_ms - t0);
+    }
+    tu_run_for(800);
+    ck_assert_int_eq(res[0].calls, 1);
+    ck_assert_int_eq(res[1].calls, 1);
+    ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
+}
+END_TEST
+
+START_TEST(waiting_acquire_without_a_server_ends_by_its_deadline_once)
+{
+    client = client_on_dead_port();
+    struct hilock_lock *l = tu_lock(client, "nowhere", 1);
+    long long t0 = tu_now_ms();
+    tu_assert_status(hilock_lock_acquire(l, 10000, 1000, tu_record, &res[0]),
+                     0);
+    ck_assert(tu_run_until_count(&res[0].calls, 1, 6000));
+    ck_assert_msg(res[0].status == HILOCK_ETIMEDOUT ||
+                      res[0].status == HILOCK_ECONN,
+                  "status %s", hilock_err_name(res[0].status));
+    ck_assert_msg(res[0].at_ms - t0 < 1000 + 1500, "ended after %lld ms",
+                  res[0].at_ms - t0);
+    tu_run_for(800);
+    ck_assert_int_eq(res[0].calls, 1);
+}
+END_TEST
+
+START_TEST(client_free_without_a_server_cancels_pending_once)
+{
+    client = client_on_dead_port();
+    for (int i = 0; i < 4; i++) {
+        struct hilock_lock *l = numbered_lock(client, "nowhere", i);
+        tu_assert_status(hilock_lock_acquire(l, 10000, 0, tu_record, &res[i]),
+                         0);
+    }
+    tu_run_for(100);
+    hilock_client_free(client);
+    client = NULL;
+    assert_each_canceled_once(0, 4);
+    tu_run_for(800);
+    assert_each_canceled_once(0, 4);
+}
+END_TEST
+
+static Suite *lifecycle_suite(void)
+{
+    Suite *s = suite_create("lifecycle");
+    TCase *tc = tcase_create("free_and_cancel");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, client_free_cancels_every_pending_acquire_once);
+    tcase_add_test(tc, client_free_cancels_pending_release_and_queries_once);
+    tcase_add_test(tc, client_free_inside_a_callback_cancels_the_others_once);
+    tcase_add_test(tc, lock_free_inside_its_own_acquire_callback_is_safe);
+    tcase_add_test(tc, lock_free_of_a_held_lock_releases_it);
+    tcase_add_test(tc,
+                   lock_free_with_an_acquire_pending_cancels_it_and_leaves_no_hold);
+    tcase_add_test(tc, cancel_of_a_waiting_acquire_fires_ecanceled_once);
+    tcase_add_test(tc, cancel_right_after_issuing_undoes_a_late_success);
+    suite_add_tcase(s, tc);
+
+    TCase *ns = tcase_create("no_server");
+    tcase_add_checked_fixture(ns, setup_no_server, teardown);
+    tcase_set_timeout(ns, 30);
+    tcase_add_test(ns, request_without_a_server_fails_in_bounded_time_once);
+    tcase_add_test(ns, waiting_acquire_without_a_server_ends_by_its_deadline_once);
+    tcase_add_test(ns, client_free_without_a_server_cancels_pending_once);
+    suite_add_tcase(s, ns);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(lifecycle_suite());
+}

@@ -1,0 +1,296 @@
+/* test_pure.c -- the modules with no I/O: SHA-1, RESP encoding, the time
+ * heap, backoff, key naming and reply decoding. No Redis needed; replies are
+ * built by feeding RESP text to hiredis's own reader, as the wire would. */
+#include <check.h>
+#include <hiredis/hiredis.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backoff.h"
+#include "heap.h"
+#include "hilock/hilock.h"
+#include "keys.h"
+#include "reply.h"
+#include "resp.h"
+#include "sha1.h"
+
+static void check_sha(const void *data, size_t len, const char *expect)
+{
+    char hex[41];
+    sha1_hex(data, len, hex);
+    ck_assert_str_eq(hex, expect);
+}
+
+START_TEST(sha1_matches_the_fips_vectors)
+{
+    check_sha("", 0, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+    check_sha("abc", 3, "a9993e364706816aba3e25717850c26c9cd0d89d");
+    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    check_sha(two, strlen(two), "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+    char *million = malloc(1000000);
+    ck_assert_ptr_nonnull(million);
+    memset(million, 'a', 1000000);
+    check_sha(million, 1000000, "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
+    free(million);
+}
+END_TEST
+
+START_TEST(sha1_handles_every_padding_boundary)
+{
+    /* 55, 56, 63, 64 and 65 bytes straddle the one/two block padding. */
+    static const struct {
+        size_t len;
+        const char *sha;
+    } v[] = {
+        {55, "c1c8bbdc22796e28c0e15163d20899b65621d65a"},
+        {56, "c2db330f6083854c99d4b5bfb6e8f29f201be699"},
+        {63, "03f09f5b158a7a8cdad920bddc29b81c18a551f5"},
+        {64, "0098ba824b5c16427bd7a1122a5a442a25ec644d"},
+        {65, "11655326c708d70319be2610e8a57d9a5b959d3b"},
+    };
+    char buf[65];
+    memset(buf, 'a', sizeof(buf));
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        check_sha(buf, v[i].len, v[i].sha);
+}
+END_TEST
+
+START_TEST(resp_encodes_binary_safe_arguments_with_lengths)
+{
+    char small[8]; /* forces the move to the heap */
+    struct resp_buf b;
+    resp_init(&b, small, sizeof(small));
+    struct resp_part parts[2] = {{"a\r\n", 3}, {"\0b", 2}};
+    resp_array(&b, 3);
+    resp_arg(&b, "SET", 3);
+    resp_arg_parts(&b, 2, parts);
+    resp_arg_u64(&b, 18446744073709551615ull);
+    const char expect[] = "*3\r\n$3\r\nSET\r\n$5\r\na\r\n\0b\r\n"
+                          "$20\r\n18446744073709551615\r\n";
+    ck_assert_uint_eq(b.len, sizeof(expect) - 1);
+    ck_assert(memcmp(b.data, expect, b.len) == 0);
+    ck_assert(!b.failed);
+    resp_reset(&b);
+    resp_arg_u64(&b, 0);
+    ck_assert_uint_eq(b.len, 7);
+    ck_assert(memcmp(b.data, "$1\r\n0\r\n", 7) == 0);
+    resp_release(&b);
+    ck_assert_ptr_eq(b.data, small);
+}
+END_TEST
+
+START_TEST(heap_pops_in_key_order_under_moves_and_removals)
+{
+    enum { N = 1000 };
+    static struct heap_node nodes[N];
+    struct heap h;
+    heap_init(&h);
+    srand(7);
+    for (int i = 0; i < N; i++) {
+        heap_node_init(&nodes[i]);
+        ck_assert_int_eq(heap_set(&h, &nodes[i], (uint64_t)(rand() % 5000)), 0);
+    }
+    for (int i = 0; i < N; i += 3)
+        ck_assert_int_eq(heap_set(&h, &nodes[i], (uint64_t)(rand() % 5000)), 0);
+    for (int i = 1; i < N; i += 7)
+        heap_remove(&h, &nodes[i]);
+    for (int i = 1; i < N; i += 7)
+        ck_assert(!heap_contains(&nodes[i]));
+    uint64_t last = 0;
+    size_t popped = 0;
+    struct heap_node *top;
+    while ((top = heap_top(&h))) {
+        ck_assert_uint_ge(top->key, last);
+        last = top->key;
+        heap_remove(&h, top);
+        popped++;
+    }
+    ck_assert_uint_eq(popped, N - (N + 5) / 7);
+    heap_release(&h);
+}
+END_TEST
+
+START_TEST(backoff_grows_caps_and_jitters_within_bounds)
+{
+    uint64_t seed = 42;
+    for (unsigned attempt = 0; attempt < 40; attempt++) {
+        uint64_t full = 50;
+        for (unsigned i = 0; i < attempt && full < 2000; i++)
+            full *= 2;
+        if (full > 2000)
+            full = 2000;
+        for (int k = 0; k < 50; k++) {
+            uint32_t d = backoff_delay_ms(50, 2000, attempt, &seed);
+            ck_assert_uint_ge(d, full - full / 2);
+            ck_assert_uint_le(d, full);
+        }
+    }
+    uint32_t a = backoff_delay_ms(1000, 1000, 0, &seed);
+    uint32_t same = 1;
+    for (int k = 0; k < 20; k++)
+        same &= backoff_delay_ms(1000, 1000, 0, &seed) == a;
+    ck_assert_msg(!same, "jitter draws differ");
+}
+END_TEST
+
+START_TEST(keys_follow_the_redisson_layout_and_parse_back)
+{
+    char small[256];
+    struct resp_buf b;
+    struct key_src k = {"p:", 2, "inv{1}", 6};
+    resp_init(&b, small, sizeof(small));
+    keys_lock(&b, &k);
+    keys_channel(&b, &k);
+    keys_fence(&b, &k);
+    keys_latch(&b, &k, "id", 9);
+    keys_field(&b, "uuid", 77);
+    const char expect[] = "$8\r\np:inv{1}\r\n"
+                          "$33\r\np:redisson_lock__channel:{inv{1}}\r\n"
+                          "$23\r\np:hilock_fence:{inv{1}}\r\n"
+                          "$28\r\np:hilock_latch:{inv{1}}:id:9\r\n"
+                          "$7\r\nuuid:77\r\n";
+    ck_assert_uint_eq(b.len, sizeof(expect) - 1);
+    ck_assert(memcmp(b.data, expect, b.len) == 0);
+    resp_release(&b);
+
+    const char *name;
+    size_t len;
+    const char *ch = "p:redisson_lock__channel:{inv{1}}";
+    ck_assert_int_eq(keys_channel_name("p:", 2, ch, strlen(ch), &name, &len), 0);
+    ck_assert_uint_eq(len, 6);
+    ck_assert(memcmp(name, "inv{1}", 6) == 0);
+    ck_assert_int_eq(keys_channel_name("q:", 2, ch, strlen(ch), &name, &len), -1);
+    ck_assert_int_eq(keys_channel_name("", 0, "other", 5, &name, &len), -1);
+    ck_assert_int_eq(keys_channel_name("", 0, "redisson_lock__channel:{", 24,
+                                       &name, &len), -1);
+}
+END_TEST
+
+/* Parse one RESP reply from text with hiredis's reader. */
+static redisReply *parse(const char *resp)
+{
+    redisReader *r = redisReaderCreate();
+    void *reply = NULL;
+    redisReaderFeed(r, resp, strlen(resp));
+    ck_assert_int_eq(redisReaderGetReply(r, &reply), REDIS_OK);
+    ck_assert_ptr_nonnull(reply);
+    redisReaderFree(r);
+    return reply;
+}
+
+static int acquire_of(const char *resp, int64_t *holds, int64_t *token,
+                      int64_t *ttl)
+{
+    redisReply *r = parse(resp);
+    int rc = reply_acquire(r, holds, token, ttl);
+    freeReplyObject(r);
+    return rc;
+}
+
+START_TEST(acquire_replies_decode_to_results)
+{
+    int64_t holds = 0, token = 0, ttl = 0;
+    ck_assert_int_eq(acquire_of("*2\r\n:1\r\n:9\r\n", &holds, &token, &ttl), 0);
+    ck_assert(holds == 1 && token == 9);
+    ck_assert_int_eq(acquire_of(":1234\r\n", &holds, &token, &ttl),
+                     HILOCK_EBUSY);
+    ck_assert(ttl == 1234);
+    ck_assert_int_eq(acquire_of(":-1\r\n", &holds, &token, &ttl), HILOCK_EBUSY);
+    ck_assert(ttl == -1);
+    ck_assert_int_eq(acquire_of(":-2\r\n", &holds, &token, &ttl), HILOCK_EPROTO);
+    ck_assert_int_eq(acquire_of("*2\r\n:0\r\n:9\r\n", &holds, &token, &ttl),
+                     HILOCK_EPROTO);
+    ck_assert_int_eq(acquire_of("*1\r\n:1\r\n", &holds, &token, &ttl),
+                     HILOCK_EPROTO);
+    ck_assert_int_eq(acquire_of("$-1\r\n", &holds, &token, &ttl), HILOCK_EPROTO);
+    ck_assert_int_eq(acquire_of("-WRONGTYPE Operation against a key\r\n",
+                                &holds, &token, &ttl), HILOCK_EWRONGTYPE);
+    ck_assert_int_eq(acquire_of("-ERR Error running script (call to f_1): "
+                                "@user_script:1: WRONGTYPE Operation\r\n",
+                                &holds, &token, &ttl), HILOCK_EWRONGTYPE);
+}
+END_TEST
+
+START_TEST(error_replies_map_to_distinct_codes)
+{
+    static const struct {
+        const char *resp;
+        int code;
+    } v[] = {
+        {"-OOM command not allowed\r\n", HILOCK_EOOM},
+        {"-READONLY You can't write against a read only replica.\r\n",
+         HILOCK_EREADONLY},
+        {"-NOAUTH Authentication required.\r\n", HILOCK_EAUTH},
+        {"-WRONGPASS invalid username-password pair\r\n", HILOCK_EAUTH},
+        {"-NOPERM this user has no permissions\r\n", HILOCK_ENOPERM},
+        {"-ERR something else\r\n", HILOCK_ESERVER},
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        redisReply *r = parse(v[i].resp);
+        ck_assert_int_eq(reply_error_code(r), v[i].code);
+        freeReplyObject(r);
+    }
+    redisReply *r = parse("-NOSCRIPT No matching script.\r\n");
+    ck_assert(reply_is_noscript(r));
+    freeReplyObject(r);
+    r = parse("+OK\r\n");
+    ck_assert(!reply_is_noscript(r));
+    ck_assert_int_eq(reply_error_code(r), HILOCK_EPROTO);
+    freeReplyObject(r);
+}
+END_TEST
+
+START_TEST(release_renew_and_integer_replies_decode)
+{
+    int64_t v = -5;
+    unsigned char ok[3];
+    redisReply *r = parse(":2\r\n");
+    ck_assert_int_eq(reply_release(r, &v), 0);
+    ck_assert(v == 2);
+    freeReplyObject(r);
+    r = parse("$-1\r\n");
+    ck_assert_int_eq(reply_release(r, &v), HILOCK_ENOTOWNER);
+    ck_assert_int_eq(reply_integer(r, 7, &v), 0);
+    ck_assert(v == 7);
+    freeReplyObject(r);
+    r = parse(":-3\r\n");
+    ck_assert_int_eq(reply_release(r, &v), HILOCK_EPROTO);
+    freeReplyObject(r);
+    r = parse("*3\r\n:1\r\n:0\r\n:1\r\n");
+    ck_assert_int_eq(reply_renew(r, 3, ok), 0);
+    ck_assert(ok[0] == 1 && ok[1] == 0 && ok[2] == 1);
+    ck_assert_int_eq(reply_renew(r, 2, ok), HILOCK_EPROTO);
+    freeReplyObject(r);
+    r = parse("*2\r\n:1\r\n:2\r\n");
+    ck_assert_int_eq(reply_renew(r, 2, ok), HILOCK_EPROTO);
+    freeReplyObject(r);
+    r = parse("$2\r\n42\r\n");
+    ck_assert_int_eq(reply_integer(r, 0, &v), 0);
+    ck_assert(v == 42);
+    freeReplyObject(r);
+    r = parse("$2\r\n4x\r\n");
+    ck_assert_int_eq(reply_integer(r, 0, &v), HILOCK_EPROTO);
+    freeReplyObject(r);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("pure");
+    TCase *tc = tcase_create("pure");
+    tcase_add_test(tc, sha1_matches_the_fips_vectors);
+    tcase_add_test(tc, sha1_handles_every_padding_boundary);
+    tcase_add_test(tc, resp_encodes_binary_safe_arguments_with_lengths);
+    tcase_add_test(tc, heap_pops_in_key_order_under_moves_and_removals);
+    tcase_add_test(tc, backoff_grows_caps_and_jitters_within_bounds);
+    tcase_add_test(tc, keys_follow_the_redisson_layout_and_parse_back);
+    tcase_add_test(tc, acquire_replies_decode_to_results);
+    tcase_add_test(tc, error_replies_map_to_distinct_codes);
+    tcase_add_test(tc, release_renew_and_integer_replies_decode);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,221 @@
+/* test_reconnect.c -- the client survives what happens to a real Redis:
+ * restarts (which also forget the loaded scripts), SCRIPT FLUSH, and a
+ * frozen server whose replies come late. Late replies are never delivered
+ * twice and a late acquire success does not leave a hold behind. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct hilock_client *client, *other;
+static struct tu_result res[4];
+
+static void start(uint32_t request_timeout_ms)
+{
+    struct hilock_options o;
+    tu_options(&o);
+    o.reconnect_min_ms = 20;
+    o.reconnect_max_ms = 200;
+    o.watchdog_lease_ms = 600;
+    if (request_timeout_ms)
+        o.request_timeout_ms = request_timeout_ms;
+    client = tu_client(&o);
+    other = tu_client(&o);
+    memset(res, 0, sizeof res);
+}
+
+static void setup(void)
+{
+    tu_setup();
+    start(0);
+}
+
+static void setup_short_timeout(void)
+{
+    tu_setup();
+    start(300);
+}
+
+static void teardown(void)
+{
+    hilock_client_free(client);
+    hilock_client_free(other);
+    client = other = NULL;
+    tu_teardown();
+}
+
+/* Acquire, retrying connection-level failures, until success or 5 s. */
+static int acquire_eventually(struct hilock_lock *l, uint64_t lease_ms)
+{
+    long long deadline = tu_now_ms() + 5000;
+    int st;
+    do {
+        st = tu_acquire(l, lease_ms, 0, NULL);
+        if (st != HILOCK_ECONN && st != HILOCK_ETIMEDOUT)
+            return st;
+        tu_run_for(50);
+    } while (tu_now_ms() < deadline);
+    return st;
+}
+
+START_TEST(script_flush_behind_our_back_is_survived)
+{
+    struct hilock_lock *l = tu_lock(client, "sf", 1);
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_release(l, NULL), 0);
+    char *ok = rs_str(tu_srv, "SCRIPT", "FLUSH", (char *)NULL);
+    ck_assert_str_eq(ok, "OK");
+    free(ok);
+    int64_t v = -1;
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_query(hilock_lock_query_count, l, &v), 0);
+    ck_assert_int_eq(v, 1);
+    tu_assert_status(tu_release(l, &v), 0);
+    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "sf", (char *)NULL), 0);
+}
+END_TEST
+
+START_TEST(requests_work_again_after_a_kill9_restart)
+{
+    struct hilock_lock *l = tu_lock(client, "k9", 1);
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(rs_kill9_restart(tu_srv), 0);
+    tu_run_for(500); /* let the client notice and reconnect */
+    tu_assert_status(acquire_eventually(l, 10000), 0);
+    char field[64];
+    ck_assert_int_eq(rs_int(tu_srv, "HGET", "k9", tu_field(client, 1, field),
+                            (char *)NULL), 1);
+}
+END_TEST
+
+START_TEST(requests_work_again_after_a_graceful_restart)
+{
+    struct hilock_lock *l = tu_lock(client, "gr", 1);
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    ck_assert_int_eq(rs_restart(tu_srv), 0);
+    tu_run_for(500);
+    /* the restart lost the hold; a new acquire starts from scratch */
+    struct hilock_lock *l2 = tu_lock(other, "gr", 1);
+    tu_assert_status(acquire_eventually(l2, 10000), 0);
+}
+END_TEST
+
+START_TEST(parked_waiter_gets_the_lock_after_a_restart_empties_redis)
+{
+    struct hilock_lock *h = tu_lock(other, "pw", 1);
+    struct hilock_lock *w = tu_lock(client, "pw", 1);
+    tu_assert_status(tu_acquire(h, 60000, 0, NULL), 0);
+    tu_assert_status(hilock_lock_acquire(w, 10000, 8000, tu_record, &res[0]),
+                     0);
+    tu_run_for(300);
+    ck_assert_int_eq(res[0].calls, 0);
+    long long t0 = tu_now_ms();
+    ck_assert_int_eq(rs_kill9_restart(tu_srv), 0); /* the hold is gone */
+    ck_assert(tu_run_until_count(&res[0].calls, 1, 9000));
+    tu_assert_status(res[0].status, 0);
+    /* retried after the reconnect, not at the 60 s lease or 8 s deadline */
+    ck_assert_msg(res[0].at_ms - t0 < 4000, "acquired %lld ms after restart",
+                  res[0].at_ms - t0);
+    char field[64];
+    ck_assert_int_eq(rs_int(tu_srv, "HGET", "pw", tu_field(client, 1, field),
+                            (char *)NULL), 1);
+}
+END_TEST
+
+START_TEST(watchdog_lock_emptied_by_a_restart_is_reported_lost)
+{
+    struct hilock_lock *l = tu_lock(client, "wl", 1);
+    tu_assert_status(hilock_lock_on_lost(l, tu_record, &res[0]), 0);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    tu_run_for(200);
+    ck_assert_int_eq(rs_kill9_restart(tu_srv), 0);
+    ck_assert_msg(tu_run_until_count(&res[0].calls, 1, 4000),
+                  "on_lost never fired after the restart emptied Redis");
+    tu_assert_status(res[0].status, HILOCK_ELOST);
+    tu_run_for(500);
+    ck_assert_int_eq(res[0].calls, 1);
+    /* the watchdog must not recreate the lost lock */
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "wl", (char *)NULL), 0);
+}
+END_TEST
+
+/* request_timeout_ms 300 in this case. */
+START_TEST(acquire_timing_out_on_a_frozen_server_leaves_no_hold)
+{
+    struct hilock_lock *l = tu_lock(client, "late", 1);
+    tu_run_for(200); /* connected */
+    ck_assert_int_eq(rs_pause(tu_srv), 0);
+    long long t0 = tu_now_ms();
+    tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
+    bool done = tu_run_until_count(&res[0].calls, 1, 3000);
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+    ck_assert_msg(done, "no callback while the server was frozen");
+    tu_assert_status(res[0].status, HILOCK_ETIMEDOUT);
+    ck_assert_msg(res[0].at_ms - t0 < 300 + 1000, "timed out after %lld ms",
+                  res[0].at_ms - t0);
+    /* the server now runs the queued acquire; its success must be undone */
+    ck_assert_msg(tu_run_until_redis(0, 3000, "EXISTS", "late", (char *)NULL),
+                  "a late acquire success was left holding the lock");
+    tu_run_for(300);
+    ck_assert_int_eq(res[0].calls, 1);
+    ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
+    /* and the lock is usable again */
+    tu_assert_status(acquire_eventually(l, 10000), 0);
+}
+END_TEST
+
+/* request_timeout_ms 300 in this case. */
+START_TEST(release_with_a_late_reply_is_applied_once)
+{
+    struct hilock_lock *l = tu_lock(client, "once", 1);
+    char field[64];
+    tu_field(client, 1, field);
+    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0); /* count 2 */
+    ck_assert_int_eq(rs_pause(tu_srv), 0);
+    tu_assert_status(hilock_lock_release(l, tu_record, &res[0]), 0);
+    tu_run_for(700); /* past the request deadline: retries may be queued */
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+    ck_assert(tu_run_until_count(&res[0].calls, 1, 6000));
+    tu_run_for(1000); /* let any retries land */
+    ck_assert_int_eq(res[0].calls, 1);
+    long long count = rs_int(tu_srv, "HGET", "once", field, (char *)NULL);
+    if (res[0].status == 0) {
+        ck_assert_int_eq(res[0].value, 1);
+        ck_assert_int_eq(count, 1);
+    } else {
+        /* failed to confirm: applied at most once, never twice */
+        ck_assert_msg(count == 1 || count == 2, "count %lld after release",
+                      count);
+    }
+}
+END_TEST
+
+static Suite *reconnect_suite(void)
+{
+    Suite *s = suite_create("reconnect");
+    TCase *tc = tcase_create("restarts");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, script_flush_behind_our_back_is_survived);
+    tcase_add_test(tc, requests_work_again_after_a_kill9_restart);
+    tcase_add_test(tc, requests_work_again_after_a_graceful_restart);
+    tcase_add_test(tc, parked_waiter_gets_the_lock_after_a_restart_empties_redis);
+    tcase_add_test(tc, watchdog_lock_emptied_by_a_restart_is_reported_lost);
+    suite_add_tcase(s, tc);
+
+    TCase *fz = tcase_create("frozen");
+    tcase_add_checked_fixture(fz, setup_short_timeout, teardown);
+    tcase_set_timeout(fz, 30);
+    tcase_add_test(fz, acquire_timing_out_on_a_frozen_server_leaves_no_hold);
+    tcase_add_test(fz, release_with_a_late_reply_is_applied_once);
+    suite_add_tcase(s, fz);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(reconnect_suite());
+}

@@ -1,0 +1,459 @@
+/* test_wait.c -- waiting for a busy lock, against a real Redis.
+ *
+ * What DESIGN.md "Waiting" promises, each checked where it could break:
+ * a release wakes waiters on other clients through the channel message and
+ * waiters on the holder's own client without it; an expiry (which publishes
+ * nothing) is caught by the fallback timer; the waiters of one name on one
+ * client share one subscription and are served once each in FIFO order, a
+ * new local acquire queues behind them; deadline and cancel end a wait once;
+ * a success that arrives after a cancel is released; a killed subscriber
+ * connection is re-subscribed and no waiter is lost.
+ *
+ * Timing bounds are generous: each one separates the path under test from
+ * the next slower path (a fallback of 10 s or more, a deadline of 5 s or a
+ * reconnect of at least 1 s), not from a fast machine. */
+#include "testutil.h"
+
+#include <string.h>
+
+#define CHANNEL(name) "redisson_lock__channel:{" name "}"
+#define FENCE(name) "hilock_fence:{" name "}"
+
+#define MAX_WAITERS 50
+
+/* One waiting handle: what its acquire and release callbacks saw. */
+struct waiter {
+    struct hilock_lock *lock;
+    int idx;
+    int acq_calls;
+    int acq_status;
+    long long acq_at_ms;
+    int rel_calls;
+    int rel_status;
+    int rel_rc; /* hilock_lock_release's return, issued in the callback */
+};
+
+static struct hilock_client *a, *b;
+static struct waiter ws[MAX_WAITERS];
+static int order[MAX_WAITERS]; /* waiter indexes in the order served */
+static int served;             /* acquisitions, all waiters */
+static int holding;            /* local holders right now */
+static int overlaps;           /* acquisitions while another was held */
+
+static void setup(void)
+{
+    tu_setup();
+    a = tu_client(NULL);
+    b = tu_client(NULL);
+    memset(ws, 0, sizeof ws);
+    memset(order, 0, sizeof order);
+    served = holding = overlaps = 0;
+}
+
+static void teardown(void)
+{
+    hilock_client_free(a);
+    hilock_client_free(b);
+    a = b = NULL;
+    tu_teardown();
+}
+
+/* Run the loop until PUBSUB NUMSUB channel reports n subscribers. */
+static bool numsub_becomes(const char *channel, long long n, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    for (;;) {
+        if (rs_numsub(tu_srv, channel) == n)
+            return true;
+        if (tu_now_ms() >= deadline)
+            return false;
+        tu_run_for(20);
+    }
+}
+
+/* The hold count Redis has for this owner, RS_NIL when it has none. */
+static long long holds_in_redis(const char *key, struct hilock_client *c,
+                                uint64_t tag)
+{
+    char field[64];
+    return rs_int(tu_srv, "HGET", key, tu_field(c, tag, field), (char *)NULL);
+}
+
+static void on_released(struct hilock_lock *lock, int status, int64_t value,
+                        void *arg)
+{
+    struct waiter *w = arg;
+    (void)lock;
+    (void)value;
+    w->rel_calls++;
+    w->rel_status = status;
+    holding--;
+}
+
+/* Acquire callback: record the outcome and the order; on success release at
+ * once, so the next waiter can be served. */
+static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
+                        void *arg)
+{
+    struct waiter *w = arg;
+    (void)value;
+    w->acq_calls++;
+    w->acq_status = status;
+    w->acq_at_ms = tu_now_ms();
+    if (status != 0)
+        return;
+    if (holding > 0)
+        overlaps++;
+    holding++;
+    if (served < MAX_WAITERS)
+        order[served] = w->idx;
+    served++;
+    w->rel_rc = hilock_lock_release(lock, on_released, w);
+}
+
+/* Create waiters [from, to) on client c for name (owner tags 100 + i) and
+ * issue their acquires in index order, all in this loop turn. */
+static void start_waiters(struct hilock_client *c, const char *name,
+                          int from, int to, uint64_t wait_ms)
+{
+    for (int i = from; i < to; i++) {
+        ws[i].idx = i;
+        ws[i].lock = tu_lock(c, name, 100 + (uint64_t)i);
+        tu_assert_status(hilock_lock_acquire(ws[i].lock, 10000, wait_ms,
+                                             on_acquired, &ws[i]),
+                         0);
+    }
+}
+
+/* Every waiter in [from, to) was called back none of the times. */
+static void assert_none_served(int from, int to)
+{
+    for (int i = from; i < to; i++)
+        ck_assert_msg(ws[i].acq_calls == 0, "waiter %d called back: %s", i,
+                      hilock_err_name(ws[i].acq_status));
+}
+
+/* Waiters [0, n) were each served once, in index order, never two at a
+ * time, and each release succeeded. */
+static void assert_served_once_in_order(int n)
+{
+    ck_assert_int_eq(served, n);
+    ck_assert_int_eq(overlaps, 0);
+    for (int i = 0; i < n; i++) {
+        ck_assert_msg(ws[i].acq_calls == 1, "waiter %d called back %d times",
+                      i, ws[i].acq_calls);
+        tu_assert_status(ws[i].acq_status, 0);
+        tu_assert_status(ws[i].rel_rc, 0);
+        ck_assert_msg(ws[i].rel_calls == 1, "release %d called back %d times",
+                      i, ws[i].rel_calls);
+        tu_assert_status(ws[i].rel_status, 0);
+        ck_assert_msg(order[i] == i, "turn %d went to waiter %d", i,
+                      order[i]);
+    }
+}
+
+START_TEST(release_on_another_client_wakes_the_waiter_by_message)
+{
+    struct hilock_lock *h = tu_lock(a, "msg", 1);
+    tu_assert_status(tu_acquire(h, 10000, 0, NULL), 0);
+    start_waiters(b, "msg", 0, 1, 5000);
+    ck_assert_msg(numsub_becomes(CHANNEL("msg"), 1, 2000),
+                  "the waiter never subscribed");
+    tu_run_for(100);
+    assert_none_served(0, 1);
+    long long released = tu_now_ms();
+    tu_assert_status(tu_release(h, NULL), 0);
+    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, 6000));
+    tu_assert_status(ws[0].acq_status, 0);
+    /* the fallback would be the 10 s lease, the deadline 5 s */
+    long long took = ws[0].acq_at_ms - released;
+    ck_assert_msg(took < 1000, "woke %lld ms after the release", took);
+    tu_run_for(300);
+    assert_served_once_in_order(1);
+}
+END_TEST
+
+START_TEST(expired_holder_is_taken_over_by_the_fallback_timer_without_message)
+{
+    /* A crashed Redisson-style owner: a hold nobody will ever release. */
+    ck_assert_int_eq(rs_int(tu_srv, "HSET", "crash",
+                            "00000000-dead-dead-dead-000000000000:1", "1",
+                            (char *)NULL),
+                     1);
+    ck_assert_int_eq(rs_int(tu_srv, "PEXPIRE", "crash", "300", (char *)NULL),
+                     1);
+    long long t0 = tu_now_ms();
+    start_waiters(b, "crash", 0, 1, 3000);
+    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, 5000));
+    tu_assert_status(ws[0].acq_status, 0);
+    long long took = ws[0].acq_at_ms - t0;
+    ck_assert_msg(took >= 150, "acquired after %lld ms: lock was not held",
+                  took);
+    ck_assert_msg(took < 1500, "took over after %lld ms", took);
+    /* nothing was published (a release would have been), so the waiter
+     * woke by its own timer; commands run by scripts are counted too */
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "publish"), 0);
+    tu_run_for(300);
+    assert_served_once_in_order(1);
+}
+END_TEST
+
+START_TEST(fifty_local_waiters_share_one_subscription_and_are_served_in_order)
+{
+    struct hilock_lock *h = tu_lock(a, "many", 1);
+    tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
+    start_waiters(b, "many", 0, MAX_WAITERS, 20000);
+    ck_assert_msg(numsub_becomes(CHANNEL("many"), 1, 2000),
+                  "the waiters never subscribed");
+    tu_run_for(300); /* every busy reply is back: all 50 are parked */
+    assert_none_served(0, MAX_WAITERS);
+    ck_assert_int_eq(rs_numsub(tu_srv, CHANNEL("many")), 1);
+
+    long long released = tu_now_ms();
+    tu_assert_status(tu_release(h, NULL), 0);
+    /* each hand-off is a local release: a lost wake-up would cost the
+     * previous waiter's 10 s lease */
+    ck_assert_msg(tu_run_until_count(&served, MAX_WAITERS, 8000),
+                  "%d of %d waiters served", served, MAX_WAITERS);
+    long long took = tu_now_ms() - released;
+    ck_assert_msg(took < 5000, "50 hand-offs took %lld ms", took);
+    ck_assert(tu_run_until_count(&ws[MAX_WAITERS - 1].rel_calls, 1, 2000));
+    tu_run_for(300);
+    assert_served_once_in_order(MAX_WAITERS);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "many", (char *)NULL), 0);
+    ck_assert_msg(numsub_becomes(CHANNEL("many"), 0, 2000),
+                  "the last waiter did not unsubscribe");
+}
+END_TEST
+
+START_TEST(waiter_times_out_at_its_deadline_once)
+{
+    struct hilock_lock *h = tu_lock(a, "late", 1);
+    tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
+    long long t0 = tu_now_ms();
+    start_waiters(b, "late", 0, 1, 300);
+    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, 5000));
+    tu_assert_status(ws[0].acq_status, HILOCK_ETIMEDOUT);
+    long long took = ws[0].acq_at_ms - t0;
+    ck_assert_msg(took >= 250 && took < 1500, "timed out after %lld ms",
+                  took);
+    tu_run_for(500);
+    ck_assert_int_eq(ws[0].acq_calls, 1);
+    ck_assert_uint_eq(hilock_lock_hold_count(ws[0].lock), 0);
+    ck_assert_int_eq(holds_in_redis("late", a, 1), 1);
+    ck_assert_msg(numsub_becomes(CHANNEL("late"), 0, 2000),
+                  "the timed-out waiter did not unsubscribe");
+}
+END_TEST
+
+START_TEST(cancel_of_a_parked_waiter_fires_ecanceled_once)
+{
+    struct hilock_lock *h = tu_lock(a, "cancel", 1);
+    tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
+    start_waiters(b, "cancel", 0, 1, 10000);
+    ck_assert_msg(numsub_becomes(CHANNEL("cancel"), 1, 2000),
+                  "the waiter never subscribed");
+    tu_run_for(100);
+    assert_none_served(0, 1);
+    tu_assert_status(hilock_lock_cancel(ws[0].lock), 0);
+    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, 1000));
+    tu_assert_status(ws[0].acq_status, HILOCK_ECANCELED);
+    ck_assert_msg(numsub_becomes(CHANNEL("cancel"), 0, 2000),
+                  "the canceled waiter did not unsubscribe");
+    /* a release now finds nobody to wake, and nothing fires again */
+    tu_assert_status(tu_release(h, NULL), 0);
+    tu_run_for(500);
+    ck_assert_int_eq(ws[0].acq_calls, 1);
+    ck_assert_int_eq(ws[0].rel_calls, 0);
+    ck_assert_uint_eq(hilock_lock_hold_count(ws[0].lock), 0);
+    ck_assert_int_eq(holds_in_redis("cancel", b, 100), RS_NIL);
+}
+END_TEST
+
+/* Fencing on, so the fencing counter proves the canceled acquire did
+ * succeed in Redis. */
+static struct hilock_client *fencing_client(void)
+{
+    struct hilock_options o;
+    tu_options(&o);
+    o.fencing = 1;
+    return tu_client(&o);
+}
+
+START_TEST(success_after_cancel_is_released_at_once)
+{
+    struct hilock_client *c = fencing_client();
+    tu_run_for(200); /* connected: the attempt goes out at once */
+    start_waiters(c, "undo", 0, 1, 3000);
+    tu_assert_status(hilock_lock_cancel(ws[0].lock), 0);
+    tu_run_for(500);
+    ck_assert_int_eq(ws[0].acq_calls, 1);
+    tu_assert_status(ws[0].acq_status, HILOCK_ECANCELED);
+    /* the acquire won in Redis (a token was drawn)... */
+    ck_assert_int_eq(rs_int(tu_srv, "GET", FENCE("undo"), (char *)NULL), 1);
+    /* ...and was undone */
+    ck_assert_int_eq(holds_in_redis("undo", c, 100), RS_NIL);
+    ck_assert_msg(tu_run_until_redis(0, 2000, "EXISTS", "undo", (char *)NULL),
+                  "a success after cancel was not released");
+    ck_assert_uint_eq(hilock_lock_hold_count(ws[0].lock), 0);
+    ck_assert_int_eq(ws[0].acq_calls, 1);
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(success_after_cancel_passes_the_lock_to_the_next_waiter)
+{
+    struct hilock_client *c = fencing_client();
+    tu_run_for(200);
+    start_waiters(c, "pass", 0, 1, 3000);
+    tu_assert_status(hilock_lock_cancel(ws[0].lock), 0);
+    /* another client waits for the same, free or not */
+    start_waiters(b, "pass", 1, 2, 3000);
+    ck_assert(tu_run_until_count(&ws[1].acq_calls, 1, 1500));
+    tu_assert_status(ws[1].acq_status, 0);
+    tu_run_for(500);
+    ck_assert_int_eq(ws[0].acq_calls, 1);
+    tu_assert_status(ws[0].acq_status, HILOCK_ECANCELED);
+    ck_assert_int_eq(ws[1].acq_calls, 1);
+    ck_assert_int_eq(holds_in_redis("pass", c, 100), RS_NIL);
+    ck_assert_uint_eq(hilock_lock_hold_count(ws[0].lock), 0);
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(waiters_survive_a_killed_subscriber_connection)
+{
+    enum { N = 10 };
+    struct hilock_lock *h = tu_lock(a, "kill", 1);
+    tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
+    start_waiters(b, "kill", 0, N, 20000);
+    ck_assert_msg(numsub_becomes(CHANNEL("kill"), 1, 2000),
+                  "the waiters never subscribed");
+    tu_run_for(200);
+    assert_none_served(0, N);
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "subscribe"), 1);
+
+    ck_assert_int_eq(rs_int(tu_srv, "CLIENT", "KILL", "TYPE", "pubsub",
+                            (char *)NULL),
+                     1);
+    ck_assert_int_eq(rs_numsub(tu_srv, CHANNEL("kill")), 0);
+    ck_assert_msg(numsub_becomes(CHANNEL("kill"), 1, 5000),
+                  "the channel was not subscribed again");
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "subscribe"), 2);
+    tu_run_for(200);
+    assert_none_served(0, N); /* the holder still has it */
+
+    long long released = tu_now_ms();
+    tu_assert_status(tu_release(h, NULL), 0);
+    /* without the new subscription the head would sleep until the
+     * holder's 30 s lease ran out */
+    ck_assert_msg(tu_run_until_count(&served, N, 8000), "%d of %d served",
+                  served, N);
+    long long took = tu_now_ms() - released;
+    ck_assert_msg(took < 5000, "%d hand-offs took %lld ms", N, took);
+    ck_assert(tu_run_until_count(&ws[N - 1].rel_calls, 1, 2000));
+    tu_run_for(300);
+    assert_served_once_in_order(N);
+    ck_assert_msg(numsub_becomes(CHANNEL("kill"), 0, 2000),
+                  "the last waiter did not unsubscribe");
+}
+END_TEST
+
+START_TEST(new_local_acquire_queues_behind_parked_waiters)
+{
+    struct hilock_lock *h = tu_lock(a, "barge", 1);
+    tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
+    start_waiters(b, "barge", 0, 3, 20000);
+    ck_assert_msg(numsub_becomes(CHANNEL("barge"), 1, 2000),
+                  "the waiters never subscribed");
+    tu_run_for(200);
+    assert_none_served(0, 3);
+    /* Free the lock behind everyone's back, as an expiry would: the parked
+     * waiters sleep on their fallback (the 30 s lease), so a newcomer that
+     * sent an attempt now would get the lock past them. */
+    ck_assert_int_eq(rs_int(tu_srv, "DEL", "barge", (char *)NULL), 1);
+    start_waiters(b, "barge", 3, 4, 20000);
+    tu_run_for(300);
+    assert_none_served(0, 4);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "barge", (char *)NULL), 0);
+    /* a release message wakes the head; the newcomer comes last */
+    ck_assert_int_eq(rs_int(tu_srv, "PUBLISH", CHANNEL("barge"), "0",
+                            (char *)NULL),
+                     1);
+    ck_assert_msg(tu_run_until_count(&served, 4, 5000), "%d of 4 served",
+                  served);
+    ck_assert(tu_run_until_count(&ws[3].rel_calls, 1, 2000));
+    tu_run_for(300);
+    assert_served_once_in_order(4);
+}
+END_TEST
+
+START_TEST(release_on_the_same_client_wakes_its_waiter_without_a_message)
+{
+    struct hilock_options o;
+    tu_options(&o);
+    o.reconnect_min_ms = 2000; /* a re-subscription takes >= 1 s */
+    o.reconnect_max_ms = 4000;
+    struct hilock_client *c = tu_client(&o);
+    struct hilock_lock *h = tu_lock(c, "self", 1);
+    tu_assert_status(tu_acquire(h, 10000, 0, NULL), 0);
+    start_waiters(c, "self", 0, 1, 5000);
+    ck_assert_msg(numsub_becomes(CHANNEL("self"), 1, 2000),
+                  "the waiter never subscribed");
+    tu_run_for(100);
+    assert_none_served(0, 1);
+    /* Take the message path away: the release reaches no subscriber, and
+     * the subscription comes back a second later at the earliest. */
+    ck_assert_int_eq(rs_int(tu_srv, "CLIENT", "KILL", "TYPE", "pubsub",
+                            (char *)NULL),
+                     1);
+    ck_assert_int_eq(rs_numsub(tu_srv, CHANNEL("self")), 0);
+    long long released = tu_now_ms();
+    tu_assert_status(tu_release(h, NULL), 0);
+    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, 6000));
+    tu_assert_status(ws[0].acq_status, 0);
+    long long took = ws[0].acq_at_ms - released;
+    ck_assert_msg(took < 500, "woke %lld ms after the local release", took);
+    tu_run_for(300);
+    assert_served_once_in_order(1);
+    hilock_client_free(c);
+}
+END_TEST
+
+static Suite *wait_suite(void)
+{
+    Suite *s = suite_create("wait");
+    TCase *wake = tcase_create("wake-up");
+    tcase_add_checked_fixture(wake, setup, teardown);
+    tcase_set_timeout(wake, 30);
+    tcase_add_test(wake, release_on_another_client_wakes_the_waiter_by_message);
+    tcase_add_test(wake,
+                   expired_holder_is_taken_over_by_the_fallback_timer_without_message);
+    tcase_add_test(wake,
+                   release_on_the_same_client_wakes_its_waiter_without_a_message);
+    tcase_add_test(wake, waiters_survive_a_killed_subscriber_connection);
+    suite_add_tcase(s, wake);
+
+    TCase *fifo = tcase_create("fifo");
+    tcase_add_checked_fixture(fifo, setup, teardown);
+    tcase_set_timeout(fifo, 30);
+    tcase_add_test(fifo,
+                   fifty_local_waiters_share_one_subscription_and_are_served_in_order);
+    tcase_add_test(fifo, new_local_acquire_queues_behind_parked_waiters);
+    suite_add_tcase(s, fifo);
+
+    TCase *end = tcase_create("ending");
+    tcase_add_checked_fixture(end, setup, teardown);
+    tcase_set_timeout(end, 30);
+    tcase_add_test(end, waiter_times_out_at_its_deadline_once);
+    tcase_add_test(end, cancel_of_a_parked_waiter_fires_ecanceled_once);
+    tcase_add_test(end, success_after_cancel_is_released_at_once);
+    tcase_add_test(end, success_after_cancel_passes_the_lock_to_the_next_waiter);
+    suite_add_tcase(s, end);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(wait_suite());
+}

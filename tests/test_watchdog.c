@@ -1,0 +1,248 @@
+/* test_watchdog.c -- locks acquired without a lease are kept alive by the
+ * watchdog, and the holder learns in time when a lock is lost: the key was
+ * deleted, or Redis stopped answering for longer than the lease. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define WATCHDOG_LEASE_MS 300
+
+static struct hilock_client *client;
+static struct hilock_lock *lock;
+static struct tu_result lost;
+
+static void start(uint32_t request_timeout_ms)
+{
+    struct hilock_options o;
+    tu_options(&o);
+    o.watchdog_lease_ms = WATCHDOG_LEASE_MS;
+    if (request_timeout_ms)
+        o.request_timeout_ms = request_timeout_ms;
+    client = tu_client(&o);
+    lock = tu_lock(client, "wd", 1);
+    memset(&lost, 0, sizeof lost);
+    tu_assert_status(hilock_lock_on_lost(lock, tu_record, &lost), 0);
+}
+
+static void setup(void)
+{
+    tu_setup();
+    start(0);
+}
+
+static void teardown(void)
+{
+    hilock_client_free(client);
+    client = NULL;
+    tu_teardown();
+}
+
+static long long field_count(void)
+{
+    char field[64];
+    return rs_int(tu_srv, "HGET", "wd", tu_field(client, 1, field),
+                  (char *)NULL);
+}
+
+START_TEST(watchdog_keeps_the_lock_past_three_leases)
+{
+    tu_assert_status(tu_acquire(lock, 0, 0, NULL), 0);
+    long long pttl = rs_int(tu_srv, "PTTL", "wd", (char *)NULL);
+    ck_assert_msg(pttl > 0 && pttl <= WATCHDOG_LEASE_MS, "PTTL %lld", pttl);
+    tu_run_for(1000);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "wd", (char *)NULL), 1);
+    pttl = rs_int(tu_srv, "PTTL", "wd", (char *)NULL);
+    ck_assert_msg(pttl > 0 && pttl <= WATCHDOG_LEASE_MS, "PTTL %lld", pttl);
+    ck_assert_int_eq(field_count(), 1);
+    ck_assert_int_eq(lost.calls, 0);
+    ck_assert_uint_eq(hilock_lock_hold_count(lock), 1);
+    /* and it is really still ours against another client */
+    struct hilock_client *other = tu_client(NULL);
+    struct hilock_lock *ol = tu_lock(other, "wd", 1);
+    tu_assert_status(tu_acquire(ol, 1000, 0, NULL), HILOCK_EBUSY);
+    hilock_client_free(other);
+}
+END_TEST
+
+START_TEST(explicit_lease_is_not_renewed)
+{
+    tu_assert_status(tu_acquire(lock, 400, 0, NULL), 0);
+    ck_assert(tu_run_until_redis(0, 2000, "EXISTS", "wd", (char *)NULL));
+}
+END_TEST
+
+START_TEST(on_lost_fires_when_the_key_is_deleted_behind_our_back)
+{
+    tu_assert_status(tu_acquire(lock, 0, 0, NULL), 0);
+    tu_run_for(150);
+    long long t0 = tu_now_ms();
+    ck_assert_int_eq(rs_int(tu_srv, "DEL", "wd", (char *)NULL), 1);
+    ck_assert_msg(tu_run_until_count(&lost.calls, 1, 3000),
+                  "on_lost never fired after DEL");
+    tu_assert_status(lost.status, HILOCK_ELOST);
+    ck_assert_int_eq(lost.value, 0);
+    ck_assert_ptr_eq(lost.lock, lock);
+    ck_assert_msg(lost.at_ms - t0 < 2000, "on_lost %lld ms after DEL",
+                  lost.at_ms - t0);
+    tu_run_for(500);
+    ck_assert_int_eq(lost.calls, 1);
+    /* a lost lock is not resurrected by later renewals */
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "wd", (char *)NULL), 0);
+}
+END_TEST
+
+START_TEST(on_lost_fires_when_another_owner_took_the_key)
+{
+    tu_assert_status(tu_acquire(lock, 0, 0, NULL), 0);
+    /* replace the hash with someone else's hold behind our back */
+    ck_assert_int_eq(rs_int(tu_srv, "DEL", "wd", (char *)NULL), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "HSET", "wd", "intruder:1", "1",
+                            (char *)NULL), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "PEXPIRE", "wd", "30000", (char *)NULL),
+                     1);
+    ck_assert(tu_run_until_count(&lost.calls, 1, 3000));
+    tu_assert_status(lost.status, HILOCK_ELOST);
+    ck_assert_int_eq(rs_int(tu_srv, "HGET", "wd", "intruder:1", (char *)NULL),
+                     1);
+    ck_assert_int_eq(rs_int(tu_srv, "HLEN", "wd", (char *)NULL), 1);
+}
+END_TEST
+
+START_TEST(renew_on_demand_sets_the_lease)
+{
+    int64_t v = -1;
+    struct tu_result r = {0};
+    tu_assert_status(tu_acquire(lock, 10000, 0, NULL), 0);
+    tu_assert_status(hilock_lock_renew(lock, 0, tu_record, &r), 0);
+    ck_assert(tu_run_until_count(&r.calls, 1, 3000));
+    tu_assert_status(r.status, 0);
+    ck_assert_int_eq(r.value, 10000);
+    long long pttl = rs_int(tu_srv, "PTTL", "wd", (char *)NULL);
+    ck_assert_msg(pttl > 9000 && pttl <= 10000, "PTTL %lld", pttl);
+
+    memset(&r, 0, sizeof r);
+    tu_assert_status(hilock_lock_renew(lock, 20000, tu_record, &r), 0);
+    ck_assert(tu_run_until_count(&r.calls, 1, 3000));
+    tu_assert_status(r.status, 0);
+    v = r.value;
+    ck_assert_int_eq(v, 20000);
+    pttl = rs_int(tu_srv, "PTTL", "wd", (char *)NULL);
+    ck_assert_msg(pttl > 19000 && pttl <= 20000, "PTTL %lld", pttl);
+    tu_run_for(100);
+    ck_assert_int_eq(r.calls, 1);
+}
+END_TEST
+
+START_TEST(renew_of_a_watchdog_lock_uses_the_watchdog_lease)
+{
+    struct tu_result r = {0};
+    tu_assert_status(tu_acquire(lock, 0, 0, NULL), 0);
+    tu_assert_status(hilock_lock_renew(lock, 0, tu_record, &r), 0);
+    ck_assert(tu_run_until_count(&r.calls, 1, 3000));
+    tu_assert_status(r.status, 0);
+    ck_assert_int_eq(r.value, WATCHDOG_LEASE_MS);
+}
+END_TEST
+
+START_TEST(renew_of_a_deleted_lock_is_elost_and_fires_on_lost)
+{
+    struct tu_result r = {0};
+    tu_assert_status(tu_acquire(lock, 10000, 0, NULL), 0);
+    ck_assert_int_eq(rs_int(tu_srv, "DEL", "wd", (char *)NULL), 1);
+    tu_assert_status(hilock_lock_renew(lock, 0, tu_record, &r), 0);
+    ck_assert(tu_run_until_count(&r.calls, 1, 3000));
+    tu_assert_status(r.status, HILOCK_ELOST);
+    ck_assert(tu_run_until_count(&lost.calls, 1, 3000));
+    tu_assert_status(lost.status, HILOCK_ELOST);
+    tu_run_for(300);
+    ck_assert_int_eq(r.calls, 1);
+    ck_assert_int_eq(lost.calls, 1);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "wd", (char *)NULL), 0);
+}
+END_TEST
+
+START_TEST(no_on_lost_and_no_renewal_after_release)
+{
+    int64_t v = -1;
+    tu_assert_status(tu_acquire(lock, 0, 0, NULL), 0);
+    tu_run_for(200);
+    tu_assert_status(tu_release(lock, &v), 0);
+    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "wd", (char *)NULL), 0);
+    tu_run_for(1200);
+    ck_assert_int_eq(lost.calls, 0);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "wd", (char *)NULL), 0);
+}
+END_TEST
+
+START_TEST(no_on_lost_after_the_lock_is_freed)
+{
+    tu_assert_status(tu_acquire(lock, 0, 0, NULL), 0);
+    hilock_lock_free(lock);
+    lock = NULL;
+    ck_assert(tu_run_until_redis(0, 2000, "EXISTS", "wd", (char *)NULL));
+    tu_run_for(1000);
+    ck_assert_int_eq(lost.calls, 0);
+}
+END_TEST
+
+/* The fixture of this test uses request_timeout_ms 200. */
+static void setup_short_timeout(void)
+{
+    tu_setup();
+    start(200);
+}
+
+START_TEST(on_lost_fires_while_redis_is_paused_before_the_lease_runs_out)
+{
+    tu_assert_status(tu_acquire(lock, 0, 0, NULL), 0);
+    tu_run_for(250); /* a couple of confirmed renewals */
+    ck_assert_int_eq(lost.calls, 0);
+    long long paused = tu_now_ms();
+    ck_assert_int_eq(rs_pause(tu_srv), 0);
+    bool fired = tu_run_until_count(&lost.calls, 1, 3000);
+    long long after = tu_now_ms() - paused;
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+    ck_assert_msg(fired, "on_lost did not fire during %lld ms of pause",
+                  after);
+    tu_assert_status(lost.status, HILOCK_ELOST);
+    /* the last confirmed renewal was before the pause, so the lease could
+     * run out at most WATCHDOG_LEASE_MS after it; allow timer slack */
+    ck_assert_msg(lost.at_ms - paused < 2 * WATCHDOG_LEASE_MS + 100,
+                  "on_lost came %lld ms into the pause (lease %d ms)",
+                  lost.at_ms - paused, WATCHDOG_LEASE_MS);
+    tu_run_for(500);
+    ck_assert_int_eq(lost.calls, 1);
+}
+END_TEST
+
+static Suite *watchdog_suite(void)
+{
+    Suite *s = suite_create("watchdog");
+    TCase *tc = tcase_create("renewal");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, watchdog_keeps_the_lock_past_three_leases);
+    tcase_add_test(tc, explicit_lease_is_not_renewed);
+    tcase_add_test(tc, on_lost_fires_when_the_key_is_deleted_behind_our_back);
+    tcase_add_test(tc, on_lost_fires_when_another_owner_took_the_key);
+    tcase_add_test(tc, renew_on_demand_sets_the_lease);
+    tcase_add_test(tc, renew_of_a_watchdog_lock_uses_the_watchdog_lease);
+    tcase_add_test(tc, renew_of_a_deleted_lock_is_elost_and_fires_on_lost);
+    tcase_add_test(tc, no_on_lost_and_no_renewal_after_release);
+    tcase_add_test(tc, no_on_lost_after_the_lock_is_freed);
+    suite_add_tcase(s, tc);
+
+    TCase *p = tcase_create("unreachable");
+    tcase_add_checked_fixture(p, setup_short_timeout, teardown);
+    tcase_set_timeout(p, 30);
+    tcase_add_test(p, on_lost_fires_while_redis_is_paused_before_the_lease_runs_out);
+    suite_add_tcase(s, p);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(watchdog_suite());
+}
