@@ -19,6 +19,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The async API used here (redisAsyncFormattedCommand, the libevent adapter,
+ * connect/disconnect callbacks with a const context, NULL replies to every
+ * pending callback when a context dies, one callback per subscribed channel)
+ * is the same in 0.14 and 1.x; the suite runs against both. RESP3 is never
+ * negotiated, so 1.x's push replies do not occur. */
+#if !defined(HIREDIS_MAJOR) || HIREDIS_MAJOR > 1 ||                           \
+    (HIREDIS_MAJOR == 0 && HIREDIS_MINOR < 14)
+#error "hilock is written for hiredis 0.14 and 1.x"
+#endif
+
 #include "backoff.h"
 #include "client.h"
 #include "reply.h"

@@ -3,6 +3,7 @@
  * deleted, or Redis stopped answering for longer than the lease. */
 #include "testutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,44 @@ START_TEST(watchdog_keeps_the_lock_past_three_leases)
     struct hilock_lock *ol = tu_lock(other, "wd", 1);
     tu_assert_status(tu_acquire(ol, 1000, 0, NULL), HILOCK_EBUSY);
     hilock_client_free(other);
+}
+END_TEST
+
+/* 40 locks taken together fall due together: their renewals go out as a
+ * few batched script calls, not one call per lock per period. */
+START_TEST(renewals_due_together_go_out_in_one_call)
+{
+    enum { N = 40 };
+    struct hilock_lock *locks[N];
+    struct tu_result got[N];
+    memset(got, 0, sizeof got);
+    for (int i = 0; i < N; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "batch%d", i);
+        locks[i] = tu_lock(client, name, 1);
+        tu_assert_status(hilock_lock_acquire(locks[i], 0, 0, tu_record,
+                                             &got[i]), 0);
+    }
+    int done = 0;
+    for (long long end = tu_now_ms() + 3000; done < N && tu_now_ms() < end;) {
+        tu_run_for(10);
+        done = 0;
+        for (int i = 0; i < N; i++)
+            done += got[i].calls;
+    }
+    ck_assert_int_eq(done, N);
+    long long before = rs_cmdstat_calls(tu_srv, "evalsha");
+    /* 900 ms = nine renewal periods of 100 ms; unbatched that would be
+     * about 360 calls. */
+    tu_run_for(900);
+    long long calls = rs_cmdstat_calls(tu_srv, "evalsha") - before;
+    ck_assert_msg(calls >= 5 && calls <= 30, "%lld renew calls", calls);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(got[i].status, 0);
+        ck_assert_int_eq(rs_int(tu_srv, "EXISTS", hilock_lock_name(locks[i], NULL),
+                                (char *)NULL), 1);
+    }
+    ck_assert_int_eq(lost.calls, 0);
 }
 END_TEST
 
@@ -224,6 +263,7 @@ static Suite *watchdog_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, watchdog_keeps_the_lock_past_three_leases);
+    tcase_add_test(tc, renewals_due_together_go_out_in_one_call);
     tcase_add_test(tc, explicit_lease_is_not_renewed);
     tcase_add_test(tc, on_lost_fires_when_the_key_is_deleted_behind_our_back);
     tcase_add_test(tc, on_lost_fires_when_another_owner_took_the_key);
