@@ -126,7 +126,7 @@ static int client_id_init(struct hilock_client *c)
 }
 
 /* Load every script as soon as the command connection is up, so EVALSHA
- * normally finds them. */
+ * normally finds them; after a reconnect, verify the locks we hold. */
 static void cmd_on_ready(struct conn *conn)
 {
     for (int i = 0; i < SCRIPT_COUNT; i++) {
@@ -141,6 +141,8 @@ static void cmd_on_ready(struct conn *conn)
         conn_send_raw(conn, &b);
         resp_release(&b);
     }
+    if (conn->connects > 1)
+        watchdog_verify_all(conn->client);
 }
 
 int hilock_client_new(struct event_base *base,

@@ -148,6 +148,11 @@ void watchdog_forget(struct hilock_lock *lock);
 /* Send a renew for one lock on behalf of hilock_lock_renew(). */
 int watchdog_renew_now(struct hilock_lock *lock, uint32_t lease_ms,
                        hilock_lock_cb *cb, void *arg);
+/* After a reconnect: the server may have lost every key (restart,
+ * failover). Renew every watchdog lock and check every lock with an
+ * explicit lease (without extending it) now, so a vanished lock is reported
+ * at once instead of at its next renewal or lease end. */
+void watchdog_verify_all(struct hilock_client *c);
 /* Fire on_lost for a held lock and end its hold. */
 void watchdog_lost(struct hilock_lock *lock);
 

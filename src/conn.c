@@ -351,6 +351,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
         client_log(c, HILOCK_LOG_INFO, "%s connection up", conn->what);
         conn->state = CONN_READY;
         conn->attempt = 0;
+        conn->connects++;
         handshake(conn);
         if (conn->on_ready)
             conn->on_ready(conn);

@@ -64,6 +64,7 @@ struct conn {
     struct redisAsyncContext *ac;
     enum conn_state state;
     unsigned attempt;                 /* failed connects in a row */
+    unsigned connects;                /* successful connects so far */
     struct event retry_timer;         /* backoff, and connect deadline */
     struct req_list queued;           /* waiting for a connection */
     struct req_list sent;             /* handed to hiredis */

@@ -156,15 +156,17 @@ static int send_attempt(struct hilock_lock *lock)
     if (!r)
         return HILOCK_ENOMEM;
     r->kind = KIND_ACQUIRE;
+    r->retry = 1; /* the request id makes a resend harmless */
     r->late = acquire_late;
     r->aux = (int64_t)hilock_now_ms();
-    encode_evalsha(r, SCRIPT_ACQUIRE, 8, 2);
+    encode_evalsha(r, SCRIPT_ACQUIRE, 9, 2);
     keys_lock(&r->cmd, &k);
     keys_fence(&r->cmd, &k);
     resp_arg_u64(&r->cmd, lock->op_lease_ms ? lock->op_lease_ms
                                             : c->opts.watchdog_lease_ms);
     keys_field(&r->cmd, c->id, lock->owner_tag);
     resp_arg(&r->cmd, c->opts.fencing ? "1" : "0", 1);
+    resp_arg_u64(&r->cmd, ++c->seq);
     lock_attach_req(lock, r);
     lock->op_req = r;
     req_submit(r, 0);
@@ -235,7 +237,7 @@ static void send_cleanup(struct hilock_lock *lock, uint32_t drop)
     resp_arg(&r->cmd, "0", 1);
     resp_arg_u64(&r->cmd, lock_lease(lock));
     keys_field(&r->cmd, c->id, lock->owner_tag);
-    resp_arg_u64(&r->cmd, c->opts.request_timeout_ms + 10000u);
+    resp_arg_u64(&r->cmd, c->opts.request_timeout_ms + 5000u);
     resp_arg_u64(&r->cmd, drop);
     lock_attach_req(lock, r);
     req_submit(r, 0);
@@ -334,7 +336,7 @@ int hilock_lock_release(struct hilock_lock *lock, hilock_lock_cb *cb,
     resp_arg(&r->cmd, "0", 1);
     resp_arg_u64(&r->cmd, lock_lease(lock));
     keys_field(&r->cmd, c->id, lock->owner_tag);
-    resp_arg_u64(&r->cmd, c->opts.request_timeout_ms + 10000u);
+    resp_arg_u64(&r->cmd, c->opts.request_timeout_ms + 5000u);
     resp_arg(&r->cmd, "1", 1);
     lock->op = OP_RELEASE;
     lock->op_cb = cb;

@@ -15,11 +15,25 @@
 
 /* acquire
  * KEYS[1] lock, KEYS[2] fencing counter
- * ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] "1" to issue tokens
+ * ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] "1" to issue tokens,
+ * ARGV[4] request id (fixed across resends of one acquire)
  * Returns the holder's PTTL (integer) when another owner holds the lock,
  * else {holds, token}: token is a fresh INCR on a first acquisition, the
- * current counter on re-entry, 0 without fencing. */
+ * current counter on re-entry, 0 without fencing.
+ *
+ * An acquire whose reply was lost is sent again with the same request id.
+ * The id of the last acquisition applied is kept in the lock hash itself,
+ * under "<owner field>:rid", so a resend of an applied acquire returns its
+ * result instead of counting a second hold. Kept there rather than in a
+ * latch key, it costs no extra key, needs no expiry that a long stall could
+ * outlive, and goes away with the lock. Redisson ignores the extra field. */
 static const char acquire_lua[] =
+    "local rid = ARGV[2] .. ':rid'\n"
+    "local t = 0\n"
+    "if redis.call('hget', KEYS[1], rid) == ARGV[4] then\n"
+    "  if ARGV[3] == '1' then t = tonumber(redis.call('get', KEYS[2]) or '0') end\n"
+    "  return {tonumber(redis.call('hget', KEYS[1], ARGV[2])), t}\n"
+    "end\n"
     "local n\n"
     "if redis.call('exists', KEYS[1]) == 0 or\n"
     "   redis.call('hexists', KEYS[1], ARGV[2]) == 1 then\n"
@@ -27,8 +41,8 @@ static const char acquire_lua[] =
     "else\n"
     "  return redis.call('pttl', KEYS[1])\n"
     "end\n"
+    "redis.call('hset', KEYS[1], rid, ARGV[4])\n"
     "redis.call('pexpire', KEYS[1], ARGV[1])\n"
-    "local t = 0\n"
     "if ARGV[3] == '1' then\n"
     "  if n == 1 then t = redis.call('incr', KEYS[2])\n"
     "  else t = tonumber(redis.call('get', KEYS[2]) or '0') end\n"
@@ -41,7 +55,9 @@ static const char acquire_lua[] =
  * ms, ARGV[5] holds to drop
  * Returns the holds left (0: deleted and published), or nil when the owner
  * holds nothing. The latch remembers the first result, so a retried request
- * never drops holds twice. */
+ * never drops holds twice, as long as the resend reaches Redis within the
+ * latch's ttl (the request timeout plus 5 s). The owner's last hold deletes
+ * the whole hash: a lock has one owner, and the acquire request id goes too. */
 static const char release_lua[] =
     "local done = redis.call('get', KEYS[3])\n"
     "if done then return tonumber(done) end\n"
@@ -58,13 +74,15 @@ static const char release_lua[] =
     "return n\n";
 
 /* renew
- * KEYS[i] locks, ARGV[1] lease ms, ARGV[i + 1] the owner field of KEYS[i]
- * Returns one integer per lock: 1 lease reset, 0 not held by that owner. */
+ * KEYS[i] locks, ARGV[1] lease ms (0: only check), ARGV[i + 1] the owner
+ * field of KEYS[i]
+ * Returns one integer per lock: 1 held (lease reset), 0 not held by that
+ * owner. */
 static const char renew_lua[] =
     "local r = {}\n"
     "for i = 1, #KEYS do\n"
     "  if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then\n"
-    "    redis.call('pexpire', KEYS[i], ARGV[1])\n"
+    "    if ARGV[1] ~= '0' then redis.call('pexpire', KEYS[i], ARGV[1]) end\n"
     "    r[i] = 1\n"
     "  else\n"
     "    r[i] = 0\n"

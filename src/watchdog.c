@@ -184,7 +184,9 @@ static void renew_apply(struct hilock_lock *lock, int status, int ok,
     if (lock->freeing || !lock->renewing)
         return; /* the hold ended while the renewal was out */
     lock->renewing = 0;
-    if (status == 0 && ok) {
+    if (status == 0 && ok && b->lease_ms == 0) {
+        schedule(lock, lock->valid_until); /* checked, lease unchanged */
+    } else if (status == 0 && ok) {
         lock->lease_ms = b->lease_ms;
         watchdog_confirmed(lock, b->sent_ms);
     } else if (status == 0) {
@@ -278,4 +280,48 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     if (!c->closing)
         rearm(c);
     client_leave(c);
+}
+
+/* Put lock into *b (a renewal, or a check when lease_ms is 0), sending the
+ * batch when it is full. */
+static void verify_add(struct hilock_client *c, struct renew_batch **b,
+                       uint32_t lease_ms, struct hilock_lock *lock)
+{
+    if (!*b && !(*b = batch_new(RENEW_BATCH_MAX, lease_ms)))
+        return; /* its own renewal or lease end still catches it */
+    lock->renewing = 1;
+    heap_set(&c->wd.heap, &lock->wd_node, lock->valid_until);
+    lock_ref(lock);
+    (*b)->locks[(*b)->n++] = lock;
+    if ((*b)->n == RENEW_BATCH_MAX) {
+        flush_batch(c, *b);
+        *b = NULL;
+    }
+}
+
+void watchdog_verify_all(struct hilock_client *c)
+{
+    size_t n = c->wd.heap.len, k = 0;
+    struct hilock_lock **all = n ? malloc(n * sizeof(*all)) : NULL;
+    struct renew_batch *renew = NULL, *check = NULL;
+    if (!all)
+        return;
+    /* Collect first: verify_add reorders the heap. */
+    for (size_t i = 0; i < n; i++) {
+        struct hilock_lock *lock = lock_of(c->wd.heap.items[i]);
+        if (!lock->renewing)
+            all[k++] = lock;
+    }
+    for (size_t i = 0; i < k; i++) {
+        if (all[i]->auto_renew)
+            verify_add(c, &renew, c->opts.watchdog_lease_ms, all[i]);
+        else
+            verify_add(c, &check, 0, all[i]);
+    }
+    if (renew)
+        flush_batch(c, renew);
+    if (check)
+        flush_batch(c, check);
+    free(all);
+    rearm(c);
 }

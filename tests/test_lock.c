@@ -124,7 +124,7 @@ START_TEST(release_by_another_owner_is_enotowner_and_keeps_the_lock)
     tu_assert_status(tu_release(other_client, NULL), HILOCK_ENOTOWNER);
     ck_assert_int_eq(holds_in_redis("mine", a, 1), 1);
     ck_assert_int_gt(rs_int(tu_srv, "PTTL", "mine", (char *)NULL), 0);
-    ck_assert_int_eq(rs_int(tu_srv, "HLEN", "mine", (char *)NULL), 1);
+    ck_assert_int_eq(tu_owner_fields("mine"), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(owner), 1);
     int64_t v = -1;
     tu_assert_status(tu_release(owner, &v), 0);
@@ -235,7 +235,7 @@ START_TEST(local_waiters_are_served_in_order_and_all_get_the_lock)
     ck_assert(tu_run_until_count(&r2.calls, 1, 3000));
     tu_assert_status(r2.status, 0);
     ck_assert_int_eq(holds_in_redis("fifo", b, 3), 1);
-    ck_assert_int_eq(rs_int(tu_srv, "HLEN", "fifo", (char *)NULL), 1);
+    ck_assert_int_eq(tu_owner_fields("fifo"), 1);
 }
 END_TEST
 

@@ -217,3 +217,20 @@ int tu_main(Suite *suite)
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+
+long long tu_owner_fields(const char *key)
+{
+    const char *argv[2] = {"HKEYS", key};
+    redisReply *r = rs_command_argv(tu_srv, 2, argv, NULL);
+    long long n = -1;
+    if (r && r->type == REDIS_REPLY_ARRAY) {
+        n = 0;
+        for (size_t i = 0; i < r->elements; i++) {
+            const redisReply *e = r->element[i];
+            n += !(e->len >= 4 && memcmp(e->str + e->len - 4, ":rid", 4) == 0);
+        }
+    }
+    if (r)
+        freeReplyObject(r);
+    return n;
+}

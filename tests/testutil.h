@@ -60,6 +60,9 @@ struct hilock_client *tu_client(const struct hilock_options *opts);
 /* A lock handle; fails the test on error. */
 struct hilock_lock *tu_lock(struct hilock_client *client, const char *name,
                             uint64_t owner_tag);
+/* The number of owner fields in lock hash key: its fields other than the
+ * "<field>:rid" bookkeeping of the acquire request id. -1 on error. */
+long long tu_owner_fields(const char *key);
 /* The owner field "<client-uuid>:<tag>" in buf (>= 64 bytes). */
 const char *tu_field(struct hilock_client *client, uint64_t owner_tag,
                      char *buf);
