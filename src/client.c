@@ -129,18 +129,8 @@ static int client_id_init(struct hilock_client *c)
  * normally finds them; after a reconnect, verify the locks we hold. */
 static void cmd_on_ready(struct conn *conn)
 {
-    for (int i = 0; i < SCRIPT_COUNT; i++) {
-        struct resp_buf b;
-        size_t len;
-        const char *body = script_body((enum script_id)i, &len);
-        resp_init(&b, NULL, 0);
-        resp_array(&b, 3);
-        resp_arg(&b, "SCRIPT", 6);
-        resp_arg(&b, "LOAD", 4);
-        resp_arg(&b, body, len);
-        conn_send_raw(conn, &b);
-        resp_release(&b);
-    }
+    for (int i = 0; i < SCRIPT_COUNT; i++)
+        conn_load_script(conn, i);
     if (conn->connects > 1)
         watchdog_verify_all(conn->client);
 }

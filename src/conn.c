@@ -222,21 +222,25 @@ static void dropped(struct conn *conn, struct req *r)
     }
 }
 
-/* Load the script r runs, then send r again behind it (same connection, so
- * the load is executed first). */
-static void reload_and_resend(struct conn *conn, struct req *r)
+void conn_load_script(struct conn *conn, int id)
 {
     struct resp_buf b;
-    char small[64];
     size_t len;
-    const char *body = script_body((enum script_id)r->script, &len);
-    resp_init(&b, small, sizeof(small));
+    const char *body = script_body((enum script_id)id, &len);
+    resp_init(&b, NULL, 0);
     resp_array(&b, 3);
     resp_arg(&b, "SCRIPT", 6);
     resp_arg(&b, "LOAD", 4);
     resp_arg(&b, body, len);
     conn_send_raw(conn, &b);
     resp_release(&b);
+}
+
+/* Load the script r runs, then send r again behind it (same connection, so
+ * the load is executed first). */
+static void reload_and_resend(struct conn *conn, struct req *r)
+{
+    conn_load_script(conn, r->script);
     r->reloaded = 1;
     send_now(conn, r);
 }

@@ -99,6 +99,8 @@ void req_discard(struct req *req);
 /* Send a command whose reply nobody needs (handshakes, SCRIPT LOAD); error
  * replies are logged. Does nothing unless the connection is ready. */
 void conn_send_raw(struct conn *conn, struct resp_buf *cmd);
+/* Send SCRIPT LOAD for script id (enum script_id). */
+void conn_load_script(struct conn *conn, int id);
 /* Send a command whose replies go to fn(ac, reply, NULL): (UN)SUBSCRIBE on
  * the subscriber connection. Returns 0, or -1 when not ready. */
 typedef void conn_reply_fn(struct redisAsyncContext *ac, void *reply,

@@ -219,16 +219,16 @@ static void acquire_done(struct req *r, int status, redisReply *reply)
 
 static void cleanup_done(struct req *r, int status, redisReply *reply);
 
-/* Release drop holds of this owner without telling anyone (a late acquire
- * success, or a held handle being freed). Best effort. */
-static void send_cleanup(struct hilock_lock *lock, uint32_t drop)
+/* A request releasing drop holds of this owner, with a latch of its own so
+ * that resending it is harmless, attached to the lock. NULL: no memory. */
+static struct req *release_req(struct hilock_lock *lock, uint32_t drop,
+                               req_done_fn *done)
 {
     struct hilock_client *c = lock->client;
     struct key_src k = lock_keys(lock);
-    struct req *r = req_new(&c->cmd, cleanup_done);
+    struct req *r = req_new(&c->cmd, done);
     if (!r)
-        return;
-    r->kind = KIND_CLEANUP;
+        return NULL;
     r->retry = 1;
     encode_evalsha(r, SCRIPT_RELEASE, 11, 3);
     keys_lock(&r->cmd, &k);
@@ -240,7 +240,18 @@ static void send_cleanup(struct hilock_lock *lock, uint32_t drop)
     resp_arg_u64(&r->cmd, c->opts.request_timeout_ms + 5000u);
     resp_arg_u64(&r->cmd, drop);
     lock_attach_req(lock, r);
-    req_submit(r, 0);
+    return r;
+}
+
+/* Release drop holds of this owner without telling anyone (a late acquire
+ * success, or a held handle being freed). Best effort. */
+static void send_cleanup(struct hilock_lock *lock, uint32_t drop)
+{
+    struct req *r = release_req(lock, drop, cleanup_done);
+    if (r) {
+        r->kind = KIND_CLEANUP;
+        req_submit(r, 0);
+    }
 }
 
 static void acquire_late(struct req *r, redisReply *reply)
@@ -322,27 +333,14 @@ int hilock_lock_release(struct hilock_lock *lock, hilock_lock_cb *cb,
         return HILOCK_EINVAL;
     if (lock->op != OP_NONE)
         return HILOCK_EINPROGRESS;
-    struct hilock_client *c = lock->client;
-    struct key_src k = lock_keys(lock);
-    struct req *r = req_new(&c->cmd, release_done);
+    struct req *r = release_req(lock, 1, release_done);
     if (!r)
         return HILOCK_ENOMEM;
     r->kind = KIND_RELEASE;
-    r->retry = 1; /* the latch makes a resend harmless */
-    encode_evalsha(r, SCRIPT_RELEASE, 11, 3);
-    keys_lock(&r->cmd, &k);
-    keys_channel(&r->cmd, &k);
-    keys_latch(&r->cmd, &k, c->id, ++c->seq);
-    resp_arg(&r->cmd, "0", 1);
-    resp_arg_u64(&r->cmd, lock_lease(lock));
-    keys_field(&r->cmd, c->id, lock->owner_tag);
-    resp_arg_u64(&r->cmd, c->opts.request_timeout_ms + 5000u);
-    resp_arg(&r->cmd, "1", 1);
     lock->op = OP_RELEASE;
     lock->op_cb = cb;
     lock->op_arg = arg;
     lock->op_req = r;
-    lock_attach_req(lock, r);
     req_submit(r, 0);
     return 0;
 }

@@ -182,6 +182,18 @@ int wait_begin(struct hilock_lock *lock, uint64_t wait_ms)
     return 0;
 }
 
+/* Arm the fallback retry of the head at min(ttl_ms, its deadline). */
+static void arm_fallback(struct chan *ch, int64_t ttl_ms)
+{
+    uint64_t now = hilock_now_ms(), deadline = ch->head->wait_deadline;
+    uint64_t ms = ttl_ms < 0 ? WAIT_NO_TTL_RETRY_MS
+                             : ttl_ms == 0 ? 1 : (uint64_t)ttl_ms;
+    if (deadline > now && deadline - now < ms)
+        ms = deadline - now;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    evtimer_add(&ch->timer, &tv);
+}
+
 int wait_park(struct hilock_lock *lock, int64_t ttl_ms)
 {
     struct chan *ch = lock->chan;
@@ -202,14 +214,7 @@ int wait_park(struct hilock_lock *lock, int64_t ttl_ms)
         ch->wake_pending = 0;
         lock_send_attempt(lock);
     } else if (ch->head == lock) {
-        uint64_t now = hilock_now_ms();
-        uint64_t ms = ttl_ms < 0 ? WAIT_NO_TTL_RETRY_MS
-                                 : ttl_ms == 0 ? 1 : (uint64_t)ttl_ms;
-        if (lock->wait_deadline > now && lock->wait_deadline - now < ms)
-            ms = lock->wait_deadline - now;
-        struct timeval tv = {(time_t)(ms / 1000),
-                             (suseconds_t)(ms % 1000) * 1000};
-        evtimer_add(&ch->timer, &tv);
+        arm_fallback(ch, ttl_ms);
     }
     return 0;
 }
@@ -236,6 +241,12 @@ void wait_end(struct hilock_lock *lock)
         ch->wake_pending = 0;
         event_del(&ch->timer);
         sub_unwant(ch);
+    } else if (was_head && lock->holds > 0) {
+        /* It left because it got the lock: the new head's retry would be
+         * busy for sure. This client's release wakes it; the fallback
+         * covers a lost lock. */
+        ch->wake_pending = 0;
+        arm_fallback(ch, lock->lease_ms);
     } else if (was_head) {
         ch->wake_pending = 0;
         chan_wake(ch);

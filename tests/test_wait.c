@@ -173,7 +173,7 @@ START_TEST(release_on_another_client_wakes_the_waiter_by_message)
 }
 END_TEST
 
-START_TEST(expired_holder_is_taken_over_by_the_fallback_timer_without_message)
+START_TEST(expired_holder_is_taken_over_by_the_fallback_timer)
 {
     /* A crashed Redisson-style owner: a hold nobody will ever release. */
     ck_assert_int_eq(rs_int(tu_srv, "HSET", "crash",
@@ -198,7 +198,7 @@ START_TEST(expired_holder_is_taken_over_by_the_fallback_timer_without_message)
 }
 END_TEST
 
-START_TEST(fifty_local_waiters_share_one_subscription_and_are_served_in_order)
+START_TEST(fifty_local_waiters_served_in_order_on_one_subscription)
 {
     struct hilock_lock *h = tu_lock(a, "many", 1);
     tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
@@ -301,7 +301,7 @@ START_TEST(success_after_cancel_is_released_at_once)
 }
 END_TEST
 
-START_TEST(success_after_cancel_passes_the_lock_to_the_next_waiter)
+START_TEST(success_after_cancel_passes_to_the_next_waiter)
 {
     struct hilock_client *c = fencing_client();
     tu_run_for(200);
@@ -388,7 +388,7 @@ START_TEST(new_local_acquire_queues_behind_parked_waiters)
 }
 END_TEST
 
-START_TEST(release_on_the_same_client_wakes_its_waiter_without_a_message)
+START_TEST(same_client_release_wakes_its_waiter_without_a_message)
 {
     struct hilock_options o;
     tu_options(&o);
@@ -427,10 +427,9 @@ static Suite *wait_suite(void)
     tcase_add_checked_fixture(wake, setup, teardown);
     tcase_set_timeout(wake, 30);
     tcase_add_test(wake, release_on_another_client_wakes_the_waiter_by_message);
+    tcase_add_test(wake, expired_holder_is_taken_over_by_the_fallback_timer);
     tcase_add_test(wake,
-                   expired_holder_is_taken_over_by_the_fallback_timer_without_message);
-    tcase_add_test(wake,
-                   release_on_the_same_client_wakes_its_waiter_without_a_message);
+                   same_client_release_wakes_its_waiter_without_a_message);
     tcase_add_test(wake, waiters_survive_a_killed_subscriber_connection);
     suite_add_tcase(s, wake);
 
@@ -438,7 +437,7 @@ static Suite *wait_suite(void)
     tcase_add_checked_fixture(fifo, setup, teardown);
     tcase_set_timeout(fifo, 30);
     tcase_add_test(fifo,
-                   fifty_local_waiters_share_one_subscription_and_are_served_in_order);
+                   fifty_local_waiters_served_in_order_on_one_subscription);
     tcase_add_test(fifo, new_local_acquire_queues_behind_parked_waiters);
     suite_add_tcase(s, fifo);
 
@@ -448,7 +447,7 @@ static Suite *wait_suite(void)
     tcase_add_test(end, waiter_times_out_at_its_deadline_once);
     tcase_add_test(end, cancel_of_a_parked_waiter_fires_ecanceled_once);
     tcase_add_test(end, success_after_cancel_is_released_at_once);
-    tcase_add_test(end, success_after_cancel_passes_the_lock_to_the_next_waiter);
+    tcase_add_test(end, success_after_cancel_passes_to_the_next_waiter);
     suite_add_tcase(s, end);
     return s;
 }
