@@ -82,8 +82,27 @@ static void roundtrip(const uint8_t *data, size_t size)
     resp_release(&b);
 }
 
+/* Nonzero when the input declares an array of more than 4096 elements.
+ * hiredis's reader allocates a declared array up front (0.14 without any
+ * limit), so such inputs only measure hiredis's allocator, not our code. */
+static int huge_array(const uint8_t *data, size_t size)
+{
+    for (size_t i = 0; i < size; i++) {
+        if (data[i] != '*')
+            continue;
+        unsigned long n = 0;
+        for (size_t j = i + 1; j < size && data[j] >= '0' && data[j] <= '9';
+             j++)
+            if ((n = n * 10 + (data[j] - '0')) > 4096)
+                return 1;
+    }
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    if (huge_array(data, size))
+        return 0;
     redisReader *rd = redisReaderCreate();
     void *reply = NULL;
     redisReaderFeed(rd, (const char *)data, size);
