@@ -135,8 +135,10 @@ void wait_end(struct hilock_lock *lock);
 /* Park lock (busy with holder ttl_ms) in its name's FIFO: at the head when
  * it was the head's retry, else at the tail. Returns 0 or HILOCK_ENOMEM. */
 int wait_park(struct hilock_lock *lock, int64_t ttl_ms);
-/* The lock's name was released by this client: wake its head waiter. */
-void wait_wake(struct hilock_client *c, const struct key_src *k);
+/* This client released lock's name; heard subscribers received the release
+ * message. Wake the name's head waiter: now, or after a short yield when
+ * waiters elsewhere heard it too. */
+void wait_released(struct hilock_lock *lock, int64_t heard);
 
 /* watchdog.c */
 void watchdog_init(struct hilock_client *c);

@@ -263,11 +263,9 @@ static void acquire_late(struct req *r, redisReply *reply)
 
 static void cleanup_done(struct req *r, int status, redisReply *reply)
 {
-    int64_t left;
-    if (status == 0 && reply_release(reply, &left) == 0 && left == 0) {
-        struct key_src k = lock_keys(r->lock);
-        wait_wake(r->lock->client, &k);
-    }
+    int64_t left, heard;
+    if (status == 0 && reply_release(reply, &left, &heard) == 0 && left == 0)
+        wait_released(r->lock, heard);
 }
 
 /* Common checks of the public entry points. */
@@ -309,17 +307,15 @@ int hilock_lock_acquire(struct hilock_lock *lock, uint64_t lease_ms,
 static void release_done(struct req *r, int status, redisReply *reply)
 {
     struct hilock_lock *lock = r->lock;
-    int64_t left = 0;
+    int64_t left = 0, heard = 0;
     lock->op_req = NULL;
     if (status == 0)
-        status = reply_release(reply, &left);
+        status = reply_release(reply, &left, &heard);
     if ((status == 0 && lock->holds > 0 && --lock->holds == 0) ||
         status == HILOCK_ENOTOWNER)
         lock_hold_ended(lock);
-    if (status == 0 && left == 0) {
-        struct key_src k = lock_keys(lock);
-        wait_wake(lock->client, &k);
-    }
+    if (status == 0 && left == 0)
+        wait_released(lock, heard);
     lock_finish_op(lock, status, left);
 }
 

@@ -80,13 +80,18 @@ int reply_acquire(const struct redisReply *r, int64_t *holds, int64_t *token,
     return 0;
 }
 
-int reply_release(const struct redisReply *r, int64_t *left)
+int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard)
 {
     if (r && r->type == REDIS_REPLY_NIL)
         return HILOCK_ENOTOWNER;
-    if (!r || r->type != REDIS_REPLY_INTEGER || r->integer < 0)
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        !r->element || !r->element[0] || !r->element[1] ||
+        r->element[0]->type != REDIS_REPLY_INTEGER ||
+        r->element[1]->type != REDIS_REPLY_INTEGER ||
+        r->element[0]->integer < 0 || r->element[1]->integer < 0)
         return unexpected(r);
-    *left = r->integer;
+    *left = r->element[0]->integer;
+    *heard = r->element[1]->integer;
     return 0;
 }
 

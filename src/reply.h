@@ -19,8 +19,9 @@ int reply_is_noscript(const struct redisReply *r);
  * with *ttl_ms (-1 when the holder has no expiry) when held by another. */
 int reply_acquire(const struct redisReply *r, int64_t *holds, int64_t *token,
                   int64_t *ttl_ms);
-/* release script: 0 with *left set, HILOCK_ENOTOWNER, or an error. */
-int reply_release(const struct redisReply *r, int64_t *left);
+/* release script: 0 with *left (holds left) and *heard (subscribers that
+ * received the release message) set, HILOCK_ENOTOWNER, or an error. */
+int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard);
 /* renew script for n locks: 0 with ok[i] = 1 (renewed) or 0 (gone). */
 int reply_renew(const struct redisReply *r, size_t n, unsigned char *ok);
 /* An integer reply; nil counts as nil_value. */

@@ -53,25 +53,27 @@ static const char acquire_lua[] =
  * KEYS[1] lock, KEYS[2] channel, KEYS[3] latch of this request id
  * ARGV[1] message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4] latch ttl
  * ms, ARGV[5] holds to drop
- * Returns the holds left (0: deleted and published), or nil when the owner
- * holds nothing. The latch remembers the first result, so a retried request
- * never drops holds twice, as long as the resend reaches Redis within the
- * latch's ttl (the request timeout plus 5 s). The owner's last hold deletes
- * the whole hash: a lock has one owner, and the acquire request id goes too. */
+ * Returns {holds left, subscribers that received the release message} (the
+ * message goes out when no hold is left), or nil when the owner holds
+ * nothing. The latch remembers the first result, so a retried request never
+ * drops holds twice, as long as the resend reaches Redis within the latch's
+ * ttl (the request timeout plus 5 s). The owner's last hold deletes the
+ * whole hash: a lock has one owner, and the acquire request id goes too. */
 static const char release_lua[] =
     "local done = redis.call('get', KEYS[3])\n"
-    "if done then return tonumber(done) end\n"
+    "if done then return {tonumber(done), 0} end\n"
     "if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end\n"
     "local n = redis.call('hincrby', KEYS[1], ARGV[3], -tonumber(ARGV[5]))\n"
+    "local heard = 0\n"
     "if n > 0 then\n"
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "else\n"
     "  n = 0\n"
     "  redis.call('del', KEYS[1])\n"
-    "  redis.call('publish', KEYS[2], ARGV[1])\n"
+    "  heard = redis.call('publish', KEYS[2], ARGV[1])\n"
     "end\n"
     "redis.call('set', KEYS[3], n, 'px', ARGV[4])\n"
-    "return n\n";
+    "return {n, heard}\n";
 
 /* renew
  * KEYS[i] locks, ARGV[1] lease ms (0: only check), ARGV[i + 1] the owner

@@ -242,19 +242,26 @@ END_TEST
 
 START_TEST(release_renew_and_integer_replies_decode)
 {
-    int64_t v = -5;
+    int64_t v = -5, heard = -5;
     unsigned char ok[3];
-    redisReply *r = parse(":2\r\n");
-    ck_assert_int_eq(reply_release(r, &v), 0);
-    ck_assert(v == 2);
+    redisReply *r = parse("*2\r\n:2\r\n:0\r\n");
+    ck_assert_int_eq(reply_release(r, &v, &heard), 0);
+    ck_assert(v == 2 && heard == 0);
+    freeReplyObject(r);
+    r = parse("*2\r\n:0\r\n:3\r\n");
+    ck_assert_int_eq(reply_release(r, &v, &heard), 0);
+    ck_assert(v == 0 && heard == 3);
     freeReplyObject(r);
     r = parse("$-1\r\n");
-    ck_assert_int_eq(reply_release(r, &v), HILOCK_ENOTOWNER);
+    ck_assert_int_eq(reply_release(r, &v, &heard), HILOCK_ENOTOWNER);
     ck_assert_int_eq(reply_integer(r, 7, &v), 0);
     ck_assert(v == 7);
     freeReplyObject(r);
-    r = parse(":-3\r\n");
-    ck_assert_int_eq(reply_release(r, &v), HILOCK_EPROTO);
+    r = parse(":2\r\n");
+    ck_assert_int_eq(reply_release(r, &v, &heard), HILOCK_EPROTO);
+    freeReplyObject(r);
+    r = parse("*2\r\n:-3\r\n:0\r\n");
+    ck_assert_int_eq(reply_release(r, &v, &heard), HILOCK_EPROTO);
     freeReplyObject(r);
     r = parse("*3\r\n:1\r\n:0\r\n:1\r\n");
     ck_assert_int_eq(reply_renew(r, 3, ok), 0);

@@ -23,7 +23,7 @@ static void decode_all(const redisReply *r)
     int64_t a, b, c;
     unsigned char ok[64];
     reply_acquire(r, &a, &b, &c);
-    reply_release(r, &a);
+    reply_release(r, &a, &b);
     reply_integer(r, -2, &a);
     reply_error_code(r);
     reply_is_noscript(r);
