@@ -1,0 +1,564 @@
+/* inventory-demo.c -- many buyers, a few shop fronts, one stock: nothing
+ * oversold.
+ *
+ * Starts a throwaway redis-server, puts 200 items of one product in stock,
+ * starts 3 hilock-inventory-server processes and buys 3000 times through
+ * real HTTP (evhttp client connections, 300 requests in flight, spread over
+ * the servers). Then it prints what was sold and what is left, stops the
+ * servers (SIGTERM, which makes them finish and release their locks) and the
+ * redis-server, and exits 0 only when exactly the stock was sold, nothing is
+ * left, no sale was counted twice and no lock was left behind.
+ *
+ * Every sold answer carries the stock it left behind ({"sold":true,"left":N});
+ * two sales reporting the same N would be two buyers who saw the same count:
+ * an oversell. That is what "oversold" counts, next to sales beyond the stock.
+ *
+ * All of it is bounded: --time-limit (60 s) for everything up to the last
+ * answer, STOP_MS for the servers to exit after that, and alarm() behind
+ * both. The servers are started with
+ * PR_SET_PDEATHSIG, so they die with this process whatever happens.
+ *
+ * Options: --servers N --stock N --purchases N --concurrency N
+ * --time-limit S --product P --server PATH (default: hilock-inventory-server
+ * next to this executable). */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "redis_server.h"
+
+#define SERVERS_MAX 16
+#define START_MS 10000  /* longest wait for a server to start and answer */
+#define STOP_MS 15000   /* longest wait for a server to exit after SIGTERM */
+
+struct config {
+    int servers, stock, purchases, concurrency, time_limit_s;
+    const char *product;
+    char server_path[PATH_MAX];
+};
+
+struct shopfront {
+    pid_t pid;
+    int port;
+    int ready;
+};
+
+struct buyer {
+    struct demo *demo;
+    struct evhttp_connection *conn;
+    int server;
+};
+
+struct demo {
+    const struct config *cfg;
+    struct event_base *base;
+    struct shopfront shops[SERVERS_MAX];
+    struct buyer *buyers;
+    char path[128];        /* "/sale?product=P" */
+    char stock_path[128];  /* "/stock?product=P" */
+    char key[80];          /* "stock:P" */
+    int issued, answered;  /* purchases sent / answered */
+    int sold, not_sold, errors;
+    int *left_seen;        /* sold answers per "left" value, [0, stock) */
+    int left_bad;          /* sold answers with a "left" outside that range */
+    int ready;             /* servers that answered GET /stock */
+    int timed_out;
+    double deadline;       /* the time limit, monotonic seconds */
+    double t_start, t_end;
+};
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* ---- the servers ------------------------------------------------------- */
+
+/* In the child: die with the parent, send stdout into the pipe, exec the
+ * server on a kernel-chosen port. Never returns. */
+static void server_exec(const struct config *cfg, int out_fd, int redis_port,
+                        pid_t parent)
+{
+    char rport[16];
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(127);
+    dup2(out_fd, STDOUT_FILENO);
+    close(out_fd);
+    snprintf(rport, sizeof(rport), "%d", redis_port);
+    execl(cfg->server_path, cfg->server_path, "--port", "0", "--redis-port",
+          rport, "--product", cfg->product, (char *)NULL);
+    fprintf(stderr, "inventory-demo: cannot run %s: %s\n", cfg->server_path,
+            strerror(errno));
+    _exit(127);
+}
+
+/* The earlier of START_MS from now and the time limit. */
+static double start_deadline(const struct demo *d)
+{
+    double t = now_s() + START_MS / 1e3;
+    return t < d->deadline ? t : d->deadline;
+}
+
+/* Read the server's startup line from fd until deadline and return the
+ * port it names, or -1. */
+static int read_port(int fd, double deadline)
+{
+    char line[512];
+    size_t n = 0;
+    while (n < sizeof(line) - 1 && !memchr(line, '\n', n)) {
+        struct pollfd p = {fd, POLLIN, 0};
+        int left_ms = (int)((deadline - now_s()) * 1e3);
+        if (left_ms <= 0 || poll(&p, 1, left_ms) <= 0)
+            return -1;
+        ssize_t r = read(fd, line + n, sizeof(line) - 1 - n);
+        if (r <= 0)
+            return -1;
+        n += (size_t)r;
+    }
+    line[n] = '\0';
+    const char *at = strstr(line, "http://127.0.0.1:");
+    return at ? atoi(at + strlen("http://127.0.0.1:")) : -1;
+}
+
+/* Start server i and learn its port. 0, or -1 with a message. */
+static int server_start(struct demo *d, int i, int redis_port)
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        perror("inventory-demo: pipe");
+        return -1;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        server_exec(d->cfg, fds[1], redis_port, parent);
+    }
+    close(fds[1]);
+    if (pid < 0) {
+        perror("inventory-demo: fork");
+        close(fds[0]);
+        return -1;
+    }
+    d->shops[i].pid = pid;
+    d->shops[i].port = read_port(fds[0], start_deadline(d));
+    close(fds[0]);
+    if (d->shops[i].port <= 0) {
+        fprintf(stderr, "inventory-demo: server %d (pid %d) did not start\n",
+                i, (int)pid);
+        return -1;
+    }
+    return 0;
+}
+
+/* Wait for pid until deadline (seconds, monotonic); its wait status, or -1
+ * when it is still running. */
+static int wait_until(pid_t pid, double deadline)
+{
+    int st;
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return st;
+        if (r < 0 || now_s() >= deadline)
+            return -1;
+        usleep(10 * 1000);
+    }
+}
+
+/* SIGTERM every server, wait up to STOP_MS, SIGKILL what is left. Returns
+ * the number of servers that did not exit 0. */
+static int servers_stop(struct demo *d)
+{
+    int bad = 0;
+    for (int i = 0; i < d->cfg->servers; i++)
+        if (d->shops[i].pid > 0)
+            kill(d->shops[i].pid, SIGTERM);
+    double deadline = now_s() + STOP_MS / 1e3;
+    for (int i = 0; i < d->cfg->servers; i++) {
+        pid_t pid = d->shops[i].pid;
+        if (pid <= 0)
+            continue;
+        int st = wait_until(pid, deadline);
+        if (st == -1) {
+            fprintf(stderr, "inventory-demo: server pid %d ignored SIGTERM "
+                            "for %d ms; killing it\n", (int)pid, STOP_MS);
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+        }
+        if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "inventory-demo: server pid %d ended badly "
+                            "(status 0x%x)\n", (int)pid, st);
+            bad++;
+        }
+        d->shops[i].pid = 0;
+    }
+    return bad;
+}
+
+/* ---- HTTP -------------------------------------------------------------- */
+
+/* The body of a response as a NUL-terminated string in buf. */
+static const char *body_of(struct evhttp_request *req, char *buf, size_t len)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    ev_ssize_t n = evbuffer_copyout(in, buf, len - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    return buf;
+}
+
+/* Send method path to buyer b's server; the answer goes to cb(req, b).
+ * -1 when the request could not be made. */
+static int http_send(struct buyer *b, enum evhttp_cmd_type method,
+                     const char *path, void (*cb)(struct evhttp_request *,
+                                                  void *))
+{
+    struct evhttp_request *req = evhttp_request_new(cb, b);
+    if (!req)
+        return -1;
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Host",
+                      "127.0.0.1");
+    return evhttp_make_request(b->conn, req, method, path);
+}
+
+static void probe_sent_later(evutil_socket_t fd, short what, void *arg);
+
+/* GET /stock answered (or failed): a server is ready on a 200, else ask
+ * again in 100 ms. */
+static void on_probe(struct evhttp_request *req, void *arg)
+{
+    struct buyer *b = arg;
+    struct demo *d = b->demo;
+    if (req && evhttp_request_get_response_code(req) == HTTP_OK) {
+        d->shops[b->server].ready = 1;
+        if (++d->ready == d->cfg->servers)
+            event_base_loopbreak(d->base);
+        return;
+    }
+    struct timeval tv = {0, 100 * 1000};
+    event_base_once(d->base, -1, EV_TIMEOUT, probe_sent_later, b, &tv);
+}
+
+static void probe_sent_later(evutil_socket_t fd, short what, void *arg)
+{
+    struct buyer *b = arg;
+    if (http_send(b, EVHTTP_REQ_GET, b->demo->stock_path,
+                  on_probe) != 0)
+        on_probe(NULL, b);
+}
+
+static void buy(struct buyer *b);
+
+/* Count one purchase's answer. */
+static void tally(struct demo *d, struct evhttp_request *req)
+{
+    char buf[256];
+    int code = req ? evhttp_request_get_response_code(req) : 0;
+    const char *body = code ? body_of(req, buf, sizeof(buf)) : "";
+    const char *left = strstr(body, "\"left\":");
+    if (code == HTTP_OK && strstr(body, "\"sold\":true") && left) {
+        long n = strtol(left + 7, NULL, 10);
+        d->sold++;
+        if (n >= 0 && n < d->cfg->stock)
+            d->left_seen[n]++;
+        else
+            d->left_bad++;
+    } else if (code == HTTP_OK && strstr(body, "\"sold\":false")) {
+        d->not_sold++;
+    } else {
+        if (d->errors++ < 5)
+            fprintf(stderr, "inventory-demo: purchase failed: HTTP %d %s",
+                    code, code ? body : "(no answer)\n");
+    }
+}
+
+/* A purchase was answered: count it, then buy again while purchases are
+ * left (keep-alive: the same connection). */
+static void on_bought(struct evhttp_request *req, void *arg)
+{
+    struct buyer *b = arg;
+    struct demo *d = b->demo;
+    tally(d, req);
+    if (++d->answered == d->cfg->purchases) {
+        d->t_end = now_s();
+        event_base_loopbreak(d->base);
+        return;
+    }
+    buy(b);
+}
+
+/* Send the next purchase on b's connection, if any purchase is left. */
+static void buy(struct buyer *b)
+{
+    struct demo *d = b->demo;
+    if (d->issued >= d->cfg->purchases)
+        return;
+    d->issued++;
+    if (http_send(b, EVHTTP_REQ_POST, d->path, on_bought) != 0)
+        on_bought(NULL, b);
+}
+
+static void on_time_limit(evutil_socket_t fd, short what, void *arg)
+{
+    struct demo *d = arg;
+    d->timed_out = 1;
+    event_base_loopbreak(d->base);
+}
+
+/* Run the loop until something breaks it or until deadline; 0, or -1 when
+ * the time ran out. */
+static int run_until(struct demo *d, double deadline)
+{
+    double limit_s = deadline > now_s() ? deadline - now_s() : 0;
+    struct timeval tv = {(time_t)limit_s,
+                         (suseconds_t)((limit_s - (time_t)limit_s) * 1e6)};
+    struct event *t = evtimer_new(d->base, on_time_limit, d);
+    d->timed_out = 0;
+    evtimer_add(t, &tv);
+    event_base_dispatch(d->base);
+    event_free(t);
+    return d->timed_out ? -1 : 0;
+}
+
+/* One keep-alive connection per buyer, buyer i to server i % servers. */
+static int buyers_open(struct demo *d)
+{
+    int n = d->cfg->concurrency;
+    d->buyers = calloc((size_t)n, sizeof(*d->buyers));
+    if (!d->buyers)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        struct buyer *b = &d->buyers[i];
+        b->demo = d;
+        b->server = i % d->cfg->servers;
+        b->conn = evhttp_connection_base_new(d->base, NULL, "127.0.0.1",
+                      (ev_uint16_t)d->shops[b->server].port);
+        if (!b->conn)
+            return -1;
+        evhttp_connection_set_timeout(b->conn, 30);
+    }
+    return 0;
+}
+
+static void buyers_close(struct demo *d)
+{
+    for (int i = 0; d->buyers && i < d->cfg->concurrency; i++)
+        if (d->buyers[i].conn)
+            evhttp_connection_free(d->buyers[i].conn);
+    free(d->buyers);
+    d->buyers = NULL;
+}
+
+/* ---- the run ----------------------------------------------------------- */
+
+/* Wait until every server answers GET /stock, within START_MS (and the
+ * time limit). */
+static int servers_wait_ready(struct demo *d)
+{
+    for (int i = 0; i < d->cfg->servers; i++)
+        if (http_send(&d->buyers[i], EVHTTP_REQ_GET, d->stock_path, on_probe))
+            return -1;
+    if (run_until(d, start_deadline(d)) != 0) {
+        fprintf(stderr, "inventory-demo: only %d of %d servers answered "
+                        "within %d ms\n", d->ready, d->cfg->servers, START_MS);
+        return -1;
+    }
+    return 0;
+}
+
+/* Fire every purchase with at most concurrency in flight, within the time
+ * limit. 0, or -1 when the time ran out. */
+static int purchases_run(struct demo *d)
+{
+    d->t_start = now_s();
+    for (int i = 0; i < d->cfg->concurrency; i++)
+        buy(&d->buyers[i]);
+    if (run_until(d, d->deadline) != 0) {
+        fprintf(stderr, "inventory-demo: gave up after %d s: %d of %d "
+                        "purchases answered\n", d->cfg->time_limit_s,
+                d->answered, d->cfg->purchases);
+        return -1;
+    }
+    return 0;
+}
+
+/* Sales that saw a stock count another sale saw too, or one outside the
+ * stock: each is an item sold twice. */
+static int oversold(const struct demo *d)
+{
+    int extra = d->left_bad;
+    for (int i = 0; i < d->cfg->stock; i++)
+        if (d->left_seen[i] > 1)
+            extra += d->left_seen[i] - 1;
+    return extra;
+}
+
+/* Print the result; 0 when nothing was oversold and the stock is gone. */
+static int report(const struct demo *d, long long left, long long locked)
+{
+    double secs = d->t_end > d->t_start ? d->t_end - d->t_start : 1e-9;
+    int over = oversold(d);
+    long long unaccounted = (long long)d->cfg->stock - d->sold - left;
+    if (unaccounted < 0 && -unaccounted > over)
+        over = (int)-unaccounted;
+    printf("purchases    %d over %d servers, %d in flight\n",
+           d->cfg->purchases, d->cfg->servers, d->cfg->concurrency);
+    printf("sold         %d of %d\n", d->sold, d->cfg->stock);
+    printf("not sold     %d (out of stock)\n", d->not_sold);
+    printf("errors       %d\n", d->errors);
+    printf("left         %lld (stock in Redis)\n", left);
+    printf("oversold     %d\n", over);
+    printf("time         %.2f s, %.0f purchases/s\n", secs,
+           d->cfg->purchases / secs);
+    if (locked != 0)
+        printf("UNEXPECTED: the lock key is still there after the servers "
+               "stopped\n");
+    return (d->sold == d->cfg->stock && left == 0 && over == 0 &&
+            locked == 0) ? 0 : -1;
+}
+
+static int int_arg(const char *s, int min, int max)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    return (*s && !*end && v >= min && v <= max) ? (int)v : INT_MIN;
+}
+
+/* Fill cfg from argv; 0, or -1 after printing the usage. */
+static int parse_args(struct config *cfg, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"servers", required_argument, NULL, 's'},
+        {"stock", required_argument, NULL, 'k'},
+        {"purchases", required_argument, NULL, 'n'},
+        {"concurrency", required_argument, NULL, 'c'},
+        {"time-limit", required_argument, NULL, 't'},
+        {"product", required_argument, NULL, 'P'},
+        {"server", required_argument, NULL, 'S'},
+        {NULL, 0, NULL, 0}};
+    int c, bad = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        int *dst = c == 's' ? &cfg->servers : c == 'k' ? &cfg->stock
+                 : c == 'n' ? &cfg->purchases : c == 'c' ? &cfg->concurrency
+                 : c == 't' ? &cfg->time_limit_s : NULL;
+        if (dst)
+            bad |= (*dst = int_arg(optarg, 1, 1000000)) == INT_MIN;
+        else if (c == 'P')
+            cfg->product = optarg;
+        else if (c == 'S')
+            snprintf(cfg->server_path, sizeof(cfg->server_path), "%s", optarg);
+        else
+            bad = 1;
+    }
+    if (cfg->concurrency > cfg->purchases)
+        cfg->concurrency = cfg->purchases;
+    if (bad || optind != argc || cfg->servers > SERVERS_MAX ||
+        cfg->concurrency < cfg->servers || strlen(cfg->product) > 64) {
+        fprintf(stderr, "usage: hilock-inventory-demo [--servers N<=%d] "
+                "[--stock N] [--purchases N] [--concurrency N>=servers] "
+                "[--time-limit S] [--product P] [--server PATH]\n",
+                SERVERS_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+/* hilock-inventory-server in the directory of this executable. */
+static void default_server_path(struct config *cfg)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) {
+        snprintf(cfg->server_path, sizeof(cfg->server_path),
+                 "hilock-inventory-server");
+        return;
+    }
+    self[n] = '\0';
+    snprintf(cfg->server_path, sizeof(cfg->server_path),
+             "%s/hilock-inventory-server", dirname(self));
+}
+
+/* Everything between the redis-server start and the servers' stop. */
+static int demo_run(struct demo *d, struct rs_server *srv)
+{
+    char stock[16];
+    snprintf(stock, sizeof(stock), "%d", d->cfg->stock);
+    char *ok = rs_str(srv, "SET", d->key, stock, (char *)NULL);
+    int set = ok && strcmp(ok, "OK") == 0;
+    free(ok);
+    if (!set)
+        return -1;
+    printf("stock        %d of %s (key %s)\n", d->cfg->stock,
+           d->cfg->product, d->key);
+    for (int i = 0; i < d->cfg->servers; i++)
+        if (server_start(d, i, rs_port(srv)) != 0)
+            return -1;
+    printf("servers      %d hilock-inventory-server processes on ports",
+           d->cfg->servers);
+    for (int i = 0; i < d->cfg->servers; i++)
+        printf(" %d", d->shops[i].port);
+    printf("\n");
+    fflush(stdout);
+    if (buyers_open(d) != 0 || servers_wait_ready(d) != 0)
+        return -1;
+    return purchases_run(d);
+}
+
+int main(int argc, char **argv)
+{
+    struct config cfg = {.servers = 3, .stock = 200, .purchases = 3000,
+                         .concurrency = 300, .time_limit_s = 60,
+                         .product = "inventory001"};
+    default_server_path(&cfg);
+    if (parse_args(&cfg, argc, argv) != 0)
+        return 2;
+    /* The last resort behind every bound below: SIGALRM ends this process,
+     * and the servers and redis-server die with it (PR_SET_PDEATHSIG). */
+    alarm((unsigned)cfg.time_limit_s + STOP_MS / 1000 + 15);
+    signal(SIGPIPE, SIG_IGN);
+    struct demo d = {.cfg = &cfg, .deadline = now_s() + cfg.time_limit_s};
+    snprintf(d.path, sizeof(d.path), "/sale?product=%s", cfg.product);
+    snprintf(d.stock_path, sizeof(d.stock_path), "/stock?product=%s",
+             cfg.product);
+    snprintf(d.key, sizeof(d.key), "stock:%s", cfg.product);
+    d.left_seen = calloc((size_t)cfg.stock, sizeof(int));
+    d.base = event_base_new();
+    struct rs_server *srv = d.left_seen && d.base ? rs_start(NULL) : NULL;
+    if (!srv)
+        return 1;
+    printf("redis-server 127.0.0.1:%d (pid %d)\n", rs_port(srv),
+           (int)rs_pid(srv));
+    int rc = demo_run(&d, srv);
+    buyers_close(&d);
+    int bad_exits = servers_stop(&d);
+    long long left = rs_int(srv, "GET", d.key, (char *)NULL);
+    long long locked = rs_int(srv, "EXISTS", cfg.product, (char *)NULL);
+    if (rc == 0)
+        rc = report(&d, left == RS_NIL ? 0 : left, locked);
+    rs_stop(srv);
+    event_base_free(d.base);
+    free(d.left_seen);
+    if (rc == 0 && bad_exits == 0) {
+        printf("inventory-demo: OK -- exactly %d sold, none oversold; "
+               "servers and redis-server stopped\n", cfg.stock);
+        return 0;
+    }
+    printf("inventory-demo: FAILED\n");
+    return 1;
+}

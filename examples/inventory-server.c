@@ -1,0 +1,666 @@
+/* inventory-server.c -- an HTTP shop front that never oversells.
+ *
+ * Several of these processes may sell the same stock at once: each sale takes
+ * the product's hilock lock, reads the stock from Redis, writes it back one
+ * lower and lets go, so no two sales ever read the same count. Everything
+ * runs on one libevent loop: evhttp for the HTTP side, hilock for the lock, a
+ * hiredis async context for the stock itself.
+ *
+ *   POST /sale[?product=P]   buy one item: {"sold":true,"left":N} or
+ *                            {"sold":false}; 503 {"error":"..."} when the
+ *                            lock or Redis fails
+ *   GET  /stock[?product=P]  {"left":N}
+ *
+ * The stock of product P is the string key "stock:P"; the lock is named P
+ * (the README's key layout). SIGINT or SIGTERM stops accepting connections,
+ * lets the sales in flight finish and their answers go out (at most DRAIN_MS),
+ * releases their locks and exits 0. It prints a startup line and errors, nothing else.
+ *
+ * Trade-off admitted: the stock write is guarded by the lock only. A process
+ * paused past its lease could still write after the lock moved on; a store
+ * that must survive that checks hilock's fencing tokens instead (README). */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include <hilock/hilock.h>
+
+#define LOCK_WAIT_MS 5000   /* longest wait for a product's lock */
+#define REDIS_STEP_MS 3000  /* longest wait for one stock read or write */
+#define DRAIN_MS 10000      /* longest wait for in-flight sales at shutdown */
+#define PRODUCT_MAX 64
+
+struct sale;
+
+struct shop {
+    struct event_base *base;
+    struct evhttp *http;
+    struct evhttp_bound_socket *listener;
+    struct hilock_client *locks;
+    redisAsyncContext *redis;   /* stock reads and writes; NULL: reconnect */
+    const char *redis_host;
+    int redis_port;
+    const char *product;        /* default product */
+    uint64_t next_tag;          /* owner tag of the next sale's lock */
+    int inflight;               /* sales and stock queries not answered */
+    int unsent;                 /* answers not yet written out */
+    int stopping;               /* signal seen: no new work */
+    int finishing;              /* shop_finish scheduled */
+    int forced;                 /* drain timed out: cancel what is left */
+    struct event *sig_int, *sig_term, *drain;
+};
+
+enum sale_kind { SALE_BUY, SALE_QUERY };
+
+/* One HTTP request from arrival to answer. */
+struct sale {
+    struct shop *shop;
+    struct evhttp_request *req;
+    enum sale_kind kind;
+    struct hilock_lock *lock;   /* SALE_BUY only */
+    struct event *deadline;     /* armed while a Redis reply is awaited */
+    char key[PRODUCT_MAX + 8];  /* "stock:<product>" */
+    long long left;             /* stock after this sale */
+    long long start_ms;         /* arrival, monotonic */
+    int sold;
+    int lost;                   /* on_lost fired */
+    const char *error;          /* set: answer 503 with it */
+};
+
+static void shop_finish_later(struct shop *shop);
+
+static long long now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* After a stop signal: end once every request is answered and every answer
+ * written (evhttp_free would drop answers still in an output buffer). */
+static void shop_maybe_finish(struct shop *shop)
+{
+    if (shop->stopping && shop->inflight == 0 && shop->unsent == 0)
+        shop_finish_later(shop);
+}
+
+/* ---- answering --------------------------------------------------------- */
+
+/* An answer has been written out. (One whose connection died first is never
+ * reported; the drain timer bounds the wait for those.) */
+static void on_sent(struct evhttp_request *req, void *arg)
+{
+    struct shop *shop = arg;
+    shop->unsent--;
+    shop_maybe_finish(shop);
+}
+
+/* Send code with a JSON body made from fmt, counted in shop->unsent until
+ * written out. */
+static void reply_json(struct shop *shop, struct evhttp_request *req,
+                       int code, const char *reason, const char *fmt, ...)
+{
+    struct evbuffer *body = evbuffer_new();
+    va_list ap;
+    if (evhttp_request_get_connection(req)) {  /* NULL: the client left */
+        shop->unsent++;
+        evhttp_request_set_on_complete_cb(req, on_sent, shop);
+    }
+    if (!body) {
+        evhttp_send_error(req, HTTP_INTERNAL, NULL);
+        return;
+    }
+    va_start(ap, fmt);
+    evbuffer_add_vprintf(body, fmt, ap);
+    va_end(ap);
+    evhttp_add_header(evhttp_request_get_output_headers(req),
+                      "Content-Type", "application/json");
+    evhttp_send_reply(req, code, reason, body);
+    evbuffer_free(body);
+}
+
+/* Answer the request of sale s, free it and everything it owns; the last one
+ * to finish after a stop signal ends the server. */
+static void sale_answer(struct sale *s)
+{
+    struct shop *shop = s->shop;
+    if (s->error)
+        reply_json(shop, s->req, 503, "Service Unavailable",
+                   "{\"error\":\"%s\"}\n", s->error);
+    else if (s->kind == SALE_QUERY)
+        reply_json(shop, s->req, HTTP_OK, "OK", "{\"left\":%lld}\n", s->left);
+    else if (s->sold)
+        reply_json(shop, s->req, HTTP_OK, "OK", "{\"sold\":true,\"left\":%lld}\n",
+                   s->left);
+    else
+        reply_json(shop, s->req, HTTP_OK, "OK", "{\"sold\":false}\n");
+    /* Not held any more, except after a forced stop: then freeing the
+     * handle releases it without waiting for the reply. Once the client is
+     * gone (shop->locks NULL), so is the handle. */
+    if (s->lock && shop->locks)
+        hilock_lock_free(s->lock);
+    event_free(s->deadline);
+    free(s);
+    shop->inflight--;
+    shop_maybe_finish(shop);
+}
+
+static void on_released(struct hilock_lock *lock, int status, int64_t left,
+                        void *arg)
+{
+    struct sale *s = arg;
+    /* The answer is about the stock, which was read (and written) under the
+     * lock; a failed release changes none of that. ENOTOWNER: the lease ran
+     * out first; other errors: the lease will run out. */
+    if (status != 0 && status != HILOCK_ECANCELED)
+        fprintf(stderr, "inventory-server: release: %s\n",
+                hilock_strerror(status));
+    sale_answer(s);
+}
+
+/* Let go of the lock (when held), then answer. */
+static void sale_release(struct sale *s)
+{
+    if (s->lock && !s->shop->forced && hilock_lock_hold_count(s->lock) > 0 &&
+        hilock_lock_release(s->lock, on_released, s) == 0)
+        return;
+    sale_answer(s);
+}
+
+/* ---- the stock in Redis ------------------------------------------------ */
+
+static void on_redis_connected(const redisAsyncContext *ac, int status)
+{
+    struct shop *shop = ac->data;
+    if (status != REDIS_OK) {
+        fprintf(stderr, "inventory-server: redis %s:%d: %s\n",
+                shop->redis_host, shop->redis_port, ac->errstr);
+        if (shop->redis == ac)
+            shop->redis = NULL;
+    }
+}
+
+static void on_redis_disconnected(const redisAsyncContext *ac, int status)
+{
+    struct shop *shop = ac->data;
+    if (status != REDIS_OK && !shop->stopping)
+        fprintf(stderr, "inventory-server: redis connection lost: %s\n",
+                ac->errstr);
+    if (shop->redis == ac)
+        shop->redis = NULL;
+}
+
+/* The stock connection, (re)connecting when there is none. Commands sent
+ * before the connection is up wait in hiredis's output buffer. NULL when no
+ * context can be made (message on stderr) or after a forced stop. */
+static redisAsyncContext *shop_redis(struct shop *shop)
+{
+    if (shop->redis || shop->forced)
+        return shop->redis;
+    redisAsyncContext *ac = redisAsyncConnect(shop->redis_host,
+                                              shop->redis_port);
+    if (!ac || ac->err) {
+        fprintf(stderr, "inventory-server: redis: %s\n",
+                ac ? ac->errstr : "out of memory");
+        if (ac)
+            redisAsyncFree(ac);
+        return NULL;
+    }
+    ac->data = shop;
+    redisLibeventAttach(ac, shop->base);
+    redisAsyncSetConnectCallback(ac, on_redis_connected);
+    redisAsyncSetDisconnectCallback(ac, on_redis_disconnected);
+    shop->redis = ac;
+    return ac;
+}
+
+/* A Redis reply did not come within REDIS_STEP_MS: the server is stalled or
+ * the link is dead. Dropping the context completes every request on it with
+ * a NULL reply (this sale's too); the next request reconnects. */
+static void on_redis_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    struct sale *s = arg;
+    redisAsyncContext *ac = s->shop->redis;
+    fprintf(stderr, "inventory-server: redis did not answer in %d ms\n",
+            REDIS_STEP_MS);
+    s->shop->redis = NULL;
+    if (ac)
+        redisAsyncFree(ac);
+}
+
+/* Send argv for sale s with fn as the reply callback, under the step
+ * deadline. -1 (nothing sent, fn never called) when there is no connection. */
+static int sale_command(struct sale *s, redisCallbackFn *fn, int argc,
+                        const char **argv)
+{
+    redisAsyncContext *ac = shop_redis(s->shop);
+    if (!ac || redisAsyncCommandArgv(ac, fn, s, argc, argv, NULL) != REDIS_OK)
+        return -1;
+    struct timeval tv = {REDIS_STEP_MS / 1000, (REDIS_STEP_MS % 1000) * 1000};
+    evtimer_add(s->deadline, &tv);
+    return 0;
+}
+
+/* The stock in a GET reply: 0 for nil, -1 for an error or garbage. */
+static long long stock_of(const redisReply *r)
+{
+    if (!r)
+        return -1;
+    if (r->type == REDIS_REPLY_NIL)
+        return 0;
+    if (r->type != REDIS_REPLY_STRING)
+        return -1;
+    char *end;
+    errno = 0;
+    long long n = strtoll(r->str, &end, 10);
+    return (errno || end == r->str || *end || n < 0) ? -1 : n;
+}
+
+static void on_stored(redisAsyncContext *ac, void *reply, void *arg)
+{
+    struct sale *s = arg;
+    redisReply *r = reply;
+    evtimer_del(s->deadline);
+    if (r && r->type == REDIS_REPLY_STATUS)
+        s->sold = 1;
+    else
+        s->error = r ? "stock write failed" : "redis unavailable";
+    sale_release(s);
+}
+
+/* The stock as read under the lock: sell one if there is one. */
+static void on_stock(redisAsyncContext *ac, void *reply, void *arg)
+{
+    struct sale *s = arg;
+    evtimer_del(s->deadline);
+    const redisReply *r = reply;
+    long long n = stock_of(r);
+    if (n < 0)
+        s->error = !r ? "redis unavailable"
+                   : r->type == REDIS_REPLY_ERROR ? "redis error"
+                   : "bad stock value";
+    else if (s->kind == SALE_QUERY)
+        s->left = n;
+    else if (s->lost)
+        s->error = "lock lost";
+    else if (n > 0) {
+        char buf[24];
+        snprintf(buf, sizeof(buf), "%lld", n - 1);
+        const char *argv[] = {"SET", s->key, buf};
+        s->left = n - 1;
+        if (sale_command(s, on_stored, 3, argv) == 0)
+            return;
+        s->error = "redis unavailable";
+    }
+    sale_release(s);
+}
+
+/* Read the stock for sale s; answers on failure. */
+static void sale_read_stock(struct sale *s)
+{
+    const char *argv[] = {"GET", s->key};
+    if (sale_command(s, on_stock, 2, argv) != 0) {
+        s->error = "redis unavailable";
+        sale_release(s);
+    }
+}
+
+/* ---- the lock ---------------------------------------------------------- */
+
+static void on_lost(struct hilock_lock *lock, int status, int64_t v,
+                    void *arg)
+{
+    ((struct sale *)arg)->lost = 1;
+}
+
+static void on_locked(struct hilock_lock *lock, int status, int64_t token,
+                      void *arg)
+{
+    struct sale *s = arg;
+    if (status == 0 && !s->shop->forced) {
+        sale_read_stock(s);
+        return;
+    }
+    if (status == HILOCK_ETIMEDOUT)  /* the wait, or a Redis deadline */
+        s->error = now_ms() - s->start_ms >= LOCK_WAIT_MS
+                       ? "lock wait timed out" : "redis timed out";
+    else
+        s->error = status ? hilock_strerror(status) : "shutting down";
+    sale_release(s);
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+/* The product named by the query (?product=P) or the default, copied into
+ * out; -1 when it is empty, too long or has characters outside
+ * [A-Za-z0-9._:-]. */
+static int product_of(struct evhttp_request *req, const char *dflt,
+                      char *out)
+{
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    struct evkeyvalq params;
+    const char *p = dflt;
+    int rc = 0;
+    TAILQ_INIT(&params);
+    if (query && evhttp_parse_query_str(query, &params) == 0) {
+        const char *v = evhttp_find_header(&params, "product");
+        if (v)
+            p = v;
+    }
+    size_t len = strlen(p);
+    if (len == 0 || len > PRODUCT_MAX ||
+        strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789._:-") != len)
+        rc = -1;
+    else
+        memcpy(out, p, len + 1);
+    evhttp_clear_headers(&params);
+    return rc;
+}
+
+/* A new sale for req on product, counted in flight; NULL on no memory. */
+static struct sale *sale_new(struct shop *shop, struct evhttp_request *req,
+                             enum sale_kind kind, const char *product)
+{
+    struct sale *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->deadline = evtimer_new(shop->base, on_redis_deadline, s);
+    if (!s->deadline) {
+        free(s);
+        return NULL;
+    }
+    s->shop = shop;
+    s->req = req;
+    s->kind = kind;
+    s->start_ms = now_ms();
+    snprintf(s->key, sizeof(s->key), "stock:%s", product);
+    shop->inflight++;
+    return s;
+}
+
+/* Start a purchase: a lock handle of its own, then the bounded wait. */
+static void sale_start(struct sale *s, const char *product)
+{
+    struct hilock_lock *lock;
+    int rc = hilock_lock_new(s->shop->locks, product, strlen(product),
+                             ++s->shop->next_tag, &lock);
+    if (rc == 0) {
+        s->lock = lock;
+        hilock_lock_on_lost(lock, on_lost, s);
+        rc = hilock_lock_acquire(lock, 0, LOCK_WAIT_MS, on_locked, s);
+    }
+    if (rc != 0) {
+        s->error = hilock_strerror(rc);
+        sale_answer(s);
+    }
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct shop *shop = arg;
+    const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+    enum evhttp_cmd_type method = evhttp_request_get_command(req);
+    char product[PRODUCT_MAX + 1];
+    int buy = path && strcmp(path, "/sale") == 0;
+    if (!path || (!buy && strcmp(path, "/stock") != 0)) {
+        reply_json(shop, req, HTTP_NOTFOUND, "Not Found", "{\"error\":\"no such path\"}\n");
+        return;
+    }
+    if (method != (buy ? EVHTTP_REQ_POST : EVHTTP_REQ_GET)) {
+        reply_json(shop, req, 405, "Method Not Allowed",
+                   "{\"error\":\"use %s\"}\n", buy ? "POST" : "GET");
+        return;
+    }
+    if (product_of(req, shop->product, product) != 0) {
+        reply_json(shop, req, HTTP_BADREQUEST, "Bad Request",
+                   "{\"error\":\"bad product\"}\n");
+        return;
+    }
+    struct sale *s = shop->stopping ? NULL
+                                    : sale_new(shop, req, buy ? SALE_BUY : SALE_QUERY, product);
+    if (!s) {
+        evhttp_add_header(evhttp_request_get_output_headers(req),
+                          "Connection", "close");
+        reply_json(shop, req, 503, "Service Unavailable", "{\"error\":\"%s\"}\n",
+                   shop->stopping ? "shutting down" : "out of memory");
+        return;
+    }
+    if (buy)
+        sale_start(s, product);
+    else
+        sale_read_stock(s);
+}
+
+/* ---- start and stop ---------------------------------------------------- */
+
+/* Everything answered (or given up on): free what the server holds and let
+ * the loop end. Runs from its own loop turn, never inside evhttp. */
+static void shop_finish(evutil_socket_t fd, short what, void *arg)
+{
+    struct shop *shop = arg;
+    if (shop->http) {
+        evhttp_free(shop->http);  /* closes the idle keep-alive connections */
+        shop->http = NULL;
+    }
+    if (shop->redis) {
+        redisAsyncContext *ac = shop->redis;
+        shop->redis = NULL;
+        redisAsyncFree(ac);
+    }
+    if (shop->locks) {
+        hilock_client_free(shop->locks);
+        shop->locks = NULL;
+    }
+    event_base_loopexit(shop->base, NULL);
+}
+
+static void shop_finish_later(struct shop *shop)
+{
+    if (shop->finishing)
+        return;
+    shop->finishing = 1;
+    if (event_base_once(shop->base, -1, EV_TIMEOUT, shop_finish, shop, NULL))
+        event_base_loopexit(shop->base, NULL);
+}
+
+/* In-flight work did not finish within DRAIN_MS: fail the Redis requests
+ * (their sales answer and free their lock handles, which releases a held
+ * lock best effort), then cancel the lock operations still pending (their
+ * callbacks answer the rest). */
+static void on_drain_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct shop *shop = arg;
+    fprintf(stderr, "inventory-server: after %d ms, %d request(s) still "
+                    "unanswered and %d answer(s) unsent; giving up on them\n",
+            DRAIN_MS, shop->inflight, shop->unsent);
+    shop->forced = 1;
+    if (shop->redis) {
+        redisAsyncContext *ac = shop->redis;
+        shop->redis = NULL;
+        redisAsyncFree(ac);
+    }
+    struct hilock_client *locks = shop->locks;
+    shop->locks = NULL;
+    hilock_client_free(locks);
+    shop_finish_later(shop);  /* unwritten answers are given up on too */
+}
+
+/* SIGINT/SIGTERM: stop accepting, finish what is in flight, then exit. */
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct shop *shop = arg;
+    if (shop->stopping)
+        return;
+    shop->stopping = 1;
+    evsignal_del(shop->sig_int);
+    evsignal_del(shop->sig_term);
+    if (shop->listener) {
+        evhttp_del_accept_socket(shop->http, shop->listener);
+        shop->listener = NULL;
+    }
+    if (shop->inflight == 0 && shop->unsent == 0) {
+        shop_finish_later(shop);
+        return;
+    }
+    struct timeval tv = {DRAIN_MS / 1000, 0};
+    evtimer_add(shop->drain, &tv);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: hilock-inventory-server [--port N] [--redis-host H] "
+        "[--redis-port N] [--product P]\n"
+        "  --port N        HTTP port on 127.0.0.1 (default 8080; 0: any free)\n"
+        "  --redis-host H  Redis host (default 127.0.0.1)\n"
+        "  --redis-port N  Redis port (default 6379)\n"
+        "  --product P     product of requests without ?product= "
+        "(default inventory001)\n"
+        "POST /sale buys one item; GET /stock shows what is left.\n");
+}
+
+/* A port number 0..65535 from s, or -1. */
+static int port_arg(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    return (*s && !*end && v >= 0 && v <= 65535) ? (int)v : -1;
+}
+
+/* Fill shop from argv; 0, 1 for --help, -1 for a usage error. */
+static int parse_args(struct shop *shop, int *port, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"port", required_argument, NULL, 'p'},
+        {"redis-host", required_argument, NULL, 'H'},
+        {"redis-port", required_argument, NULL, 'r'},
+        {"product", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "p:H:r:P:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'p': *port = port_arg(optarg); if (*port < 0) return -1; break;
+        case 'H': shop->redis_host = optarg; break;
+        case 'r':
+            shop->redis_port = port_arg(optarg);
+            if (shop->redis_port <= 0)
+                return -1;
+            break;
+        case 'P': shop->product = optarg; break;
+        case 'h': return 1;
+        default: return -1;
+        }
+    }
+    size_t plen = strlen(shop->product);
+    if (optind != argc || plen == 0 || plen > PRODUCT_MAX)
+        return -1;
+    return 0;
+}
+
+/* Create the lock client, the signal events and the HTTP listener on
+ * 127.0.0.1:port. 0, or -1 with a message on stderr. */
+static int shop_open(struct shop *shop, int port)
+{
+    struct hilock_options opts;
+    hilock_options_init(&opts);
+    opts.host = shop->redis_host;
+    opts.port = shop->redis_port;
+    int rc = hilock_client_new(shop->base, &opts, &shop->locks);
+    if (rc != 0) {
+        fprintf(stderr, "inventory-server: hilock: %s\n", hilock_strerror(rc));
+        return -1;
+    }
+    shop->sig_int = evsignal_new(shop->base, SIGINT, on_signal, shop);
+    shop->sig_term = evsignal_new(shop->base, SIGTERM, on_signal, shop);
+    shop->drain = evtimer_new(shop->base, on_drain_timeout, shop);
+    shop->http = evhttp_new(shop->base);
+    if (!shop->sig_int || !shop->sig_term || !shop->drain || !shop->http ||
+        evsignal_add(shop->sig_int, NULL) || evsignal_add(shop->sig_term, NULL)) {
+        fprintf(stderr, "inventory-server: libevent setup failed\n");
+        return -1;
+    }
+    evhttp_set_allowed_methods(shop->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+    evhttp_set_gencb(shop->http, on_request, shop);
+    shop->listener = evhttp_bind_socket_with_handle(shop->http, "127.0.0.1",
+                                                    (ev_uint16_t)port);
+    if (!shop->listener) {
+        fprintf(stderr, "inventory-server: cannot listen on 127.0.0.1:%d: %s\n",
+                port, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The port the listener got (port 0 asks the kernel for one). */
+static int shop_port(struct shop *shop)
+{
+    struct sockaddr_storage ss;
+    ev_socklen_t len = sizeof(ss);
+    evutil_socket_t fd = evhttp_bound_socket_get_fd(shop->listener);
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return -1;
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* Free what shop_open made; for the error path and after the loop. */
+static void shop_close(struct shop *shop)
+{
+    if (shop->http)
+        evhttp_free(shop->http);
+    if (shop->redis)
+        redisAsyncFree(shop->redis);
+    hilock_client_free(shop->locks);
+    if (shop->sig_int)
+        event_free(shop->sig_int);
+    if (shop->sig_term)
+        event_free(shop->sig_term);
+    if (shop->drain)
+        event_free(shop->drain);
+}
+
+int main(int argc, char **argv)
+{
+    struct shop shop = {.redis_host = "127.0.0.1", .redis_port = 6379,
+                        .product = "inventory001"};
+    int port = 8080;
+    int rc = parse_args(&shop, &port, argc, argv);
+    if (rc != 0) {
+        usage(rc > 0 ? stdout : stderr);
+        return rc > 0 ? 0 : 2;
+    }
+    signal(SIGPIPE, SIG_IGN);  /* a client hanging up must not kill us */
+    shop.base = event_base_new();
+    if (!shop.base || shop_open(&shop, port) != 0) {
+        shop_close(&shop);
+        if (shop.base)
+            event_base_free(shop.base);
+        return 1;
+    }
+    printf("inventory-server: listening on http://127.0.0.1:%d "
+           "(redis %s:%d, product %s)\n", shop_port(&shop), shop.redis_host,
+           shop.redis_port, shop.product);
+    fflush(stdout);
+    rc = event_base_dispatch(shop.base);
+    shop_close(&shop);
+    event_base_free(shop.base);
+    return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,476 @@
+/* test_cli.c -- the hilock command against a real Redis: run passes its
+ * command's status through and keeps the lock meanwhile; the documented exit
+ * codes for a busy lock (-n), a wait that times out, a lost lock, a signal
+ * while waiting, a missing command, an unreachable Redis and bad usage;
+ * signals reach the command; status shows the holders; release --force frees
+ * the lock and wakes a waiter.
+ *
+ * The command under test is $HILOCK_CLI (meson passes the built tools/hilock).
+ * Each test gets its own redis-server and scratch directory; every process
+ * started here dies with the test (PR_SET_PDEATHSIG) and is waited for. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The exit codes documented in `hilock --help` and the README. */
+#define EXIT_BUSY 75
+#define EXIT_LOST 122
+#define EXIT_TIMEDOUT 124
+#define EXIT_FAILURE_ 125
+#define EXIT_NOTFOUND 127
+
+#define CHANNEL "redisson_lock__channel:{job}"
+
+static char dir[256];   /* scratch directory of this test */
+static char port[16];   /* the test server's port, as an argument */
+
+static void setup(void)
+{
+    tu_setup();
+    snprintf(dir, sizeof(dir), "%s/cli-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(port, sizeof(port), "%d", rs_port(tu_srv));
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+                        struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static void teardown(void)
+{
+    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    tu_teardown();
+}
+
+/* dir/name in buf (>= 512 bytes). */
+static const char *path_in(char *buf, const char *name)
+{
+    snprintf(buf, 512, "%s/%s", dir, name);
+    return buf;
+}
+
+static bool exists(const char *name)
+{
+    char p[512];
+    return access(path_in(p, name), F_OK) == 0;
+}
+
+/* Start $HILOCK_CLI with args (NULL-terminated) in the scratch directory,
+ * stdout into dir/out when out is set. It dies with this test. */
+static pid_t cli_spawn(const char *const *args, const char *out)
+{
+    const char *cli = getenv("HILOCK_CLI");
+    ck_assert_msg(cli != NULL, "HILOCK_CLI is not set");
+    const char *argv[32] = {cli};
+    int n = 1;
+    while (args[n - 1] && n < 31) {
+        argv[n] = args[n - 1];
+        n++;
+    }
+    argv[n] = NULL;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char p[512];
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent || chdir(dir) != 0)
+            _exit(99);
+        if (out && !freopen(path_in(p, out), "w", stdout))
+            _exit(99);
+        execv(cli, (char *const *)argv);
+        _exit(98);
+    }
+    return pid;
+}
+
+struct child {
+    pid_t pid;
+    int status;
+};
+
+static bool child_gone(void *arg)
+{
+    struct child *c = arg;
+    return waitpid(c->pid, &c->status, WNOHANG) == c->pid;
+}
+
+/* Wait for pid (running the test's loop meanwhile) and return its exit
+ * status, 128+N for a signal N; fail the test after timeout_ms. */
+static int cli_wait(pid_t pid, int timeout_ms)
+{
+    struct child c = {pid, 0};
+    if (!tu_run_until(child_gone, &c, timeout_ms)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        ck_abort_msg("hilock did not exit within %d ms", timeout_ms);
+    }
+    return WIFEXITED(c.status) ? WEXITSTATUS(c.status)
+                               : 128 + WTERMSIG(c.status);
+}
+
+/* Run the CLI to completion (15 s at most); its exit status. */
+static int cli(const char *const *args, const char *out)
+{
+    return cli_wait(cli_spawn(args, out), 15000);
+}
+
+/* Wait (running the loop) until dir/name exists; whether it did. */
+static bool file_appears(const char *name, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    while (!exists(name)) {
+        if (tu_now_ms() >= deadline)
+            return false;
+        tu_run_for(10);
+    }
+    return true;
+}
+
+/* dir/name's content (first 4 KiB) in a static buffer. */
+static const char *file_text(const char *name)
+{
+    static char text[4096];
+    char p[512];
+    FILE *f = fopen(path_in(p, name), "r");
+    size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+    text[n] = '\0';
+    if (f)
+        fclose(f);
+    return text;
+}
+
+/* Take "job" from the test process for lease_ms; its handle. */
+static struct hilock_lock *hold_job(struct hilock_client *c, uint64_t tag,
+                                    uint64_t lease_ms)
+{
+    struct hilock_lock *l = tu_lock(c, "job", tag);
+    tu_assert_status(tu_acquire(l, lease_ms, 0, NULL), 0);
+    return l;
+}
+
+/* Run the loop until the lock's channel has n subscribers (a waiter). */
+static bool waiters_become(long long n, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    while (rs_numsub(tu_srv, CHANNEL) != n) {
+        if (tu_now_ms() >= deadline)
+            return false;
+        tu_run_for(10);
+    }
+    return true;
+}
+
+static long long job_exists(void)
+{
+    return rs_int(tu_srv, "EXISTS", "job", (char *)NULL);
+}
+
+START_TEST(run_exits_with_the_commands_status_and_frees_the_lock)
+{
+    const char *seven[] = {"run", "-p", port, "job", "--", "sh", "-c",
+                           "exit 7", NULL};
+    const char *ok[] = {"run", "-p", port, "job", "true", NULL};
+    const char *killed[] = {"run", "-p", port, "job", "--", "sh", "-c",
+                            "kill -KILL $$", NULL};
+    ck_assert_int_eq(cli(seven, NULL), 7);
+    ck_assert_int_eq(job_exists(), 0);
+    ck_assert_int_eq(cli(ok, NULL), 0);
+    ck_assert_int_eq(cli(killed, NULL), 128 + SIGKILL);
+    ck_assert_int_eq(job_exists(), 0);
+}
+END_TEST
+
+START_TEST(command_runs_while_the_lock_is_held_and_status_shows_the_holder)
+{
+    const char *run[] = {"run", "-p", port, "job", "--", "sh", "-c",
+                         "touch READY; while [ ! -e GO ]; do sleep 0.02; done",
+                         NULL};
+    const char *status[] = {"status", "-p", port, "job", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears("READY", 5000));
+    ck_assert_int_eq(tu_owner_fields("job"), 1);
+    long long ttl = rs_int(tu_srv, "PTTL", "job", (char *)NULL);
+    ck_assert_msg(ttl > 20000 && ttl <= 30000, "watchdog lease ttl %lld", ttl);
+
+    ck_assert_int_eq(cli(status, "out"), 0);
+    char holder[32];
+    snprintf(holder, sizeof(holder), ":%d  holds 1\n", (int)pid);
+    const char *text = file_text("out");
+    ck_assert_msg(strstr(text, "job: held, ttl ") && strstr(text, holder),
+                  "status printed: %s", text);
+    ck_assert_msg(!strstr(text, ":rid"), "status printed a rid field");
+
+    char p[512];
+    fclose(fopen(path_in(p, "GO"), "w"));
+    ck_assert_int_eq(cli_wait(pid, 5000), 0);
+    ck_assert_int_eq(cli(status, "out"), 1);
+    ck_assert_str_eq(file_text("out"), "job: free\n");
+}
+END_TEST
+
+START_TEST(status_lists_each_holder_with_its_hold_count)
+{
+    struct hilock_client *c = tu_client(NULL);
+    struct hilock_lock *l = hold_job(c, 9, 20000);
+    tu_assert_status(tu_acquire(l, 20000, 0, NULL), 0);
+    const char *status[] = {"status", "-p", port, "job", NULL};
+    ck_assert_int_eq(cli(status, "out"), 0);
+    char field[64], line[128];
+    snprintf(line, sizeof(line), "  holder %s  holds 2\n",
+             tu_field(c, 9, field));
+    ck_assert_msg(strstr(file_text("out"), line), "status printed: %s",
+                  file_text("out"));
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(nonblocking_run_of_a_held_lock_exits_75_at_once)
+{
+    struct hilock_client *c = tu_client(NULL);
+    hold_job(c, 1, 20000);
+    const char *run[] = {"run", "-n", "-p", port, "job", "--", "touch", "RAN",
+                         NULL};
+    long long t0 = tu_now_ms();
+    ck_assert_int_eq(cli(run, NULL), EXIT_BUSY);
+    ck_assert_msg(tu_now_ms() - t0 < 1500, "took %lld ms", tu_now_ms() - t0);
+    ck_assert(!exists("RAN"));
+    ck_assert_int_eq(tu_owner_fields("job"), 1);
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(wait_that_times_out_exits_124_without_running_the_command)
+{
+    struct hilock_client *c = tu_client(NULL);
+    hold_job(c, 1, 20000);
+    const char *run[] = {"run", "-w", "300", "-p", port, "job", "--", "touch",
+                         "RAN", NULL};
+    long long t0 = tu_now_ms();
+    ck_assert_int_eq(cli(run, NULL), EXIT_TIMEDOUT);
+    long long took = tu_now_ms() - t0;
+    ck_assert_msg(took >= 300 && took < 3000, "took %lld ms", took);
+    ck_assert(!exists("RAN"));
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(waiting_run_starts_the_command_when_the_holder_releases)
+{
+    struct hilock_client *c = tu_client(NULL);
+    struct hilock_lock *l = hold_job(c, 1, 20000);
+    const char *run[] = {"run", "-w", "10000", "-p", port, "job", "--",
+                         "touch", "RAN", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(waiters_become(1, 5000));
+    ck_assert(!exists("RAN"));
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(cli_wait(pid, 5000), 0);
+    ck_assert_msg(tu_now_ms() - t0 < 2000, "woke after %lld ms",
+                  tu_now_ms() - t0);
+    ck_assert(exists("RAN"));
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(sigterm_reaches_the_command_and_its_status_is_returned)
+{
+    const char *run[] = {"run", "-p", port, "job", "--", "sh", "-c",
+                         "trap 'kill $!; exit 42' TERM; touch READY; "
+                         "sleep 10 & wait", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears("READY", 5000));
+    kill(pid, SIGTERM);
+    ck_assert_int_eq(cli_wait(pid, 5000), 42);
+    ck_assert_int_eq(job_exists(), 0);
+}
+END_TEST
+
+START_TEST(sigint_while_waiting_exits_130_without_running_the_command)
+{
+    struct hilock_client *c = tu_client(NULL);
+    hold_job(c, 1, 20000);
+    const char *run[] = {"run", "-p", port, "job", "--", "touch", "RAN", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(waiters_become(1, 5000));
+    kill(pid, SIGINT);
+    ck_assert_int_eq(cli_wait(pid, 5000), 128 + SIGINT);
+    ck_assert(!exists("RAN"));
+    ck_assert_int_eq(tu_owner_fields("job"), 1);
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(lock_deleted_under_a_running_command_sends_sigterm_and_exits_122)
+{
+    const char *run[] = {"run", "-L", "600", "-p", port, "job", "--", "sh",
+                         "-c",
+                         "trap 'touch TERMED; kill $!; exit 0' TERM; "
+                         "touch READY; sleep 10 & wait", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears("READY", 5000));
+    long long ttl = rs_int(tu_srv, "PTTL", "job", (char *)NULL);
+    ck_assert_msg(ttl > 0 && ttl <= 600, "watchdog lease -L: ttl %lld", ttl);
+    ck_assert_int_eq(rs_int(tu_srv, "DEL", "job", (char *)NULL), 1);
+    long long t0 = tu_now_ms();
+    ck_assert_int_eq(cli_wait(pid, 5000), EXIT_LOST);
+    ck_assert_msg(tu_now_ms() - t0 < 2000, "noticed after %lld ms",
+                  tu_now_ms() - t0);
+    ck_assert(exists("TERMED"));
+}
+END_TEST
+
+START_TEST(lock_found_gone_at_the_release_exits_122)
+{
+    const char *run[] = {"run", "-p", port, "job", "--", "sh", "-c",
+                         "touch READY; while [ ! -e GO ]; do sleep 0.02; done",
+                         NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears("READY", 5000));
+    /* The watchdog (30 s lease) renews only 10 s from now: the loss is
+     * first seen by the release. */
+    ck_assert_int_eq(rs_int(tu_srv, "DEL", "job", (char *)NULL), 1);
+    char p[512];
+    fclose(fopen(path_in(p, "GO"), "w"));
+    ck_assert_int_eq(cli_wait(pid, 5000), EXIT_LOST);
+}
+END_TEST
+
+START_TEST(fixed_lease_running_out_under_the_command_counts_as_lost)
+{
+    const char *run[] = {"run", "-l", "500", "-p", port, "job", "--", "sh",
+                         "-c",
+                         "trap 'touch TERMED; kill $!; exit 0' TERM; "
+                         "touch READY; sleep 10 & wait", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears("READY", 5000));
+    ck_assert_int_eq(cli_wait(pid, 5000), EXIT_LOST);
+    ck_assert(exists("TERMED"));
+}
+END_TEST
+
+START_TEST(release_force_frees_the_lock_and_wakes_a_waiter)
+{
+    struct hilock_client *a = tu_client(NULL), *b = tu_client(NULL);
+    hold_job(a, 1, 30000);
+    struct hilock_lock *lb = tu_lock(b, "job", 1);
+    struct tu_result got = {0};
+    ck_assert_int_eq(hilock_lock_acquire(lb, 30000, 10000, tu_record, &got), 0);
+    ck_assert(waiters_become(1, 5000));
+
+    const char *noforce[] = {"release", "-p", port, "job", NULL};
+    ck_assert_int_eq(cli(noforce, NULL), EXIT_FAILURE_);
+    ck_assert_int_eq(tu_owner_fields("job"), 1);
+
+    const char *force[] = {"release", "--force", "-p", port, "job", NULL};
+    long long t0 = tu_now_ms();
+    ck_assert_int_eq(cli(force, "out"), 0);
+    ck_assert_str_eq(file_text("out"), "job: released; waiters notified\n");
+    ck_assert(tu_run_until_count(&got.calls, 1, 3000));
+    tu_assert_status(got.status, 0);
+    ck_assert_msg(tu_now_ms() - t0 < 2000, "waiter woke after %lld ms",
+                  tu_now_ms() - t0);
+    tu_assert_status(tu_release(lb, NULL), 0);
+    ck_assert_int_eq(cli(force, "out"), 1);
+    ck_assert_str_eq(file_text("out"), "job: was free\n");
+    hilock_client_free(a);
+    hilock_client_free(b);
+}
+END_TEST
+
+START_TEST(release_force_leaves_a_key_of_another_type_alone)
+{
+    ck_assert_int_eq(rs_int(tu_srv, "RPUSH", "job", "x", (char *)NULL), 1);
+    const char *force[] = {"release", "--force", "-p", port, "job", NULL};
+    const char *status[] = {"status", "-p", port, "job", NULL};
+    ck_assert_int_eq(cli(force, NULL), EXIT_FAILURE_);
+    ck_assert_int_eq(cli(status, NULL), EXIT_FAILURE_);
+    ck_assert_int_eq(job_exists(), 1);
+}
+END_TEST
+
+START_TEST(missing_command_exits_127_and_frees_the_lock)
+{
+    const char *run[] = {"run", "-p", port, "job", "--",
+                         "/nonexistent/hilock-test-cmd", NULL};
+    ck_assert_int_eq(cli(run, NULL), EXIT_NOTFOUND);
+    ck_assert_int_eq(job_exists(), 0);
+}
+END_TEST
+
+START_TEST(unreachable_redis_exits_125_without_running_the_command)
+{
+    char nowhere[16];
+    snprintf(nowhere, sizeof(nowhere), "%d", rs_free_port());
+    const char *run[] = {"run", "-p", nowhere, "job", "--", "touch", "RAN",
+                         NULL};
+    const char *status[] = {"status", "-p", nowhere, "job", NULL};
+    ck_assert_int_eq(cli(run, NULL), EXIT_FAILURE_);
+    ck_assert(!exists("RAN"));
+    ck_assert_int_eq(cli(status, NULL), EXIT_FAILURE_);
+}
+END_TEST
+
+START_TEST(usage_errors_exit_125_and_help_exits_0)
+{
+    const char *no_cmd[] = {"run", "-p", port, "job", NULL};
+    const char *bad_wait[] = {"run", "-w", "soon", "job", "true", NULL};
+    const char *bad_sub[] = {"frobnicate", NULL};
+    const char *help[] = {"--help", NULL};
+    ck_assert_int_eq(cli(no_cmd, NULL), EXIT_FAILURE_);
+    ck_assert_int_eq(cli(bad_wait, NULL), EXIT_FAILURE_);
+    ck_assert_int_eq(cli(bad_sub, NULL), EXIT_FAILURE_);
+    ck_assert_int_eq(cli(help, "out"), 0);
+    ck_assert_ptr_nonnull(strstr(file_text("out"), "exit status"));
+    ck_assert_int_eq(job_exists(), 0);
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *run = tcase_create("run");
+    tcase_add_checked_fixture(run, setup, teardown);
+    tcase_set_timeout(run, 30);
+    tcase_add_test(run, run_exits_with_the_commands_status_and_frees_the_lock);
+    tcase_add_test(run, command_runs_while_the_lock_is_held_and_status_shows_the_holder);
+    tcase_add_test(run, nonblocking_run_of_a_held_lock_exits_75_at_once);
+    tcase_add_test(run, wait_that_times_out_exits_124_without_running_the_command);
+    tcase_add_test(run, waiting_run_starts_the_command_when_the_holder_releases);
+    tcase_add_test(run, sigterm_reaches_the_command_and_its_status_is_returned);
+    tcase_add_test(run, sigint_while_waiting_exits_130_without_running_the_command);
+    tcase_add_test(run, lock_deleted_under_a_running_command_sends_sigterm_and_exits_122);
+    tcase_add_test(run, fixed_lease_running_out_under_the_command_counts_as_lost);
+    tcase_add_test(run, lock_found_gone_at_the_release_exits_122);
+    tcase_add_test(run, missing_command_exits_127_and_frees_the_lock);
+    tcase_add_test(run, unreachable_redis_exits_125_without_running_the_command);
+    tcase_add_test(run, usage_errors_exit_125_and_help_exits_0);
+    suite_add_tcase(s, run);
+
+    TCase *admin = tcase_create("admin");
+    tcase_add_checked_fixture(admin, setup, teardown);
+    tcase_set_timeout(admin, 30);
+    tcase_add_test(admin, status_lists_each_holder_with_its_hold_count);
+    tcase_add_test(admin, release_force_frees_the_lock_and_wakes_a_waiter);
+    tcase_add_test(admin, release_force_leaves_a_key_of_another_type_alone);
+    suite_add_tcase(s, admin);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(cli_suite());
+}

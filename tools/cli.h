@@ -1,0 +1,51 @@
+/* cli.h -- what the parts of the hilock command share: the Redis endpoint
+ * options, the exit codes, and one entry point per subcommand. */
+#ifndef HILOCK_TOOLS_CLI_H
+#define HILOCK_TOOLS_CLI_H
+
+#include <stdint.h>
+
+/* Exit codes. hilock run passes CMD's own status through (128+N when a
+ * signal N killed it, as a shell reports it); the codes below are hilock's
+ * own, chosen where few commands put theirs (the sysexits temporary failure,
+ * and the 122..127 block next to timeout(1)'s 124 and env(1)'s 125..127). */
+enum cli_exit {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_NO = 1,         /* status: the lock is free; release: was free */
+    CLI_EXIT_BUSY = 75,      /* run -n: held by another owner (EX_TEMPFAIL) */
+    CLI_EXIT_LOST = 122,     /* run: the lock was lost while CMD ran */
+    CLI_EXIT_TIMEDOUT = 124, /* run: not acquired within -w */
+    CLI_EXIT_FAILURE = 125,  /* usage error, Redis unreachable or failing */
+    CLI_EXIT_NOEXEC = 126,   /* run: CMD found but not executable */
+    CLI_EXIT_NOTFOUND = 127  /* run: CMD not found */
+};
+
+/* The Redis endpoint, from -H/-p/-u/-a (and HILOCK_AUTH). Strings borrowed
+ * from argv or the environment. */
+struct cli_redis {
+    const char *host;
+    int port;
+    const char *username;  /* NULL: AUTH with the password alone */
+    const char *password;  /* NULL: no AUTH */
+};
+
+/* Set the defaults: 127.0.0.1:6379, password from $HILOCK_AUTH if set. */
+void cli_redis_init(struct cli_redis *r);
+/* Apply one endpoint option (opt is 'H', 'p', 'u' or 'a'). Returns 0, or -1
+ * with a message on stderr for a bad value. */
+int cli_redis_option(struct cli_redis *r, int opt, const char *value);
+/* Parse a count of milliseconds 0..2^31-1 into *ms; 0 or -1 (message). */
+int cli_ms_arg(const char *what, const char *s, uint64_t *ms);
+/* Print "hilock: <fmt>" and a newline to stderr. */
+void cli_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+/* The usage text, on stdout for --help (then exit 0) or on stderr. */
+void cli_usage(int to_stderr);
+
+/* The subcommands: argv[0] is the subcommand's name. Each returns the exit
+ * code. */
+int cli_run(int argc, char **argv);
+int cli_status(int argc, char **argv);
+int cli_release(int argc, char **argv);
+
+#endif

@@ -1,0 +1,143 @@
+/* hilock.c -- the hilock command: run a command under a Redis lock, look at
+ * a lock, break one.
+ *
+ *   hilock run [options] NAME [--] CMD [ARG...]
+ *   hilock status [options] NAME
+ *   hilock release --force [options] NAME
+ *
+ * This file parses what the subcommands share and dispatches; run.c holds
+ * the lock while a child runs, inspect.c reads and breaks locks. Keys follow
+ * the library's (Redisson's) layout, so the command interoperates with any
+ * hilock or Redisson client guarding the same name. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hilock/hilock.h>
+
+#include "cli.h"
+
+void cli_usage(int to_stderr)
+{
+    FILE *f = to_stderr ? stderr : stdout;
+    fprintf(f,
+"usage: hilock run [-H host] [-p port] [-u user] [-a password] [-w wait_ms]\n"
+"                  [-l lease_ms | -L watchdog_ms] [-n] NAME [--] CMD [ARG...]\n"
+"       hilock status [-H host] [-p port] [-u user] [-a password] NAME\n"
+"       hilock release --force [-H host] [-p port] [-u user] [-a password] NAME\n"
+"       hilock --help | --version\n"
+"\n"
+"run      take the Redis lock NAME, run CMD while holding it, release it when\n"
+"         CMD exits, and exit with CMD's status. SIGINT, SIGTERM, SIGHUP,\n"
+"         SIGQUIT, SIGUSR1 and SIGUSR2 are passed on to CMD. If the lock is\n"
+"         lost while CMD runs, CMD gets SIGTERM (SIGKILL 10 s later) and hilock\n"
+"         exits 122. If hilock itself dies, CMD gets SIGTERM (Linux).\n"
+"  -w ms  wait at most ms for the lock (default: wait indefinitely)\n"
+"  -n     do not wait: fail at once when the lock is held (like flock -n)\n"
+"  -l ms  a fixed lease: the lock expires ms after it was taken, even while\n"
+"         CMD runs (and then counts as lost)\n"
+"  -L ms  without -l, the watchdog lease: renewed every third of it while\n"
+"         CMD runs, and what is left to others if hilock dies (default 30000)\n"
+"status   print the holders of NAME (owner field: client id and owner tag,\n"
+"         which is the pid of a hilock run), their hold counts and the ttl\n"
+"release  --force: delete NAME whoever holds it and publish the release on\n"
+"         its channel, so that waiters wake\n"
+"\n"
+"  -H host  Redis host (default 127.0.0.1)     -p port  (default 6379)\n"
+"  -u user  ACL user name     -a password  (or the HILOCK_AUTH variable)\n"
+"\n"
+"exit status:\n"
+"  run:     CMD's own exit status; 128+N when signal N killed CMD\n"
+"           75   -n given and the lock is held by another owner\n"
+"           122  the lock was lost while CMD ran (CMD was sent SIGTERM if\n"
+"                still running)\n"
+"           124  the lock was not acquired within -w\n"
+"           126  CMD is not executable      127  CMD was not found\n"
+"           128+N  a signal N arrived while waiting for the lock\n"
+"  status:  0 held, 1 free          release: 0 released, 1 was free\n"
+"  all:     125 usage error, or Redis unreachable, refusing or failing\n");
+}
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("hilock: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void cli_redis_init(struct cli_redis *r)
+{
+    const char *auth = getenv("HILOCK_AUTH");
+    r->host = "127.0.0.1";
+    r->port = 6379;
+    r->username = NULL;
+    r->password = auth && *auth ? auth : NULL;
+}
+
+int cli_redis_option(struct cli_redis *r, int opt, const char *value)
+{
+    char *end;
+    long port;
+    switch (opt) {
+    case 'H': r->host = value; return 0;
+    case 'u': r->username = value; return 0;
+    case 'a': r->password = value; return 0;
+    case 'p':
+        errno = 0;
+        port = strtol(value, &end, 10);
+        if (errno || !*value || *end || port < 1 || port > 65535) {
+            cli_error("bad port '%s'", value);
+            return -1;
+        }
+        r->port = (int)port;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+int cli_ms_arg(const char *what, const char *s, uint64_t *ms)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || !*s || *end || *s == '-' || v > HILOCK_MS_MAX) {
+        cli_error("bad %s '%s' (milliseconds, 0..%llu)", what, s,
+                  (unsigned long long)HILOCK_MS_MAX);
+        return -1;
+    }
+    *ms = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *sub = argc > 1 ? argv[1] : NULL;
+    if (!sub) {
+        cli_usage(1);
+        return CLI_EXIT_FAILURE;
+    }
+    if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 ||
+        strcmp(sub, "help") == 0) {
+        cli_usage(0);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(sub, "--version") == 0) {
+        printf("hilock %d.%d.%d\n", HILOCK_VERSION_MAJOR, HILOCK_VERSION_MINOR,
+               HILOCK_VERSION_PATCH);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(sub, "run") == 0)
+        return cli_run(argc - 1, argv + 1);
+    if (strcmp(sub, "status") == 0)
+        return cli_status(argc - 1, argv + 1);
+    if (strcmp(sub, "release") == 0)
+        return cli_release(argc - 1, argv + 1);
+    cli_error("unknown subcommand '%s' (try hilock --help)", sub);
+    return CLI_EXIT_FAILURE;
+}
