@@ -1,0 +1,98 @@
+/* contend.h -- the contention workers shared by "contended" and "faults".
+ *
+ * P worker processes, each one loop with one hilock client and one raw
+ * connection for the critical section, run W waiters in all on ONE lock
+ * name. A waiter loops: acquire (watchdog lease, 10 s wait), critical
+ * section = GET counter then SET counter+1, release, acquire again. Each
+ * worker writes its counters and one record per acquisition; the parent
+ * merges them (monotonic stamps compare across processes). */
+#ifndef HILOCK_BENCH_CONTEND_H
+#define HILOCK_BENCH_CONTEND_H
+
+#include "bench.h"
+
+#define CONTEND_LOCK BENCH_PREFIX "contended"
+#define CONTEND_COUNTER BENCH_PREFIX "contended:counter"
+#define CONTEND_WAIT_MS 10000
+#define CONTEND_ERRS 24 /* acquire outcomes by -code, 0..23 */
+
+struct contend_cfg {
+    int procs;
+    int waiters;
+    double seconds;
+    int drain_ms;  /* after the stop: how long stragglers may take */
+    const char *host;
+    int port;
+};
+
+/* One acquisition. */
+struct crecord {
+    int64_t call_ns;  /* acquire issued */
+    int64_t acq_ns;   /* acquire callback began */
+    int64_t rel_ns;   /* release sent */
+    int64_t token;    /* fencing token */
+    int64_t seen;     /* counter read in the section; -1: the GET failed */
+    int32_t proc;
+    int32_t waiter;   /* global waiter id */
+    int32_t cs_ok;    /* GET and SET both succeeded */
+    int32_t pad;
+};
+
+/* A worker's counters (summed over workers by the parent). */
+struct cstats {
+    uint64_t records;
+    uint64_t acq_issued, acq_fired;  /* calls that returned 0; callbacks */
+    uint64_t rel_issued, rel_fired;
+    uint64_t acq_by_code[CONTEND_ERRS]; /* outcomes: [-status] */
+    uint64_t rel_errors;
+    uint64_t cs_errors;              /* GET/SET failed or not sent */
+    uint64_t lost;                   /* on_lost callbacks */
+    uint64_t stuck;                  /* waiters not idle at the drain end */
+    int64_t overrun;                 /* hit its hard stop */
+    int64_t setup_failed;
+};
+
+struct cresults {
+    struct crecord *recs; /* sorted by acq_ns */
+    size_t n;
+    struct cstats sum;
+    int failed;           /* workers that failed, overran or sent nothing */
+    int64_t t_go_ns;      /* when the workers were started */
+};
+
+/* Hook the parent runs while the workers run (faults injects them here);
+ * it returns when t_end_ns is reached. NULL: only show progress. */
+typedef void contend_during_fn(struct bench *b, int64_t t_go_ns,
+                               int64_t t_end_ns, void *arg);
+
+/* Reset the keys, run the workers, merge what they wrote into *res (free
+ * res->recs). 0, or -1 when the run could not happen at all. */
+int contend_run(struct bench *b, const struct contend_cfg *cfg,
+                struct cresults *res, contend_during_fn *during, void *arg);
+
+/* Latency figures shared by both reports: hand-off (release sent -> next
+ * acquired), hand-off to a different waiter, wait (call -> acquired). */
+struct cfigures {
+    struct samples hand, other, wait;
+    double prev_share;   /* next holder == previous holder */
+    double proc_share;   /* next holder in the same process */
+    size_t served;       /* distinct waiters with an acquisition */
+    size_t per_min, per_max;
+    double cs_per_s;
+    double span_s;
+};
+
+void contend_figures(const struct cresults *res, int waiters,
+                     struct cfigures *f);
+void contend_figures_free(struct cfigures *f);
+/* Print the figure table with the targets; returns targets missed. */
+int contend_print(const struct cfigures *f, const struct cresults *res,
+                  const struct contend_cfg *cfg);
+/* Write figures and counters as JSON; plot CDFs and CS/s over time. */
+void contend_json(struct bench *b, struct cfigures *f,
+                  const struct cresults *res);
+void contend_plots(struct bench *b, struct cfigures *f,
+                   const struct cresults *res, const struct plot_mark *marks,
+                   int nmarks);
+
+#endif

@@ -1,0 +1,809 @@
+/* sc_contended.c -- many waiters in several processes fight for one lock.
+ *
+ * The workers (see contend.h) run for --seconds, stop by themselves and hand
+ * their records to the parent, which merges them and reports throughput,
+ * hand-off and wait latencies, fairness, and the mutual-exclusion checks:
+ *  - the final counter equals the number of acquisitions,
+ *  - [acquired, release sent] intervals sorted by acquisition never overlap,
+ *  - fencing tokens strictly increase in acquisition order,
+ *  - each critical section read the value the previous one wrote.
+ * Exits 1 on any violation, request error or failed worker; an acquire that
+ * times out (starvation) is reported but does not fail, and neither does a
+ * latency or fairness target that is missed (it is printed as MISSED).
+ *
+ * The worker half of this file is shared with sc_faults.c, which runs the
+ * same workers while it pauses and kills the server. */
+#include "contend.h"
+
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hilock/hilock.h>
+
+#define RETRY_MS 10       /* pause before retrying a failed acquire */
+#define SETTLE_MS 300     /* loop time after the last waiter went idle */
+#define HARD_GRACE_S 20   /* worker's own hard stop after the drain */
+#define PARENT_GRACE_S 30 /* parent kills workers after the drain + this */
+#define READY_TIMEOUT_MS 15000
+
+/* Worker <-> parent messages. */
+enum { MSG_READY = 1, MSG_GO = 2 };
+
+/* ---- worker: one process, one loop, one hilock client ------------------ */
+
+enum wstate { W_IDLE = 0, W_WAITING, W_CS, W_RELEASING, W_RETRY };
+
+struct cproc;
+
+struct cwaiter {
+    struct cproc *p;
+    struct hilock_lock *lock;
+    int id;
+    enum wstate state;
+    int cs_ok;
+    int64_t call_ns, acq_ns, token, seen;
+};
+
+struct cproc {
+    int index;
+    const struct contend_cfg *cfg;
+    struct event_base *base;
+    struct hilock_client *client;
+    struct kv *kv;
+    struct cwaiter *ws;
+    int nws;
+    int active;   /* waiters not idle */
+    int stopping;
+    int closing;  /* tearing down: callbacks only return */
+    struct crecord *recs;
+    size_t nrecs, caprecs;
+    struct cstats st;
+};
+
+static void waiter_acquire(struct cwaiter *w);
+
+/* Append a record; on allocation failure count a section error (the counter
+ * check then fails too, loudly). */
+static void proc_record(struct cproc *p, const struct cwaiter *w, int64_t rel)
+{
+    if (p->nrecs == p->caprecs) {
+        size_t cap = p->caprecs ? p->caprecs * 2 : 4096;
+        struct crecord *r = realloc(p->recs, cap * sizeof(*r));
+        if (!r) {
+            p->st.cs_errors++;
+            return;
+        }
+        p->recs = r;
+        p->caprecs = cap;
+    }
+    p->recs[p->nrecs++] = (struct crecord){
+        w->call_ns, w->acq_ns, rel, w->token, w->seen, p->index, w->id,
+        w->cs_ok, 0};
+}
+
+/* A waiter went idle; once all have after the stop, settle and leave. */
+static void waiter_idle(struct cwaiter *w)
+{
+    struct cproc *p = w->p;
+    w->state = W_IDLE;
+    if (--p->active == 0 && p->stopping) {
+        struct timeval tv = {0, SETTLE_MS * 1000};
+        event_base_loopexit(p->base, &tv);
+    }
+}
+
+static void on_released(struct hilock_lock *lock, int status, int64_t value,
+                        void *arg)
+{
+    struct cwaiter *w = arg;
+    (void)lock;
+    (void)value;
+    w->p->st.rel_fired++;
+    if (w->p->closing)
+        return;
+    if (status != 0)
+        w->p->st.rel_errors++;
+    if (w->p->stopping)
+        waiter_idle(w);
+    else
+        waiter_acquire(w);
+}
+
+/* End of the critical section: record it, then release. */
+static void waiter_release(struct cwaiter *w)
+{
+    struct cproc *p = w->p;
+    proc_record(p, w, now_ns());
+    w->state = W_RELEASING;
+    if (hilock_lock_release(w->lock, on_released, w) != 0) {
+        p->st.rel_errors++;
+        waiter_idle(w);
+        return;
+    }
+    p->st.rel_issued++;
+}
+
+static void on_set(redisAsyncContext *ac, void *reply, void *arg)
+{
+    struct cwaiter *w = arg;
+    const redisReply *r = reply;
+    (void)ac;
+    if (w->p->closing)
+        return;
+    if (r && r->type == REDIS_REPLY_STATUS)
+        w->cs_ok = 1;
+    else
+        w->p->st.cs_errors++;
+    waiter_release(w);
+}
+
+static void on_get(redisAsyncContext *ac, void *reply, void *arg)
+{
+    struct cwaiter *w = arg;
+    struct cproc *p = w->p;
+    const redisReply *r = reply;
+    char num[24];
+    (void)ac;
+    if (p->closing)
+        return;
+    if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL)) {
+        p->st.cs_errors++;
+        waiter_release(w);
+        return;
+    }
+    w->seen = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+    int n = snprintf(num, sizeof num, "%" PRId64, w->seen + 1);
+    const char *argv[3] = {"SET", CONTEND_COUNTER, num};
+    size_t lens[3] = {3, sizeof(CONTEND_COUNTER) - 1, (size_t)n};
+    if (kv_cmd(p->kv, on_set, w, 3, argv, lens) != 0) {
+        p->st.cs_errors++;
+        waiter_release(w);
+    }
+}
+
+/* The lock is ours: the critical section starts with the GET. */
+static void waiter_section(struct cwaiter *w)
+{
+    struct cproc *p = w->p;
+    const char *argv[2] = {"GET", CONTEND_COUNTER};
+    size_t lens[2] = {3, sizeof(CONTEND_COUNTER) - 1};
+    w->state = W_CS;
+    w->seen = -1;
+    w->cs_ok = 0;
+    if (kv_cmd(p->kv, on_get, w, 2, argv, lens) != 0) {
+        p->st.cs_errors++;
+        waiter_release(w);
+    }
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct cwaiter *w = arg;
+    (void)fd;
+    (void)what;
+    if (w->p->stopping)
+        waiter_idle(w);
+    else
+        waiter_acquire(w);
+}
+
+static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
+                        void *arg)
+{
+    struct cwaiter *w = arg;
+    struct cproc *p = w->p;
+    (void)lock;
+    p->st.acq_fired++;
+    if (p->closing)
+        return;
+    p->st.acq_by_code[-status < CONTEND_ERRS ? -status : CONTEND_ERRS - 1]++;
+    if (status == 0) {
+        w->acq_ns = now_ns();
+        w->token = value;
+        waiter_section(w);
+        return;
+    }
+    if (p->stopping) {
+        waiter_idle(w);
+        return;
+    }
+    struct timeval tv = {0, RETRY_MS * 1000};
+    w->state = W_RETRY;
+    if (event_base_once(p->base, -1, EV_TIMEOUT, on_retry, w, &tv) != 0)
+        waiter_idle(w);
+}
+
+static void waiter_acquire(struct cwaiter *w)
+{
+    w->call_ns = now_ns();
+    w->state = W_WAITING;
+    if (hilock_lock_acquire(w->lock, 0, CONTEND_WAIT_MS, on_acquired, w) !=
+        0) {
+        w->p->st.acq_by_code[CONTEND_ERRS - 1]++;
+        waiter_idle(w);
+        return;
+    }
+    w->p->st.acq_issued++;
+}
+
+static void on_lost(struct hilock_lock *lock, int status, int64_t value,
+                    void *arg)
+{
+    struct cwaiter *w = arg;
+    (void)lock;
+    (void)status;
+    (void)value;
+    w->p->st.lost++;
+}
+
+/* The drain time is over: whoever is not idle now is stuck. */
+static void on_drain_end(evutil_socket_t fd, short what, void *arg)
+{
+    struct cproc *p = arg;
+    (void)fd;
+    (void)what;
+    p->st.stuck = (uint64_t)p->active;
+    event_base_loopbreak(p->base);
+}
+
+/* --seconds are up: cancel parked acquires, let critical sections finish
+ * within the drain time. */
+static void on_stop(evutil_socket_t fd, short what, void *arg)
+{
+    struct cproc *p = arg;
+    (void)fd;
+    (void)what;
+    p->stopping = 1;
+    for (int i = 0; i < p->nws; i++)
+        if (p->ws[i].state == W_WAITING)
+            hilock_lock_cancel(p->ws[i].lock); /* on_acquired: idle */
+    if (p->active == 0) {
+        struct timeval tv = {0, SETTLE_MS * 1000};
+        event_base_loopexit(p->base, &tv);
+    }
+}
+
+static void on_hard_stop(evutil_socket_t fd, short what, void *arg)
+{
+    struct cproc *p = arg;
+    (void)fd;
+    (void)what;
+    p->st.overrun = 1;
+    event_base_loopbreak(p->base);
+}
+
+/* Loop, client, section connection and lock handles of worker index.
+ * 0 or -1. */
+static int proc_setup(struct cproc *p, const struct contend_cfg *cfg,
+                      int index)
+{
+    struct hilock_options ho;
+    int first = index * cfg->waiters / cfg->procs;
+    int last = (index + 1) * cfg->waiters / cfg->procs;
+    memset(p, 0, sizeof(*p));
+    p->index = index;
+    p->cfg = cfg;
+    if (!(p->base = event_base_new()))
+        return -1;
+    hilock_options_init(&ho);
+    ho.host = cfg->host;
+    ho.port = cfg->port;
+    ho.fencing = 1;
+    if (hilock_client_new(p->base, &ho, &p->client) != 0 ||
+        !(p->kv = kv_new(p->base, cfg->host, cfg->port)))
+        return -1;
+    p->nws = last - first;
+    if (!(p->ws = calloc((size_t)(p->nws ? p->nws : 1), sizeof(*p->ws))))
+        return -1;
+    for (int i = 0; i < p->nws; i++) {
+        struct cwaiter *w = &p->ws[i];
+        w->p = p;
+        w->id = first + i;
+        if (hilock_lock_new(p->client, CONTEND_LOCK, sizeof(CONTEND_LOCK) - 1,
+                            (uint64_t)w->id + 1, &w->lock) != 0 ||
+            hilock_lock_on_lost(w->lock, on_lost, w) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Run the loop until the section connection is up (at most 5 s). */
+static void proc_warm_up(struct cproc *p)
+{
+    struct timeval tv = {0, 20000};
+    for (int i = 0; i < 250 && !kv_up(p->kv); i++) {
+        event_base_loopexit(p->base, &tv);
+        event_base_dispatch(p->base);
+    }
+}
+
+/* Start every waiter, run until all stopped (or the drain or hard stop). */
+static void proc_run(struct cproc *p)
+{
+    const struct contend_cfg *cfg = p->cfg;
+    double stop_s = cfg->seconds, drain_s = stop_s + cfg->drain_ms / 1000.0;
+    struct timeval stop = {(time_t)stop_s,
+                           (suseconds_t)((stop_s - (int)stop_s) * 1e6)};
+    struct timeval drain = {(time_t)drain_s,
+                            (suseconds_t)((drain_s - (int)drain_s) * 1e6)};
+    struct timeval hard = {(time_t)drain_s + HARD_GRACE_S, 0};
+    struct event *ev[3] = {evtimer_new(p->base, on_stop, p),
+                           evtimer_new(p->base, on_drain_end, p),
+                           evtimer_new(p->base, on_hard_stop, p)};
+    if (!ev[0] || !ev[1] || !ev[2]) {
+        p->st.setup_failed = 1;
+        return;
+    }
+    evtimer_add(ev[0], &stop);
+    evtimer_add(ev[1], &drain);
+    evtimer_add(ev[2], &hard);
+    p->active = p->nws;
+    for (int i = 0; i < p->nws; i++)
+        waiter_acquire(&p->ws[i]);
+    event_base_dispatch(p->base);
+    for (int i = 0; i < 3; i++)
+        event_free(ev[i]);
+}
+
+/* The worker's whole life: set up, report ready, wait for go, run, write
+ * counters and records. Returns its exit status. */
+static int worker_main(int index, int fd, FILE *out, void *arg)
+{
+    const struct contend_cfg *cfg = arg;
+    struct cproc p;
+    struct fan_msg m;
+    int rc = proc_setup(&p, cfg, index);
+    if (rc == 0)
+        proc_warm_up(&p);
+    else
+        p.st.setup_failed = 1;
+    if (fan_send(fd, MSG_READY, NULL, 0) != 0 ||
+        fan_recv(fd, &m, READY_TIMEOUT_MS * 2) != 1 || m.type != MSG_GO)
+        return 1;
+    if (rc == 0)
+        proc_run(&p);
+    p.closing = 1; /* callbacks fired by the frees below only return */
+    p.st.records = p.nrecs;
+    struct cstats st = p.st; /* counted before teardown fires ECANCELED */
+    hilock_client_free(p.client);
+    kv_free(p.kv);
+    if (p.base)
+        event_base_free(p.base);
+    if (fan_write(out, &st, sizeof st) != 0 ||
+        fan_write(out, p.recs, p.nrecs * sizeof(*p.recs)) != 0)
+        return 1;
+    return st.setup_failed || st.overrun ? 1 : 0;
+}
+
+/* ---- parent: start, supervise, merge ----------------------------------- */
+
+/* Add a worker's counters to the sum. */
+static void cstats_add(struct cstats *d, const struct cstats *s)
+{
+    d->records += s->records;
+    d->acq_issued += s->acq_issued;
+    d->acq_fired += s->acq_fired;
+    d->rel_issued += s->rel_issued;
+    d->rel_fired += s->rel_fired;
+    for (int c = 0; c < CONTEND_ERRS; c++)
+        d->acq_by_code[c] += s->acq_by_code[c];
+    d->rel_errors += s->rel_errors;
+    d->cs_errors += s->cs_errors;
+    d->lost += s->lost;
+    d->stuck += s->stuck;
+    d->overrun += s->overrun;
+    d->setup_failed += s->setup_failed;
+}
+
+/* Add what a worker wrote to *res. 0 or -1. */
+static int collect(FILE *f, struct cresults *res)
+{
+    struct cstats st;
+    rewind(f);
+    if (fan_read(f, &st, sizeof st) != 0)
+        return -1;
+    struct crecord *r = realloc(res->recs,
+                                (res->n + st.records + 1) * sizeof(*r));
+    if (!r)
+        return -1;
+    res->recs = r;
+    if (fan_read(f, r + res->n, st.records * sizeof(*r)) != 0)
+        return -1;
+    res->n += st.records;
+    cstats_add(&res->sum, &st);
+    return 0;
+}
+
+static int cmp_acq(const void *x, const void *y)
+{
+    const struct crecord *a = x, *b = y;
+    return (a->acq_ns > b->acq_ns) - (a->acq_ns < b->acq_ns);
+}
+
+/* Empty the keys of the run and set the counter to 0. 0 or -1. */
+static int reset_keys(struct bench *b)
+{
+    static const char *const extra[] = {
+        CONTEND_LOCK, CONTEND_COUNTER, "hilock_fence:{" CONTEND_LOCK "}",
+        NULL};
+    redisContext *rc = bench_connect(b, 2000);
+    int ok = rc && bench_reset(b, rc, extra) == 0;
+    redisReply *r = ok ? bench_cmd(rc, "SET", CONTEND_COUNTER, "0", NULL)
+                       : NULL;
+    ok = r && r->type == REDIS_REPLY_STATUS;
+    if (r)
+        freeReplyObject(r);
+    if (rc)
+        redisFree(rc);
+    return ok ? 0 : -1;
+}
+
+/* While the workers run: progress with the counter read every 0.5 s. */
+static void show_progress(struct bench *b, int64_t t_go, int64_t t_end,
+                          void *arg)
+{
+    redisContext *rc = bench_connect(b, 500);
+    (void)arg;
+    while (now_ns() < t_end) {
+        long long c = rc ? bench_int(rc, "GET", CONTEND_COUNTER, NULL) : 0;
+        double s = (double)(now_ns() - t_go) / 1e9;
+        progress_show(b, "of %.0f s: %lld critical sections, %.0f/s",
+                      (double)(t_end - t_go) / 1e9, c,
+                      s > 0 ? (double)c / s : 0);
+        sleep_ms(500);
+    }
+    if (rc)
+        redisFree(rc);
+}
+
+int contend_run(struct bench *b, const struct contend_cfg *cfg,
+                struct cresults *res, contend_during_fn *during, void *arg)
+{
+    struct fanout f;
+    memset(res, 0, sizeof(*res));
+    if (reset_keys(b) != 0 || fan_spawn(&f, cfg->procs, worker_main,
+                                        (void *)cfg) != 0)
+        return -1;
+    if (fan_gather(&f, MSG_READY, NULL, READY_TIMEOUT_MS) != 0) {
+        fan_reap(&f, 0);
+        fan_free(&f);
+        return -1;
+    }
+    res->t_go_ns = now_ns();
+    fan_broadcast(&f, MSG_GO);
+    progress_begin(b, cfg->seconds);
+    int64_t t_end = res->t_go_ns + (int64_t)(cfg->seconds * 1e9);
+    (during ? during : show_progress)(b, res->t_go_ns, t_end, arg);
+    progress_end(b);
+    int64_t grace = (int64_t)(cfg->drain_ms / 1000 + PARENT_GRACE_S) *
+                    1000000000;
+    res->failed = fan_reap(&f, t_end + grace);
+    for (int i = 0; i < f.n; i++)
+        if (collect(f.c[i].out, res) != 0)
+            res->failed++;
+    fan_free(&f);
+    if (res->n > 1)
+        qsort(res->recs, res->n, sizeof(*res->recs), cmp_acq);
+    return 0;
+}
+
+/* ---- figures shared with faults ----------------------------------------- */
+
+/* Waiters served, and the fewest/most acquisitions of one. */
+static void count_served(const struct cresults *res, int waiters,
+                         struct cfigures *f)
+{
+    size_t *per = calloc((size_t)waiters, sizeof(*per));
+    f->per_min = SIZE_MAX;
+    if (!per)
+        return;
+    for (size_t i = 0; i < res->n; i++)
+        if (res->recs[i].waiter >= 0 && res->recs[i].waiter < waiters)
+            per[res->recs[i].waiter]++;
+    for (int w = 0; w < waiters; w++) {
+        f->served += per[w] > 0;
+        f->per_min = per[w] < f->per_min ? per[w] : f->per_min;
+        f->per_max = per[w] > f->per_max ? per[w] : f->per_max;
+    }
+    free(per);
+}
+
+void contend_figures(const struct cresults *res, int waiters,
+                     struct cfigures *f)
+{
+    const struct crecord *r = res->recs;
+    size_t n = res->n, same_waiter = 0, same_proc = 0;
+    memset(f, 0, sizeof(*f));
+    for (size_t i = 0; i < n; i++) {
+        samples_add(&f->wait, r[i].acq_ns - r[i].call_ns);
+        if (i == 0)
+            continue;
+        int64_t h = r[i].acq_ns - r[i - 1].rel_ns;
+        samples_add(&f->hand, h);
+        if (r[i].waiter == r[i - 1].waiter)
+            same_waiter++;
+        else
+            samples_add(&f->other, h);
+        same_proc += r[i].proc == r[i - 1].proc;
+    }
+    f->prev_share = n > 1 ? 100.0 * (double)same_waiter / (double)(n - 1) : 0;
+    f->proc_share = n > 1 ? 100.0 * (double)same_proc / (double)(n - 1) : 0;
+    f->span_s = n ? (double)(r[n - 1].rel_ns - r[0].call_ns) / 1e9 : 0;
+    f->cs_per_s = f->span_s > 0 ? (double)n / f->span_s : 0;
+    count_served(res, waiters, f);
+}
+
+void contend_figures_free(struct cfigures *f)
+{
+    samples_free(&f->hand);
+    samples_free(&f->other);
+    samples_free(&f->wait);
+}
+
+/* Acquisitions per process and how long the lock stayed in one process. */
+static void print_processes(const struct cresults *res, int procs)
+{
+    size_t *per = calloc((size_t)procs, sizeof(*per));
+    size_t runs = 0, longest = 0, run = 0;
+    const struct crecord *r = res->recs;
+    if (!per)
+        return;
+    for (size_t i = 0; i < res->n; i++) {
+        if (r[i].proc >= 0 && r[i].proc < procs)
+            per[r[i].proc]++;
+        run = i > 0 && r[i].proc == r[i - 1].proc ? run + 1 : 1;
+        runs += run == 1;
+        longest = run > longest ? run : longest;
+    }
+    printf("  acquisitions per process:");
+    for (int i = 0; i < procs; i++)
+        printf(" %zu", per[i]);
+    printf("; stays in one process: mean %.1f, longest %zu\n",
+           runs ? (double)res->n / (double)runs : 0.0, longest);
+    free(per);
+}
+
+/* One latency row: value "p50" etc. with an optional target in ns. */
+static int latency_row(struct table *t, const char *fig, struct samples *s,
+                       double p, int64_t target_ns, const char *target)
+{
+    char v[32];
+    int64_t x = samples_pct(s, p);
+    int met = x <= target_ns;
+    figure_row(t, fig, fmt_ns(x, v, sizeof v), target, met);
+    return target ? !met : 0;
+}
+
+int contend_print(const struct cfigures *fc, const struct cresults *res,
+                  const struct contend_cfg *cfg)
+{
+    struct cfigures *f = (struct cfigures *)fc;
+    struct table t;
+    char v[64], a[32];
+    int missed = 0;
+    table_init(&t, "figure", "value", "target", "", NULL);
+    snprintf(v, sizeof v, "%zu in %.2f s", res->n, f->span_s);
+    figure_row(&t, "acquisitions", v, NULL, 0);
+    figure_row(&t, "critical sections/s", fmt_count(f->cs_per_s, a, sizeof a),
+               NULL, 0);
+    snprintf(v, sizeof v, "%zu / %d (per waiter %zu..%zu)", f->served,
+             cfg->waiters, f->served ? f->per_min : 0, f->per_max);
+    figure_row(&t, "waiters served", v, NULL, 0);
+    latency_row(&t, "hand-off p50", &f->hand, 50, 0, NULL);
+    latency_row(&t, "hand-off p99", &f->hand, 99, 0, NULL);
+    missed += latency_row(&t, "hand-off to other waiter p50", &f->other, 50,
+                          150000, "<= 0.15 ms");
+    latency_row(&t, "hand-off to other waiter p99", &f->other, 99, 0, NULL);
+    latency_row(&t, "wait p50", &f->wait, 50, 0, NULL);
+    missed += latency_row(&t, "wait p99", &f->wait, 99, 50000000, "<= 50 ms");
+    latency_row(&t, "wait max", &f->wait, 100, 0, NULL);
+    snprintf(v, sizeof v, "%.1f %%", f->prev_share);
+    figure_row(&t, "previous-holder share", v, "<= 50 %",
+               f->prev_share <= 50.0);
+    missed += f->prev_share > 50.0;
+    snprintf(v, sizeof v, "%.1f %%", f->proc_share);
+    figure_row(&t, "same-process share", v, NULL, 0);
+    table_print(&t, stdout);
+    print_processes(res, cfg->procs);
+    return missed;
+}
+
+void contend_json(struct bench *b, struct cfigures *f,
+                  const struct cresults *res)
+{
+    struct json *j = b->json;
+    const struct cstats *s = &res->sum;
+    json_int(j, "acquisitions", (int64_t)res->n);
+    json_num(j, "span_s", f->span_s);
+    json_num(j, "critical_sections_per_s", f->cs_per_s);
+    json_int(j, "waiters_served", (int64_t)f->served);
+    json_num(j, "previous_holder_share_pct", f->prev_share);
+    json_num(j, "same_process_share_pct", f->proc_share);
+    json_latency(j, "handoff", &f->hand);
+    json_latency(j, "handoff_other", &f->other);
+    json_latency(j, "wait", &f->wait);
+    json_obj(j, "counters");
+    json_int(j, "acquire_issued", (int64_t)s->acq_issued);
+    json_int(j, "acquire_callbacks", (int64_t)s->acq_fired);
+    json_int(j, "release_issued", (int64_t)s->rel_issued);
+    json_int(j, "release_callbacks", (int64_t)s->rel_fired);
+    json_obj(j, "acquire_outcomes");
+    for (int c = 0; c < CONTEND_ERRS; c++)
+        if (s->acq_by_code[c])
+            json_int(j, c == CONTEND_ERRS - 1 ? "other" : hilock_err_name(-c),
+                     (int64_t)s->acq_by_code[c]);
+    json_end(j);
+    json_int(j, "release_errors", (int64_t)s->rel_errors);
+    json_int(j, "section_errors", (int64_t)s->cs_errors);
+    json_int(j, "locks_lost", (int64_t)s->lost);
+    json_int(j, "stuck_waiters", (int64_t)s->stuck);
+    json_int(j, "failed_workers", res->failed);
+    json_end(j);
+}
+
+void contend_plots(struct bench *b, struct cfigures *f,
+                   const struct cresults *res, const struct plot_mark *marks,
+                   int nmarks)
+{
+    struct samples *d[3] = {&f->hand, &f->other, &f->wait};
+    const char *titles[3] = {"hand-off", "hand-off to another waiter",
+                             "wait (call -> acquired)"};
+    char title[64];
+    struct rate r;
+    const struct rate *rp = &r;
+    const char *rt = "critical sections/s";
+    if (!b->o.plot_dir)
+        return;
+    snprintf(title, sizeof title, "%s: latency", b->scenario);
+    plot_cdf(b, "latency", title, d, titles, 3);
+    rate_init(&r, res->t_go_ns, 100000000);
+    for (size_t i = 0; i < res->n; i++)
+        rate_hit(&r, res->recs[i].acq_ns);
+    snprintf(title, sizeof title, "%s: critical sections/s", b->scenario);
+    plot_rate(b, "throughput", title, rt, &rp, &rt, 1, marks, nmarks, 0);
+    rate_free(&r);
+}
+
+/* ---- the contended scenario -------------------------------------------- */
+
+/* The k longest hand-offs: when, how long, from which holder to which, and
+ * how long the new holder had waited. */
+static void print_worst(const struct cresults *res, int k)
+{
+    const struct crecord *r = res->recs;
+    size_t *idx = malloc((size_t)k * sizeof(*idx)), m = 0;
+    if (!idx || res->n < 2)
+        goto out;
+    for (size_t i = 1; i < res->n; i++) { /* idx sorted, longest first */
+        int64_t h = r[i].acq_ns - r[i - 1].rel_ns;
+        size_t j = m < (size_t)k ? m++ : (size_t)k;
+        while (j > 0 && r[idx[j - 1]].acq_ns - r[idx[j - 1] - 1].rel_ns < h) {
+            if (j < (size_t)k)
+                idx[j] = idx[j - 1];
+            j--;
+        }
+        if (j < (size_t)k)
+            idx[j] = i;
+    }
+    printf("longest hand-offs\n  %10s %10s  %-9s -> %-9s %10s\n", "at",
+           "hand-off", "from", "to", "its wait");
+    for (size_t j = 0; j < m; j++) {
+        const struct crecord *a = &r[idx[j] - 1], *c = &r[idx[j]];
+        char from[16], to[16], t1[32], t2[32];
+        snprintf(from, sizeof from, "%d.%d", a->proc, a->waiter);
+        snprintf(to, sizeof to, "%d.%d", c->proc, c->waiter);
+        printf("  %8.3f s %10s  %-9s -> %-9s %10s\n",
+               (double)(c->acq_ns - r[0].acq_ns) / 1e9,
+               fmt_ns(c->acq_ns - a->rel_ns, t1, sizeof t1), from, to,
+               fmt_ns(c->acq_ns - c->call_ns, t2, sizeof t2));
+    }
+out:
+    free(idx);
+}
+
+/* The mutual-exclusion checks; prints each, returns the violations. */
+static int check_exclusion(struct bench *b, const struct cresults *res,
+                           long long counter)
+{
+    const struct crecord *r = res->recs;
+    size_t n = res->n, overlap = 0, token_bad = 0, seen_bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        seen_bad += r[i].seen != (int64_t)i;
+        if (i == 0)
+            continue;
+        overlap += r[i].acq_ns <= r[i - 1].rel_ns;
+        token_bad += r[i].token <= r[i - 1].token;
+    }
+    int bad = (counter != (long long)n) + (overlap > 0) + (token_bad > 0) +
+              (seen_bad > 0);
+    printf("checks\n");
+    printf("  %-40s %s (counter %lld, acquisitions %zu)\n",
+           "final counter == acquisitions",
+           counter == (long long)n ? "ok" : "FAIL", counter, n);
+    printf("  %-40s %s (%zu overlaps)\n", "critical sections disjoint",
+           overlap ? "FAIL" : "ok", overlap);
+    printf("  %-40s %s (%zu out of order)\n",
+           "fencing tokens strictly increasing", token_bad ? "FAIL" : "ok",
+           token_bad);
+    printf("  %-40s %s (%zu mismatches)\n",
+           "each section read the previous write", seen_bad ? "FAIL" : "ok",
+           seen_bad);
+    json_obj(b->json, "checks");
+    json_int(b->json, "final_counter", counter);
+    json_int(b->json, "overlaps", (int64_t)overlap);
+    json_int(b->json, "tokens_out_of_order", (int64_t)token_bad);
+    json_int(b->json, "read_mismatches", (int64_t)seen_bad);
+    json_int(b->json, "violations", bad);
+    json_end(b->json);
+    return bad;
+}
+
+/* Errors that fail a contended run (timeouts are starvation, shown). */
+static uint64_t run_errors(const struct cstats *s)
+{
+    uint64_t acq = 0;
+    for (int c = 1; c < CONTEND_ERRS; c++)
+        if (c != -HILOCK_ETIMEDOUT && c != -HILOCK_ECANCELED)
+            acq += s->acq_by_code[c];
+    printf("  starved acquires: %" PRIu64 " (none within %d ms); errors: "
+           "acquire %" PRIu64 ", release %" PRIu64 ", section %" PRIu64
+           ", locks lost %" PRIu64 ", stuck %" PRIu64 "\n",
+           s->acq_by_code[-HILOCK_ETIMEDOUT], CONTEND_WAIT_MS, acq,
+           s->rel_errors, s->cs_errors, s->lost, s->stuck);
+    return acq + s->rel_errors + s->cs_errors + s->lost + s->stuck;
+}
+
+/* The final counter, or -1. */
+static long long read_counter(struct bench *b)
+{
+    redisContext *rc = bench_connect(b, 2000);
+    long long v = rc ? bench_int(rc, "GET", CONTEND_COUNTER, NULL) : -1;
+    if (rc)
+        redisFree(rc);
+    return v;
+}
+
+int sc_contended(struct bench *b)
+{
+    struct contend_cfg cfg = {b->o.procs ? b->o.procs : 4,
+                              b->o.waiters ? b->o.waiters : 100,
+                              b->o.seconds > 0 ? b->o.seconds : 10,
+                              5000, b->host, b->port};
+    struct cresults res;
+    struct cfigures f;
+    if (cfg.waiters < cfg.procs)
+        cfg.procs = cfg.waiters;
+    printf("contended: %d processes, %d waiters, %.0f s, lock \"%s\" on "
+           "%s:%d\n",
+           cfg.procs, cfg.waiters, cfg.seconds, CONTEND_LOCK, b->host,
+           b->port);
+    if (contend_run(b, &cfg, &res, NULL, NULL) != 0) {
+        fprintf(stderr, "contended: the workers could not be started\n");
+        return 1;
+    }
+    contend_figures(&res, cfg.waiters, &f);
+    int missed = contend_print(&f, &res, &cfg);
+    uint64_t errors = run_errors(&res.sum);
+    if (b->o.worst > 0)
+        print_worst(&res, b->o.worst);
+    int bad = check_exclusion(b, &res, read_counter(b));
+    if (res.failed)
+        printf("  %d worker(s) failed or overran\n", res.failed);
+    json_int(b->json, "procs", cfg.procs);
+    json_int(b->json, "waiters", cfg.waiters);
+    json_num(b->json, "seconds", cfg.seconds);
+    contend_json(b, &f, &res);
+    contend_plots(b, &f, &res, NULL, 0);
+    int fail = bad || errors || res.failed || res.n == 0;
+    if (fail)
+        printf("result: FAIL\n");
+    else if (missed)
+        printf("result: ok, %d target(s) missed\n", missed);
+    else
+        printf("result: ok\n");
+    contend_figures_free(&f);
+    free(res.recs);
+    return fail ? 1 : 0;
+}

@@ -1,0 +1,642 @@
+/* sc_uncontended.c -- what hilock costs over the scripts it runs.
+ *
+ * One process, one loop, K request slots in flight. Each slot loops over
+ * lock + release pairs on its own key, so nothing ever waits:
+ *  - hilock:  hilock_lock_acquire (watchdog lease, wait_ms 5000) then
+ *             hilock_lock_release on one handle per slot;
+ *  - ceiling: the same two scripts, byte for byte (the text is taken from
+ *             src/script.c through the pure static library and loaded with
+ *             SCRIPT LOAD), with the same keys and arguments, encoded into a
+ *             stack buffer and sent with raw hiredis
+ *             (redisAsyncFormattedCommand), with no bookkeeping at all.
+ * The ratio hilock / ceiling is the library's overhead; the target is 0.95.
+ * Phases of both modes alternate (ABBA order over rounds and K), so machine
+ * noise falls on both. Pairs/s of a phase counts every pair completed from
+ * its start until its last slot finished. */
+#include "bench.h"
+
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/adapters/libevent.h>
+
+#include <hilock/hilock.h>
+
+#include "script.h" /* src/: the Lua text hilock sends, not exported */
+
+#define U_KMAX 1024
+#define U_ROUNDS_MAX 64
+#define U_LEASE_MS 30000   /* hilock's default watchdog lease */
+#define U_LATCH_TTL_MS 7000 /* request timeout + 5 s, as hilock sends */
+#define U_HARD_S 30        /* a phase that has not drained by then fails */
+#define U_TARGET 0.95
+
+enum umode { U_HILOCK = 0, U_CEIL = 1 };
+static const char *const mode_name[2] = {"hilock", "ceiling"};
+
+struct urun;
+
+/* One request slot: a key, a hilock handle on it, the current pair. */
+struct uslot {
+    struct urun *run;
+    struct hilock_lock *lock;
+    int64_t t0;
+    uint64_t tag;
+    char key[48], fence[64], channel[80], field[64];
+};
+
+/* Figures of one mode at one K, over all its rounds. */
+struct ucell {
+    uint64_t pairs, errors;
+    double secs;
+    int64_t cpu_ns; /* this process's CPU time over the phases */
+    double round_rate[U_ROUNDS_MAX];
+    int rounds;
+    struct samples lat;
+    struct rate rate;
+};
+
+struct urun {
+    struct bench *b;
+    struct event_base *base;
+    struct hilock_client *client;
+    redisAsyncContext *ac;
+    struct event *tick;  /* progress line */
+    char uuid[37];
+    char sha_acq[41], sha_rel[41];
+    uint32_t wait_ms;
+    uint64_t seq;
+    struct uslot slots[U_KMAX];
+    /* The phase running. */
+    enum umode mode;
+    int k;
+    int stopping;
+    int active;
+    int64_t t_start, t_end;
+    int64_t cpu_start, cpu_end;
+    uint64_t pairs, errors;
+    struct samples *lat; /* NULL: warm-up, nothing recorded */
+    struct rate *rate;
+    const char *what;    /* for the progress line */
+};
+
+static void slot_start(struct uslot *s);
+
+/* The slot stops for this phase; the last one ends the phase. */
+static void slot_retire(struct uslot *s)
+{
+    struct urun *u = s->run;
+    if (--u->active == 0) {
+        u->t_end = now_ns();
+        u->cpu_end = cpu_ns();
+        event_base_loopexit(u->base, NULL);
+    }
+}
+
+/* The slot finished a pair (or failed one): go on, or stop. */
+static void slot_next(struct uslot *s)
+{
+    if (s->run->stopping)
+        slot_retire(s);
+    else
+        slot_start(s);
+}
+
+/* A pair completed at now; count it. */
+static void pair_done(struct urun *u)
+{
+    u->pairs++;
+    if (u->rate)
+        rate_hit(u->rate, now_ns());
+}
+
+static void h_on_released(struct hilock_lock *lock, int status, int64_t value,
+                          void *arg)
+{
+    struct uslot *s = arg;
+    (void)lock;
+    if (status != 0 || value != 0)
+        s->run->errors++;
+    else
+        pair_done(s->run);
+    slot_next(s);
+}
+
+static void h_on_acquired(struct hilock_lock *lock, int status, int64_t value,
+                          void *arg)
+{
+    struct uslot *s = arg;
+    struct urun *u = s->run;
+    int64_t t = now_ns();
+    (void)value;
+    if (status != 0) {
+        u->errors++;
+        slot_next(s);
+        return;
+    }
+    if (u->lat)
+        samples_add(u->lat, t - s->t0);
+    if (hilock_lock_release(lock, h_on_released, s) != 0) {
+        u->errors++;
+        slot_next(s);
+    }
+}
+
+/* Nonzero when a release reply says "no holds left": an integer 0, or an
+ * array starting with 0 (the script's reply grew a second element once;
+ * the check accepts both shapes). */
+static int release_freed(const redisReply *r)
+{
+    if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1)
+        r = r->element[0];
+    return r->type == REDIS_REPLY_INTEGER && r->integer == 0;
+}
+
+static void c_on_released(redisAsyncContext *ac, void *reply, void *arg)
+{
+    struct uslot *s = arg;
+    const redisReply *r = reply;
+    (void)ac;
+    if (!r || !release_freed(r))
+        s->run->errors++;
+    else
+        pair_done(s->run);
+    if (r) /* NULL: the context is being freed, nothing runs any more */
+        slot_next(s);
+}
+
+/* Encode argc strings as one RESP command into buf (len bytes). Returns its
+ * length, or 0 when it does not fit. The ceiling formats commands itself
+ * and hands them to redisAsyncFormattedCommand, as hilock does, so that the
+ * baseline carries no formatting cost hilock avoids. */
+static size_t resp_encode(char *buf, size_t len, int argc, const char **argv)
+{
+    size_t o = (size_t)snprintf(buf, len, "*%d\r\n", argc);
+    for (int i = 0; i < argc && o < len; i++) {
+        size_t n = strlen(argv[i]);
+        o += (size_t)snprintf(buf + o, len - o, "$%zu\r\n", n);
+        if (o + n + 2 >= len)
+            return 0;
+        memcpy(buf + o, argv[i], n);
+        memcpy(buf + o + n, "\r\n", 2);
+        o += n + 2;
+    }
+    return o < len ? o : 0;
+}
+
+/* Send argv on the raw context with fn as its callback. REDIS_OK or not. */
+static int c_send(struct urun *u, redisCallbackFn *fn, void *arg, int argc,
+                  const char **argv)
+{
+    char buf[768];
+    size_t n = resp_encode(buf, sizeof buf, argc, argv);
+    if (n == 0)
+        return REDIS_ERR;
+    return redisAsyncFormattedCommand(u->ac, fn, arg, buf, n);
+}
+
+/* The release script with the arguments hilock sends (lock.c release_req). */
+static int c_send_release(struct uslot *s)
+{
+    struct urun *u = s->run;
+    char latch[160], lease[16], ttl[16];
+    snprintf(latch, sizeof latch, "hilock_latch:{%s}:%s:%" PRIu64, s->key,
+             u->uuid, ++u->seq);
+    snprintf(lease, sizeof lease, "%d", U_LEASE_MS);
+    snprintf(ttl, sizeof ttl, "%d", U_LATCH_TTL_MS);
+    const char *argv[11] = {"EVALSHA", u->sha_rel, "3",     s->key,
+                            s->channel, latch,     "0",     lease,
+                            s->field,   ttl,       "1"};
+    return c_send(u, c_on_released, s, 11, argv);
+}
+
+static void c_on_acquired(redisAsyncContext *ac, void *reply, void *arg)
+{
+    struct uslot *s = arg;
+    struct urun *u = s->run;
+    const redisReply *r = reply;
+    int64_t t = now_ns();
+    (void)ac;
+    if (!r)
+        return; /* the context is being freed */
+    if (r->type != REDIS_REPLY_ARRAY) { /* an integer: busy */
+        u->errors++;
+        slot_next(s);
+        return;
+    }
+    if (u->lat)
+        samples_add(u->lat, t - s->t0);
+    if (c_send_release(s) != REDIS_OK) {
+        u->errors++;
+        slot_next(s);
+    }
+}
+
+/* The acquire script with the arguments hilock sends (lock.c send_attempt):
+ * lock, fence; lease, owner field, fencing off, request id. */
+static int c_send_acquire(struct uslot *s)
+{
+    struct urun *u = s->run;
+    char lease[16], rid[24];
+    snprintf(lease, sizeof lease, "%d", U_LEASE_MS);
+    snprintf(rid, sizeof rid, "%" PRIu64, ++u->seq);
+    const char *argv[9] = {"EVALSHA", u->sha_acq, "2", s->key, s->fence,
+                           lease,     s->field,   "0", rid};
+    return c_send(u, c_on_acquired, s, 9, argv);
+}
+
+static void slot_start(struct uslot *s)
+{
+    struct urun *u = s->run;
+    s->t0 = now_ns();
+    int rc = u->mode == U_HILOCK
+                 ? hilock_lock_acquire(s->lock, 0, u->wait_ms, h_on_acquired, s)
+                 : c_send_acquire(s) == REDIS_OK ? 0 : -1;
+    if (rc != 0) { /* retire rather than retry: no loop without the loop */
+        u->errors++;
+        slot_retire(s);
+    }
+}
+
+static void on_phase_stop(evutil_socket_t fd, short what, void *arg)
+{
+    struct urun *u = arg;
+    (void)fd;
+    (void)what;
+    u->stopping = 1;
+}
+
+static void on_phase_hard(evutil_socket_t fd, short what, void *arg)
+{
+    struct urun *u = arg;
+    (void)fd;
+    (void)what;
+    fprintf(stderr, "uncontended: a phase did not drain: stopped\n");
+    u->errors++;
+    u->t_end = now_ns();
+    u->cpu_end = cpu_ns();
+    event_base_loopbreak(u->base);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct urun *u = arg;
+    (void)fd;
+    (void)what;
+    double s = (double)(now_ns() - u->t_start) / 1e9;
+    progress_show(u->b, "%s  %s K=%d  %.0f pairs/s", u->what,
+                  mode_name[u->mode], u->k, s > 0 ? (double)u->pairs / s : 0);
+}
+
+/* Run one phase: k slots in mode for secs. Figures stay in u. 0, or -1
+ * when it had to be broken off. */
+static int phase_run(struct urun *u, enum umode mode, int k, double secs)
+{
+    struct timeval stop = {(time_t)secs,
+                           (suseconds_t)((secs - (int)secs) * 1e6)};
+    struct timeval hard = {(time_t)secs + U_HARD_S, 0};
+    struct event *ev_stop = evtimer_new(u->base, on_phase_stop, u);
+    struct event *ev_hard = evtimer_new(u->base, on_phase_hard, u);
+    u->mode = mode;
+    u->k = k;
+    u->stopping = 0;
+    u->active = k;
+    u->pairs = u->errors = 0;
+    u->t_start = now_ns();
+    u->cpu_start = cpu_ns();
+    u->t_end = 0;
+    evtimer_add(ev_stop, &stop);
+    evtimer_add(ev_hard, &hard);
+    for (int i = 0; i < k; i++)
+        slot_start(&u->slots[i]);
+    event_base_dispatch(u->base);
+    event_free(ev_stop);
+    event_free(ev_hard);
+    return u->active == 0 ? 0 : -1;
+}
+
+/* Keys, owner fields and hilock handles of every slot. 0 or -1. */
+static int slots_init(struct urun *u)
+{
+    for (int i = 0; i < U_KMAX; i++) {
+        struct uslot *s = &u->slots[i];
+        s->run = u;
+        s->tag = (uint64_t)i + 1;
+        /* Distinct keys per mode, so the two never meet. */
+        snprintf(s->key, sizeof s->key, BENCH_PREFIX "u:h:%d", i);
+        if (hilock_lock_new(u->client, s->key, strlen(s->key), s->tag,
+                            &s->lock) != 0)
+            return -1;
+        snprintf(s->key, sizeof s->key, BENCH_PREFIX "u:c:%d", i);
+        snprintf(s->fence, sizeof s->fence, "hilock_fence:{%s}", s->key);
+        snprintf(s->channel, sizeof s->channel, "redisson_lock__channel:{%s}",
+                 s->key);
+        snprintf(s->field, sizeof s->field, "%s:%" PRIu64, u->uuid, s->tag);
+    }
+    return 0;
+}
+
+/* Load hilock's acquire and release scripts (the very text of src/script.c)
+ * and check that hilock would call the same digests. 0 or -1. */
+static int scripts_load(struct urun *u, redisContext *rc)
+{
+    struct script_set set;
+    size_t la, lr;
+    const char *acq = script_body(SCRIPT_ACQUIRE, &la);
+    const char *rel = script_body(SCRIPT_RELEASE, &lr);
+    script_set_init(&set);
+    if (bench_script_load(rc, acq, la, u->sha_acq) != 0 ||
+        bench_script_load(rc, rel, lr, u->sha_rel) != 0)
+        return -1;
+    if (strcmp(u->sha_acq, set.sha[SCRIPT_ACQUIRE]) != 0 ||
+        strcmp(u->sha_rel, set.sha[SCRIPT_RELEASE]) != 0) {
+        fprintf(stderr, "uncontended: script digests differ from hilock's\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* Loop, hilock client, raw context, slots; then a short warm-up of both
+ * modes (connections up, scripts cached). 0 or -1. */
+static int urun_setup(struct urun *u, struct bench *b)
+{
+    struct hilock_options ho;
+    redisContext *rc = bench_connect(b, 2000);
+    int ok = rc && bench_reset(b, rc, NULL) == 0 && scripts_load(u, rc) == 0;
+    if (rc)
+        redisFree(rc);
+    if (!ok || bench_uuid(u->uuid) != 0 || !(u->base = event_base_new()))
+        return -1;
+    hilock_options_init(&ho);
+    ho.host = b->host;
+    ho.port = b->port;
+    if (hilock_client_new(u->base, &ho, &u->client) != 0)
+        return -1;
+    u->ac = redisAsyncConnect(b->host, b->port);
+    if (!u->ac || u->ac->err)
+        return -1;
+    redisLibeventAttach(u->ac, u->base);
+    if (slots_init(u) != 0)
+        return -1;
+    u->what = "warm-up";
+    if (phase_run(u, U_HILOCK, 64, 0.3) != 0 || u->errors ||
+        phase_run(u, U_CEIL, 64, 0.3) != 0 || u->errors) {
+        fprintf(stderr, "uncontended: warm-up failed (%s, %" PRIu64
+                        " errors, %" PRIu64 " pairs)\n",
+                mode_name[u->mode], u->errors, u->pairs);
+        return -1;
+    }
+    return 0;
+}
+
+static void urun_free(struct urun *u)
+{
+    if (u->tick)
+        event_free(u->tick);
+    if (u->client)
+        hilock_client_free(u->client); /* frees the handles too */
+    if (u->ac)
+        redisAsyncFree(u->ac);
+    if (u->base)
+        event_base_free(u->base);
+}
+
+/* Run every phase in ABBA order, filling cells[k index][mode]. */
+static int run_phases(struct urun *u, const int *ks, int nk, int rounds,
+                      double secs, struct ucell (*cells)[2])
+{
+    char what[32];
+    int bad = 0;
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < nk; i++) {
+            for (int m = 0; m < 2; m++) {
+                enum umode mode = ((r + i) % 2 == 0) == (m == 0) ? U_HILOCK
+                                                                 : U_CEIL;
+                struct ucell *c = &cells[i][mode];
+                snprintf(what, sizeof what, "round %d/%d", r + 1, rounds);
+                u->what = what;
+                u->lat = &c->lat;
+                u->rate = &c->rate;
+                bad |= phase_run(u, mode, ks[i], secs);
+                double s = (double)(u->t_end - u->t_start) / 1e9;
+                c->pairs += u->pairs;
+                c->errors += u->errors;
+                c->secs += s;
+                c->cpu_ns += u->cpu_end - u->cpu_start;
+                c->round_rate[c->rounds++] = s > 0 ? (double)u->pairs / s : 0;
+            }
+        }
+    }
+    return bad;
+}
+
+/* "0.97 / 1.01 / 0.99": the ratio of every round. */
+static void round_ratios(const struct ucell *h, const struct ucell *c,
+                         char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < h->rounds && o + 8 < len; r++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%.2f", r ? "/" : "",
+                              c->round_rate[r] > 0
+                                  ? h->round_rate[r] / c->round_rate[r]
+                                  : 0);
+}
+
+static double cell_rate(const struct ucell *c)
+{
+    return c->secs > 0 ? (double)c->pairs / c->secs : 0;
+}
+
+/* Client CPU time per pair in us: what this process spent per pair. */
+static double cell_cpu_us(const struct ucell *c)
+{
+    return c->pairs ? (double)c->cpu_ns / 1e3 / (double)c->pairs : 0;
+}
+
+/* Print the throughput table; returns how many K missed the target. */
+static int report_rates(const int *ks, int nk, struct ucell (*cells)[2])
+{
+    struct table t;
+    int missed = 0;
+    table_init(&t, "K", "hilock pairs/s", "ceiling pairs/s", "ratio",
+               "target >= 0.95", "ratio by round", "client CPU/pair: hilock",
+               "ceiling", NULL);
+    for (int i = 0; i < nk; i++) {
+        struct ucell *h = &cells[i][U_HILOCK], *c = &cells[i][U_CEIL];
+        char k[16], hr[32], cr[32], ratio[16], rounds[128], hc[32], cc[32];
+        double q = cell_rate(c) > 0 ? cell_rate(h) / cell_rate(c) : 0;
+        missed += q < U_TARGET;
+        snprintf(k, sizeof k, "%d", ks[i]);
+        snprintf(ratio, sizeof ratio, "%.3f", q);
+        snprintf(hc, sizeof hc, "%.2f us", cell_cpu_us(h));
+        snprintf(cc, sizeof cc, "%.2f us", cell_cpu_us(c));
+        round_ratios(h, c, rounds, sizeof rounds);
+        table_row(&t, k, fmt_count(cell_rate(h), hr, sizeof hr),
+                  fmt_count(cell_rate(c), cr, sizeof cr), ratio,
+                  q >= U_TARGET ? "ok" : "MISSED", rounds, hc, cc);
+    }
+    table_print(&t, stdout);
+    return missed;
+}
+
+/* Print the acquire latency table and any errors. */
+static void report_latency(const int *ks, int nk, struct ucell (*cells)[2])
+{
+    struct table t;
+    table_init(&t, "K", "acquire latency", "p50", "p99", "p99.9", "max",
+               NULL);
+    for (int i = 0; i < nk; i++)
+        for (int m = 0; m < 2; m++) {
+            struct samples *s = &cells[i][m].lat;
+            char k[16], l[4][32];
+            snprintf(k, sizeof k, "%d", ks[i]);
+            table_row(&t, m ? "" : k, mode_name[m],
+                      fmt_ns(samples_pct(s, 50), l[0], 32),
+                      fmt_ns(samples_pct(s, 99), l[1], 32),
+                      fmt_ns(samples_pct(s, 99.9), l[2], 32),
+                      fmt_ns(samples_max(s), l[3], 32));
+        }
+    table_print(&t, stdout);
+    for (int i = 0; i < nk; i++)
+        if (cells[i][0].errors || cells[i][1].errors)
+            printf("  K=%d: errors: hilock %" PRIu64 ", ceiling %" PRIu64 "\n",
+                   ks[i], cells[i][0].errors, cells[i][1].errors);
+}
+
+/* The figures of one cell as JSON. */
+static void json_cell(struct json *j, const char *key, struct ucell *c)
+{
+    json_obj(j, key);
+    json_int(j, "pairs", (int64_t)c->pairs);
+    json_num(j, "seconds", c->secs);
+    json_num(j, "pairs_per_s", cell_rate(c));
+    json_num(j, "client_cpu_us_per_pair", cell_cpu_us(c));
+    json_int(j, "errors", (int64_t)c->errors);
+    json_arr(j, "pairs_per_s_by_round");
+    for (int r = 0; r < c->rounds; r++)
+        json_num(j, NULL, c->round_rate[r]);
+    json_end(j);
+    json_latency(j, "acquire_latency", &c->lat);
+    json_end(j);
+}
+
+static void write_json(struct bench *b, const int *ks, int nk,
+                       struct ucell (*cells)[2])
+{
+    json_arr(b->json, "results");
+    for (int i = 0; i < nk; i++) {
+        double c = cell_rate(&cells[i][U_CEIL]);
+        json_obj(b->json, NULL);
+        json_int(b->json, "inflight", ks[i]);
+        json_num(b->json, "ratio", c > 0 ? cell_rate(&cells[i][0]) / c : 0);
+        json_cell(b->json, "hilock", &cells[i][U_HILOCK]);
+        json_cell(b->json, "ceiling", &cells[i][U_CEIL]);
+        json_end(b->json);
+    }
+    json_end(b->json);
+}
+
+static void write_plots(struct bench *b, const int *ks, int nk,
+                        struct ucell (*cells)[2])
+{
+    struct samples *d[8];
+    const struct rate *r[8];
+    char names[8][32];
+    const char *titles[8];
+    int n = 0;
+    for (int i = 0; i < nk && n < 8; i++)
+        for (int m = 0; m < 2; m++, n++) {
+            snprintf(names[n], sizeof names[n], "%s K=%d", mode_name[m],
+                     ks[i]);
+            titles[n] = names[n];
+            d[n] = &cells[i][m].lat;
+            r[n] = &cells[i][m].rate;
+        }
+    plot_cdf(b, "acquire-latency", "uncontended: acquire latency", d, titles,
+             n);
+    plot_rate(b, "throughput", "uncontended: lock+release pairs/s", "pairs/s",
+              r, titles, n, NULL, 0, 1);
+}
+
+/* Print, write and plot the figures; returns the exit status. */
+static int ureport(struct bench *b, struct urun *u, const int *ks, int nk,
+                   int rounds, double secs, int bad,
+                   struct ucell (*cells)[2])
+{
+    int missed = report_rates(ks, nk, cells), errors = 0;
+    report_latency(ks, nk, cells);
+    for (int i = 0; i < nk; i++)
+        errors += cells[i][0].errors || cells[i][1].errors;
+    json_int(b->json, "rounds", rounds);
+    json_num(b->json, "phase_seconds", secs);
+    json_int(b->json, "wait_ms", u->wait_ms);
+    write_json(b, ks, nk, cells);
+    write_plots(b, ks, nk, cells);
+    /* Only failures fail the run; a ratio under target is reported. */
+    if (bad || errors)
+        printf("result: FAIL (%s)\n", bad ? "a phase did not drain"
+                                          : "request errors");
+    else if (missed)
+        printf("result: ok, %d K below the 0.95 target\n", missed);
+    else
+        printf("result: ok\n");
+    return bad || errors ? 1 : 0;
+}
+
+/* Set up, run every phase, report. Returns the exit status. */
+static int urun_all(struct bench *b, struct urun *u, const int *ks, int nk,
+                    int rounds, double secs, struct ucell (*cells)[2])
+{
+    if (urun_setup(u, b) != 0) {
+        fprintf(stderr, "uncontended: setup failed\n");
+        return 1;
+    }
+    int64_t t0 = now_ns();
+    for (int i = 0; i < nk; i++)
+        for (int m = 0; m < 2; m++)
+            rate_init(&cells[i][m].rate, t0, 100000000);
+    progress_begin(b, rounds * nk * 2 * secs);
+    struct timeval tick = {0, 200000};
+    u->tick = event_new(u->base, -1, EV_PERSIST, on_tick, u);
+    event_add(u->tick, &tick);
+    printf("uncontended: %d round(s) x %d K x 2 modes, %.1f s each, "
+           "wait_ms %u, on %s:%d\n",
+           rounds, nk, secs, u->wait_ms, b->host, b->port);
+    int bad = run_phases(u, ks, nk, rounds, secs, cells);
+    progress_end(b);
+    return ureport(b, u, ks, nk, rounds, secs, bad, cells);
+}
+
+int sc_uncontended(struct bench *b)
+{
+    static const int all_k[] = {1, 64, 256, 1024};
+    int ks[4], nk = 0, rounds = b->o.rounds ? b->o.rounds : 3;
+    double secs = b->o.seconds > 0 ? b->o.seconds : 1.0;
+    struct urun *u = calloc(1, sizeof(*u));
+    struct ucell (*cells)[2] = calloc(4, sizeof(*cells));
+    int rc = 1;
+    if (b->o.inflight)
+        ks[nk++] = b->o.inflight > U_KMAX ? U_KMAX : b->o.inflight;
+    else
+        for (int i = 0; i < 4; i++)
+            ks[nk++] = all_k[i];
+    rounds = rounds > U_ROUNDS_MAX ? U_ROUNDS_MAX : rounds;
+    if (u && cells) {
+        u->b = b;
+        u->wait_ms = (b->o.given & OPT_WAIT) ? b->o.wait_ms : 5000;
+        rc = urun_all(b, u, ks, nk, rounds, secs, cells);
+    }
+    if (u)
+        urun_free(u);
+    for (int i = 0; cells && i < 4; i++)
+        for (int m = 0; m < 2; m++) {
+            samples_free(&cells[i][m].lat);
+            rate_free(&cells[i][m].rate);
+        }
+    free(cells);
+    free(u);
+    return rc;
+}
