@@ -82,6 +82,19 @@ int heap_set(struct heap *h, struct heap_node *n, uint64_t key)
     return 0;
 }
 
+/* Give back half the array once three quarters of it are unused, so a
+ * client that once held a million locks does not keep their slots. */
+static void maybe_shrink(struct heap *h)
+{
+    if (h->cap <= 64 || h->len >= h->cap / 4)
+        return;
+    struct heap_node **items = realloc(h->items, h->cap / 2 * sizeof(*items));
+    if (items) {
+        h->items = items;
+        h->cap /= 2;
+    }
+}
+
 void heap_remove(struct heap *h, struct heap_node *n)
 {
     if (!heap_contains(n))
@@ -89,11 +102,12 @@ void heap_remove(struct heap *h, struct heap_node *n)
     size_t i = n->index;
     struct heap_node *last = h->items[--h->len];
     n->index = HEAP_NONE;
-    if (last == n)
-        return;
-    place(h, i, last);
-    if (i > 0 && h->items[(i - 1) / 2]->key > last->key)
-        sift_up(h, i);
-    else
-        sift_down(h, i);
+    if (last != n) {
+        place(h, i, last);
+        if (i > 0 && h->items[(i - 1) / 2]->key > last->key)
+            sift_up(h, i);
+        else
+            sift_down(h, i);
+    }
+    maybe_shrink(h);
 }
