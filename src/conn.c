@@ -177,7 +177,16 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     struct req *r = arg;
     struct hilock_client *c = r->conn->client;
     client_enter(c);
-    req_complete(r, HILOCK_ETIMEDOUT);
+    if (r->done) {
+        req_complete(r, HILOCK_ETIMEDOUT);
+    } else if (r->where == REQ_QUEUED) {
+        /* A completed request waiting to be resent: give up on it. */
+        list_unlink(&r->conn->queued, r);
+        r->where = REQ_NOWHERE;
+        if (r->late)
+            r->late(r, NULL);
+        req_recycle(r);
+    }
     client_leave(c);
 }
 
@@ -206,10 +215,17 @@ static void conn_detach(struct conn *conn)
         conn->on_drop(conn);
 }
 
-/* A request's context died under it: send it again later, or fail it. */
+/* A request's context died under it: send it again later, or fail it. A
+ * request that already completed but may have been applied (retry with a
+ * late handler: an acquire that timed out or was canceled) is resent too,
+ * within a fresh deadline, so that its late handler learns the outcome. */
 static void dropped(struct conn *conn, struct req *r)
 {
-    if (!r->done) {
+    if (!r->done && r->retry && r->late) {
+        evtimer_add(&r->timer, conn->client->req_timeout);
+        r->where = REQ_QUEUED;
+        list_push(&conn->queued, r);
+    } else if (!r->done) {
         if (r->late)
             r->late(r, NULL);
         req_recycle(r);

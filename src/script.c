@@ -22,15 +22,20 @@
  * current counter on re-entry, 0 without fencing.
  *
  * An acquire whose reply was lost is sent again with the same request id.
- * The id of the last acquisition applied is kept in the lock hash itself,
- * under "<owner field>:rid", so a resend of an applied acquire returns its
- * result instead of counting a second hold. Kept there rather than in a
- * latch key, it costs no extra key, needs no expiry that a long stall could
- * outlive, and goes away with the lock. Redisson ignores the extra field. */
+ * The highest request id applied for an owner is kept in the lock hash
+ * itself, under "<owner field>:rid", and an acquire whose id is not above it
+ * is a resend of one already applied: it returns the current result instead
+ * of counting a second hold. That holds because a client's requests reach
+ * Redis in id order (one connection, and resends go out before anything
+ * newer), also when two handles of one owner lose their replies together.
+ * Kept in the hash rather than in a latch key, it costs no extra key, needs
+ * no expiry that a long stall could outlive, and goes away with the lock.
+ * Redisson ignores the extra field. */
 static const char acquire_lua[] =
     "local rid = ARGV[2] .. ':rid'\n"
     "local t = 0\n"
-    "if redis.call('hget', KEYS[1], rid) == ARGV[4] then\n"
+    "local last = tonumber(redis.call('hget', KEYS[1], rid) or '0')\n"
+    "if tonumber(ARGV[4]) <= last then\n"
     "  if ARGV[3] == '1' then t = tonumber(redis.call('get', KEYS[2]) or '0') end\n"
     "  return {tonumber(redis.call('hget', KEYS[1], ARGV[2])), t}\n"
     "end\n"
@@ -79,11 +84,12 @@ static const char release_lua[] =
  * KEYS[i] locks, ARGV[1] lease ms (0: only check), ARGV[i + 1] the owner
  * field of KEYS[i]
  * Returns one integer per lock: 1 held (lease reset), 0 not held by that
- * owner. */
+ * owner. pcall: a key that now holds another type is just not held, and
+ * does not fail the other locks of the batch. */
 static const char renew_lua[] =
     "local r = {}\n"
     "for i = 1, #KEYS do\n"
-    "  if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then\n"
+    "  if redis.pcall('hexists', KEYS[i], ARGV[i + 1]) == 1 then\n"
     "    if ARGV[1] ~= '0' then redis.call('pexpire', KEYS[i], ARGV[1]) end\n"
     "    r[i] = 1\n"
     "  else\n"

@@ -6,6 +6,10 @@
  * through a callback that runs on the loop. The library starts no threads,
  * installs no signal handlers and prints nothing.
  *
+ * SIGPIPE: hiredis writes to its sockets with write(), so a connection that
+ * Redis closes while a command is being sent raises SIGPIPE in the process.
+ * Like any program with sockets, ignore it: signal(SIGPIPE, SIG_IGN).
+ *
  * Conventions, for every function below:
  *  - Errors are negative HILOCK_E* codes; hilock_strerror() names them.
  *  - A function that takes a callback and returns an error never calls that

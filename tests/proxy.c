@@ -1,0 +1,290 @@
+/* proxy.c -- see proxy.h.
+ *
+ * Each accepted connection becomes a pair of bufferevents: side 0 faces the
+ * client, side 1 connects to the upstream. Bytes read on one side are moved
+ * to the other side's output buffer (no copy), unless a fault says
+ * otherwise:
+ *  - a cut drops the bytes that arrive on side 1 and frees the pair;
+ *  - a blackhole disables reading on both sides, so bytes stay in the
+ *    kernel's socket buffers (TCP keeps them, as a stalled network would),
+ *    and turning it off enables reading again;
+ *  - refusing closes each accepted socket before a pair is made.
+ * When one side ends (EOF or error), what it sent is already forwarded; the
+ * other side is closed once its output buffer has drained, so a reply that
+ * was in flight is still delivered. Nothing here calls back into the test,
+ * so every control may be called from anywhere, including loop callbacks. */
+#include "proxy.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+struct tp_pair {
+    struct tp_proxy *proxy;
+    struct tp_pair *prev, *next;
+    struct bufferevent *side[2]; /* 0: the client's, 1: upstream */
+    bool draining;               /* one side ended: flush the other, close */
+};
+
+struct tp_proxy {
+    struct event_base *base;
+    struct evconnlistener *listener;
+    int port;
+    struct sockaddr_in upstream;
+    struct tp_pair *pairs;
+    int npairs;
+    long accepted;
+    bool cut_armed;
+    bool blackhole;
+    bool refuse;
+};
+
+/* Unlink the pair and free both bufferevents, closing their sockets. What
+ * they still buffer is dropped. */
+static void pair_free(struct tp_pair *p)
+{
+    struct tp_proxy *px = p->proxy;
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        px->pairs = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    px->npairs--;
+    for (int i = 0; i < 2; i++)
+        if (p->side[i])
+            bufferevent_free(p->side[i]);
+    free(p);
+}
+
+/* Move what side i has read to the other side, or perform an armed cut if
+ * side i is the upstream. Returns false when the pair was freed. */
+static bool pair_pump(struct tp_pair *p, int i)
+{
+    struct evbuffer *in = bufferevent_get_input(p->side[i]);
+    if (evbuffer_get_length(in) == 0 || p->draining)
+        return true;
+    if (i == 1 && p->proxy->cut_armed) {
+        p->proxy->cut_armed = false;
+        pair_free(p);
+        return false;
+    }
+    bufferevent_write_buffer(p->side[1 - i], in);
+    return true;
+}
+
+static int side_of(const struct tp_pair *p, const struct bufferevent *bev)
+{
+    return bev == p->side[0] ? 0 : 1;
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct tp_pair *p = arg;
+    pair_pump(p, side_of(p, bev));
+}
+
+/* A draining side has written everything it had: close the pair. */
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct tp_pair *p = arg;
+    if (p->draining)
+        pair_free(p);
+}
+
+/* Side i ended: forward its last bytes, then close it now and the other
+ * side once that has flushed its output. */
+static void pair_end_side(struct tp_pair *p, int i)
+{
+    if (!pair_pump(p, i))
+        return;
+    int o = 1 - i;
+    bufferevent_free(p->side[i]);
+    p->side[i] = NULL;
+    if (p->draining ||
+        evbuffer_get_length(bufferevent_get_output(p->side[o])) == 0) {
+        pair_free(p);
+        return;
+    }
+    p->draining = true;
+    bufferevent_disable(p->side[o], EV_READ);
+    bufferevent_enable(p->side[o], EV_WRITE);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct tp_pair *p = arg;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+        pair_end_side(p, side_of(p, bev));
+}
+
+/* Disable Nagle: replies must not wait for an ACK on loopback. */
+static void set_nodelay(evutil_socket_t fd)
+{
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* Make a pair for accepted socket fd and start its upstream connect. The
+ * socket is closed when that fails. */
+static void pair_new(struct tp_proxy *px, evutil_socket_t fd)
+{
+    struct tp_pair *p = calloc(1, sizeof *p);
+    if (!p) {
+        evutil_closesocket(fd);
+        return;
+    }
+    p->proxy = px;
+    p->next = px->pairs;
+    if (px->pairs)
+        px->pairs->prev = p;
+    px->pairs = p;
+    px->npairs++;
+    p->side[0] = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!p->side[0])
+        evutil_closesocket(fd);
+    p->side[1] = bufferevent_socket_new(px->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!p->side[0] || !p->side[1] ||
+        bufferevent_socket_connect(p->side[1],
+                                   (struct sockaddr *)&px->upstream,
+                                   sizeof px->upstream) != 0) {
+        pair_free(p);
+        return;
+    }
+    set_nodelay(fd);
+    set_nodelay(bufferevent_getfd(p->side[1]));
+    for (int i = 0; i < 2; i++) {
+        bufferevent_setcb(p->side[i], on_read, on_write, on_event, p);
+        bufferevent_enable(p->side[i], px->blackhole ? EV_WRITE
+                                                     : EV_READ | EV_WRITE);
+    }
+}
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
+                      struct sockaddr *addr, int len, void *arg)
+{
+    struct tp_proxy *px = arg;
+    px->accepted++;
+    if (px->refuse)
+        evutil_closesocket(fd);
+    else
+        pair_new(px, fd);
+}
+
+static void on_listen_error(struct evconnlistener *l, void *arg)
+{
+    fprintf(stderr, "proxy: accept failed: %s\n",
+            evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+struct tp_proxy *tp_new(struct event_base *base, int upstream_port)
+{
+    struct sockaddr_in sin;
+    socklen_t slen = sizeof sin;
+    struct tp_proxy *px = calloc(1, sizeof *px);
+    if (!base || upstream_port <= 0 || upstream_port > 65535 || !px) {
+        fprintf(stderr, "proxy: bad arguments or out of memory\n");
+        free(px);
+        return NULL;
+    }
+    /* Peers close while we write; so do hiredis's peers (the proxy) while
+     * hilock writes. Either would kill the test with SIGPIPE. */
+    signal(SIGPIPE, SIG_IGN);
+    px->base = base;
+    px->upstream.sin_family = AF_INET;
+    px->upstream.sin_port = htons((uint16_t)upstream_port);
+    px->upstream.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    memset(&sin, 0, sizeof sin);
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    px->listener = evconnlistener_new_bind(
+        base, on_accept, px, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, -1,
+        (struct sockaddr *)&sin, sizeof sin);
+    if (!px->listener ||
+        getsockname(evconnlistener_get_fd(px->listener),
+                    (struct sockaddr *)&sin, &slen) != 0) {
+        fprintf(stderr, "proxy: cannot listen on 127.0.0.1\n");
+        if (px->listener)
+            evconnlistener_free(px->listener);
+        free(px);
+        return NULL;
+    }
+    evconnlistener_set_error_cb(px->listener, on_listen_error);
+    px->port = ntohs(sin.sin_port);
+    return px;
+}
+
+int tp_port(const struct tp_proxy *px)
+{
+    return px->port;
+}
+
+void tp_cut_all(struct tp_proxy *px)
+{
+    while (px->pairs)
+        pair_free(px->pairs);
+}
+
+void tp_free(struct tp_proxy *px)
+{
+    if (!px)
+        return;
+    tp_cut_all(px);
+    evconnlistener_free(px->listener);
+    free(px);
+}
+
+void tp_cut_next_reply(struct tp_proxy *px)
+{
+    px->cut_armed = true;
+}
+
+bool tp_cut_pending(const struct tp_proxy *px)
+{
+    return px->cut_armed;
+}
+
+void tp_blackhole(struct tp_proxy *px, bool on)
+{
+    px->blackhole = on;
+    for (struct tp_pair *p = px->pairs, *next; p; p = next) {
+        next = p->next;
+        if (p->draining)
+            continue;
+        for (int i = 0; i < 2 && p; i++) {
+            if (on) {
+                bufferevent_disable(p->side[i], EV_READ);
+            } else {
+                bufferevent_enable(p->side[i], EV_READ);
+                if (!pair_pump(p, i))
+                    p = NULL; /* cut: the pair is gone */
+            }
+        }
+    }
+}
+
+void tp_refuse(struct tp_proxy *px, bool on)
+{
+    px->refuse = on;
+}
+
+int tp_connections(const struct tp_proxy *px)
+{
+    return px->npairs;
+}
+
+long tp_accepted(const struct tp_proxy *px)
+{
+    return px->accepted;
+}
