@@ -221,21 +221,18 @@ static void conn_detach(struct conn *conn)
  * within a fresh deadline, so that its late handler learns the outcome. */
 static void dropped(struct conn *conn, struct req *r)
 {
-    if (!r->done && r->retry && r->late) {
-        evtimer_add(&r->timer, conn->client->req_timeout);
+    if (r->retry && (r->done || r->late)) {
+        if (!r->done)
+            evtimer_add(&r->timer, conn->client->req_timeout);
         r->where = REQ_QUEUED;
         list_push(&conn->queued, r);
-    } else if (!r->done) {
-        if (r->late)
-            r->late(r, NULL);
-        req_recycle(r);
-    } else if (r->retry) {
-        r->where = REQ_QUEUED;
-        list_push(&conn->queued, r);
-    } else {
-        finish(r, HILOCK_ECONN, NULL);
-        req_recycle(r);
+        return;
     }
+    if (r->done)
+        finish(r, HILOCK_ECONN, NULL);
+    else if (r->late)
+        r->late(r, NULL);
+    req_recycle(r);
 }
 
 void conn_load_script(struct conn *conn, int id)

@@ -187,8 +187,8 @@ void lock_send_attempt(struct hilock_lock *lock)
 static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
 {
     uint32_t lease = lock->op_lease_ms;
-    if (lock->holds++ == 0)
-        lock->token = token;
+    lock->holds++;
+    lock->token = token; /* on re-entry, Redis returns the current token */
     lock->auto_renew |= lease == 0;
     lock->lease_ms = lease ? lease : lock->client->opts.watchdog_lease_ms;
     watchdog_confirmed(lock, sent_ms);
@@ -311,8 +311,11 @@ static void release_done(struct req *r, int status, redisReply *reply)
     lock->op_req = NULL;
     if (status == 0)
         status = reply_release(reply, &left, &heard);
-    if ((status == 0 && lock->holds > 0 && --lock->holds == 0) ||
-        status == HILOCK_ENOTOWNER)
+    /* A release that failed otherwise (timed out, connection lost) gives
+     * the hold up too: it is most likely applied anyway (it stays queued, and
+     * is resent), and if not, the lease runs out once nothing renews it. */
+    if (status == HILOCK_ENOTOWNER ||
+        (lock->holds > 0 && --lock->holds == 0))
         lock_hold_ended(lock);
     if (status == 0 && left == 0)
         wait_released(lock, heard);

@@ -357,6 +357,35 @@ START_TEST(frozen_server_times_requests_out_once_and_a_late_success_is_undone)
 }
 END_TEST
 
+/* A release that times out in a stall gives the hold up locally (it is
+ * applied when the server resumes); the next acquire on the same handle is
+ * a first acquisition again and reports the token Redis issued for it. */
+START_TEST(release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true)
+{
+    hilock_client_free(client);
+    client = proxied_client(1);
+    struct hilock_lock *l = tu_lock(client, "stale", 1);
+    int64_t t1 = 0, t2 = 0;
+    /* a lease that outlives the stall: the hold cannot be lost meanwhile */
+    tu_assert_status(tu_acquire(l, 30000, 0, &t1), 0);
+    ck_assert_int_eq(rs_pause(tu_srv), 0);
+    tu_assert_status(hilock_lock_release(l, tu_record, &res[0]), 0);
+    await(&res[0], REQ_MS + 3000, "release");
+    tu_assert_status(res[0].status, HILOCK_ETIMEDOUT);
+    ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
+    tu_assert_status(hilock_lock_acquire(l, 30000, 10000, tu_record, &res[1]),
+                     0);
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+    await(&res[1], 5000, "acquire after the stall");
+    tu_assert_status(res[1].status, 0);
+    t2 = res[1].value;
+    ck_assert_msg(t2 > t1, "token %lld after %lld", (long long)t2, (long long)t1);
+    ck_assert_int_eq(t2, rs_int(tu_srv, "GET", "hilock_fence:{stale}", (char *)NULL));
+    ck_assert_int_eq(hilock_lock_hold_count(l), 1);
+    ck_assert_int_eq(holds_in_redis("stale", client, 1), 1);
+}
+END_TEST
+
 /* on_lost that records and asks Redis (directly) how long the key has
  * left: reported before expiry means a positive PTTL. */
 static void lost_with_pttl(struct hilock_lock *lock, int status,
@@ -955,7 +984,8 @@ static Suite *faults_suite(void)
         {"stalls",
          {frozen_server_times_requests_out_once_and_a_late_success_is_undone,
           network_stall_longer_than_the_lease_reports_lost_before_expiry,
-          refused_reconnects_longer_than_the_lease_report_lost_before_expiry}},
+          refused_reconnects_longer_than_the_lease_report_lost_before_expiry,
+          release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true}},
         {"restarts",
          {restart_while_a_watchdog_lock_is_held_reports_it_lost,
           restart_while_an_explicit_lease_lock_is_held_reports_it_lost_early,

@@ -186,7 +186,10 @@ HILOCK_EXPORT int hilock_lock_acquire(struct hilock_lock *lock,
 /* Release one hold. A release whose reply is lost is retried with the same
  * request id and applied once.
  * cb: 0 with value = holds left (0: the lock is free), HILOCK_ENOTOWNER
- * (not held by this owner: expired or never taken), or an error.
+ * (not held by this owner: expired or never taken), or an error. After an
+ * error the handle no longer counts the hold either: the release may still
+ * be applied (a timed-out request stays queued at the server), and if it is
+ * not, the watchdog no longer renews the lease and it runs out.
  * Returns 0, HILOCK_EINVAL, HILOCK_EINPROGRESS. */
 HILOCK_EXPORT int hilock_lock_release(struct hilock_lock *lock,
                                       hilock_lock_cb *cb, void *arg);
