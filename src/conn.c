@@ -97,6 +97,7 @@ struct req *req_new(struct conn *conn, req_done_fn *done)
 static void req_recycle(struct req *r)
 {
     struct hilock_client *c = r->conn->client;
+    evtimer_del(&r->timer); /* a resent completed request may have it armed */
     if (r->fini)
         r->fini(r);
     resp_release(&r->cmd);
