@@ -148,11 +148,14 @@ def figures(obj, cell):
                  r"(^|_)(cs|critical|acquisitions).*_per_s(ec)?$"),
          "p50": latency_us(flat, "wait", 50),
          "p99": latency_us(flat, "wait", 99),
-         "counter": rate(flat, ["counter", "final_counter"]),
+         "counter": rate(flat, ["counter", "final_counter",
+                                "checks_final_counter"]),
          "acquisitions": rate(flat, ["acquisitions"]),
          "prev": rate(flat, ["previous_holder_share"])}
+    if f["prev"] is None and "previous_holder_share_pct" in flat:
+        f["prev"] = flat["previous_holder_share_pct"] / 100
     ok = None
-    for key in ("counter_ok", "checks_counter_ok", "checks_final_counter"):
+    for key in ("counter_ok", "checks_counter_ok"):
         if key in flat:
             v = flat[key]
             ok = v is True or (isinstance(v, str) and v.lower() == "ok")
