@@ -92,20 +92,6 @@ static long long exists(const char *key)
     return rs_int(tu_srv, "EXISTS", key, (char *)NULL);
 }
 
-/* Acquire until it is not a connection-level failure, or 5 s pass. */
-static int acquire_eventually(struct hilock_lock *l, uint64_t lease_ms)
-{
-    long long deadline = tu_now_ms() + 5000;
-    int st;
-    do {
-        st = tu_acquire(l, lease_ms, 0, NULL);
-        if (st != HILOCK_ECONN && st != HILOCK_ETIMEDOUT)
-            return st;
-        tu_run_for(50);
-    } while (tu_now_ms() < deadline);
-    return st;
-}
-
 /* ---- replies lost after Redis applied the command ----------------------- */
 
 static bool both_called(void *arg)
@@ -428,7 +414,7 @@ START_TEST(network_stall_longer_than_the_lease_reports_lost_before_expiry)
     tu_run_for(500);
     ck_assert_int_eq(lost.calls, 1);
     ck_assert_int_eq(exists("bh"), 0);
-    tu_assert_status(acquire_eventually(l, 30000), 0);
+    tu_assert_status(tu_acquire_eventually(l, 30000), 0);
     ck_assert_int_eq(holds_in_redis("bh", client, 1), 1);
 }
 END_TEST
@@ -458,7 +444,7 @@ START_TEST(refused_reconnects_longer_than_the_lease_report_lost_before_expiry)
                   tp_accepted(proxy));
     tp_refuse(proxy, false);
     ck_assert(tu_run_until_redis(0, 2000, "EXISTS", "bh", (char *)NULL));
-    tu_assert_status(acquire_eventually(l, 30000), 0);
+    tu_assert_status(tu_acquire_eventually(l, 30000), 0);
     tu_run_for(200);
     ck_assert_int_eq(lost.calls, 1);
 }
@@ -484,7 +470,7 @@ START_TEST(restart_while_a_watchdog_lock_is_held_reports_it_lost)
     tu_run_for(500);
     ck_assert_int_eq(lost.calls, 1);
     ck_assert_int_eq(exists("k9wd"), 0); /* not recreated by the watchdog */
-    tu_assert_status(acquire_eventually(l, 0), 0);
+    tu_assert_status(tu_acquire_eventually(l, 0), 0);
     ck_assert_int_gt(tp_accepted(proxy), accepted);
     ck_assert_int_eq(holds_in_redis("k9wd", client, 1), 1);
 }
@@ -510,7 +496,7 @@ START_TEST(restart_while_an_explicit_lease_lock_is_held_reports_it_lost_early)
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
     tu_run_for(300);
     ck_assert_int_eq(lost.calls, 1);
-    tu_assert_status(acquire_eventually(l, 10000), 0);
+    tu_assert_status(tu_acquire_eventually(l, 10000), 0);
 }
 END_TEST
 
@@ -941,7 +927,7 @@ START_TEST(proxy_forwards_counts_and_cuts_connections)
     ck_assert_int_eq(tp_accepted(proxy), 1);
     tp_cut_all(proxy);
     ck_assert_int_eq(tp_connections(proxy), 0);
-    tu_assert_status(acquire_eventually(l, 30000), 0);
+    tu_assert_status(tu_acquire_eventually(l, 30000), 0);
     ck_assert_int_eq(tp_connections(proxy), 1);
     ck_assert_int_eq(tp_accepted(proxy), 2);
     /* a blackhole holds a request without losing it */
@@ -960,7 +946,7 @@ START_TEST(proxy_forwards_counts_and_cuts_connections)
     ck_assert_int_gt(tp_accepted(proxy), 2);
     ck_assert_int_eq(tp_connections(proxy), 0);
     tp_refuse(proxy, false);
-    tu_assert_status(acquire_eventually(l, 30000), 0);
+    tu_assert_status(tu_acquire_eventually(l, 30000), 0);
     ck_assert_int_eq(holds_in_redis("px", client, 1), 2);
 }
 END_TEST

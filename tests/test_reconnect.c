@@ -44,20 +44,6 @@ static void teardown(void)
     tu_teardown();
 }
 
-/* Acquire, retrying connection-level failures, until success or 5 s. */
-static int acquire_eventually(struct hilock_lock *l, uint64_t lease_ms)
-{
-    long long deadline = tu_now_ms() + 5000;
-    int st;
-    do {
-        st = tu_acquire(l, lease_ms, 0, NULL);
-        if (st != HILOCK_ECONN && st != HILOCK_ETIMEDOUT)
-            return st;
-        tu_run_for(50);
-    } while (tu_now_ms() < deadline);
-    return st;
-}
-
 START_TEST(script_flush_behind_our_back_is_survived)
 {
     struct hilock_lock *l = tu_lock(client, "sf", 1);
@@ -83,7 +69,7 @@ START_TEST(requests_work_again_after_a_kill9_restart)
     tu_assert_status(tu_release(l, NULL), 0);
     ck_assert_int_eq(rs_kill9_restart(tu_srv), 0);
     tu_run_for(500); /* let the client notice and reconnect */
-    tu_assert_status(acquire_eventually(l, 10000), 0);
+    tu_assert_status(tu_acquire_eventually(l, 10000), 0);
     char field[64];
     ck_assert_int_eq(rs_int(tu_srv, "HGET", "k9", tu_field(client, 1, field),
                             (char *)NULL), 1);
@@ -98,7 +84,7 @@ START_TEST(requests_work_again_after_a_graceful_restart)
     tu_run_for(500);
     /* the restart lost the hold; a new acquire starts from scratch */
     struct hilock_lock *l2 = tu_lock(other, "gr", 1);
-    tu_assert_status(acquire_eventually(l2, 10000), 0);
+    tu_assert_status(tu_acquire_eventually(l2, 10000), 0);
 }
 END_TEST
 
@@ -162,7 +148,7 @@ START_TEST(acquire_timing_out_on_a_frozen_server_leaves_no_hold)
     ck_assert_int_eq(res[0].calls, 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
     /* and the lock is usable again */
-    tu_assert_status(acquire_eventually(l, 10000), 0);
+    tu_assert_status(tu_acquire_eventually(l, 10000), 0);
 }
 END_TEST
 

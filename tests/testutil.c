@@ -239,3 +239,16 @@ long long tu_owner_fields(const char *key)
         freeReplyObject(r);
     return n;
 }
+
+int tu_acquire_eventually(struct hilock_lock *lock, uint64_t lease_ms)
+{
+    long long deadline = tu_now_ms() + 5000;
+    int st;
+    do {
+        st = tu_acquire(lock, lease_ms, 0, NULL);
+        if (st != HILOCK_ECONN && st != HILOCK_ETIMEDOUT)
+            return st;
+        tu_run_for(50);
+    } while (tu_now_ms() < deadline);
+    return st;
+}

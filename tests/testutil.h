@@ -73,6 +73,9 @@ const char *tu_field(struct hilock_client *client, uint64_t owner_tag,
 int tu_acquire(struct hilock_lock *lock, uint64_t lease_ms, uint64_t wait_ms,
                int64_t *value);
 int tu_release(struct hilock_lock *lock, int64_t *value);
+/* tu_acquire (try once) again while it fails with a connection-level code
+ * (ECONN, ETIMEDOUT), for up to 5 s: across a reconnect. */
+int tu_acquire_eventually(struct hilock_lock *lock, uint64_t lease_ms);
 typedef int tu_query_fn(struct hilock_lock *lock, hilock_lock_cb *cb,
                         void *arg);
 int tu_query(tu_query_fn *fn, struct hilock_lock *lock, int64_t *value);
