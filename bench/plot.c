@@ -123,6 +123,34 @@ static void script_head(FILE *f, const char *png, const char *title)
             png, title);
 }
 
+/* The plot command: one line of width lw per data block of dat. */
+static void plot_lines(FILE *fg, const char *dat, const char *const *titles,
+                       int n, int lw)
+{
+    fprintf(fg, "plot ");
+    for (int i = 0; i < n; i++) {
+        fprintf(fg, "%s'%s' index %d using 1:2 with lines lw %d title '",
+                i ? ", \\\n     " : "", dat, i, lw);
+        put_title(fg, titles[i]);
+        fprintf(fg, "'");
+    }
+    fprintf(fg, "\n");
+}
+
+/* Close the data and script files and run gnuplot if both were written. */
+static void plot_close(struct bench *b, FILE *fd, FILE *fg, const char *gp)
+{
+    int ok = fd && fg;
+    if (fd)
+        fclose(fd);
+    if (fg)
+        fclose(fg);
+    if (ok)
+        plot_finish(b, gp);
+    else
+        b->plots_failed++;
+}
+
 void plot_cdf(struct bench *b, const char *name, const char *title,
               struct samples **d, const char *const *titles, int n)
 {
@@ -142,24 +170,10 @@ void plot_cdf(struct bench *b, const char *name, const char *title,
         script_head(fg, png, title);
         fprintf(fg, "set logscale x\nset xlabel 'latency (us, log)'\n"
                     "set ylabel 'fraction of samples <= x'\n"
-                    "set yrange [0:1]\nplot ");
-        for (int i = 0; i < n; i++) {
-            fprintf(fg, "%s'%s' index %d using 1:2 with lines lw 2 title '",
-                    i ? ", \\\n     " : "", dat, i);
-            put_title(fg, titles[i]);
-            fprintf(fg, "'");
-        }
-        fprintf(fg, "\n");
+                    "set yrange [0:1]\n");
+        plot_lines(fg, dat, titles, n, 2);
     }
-    int ok = fd && fg;
-    if (fd)
-        fclose(fd);
-    if (fg)
-        fclose(fg);
-    if (ok)
-        plot_finish(b, gp);
-    else
-        b->plots_failed++;
+    plot_close(b, fd, fg, gp);
 }
 
 /* Data of one rate series: seconds since t0 (bucket middles), events/s;
@@ -205,22 +219,7 @@ void plot_rate(struct bench *b, const char *name, const char *title,
                         "nohead lc rgb 'red' dt 2\n"
                         "set label '%s' at %.3f, graph 0.97 tc rgb 'red'\n",
                     marks[i].t_s, marks[i].t_s, marks[i].label, marks[i].t_s);
-        fprintf(fg, "plot ");
-        for (int i = 0; i < n; i++) {
-            fprintf(fg, "%s'%s' index %d using 1:2 with lines lw 1 title '",
-                    i ? ", \\\n     " : "", dat, i);
-            put_title(fg, titles[i]);
-            fprintf(fg, "'");
-        }
-        fprintf(fg, "\n");
+        plot_lines(fg, dat, titles, n, 1);
     }
-    int ok = fd && fg;
-    if (fd)
-        fclose(fd);
-    if (fg)
-        fclose(fg);
-    if (ok)
-        plot_finish(b, gp);
-    else
-        b->plots_failed++;
+    plot_close(b, fd, fg, gp);
 }
