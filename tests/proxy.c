@@ -47,6 +47,7 @@ struct tp_proxy {
     bool cut_armed;
     bool blackhole;
     bool refuse;
+    long pass_cmds; /* commands still let through to upstream; -1: all */
 };
 
 /* Unlink the pair and free both bufferevents, closing their sockets. What
@@ -67,6 +68,44 @@ static void pair_free(struct tp_pair *p)
     free(p);
 }
 
+/* The length of the first complete command ("*N" then N bulk strings) at
+ * the start of buf, or 0 when it is not all there yet. */
+static size_t resp_command_len(const char *buf, size_t len)
+{
+    const char *p = buf, *end = buf + len;
+    long n = 0;
+    for (long i = -1; i < n; i++) {
+        const char *crlf = memchr(p, '\r', (size_t)(end - p));
+        if (!crlf || crlf + 1 >= end)
+            return 0;
+        long v = strtol(p + 1, NULL, 10);
+        p = crlf + 2;
+        if (i < 0) {
+            n = v;
+        } else {
+            if (end - p < v + 2)
+                return 0;
+            p += v + 2;
+        }
+    }
+    return (size_t)(p - buf);
+}
+
+/* Move from in to out the bytes of at most px->pass_cmds whole commands. */
+static void pass_counted(struct tp_proxy *px, struct evbuffer *in,
+                         struct evbuffer *out)
+{
+    while (px->pass_cmds > 0) {
+        size_t len = evbuffer_get_length(in);
+        const char *data = (const char *)evbuffer_pullup(in, -1);
+        size_t n = data ? resp_command_len(data, len) : 0;
+        if (n == 0)
+            return;
+        evbuffer_remove_buffer(in, out, n);
+        px->pass_cmds--;
+    }
+}
+
 /* Move what side i has read to the other side, or perform an armed cut if
  * side i is the upstream. Returns false when the pair was freed. */
 static bool pair_pump(struct tp_pair *p, int i)
@@ -79,7 +118,10 @@ static bool pair_pump(struct tp_pair *p, int i)
         pair_free(p);
         return false;
     }
-    bufferevent_write_buffer(p->side[1 - i], in);
+    if (i == 0 && p->proxy->pass_cmds >= 0)
+        pass_counted(p->proxy, in, bufferevent_get_output(p->side[1]));
+    else
+        bufferevent_write_buffer(p->side[1 - i], in);
     return true;
 }
 
@@ -198,6 +240,7 @@ struct tp_proxy *tp_new(struct event_base *base, int upstream_port)
         free(px);
         return NULL;
     }
+    px->pass_cmds = -1;
     /* Peers close while we write; so do hiredis's peers (the proxy) while
      * hilock writes. Either would kill the test with SIGPIPE. */
     signal(SIGPIPE, SIG_IGN);
@@ -272,6 +315,33 @@ void tp_blackhole(struct tp_proxy *px, bool on)
             }
         }
     }
+}
+
+void tp_hold_after(struct tp_proxy *px, long n)
+{
+    px->pass_cmds = n;
+    if (n >= 0)
+        return;
+    for (struct tp_pair *p = px->pairs; p; p = p->next)
+        if (!p->draining && p->side[0])
+            pair_pump(p, 0);
+}
+
+long tp_held_commands(const struct tp_proxy *px)
+{
+    long n = 0;
+    for (struct tp_pair *p = px->pairs; p; p = p->next) {
+        if (!p->side[0])
+            continue;
+        struct evbuffer *in = bufferevent_get_input(p->side[0]);
+        size_t len = evbuffer_get_length(in), off = 0, k;
+        const char *data = (const char *)evbuffer_pullup(in, -1);
+        while (data && (k = resp_command_len(data + off, len - off)) > 0) {
+            off += k;
+            n++;
+        }
+    }
+    return n;
 }
 
 void tp_refuse(struct tp_proxy *px, bool on)

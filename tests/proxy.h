@@ -62,6 +62,14 @@ void tp_cut_all(struct tp_proxy *proxy);
  * that closes during the stall is noticed only after it ends. */
 void tp_blackhole(struct tp_proxy *proxy, bool on);
 
+/* n >= 0: let the next n complete commands the clients send through to
+ * upstream, then hold every later byte from the clients (replies still
+ * flow). n < 0: forward everything held, in order, and stop counting. Lets
+ * a test run something of its own between two pipelined commands. */
+void tp_hold_after(struct tp_proxy *proxy, long n);
+/* Complete commands from the clients that the hold keeps back now. */
+long tp_held_commands(const struct tp_proxy *proxy);
+
 /* on: accept new connections and close them at once (the client sees its
  * connect succeed, then the connection drop). Pairs already open stay. */
 void tp_refuse(struct tp_proxy *proxy, bool on);
