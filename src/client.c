@@ -18,12 +18,8 @@
 
 #include <event2/event.h>
 
-uint64_t hilock_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+/* Longest hilock_client_free() blocks to deliver requests already sent. */
+#define CLIENT_DRAIN_MS 1000
 
 void hilock_options_init(struct hilock_options *opts)
 {
@@ -61,7 +57,8 @@ static int options_check(const struct hilock_options *o)
     if (o->unix_path && !*o->unix_path)
         return HILOCK_EINVAL;
     if (o->db < 0 || o->connect_timeout_ms == 0 ||
-        o->request_timeout_ms == 0 || o->watchdog_lease_ms < 3 ||
+        o->request_timeout_ms == 0 ||
+        o->watchdog_lease_ms < HILOCK_WATCHDOG_MIN_MS ||
         o->watchdog_lease_ms > HILOCK_MS_MAX || o->reconnect_min_ms == 0 ||
         o->reconnect_max_ms < o->reconnect_min_ms)
         return HILOCK_EINVAL;
@@ -125,6 +122,19 @@ static int client_id_init(struct hilock_client *c)
     return 0;
 }
 
+/* Tell the user of a change of state, once per change: a failure with the
+ * same cause as the last one reported is not news. */
+void client_report(struct hilock_client *c, int state, int status)
+{
+    int *last = state <= HILOCK_STATE_DOWN ? c->reported : c->reported + 2;
+    if (last[0] == state && last[1] == status)
+        return;
+    last[0] = state;
+    last[1] = status;
+    if (c->opts.state_cb && !c->closing)
+        c->opts.state_cb(c, status, state, c->opts.state_arg);
+}
+
 /* Load every script as soon as the command connection is up, so EVALSHA
  * normally finds them; after a reconnect, verify the locks we hold. */
 static void cmd_on_ready(struct conn *conn)
@@ -133,6 +143,12 @@ static void cmd_on_ready(struct conn *conn)
         conn_load_script(conn, i);
     if (conn->connects > 1)
         watchdog_verify_all(conn->client);
+    client_report(conn->client, HILOCK_STATE_UP, 0);
+}
+
+static void cmd_on_fail(struct conn *conn, int err)
+{
+    client_report(conn->client, HILOCK_STATE_DOWN, err);
 }
 
 int hilock_client_new(struct event_base *base,
@@ -154,13 +170,15 @@ int hilock_client_new(struct event_base *base,
         free(c);
         return rc;
     }
-    struct timeval tv = {opts->request_timeout_ms / 1000,
-                         (opts->request_timeout_ms % 1000) * 1000};
+    struct timeval tv = clock_tv(opts->request_timeout_ms);
     c->req_timeout = event_base_init_common_timeout(base, &tv);
     script_set_init(&c->scripts);
+    owners_init(&c->owners);
     watchdog_init(c);
     conn_init(&c->cmd, c, "command");
     c->cmd.on_ready = cmd_on_ready;
+    c->cmd.on_fail = cmd_on_fail;
+    c->cmd.want_clock = 1;
     sub_init(c);
     conn_start(&c->cmd);
     *out = c;
@@ -182,9 +200,14 @@ static void client_teardown(struct hilock_client *c)
     c->closing = 1;
     c->depth++; /* callbacks fired below must not re-enter teardown */
     lock_cancel_all(c);
+    conn_cancel_all(&c->cmd);
+    conn_drain(&c->cmd, c->opts.request_timeout_ms < CLIENT_DRAIN_MS
+                            ? c->opts.request_timeout_ms
+                            : CLIENT_DRAIN_MS);
     conn_close(&c->cmd);
     conn_close(&c->sub);
     lock_free_all(c);
+    owners_free(&c->owners);
     watchdog_release(c);
     waits_release(c);
     while (c->req_pool) {

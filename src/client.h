@@ -4,10 +4,12 @@
 
 #include <stdint.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "heap.h"
 #include "hilock/hilock.h"
 #include "keys.h"
+#include "owners.h"
 #include "script.h"
 
 struct chan;
@@ -45,6 +47,9 @@ struct hilock_client {
     struct hilock_lock *locks;  /* every handle, for teardown */
     struct watchdog wd;
     struct chan_table chans;
+    struct owner_table owners;  /* holding handles by name and owner */
+    int reported[4];            /* last state and status told, for the
+                                   command and the subscriber connection */
     int depth;                  /* nesting of loop callbacks into hilock */
     int closing;                /* hilock_client_free() was called */
 };
@@ -74,6 +79,8 @@ struct hilock_lock {
     uint8_t renewing;                /* a watchdog renewal is in flight */
     uint8_t freeing;                 /* hilock_lock_free() was called */
     uint8_t op;                      /* enum lock_op pending */
+    struct hilock_lock *onext;       /* chain in client->owners */
+    uint8_t in_owners;               /* in client->owners */
     struct heap_node wd_node;
     uint64_t valid_until;            /* ms: lease may run out after this */
     hilock_lock_cb *lost_cb;
@@ -92,13 +99,13 @@ struct hilock_lock {
     char name[];
 };
 
-/* Monotonic clock, milliseconds. */
-uint64_t hilock_now_ms(void);
-
 /* Bracket every loop callback that enters hilock; leave returns nonzero when
  * it freed the client (touch nothing afterwards). */
 void client_enter(struct hilock_client *c);
 int client_leave(struct hilock_client *c);
+/* Report state (enum hilock_state) with status to the user, unless it is
+ * what was reported last for that connection. */
+void client_report(struct hilock_client *c, int state, int status);
 void client_log(struct hilock_client *c, enum hilock_log_level level,
                 const char *fmt, ...)
 #if defined(__GNUC__)
@@ -118,6 +125,14 @@ void lock_send_attempt(struct hilock_lock *lock);
 void lock_finish_op(struct hilock_lock *lock, int status, int64_t value);
 /* The hold ended (released, lost, freed): stop renewals and validity. */
 void lock_hold_ended(struct hilock_lock *lock);
+/* Redis confirmed that the owner's hold (shared by every handle of lock's
+ * name and owner) has lease_ms from a request sent at sent_ms: every
+ * holding handle takes the new lease and validity. */
+void lock_share_lease(struct hilock_lock *lock, uint64_t sent_ms,
+                      uint32_t lease_ms);
+/* Redis says the owner holds nothing any more: every handle that still
+ * holds it (lock included) is told through on_lost. */
+void lock_share_end(struct hilock_lock *lock);
 /* Client teardown: end every pending op that has no request in flight,
  * then (after the connection has canceled the rest) free every lock. */
 void lock_cancel_all(struct hilock_client *c);

@@ -6,16 +6,27 @@
  * the caller while the connection itself stays up. Requests issued while the
  * connection is down wait in a queue until it is ready again, within their
  * deadline; a request marked retry is queued again when the connection drops
- * under it. Reconnects back off exponentially with jitter.
+ * under it. Reconnects back off exponentially with jitter; the backoff starts
+ * over only once a connection has proved useful, so a server that accepts
+ * and then rejects us (a denied SUBSCRIBE, a failed AUTH) is not hammered.
+ *
+ * After connecting, AUTH and SELECT go out first and every request waits
+ * until both are accepted: a request must never run as another user or in
+ * another database. A refused handshake fails the waiting requests with its
+ * cause. The command connection also asks the server's TIME, so that a
+ * renewal can carry a deadline in the server's clock (see watchdog.c).
  *
  * hiredis calls every pending callback with a NULL reply when a context dies,
  * including when we free it. When the client itself is going away, requests
  * still inside hiredis are marked orphans and only freed from that callback. */
 #include "conn.h"
 
+#include <errno.h>
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
+#include <hiredis/sds.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,12 +121,6 @@ static void req_recycle(struct req *r)
     }
 }
 
-void req_discard(struct req *r)
-{
-    r->done = NULL;
-    req_recycle(r);
-}
-
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata);
 
 /* Hand r to hiredis; when the context refuses (going down), queue it. */
@@ -135,17 +140,21 @@ static void send_now(struct conn *conn, struct req *r)
 void req_submit(struct req *r, uint32_t timeout_ms)
 {
     struct hilock_client *c = r->conn->client;
+    if (r->cmd.failed) {
+        /* Encoding ran out of memory: fail on the loop, not in the call.
+         * The request waits in the queue for an immediate deadline. */
+        r->enomem = 1;
+        timeout_ms = 1;
+    }
     if (timeout_ms == 0) {
         evtimer_add(&r->timer, c->req_timeout);
     } else {
-        struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+        struct timeval tv = clock_tv(timeout_ms);
         evtimer_add(&r->timer, &tv);
     }
-    if (r->cmd.failed) {
-        /* Encoding ran out of memory: fail on the loop, not in the call. */
+    if (r->enomem) {
         r->where = REQ_QUEUED;
         list_push(&r->conn->queued, r);
-        req_complete(r, HILOCK_ENOMEM);
         return;
     }
     send_now(r->conn, r);
@@ -173,13 +182,26 @@ void req_complete(struct req *r, int status)
         req_recycle(r);
 }
 
+/* Why a request ran out of time: a connection that is down says more than
+ * "timed out". */
+static int deadline_status(const struct req *r)
+{
+    const struct conn *conn = r->conn;
+    if (r->enomem)
+        return HILOCK_ENOMEM;
+    if (r->where == REQ_QUEUED && conn->state != CONN_READY &&
+        conn->state != CONN_HANDSHAKE)
+        return conn->err ? conn->err : HILOCK_ECONN;
+    return HILOCK_ETIMEDOUT;
+}
+
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     struct req *r = arg;
     struct hilock_client *c = r->conn->client;
     client_enter(c);
     if (r->done) {
-        req_complete(r, HILOCK_ETIMEDOUT);
+        req_complete(r, deadline_status(r));
     } else if (r->where == REQ_QUEUED) {
         /* A completed request waiting to be resent: give up on it. */
         list_unlink(&r->conn->queued, r);
@@ -196,10 +218,25 @@ static void schedule_retry(struct conn *conn)
 {
     struct hilock_client *c = conn->client;
     uint32_t ms = backoff_delay_ms(c->opts.reconnect_min_ms,
-                                   c->opts.reconnect_max_ms, conn->attempt++,
+                                   c->opts.reconnect_max_ms, conn->attempt,
                                    &c->rng);
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    struct timeval tv = clock_tv(ms);
+    if (conn->attempt < 32)
+        conn->attempt++;
     evtimer_add(&conn->retry_timer, &tv);
+}
+
+void conn_proven(struct conn *conn)
+{
+    conn->attempt = 0;
+}
+
+/* Note why the connection is down and tell the owner. */
+static void conn_failed(struct conn *conn, int err)
+{
+    conn->err = err;
+    if (conn->on_fail)
+        conn->on_fail(conn, err);
 }
 
 /* Forget the current context (it is dying or being freed by the caller) and
@@ -214,6 +251,24 @@ static void conn_detach(struct conn *conn)
     schedule_retry(conn);
     if (conn->on_drop)
         conn->on_drop(conn);
+}
+
+/* The connection ac died: say why, forget it, plan a reconnect. */
+static void conn_lost(struct conn *conn, const redisAsyncContext *ac)
+{
+    const char *why = ac->errstr[0] ? ac->errstr : "closed by the server";
+    /* hiredis drops a connection on an error reply that no request asked
+     * for, with the server's text as the reason (a denied SUBSCRIBE). */
+    int err = ac->err == REDIS_ERR_OTHER
+                  ? reply_error_text_code(why, strlen(why))
+                  : HILOCK_ECONN;
+    if (err == HILOCK_ESERVER)
+        err = HILOCK_ECONN;
+    client_log(conn->client,
+               err == HILOCK_ECONN ? HILOCK_LOG_WARN : HILOCK_LOG_ERROR,
+               "%s connection lost: %s", conn->what, why);
+    conn_detach(conn);
+    conn_failed(conn, err);
 }
 
 /* A request's context died under it: send it again later, or fail it. A
@@ -256,7 +311,16 @@ static void reload_and_resend(struct conn *conn, struct req *r)
 {
     conn_load_script(conn, r->script);
     r->reloaded = 1;
+    if (r->refresh)
+        r->refresh(r);
     send_now(conn, r);
+}
+
+/* Log an error reply with the server's text: it says more than our code. */
+static void log_error_reply(struct conn *conn, const redisReply *rep)
+{
+    client_log(conn->client, HILOCK_LOG_WARN, "%s connection: %.*s",
+               conn->what, (int)(rep->len > 200 ? 200 : rep->len), rep->str);
 }
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
@@ -273,7 +337,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
     r->where = REQ_NOWHERE;
     if (!reply) {
         if (ac == conn->ac)
-            conn_detach(conn);
+            conn_lost(conn, ac);
         dropped(conn, r);
     } else if (!r->done) {
         if (r->late)
@@ -282,6 +346,11 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
     } else if (r->script >= 0 && !r->reloaded && reply_is_noscript(reply)) {
         reload_and_resend(conn, r);
     } else {
+        redisReply *rep = reply;
+        if (rep->type == REDIS_REPLY_ERROR)
+            log_error_reply(conn, rep);
+        else
+            conn_proven(conn);
         finish(r, 0, reply);
         req_recycle(r);
     }
@@ -294,19 +363,25 @@ static void on_raw_reply(redisAsyncContext *ac, void *reply, void *privdata)
     redisReply *rep = reply;
     struct conn *conn = ac->data;
     if (conn && rep && rep->type == REDIS_REPLY_ERROR)
-        client_log(conn->client, HILOCK_LOG_WARN, "%s connection: %.*s",
-                   conn->what, (int)(rep->len > 200 ? 200 : rep->len),
-                   rep->str);
+        log_error_reply(conn, rep);
+}
+
+/* Hand cmd to hiredis with fn(ac, reply, priv); -1 when it refuses. */
+static int send_formatted(struct conn *conn, struct resp_buf *cmd,
+                          conn_reply_fn *fn, void *priv)
+{
+    if (!conn->ac || cmd->failed ||
+        redisAsyncFormattedCommand(conn->ac, fn, priv, cmd->data,
+                                   cmd->len) != REDIS_OK)
+        return -1;
+    return 0;
 }
 
 int conn_send_with(struct conn *conn, struct resp_buf *cmd,
                    conn_reply_fn *fn)
 {
-    if (conn->state != CONN_READY || cmd->failed ||
-        redisAsyncFormattedCommand(conn->ac, fn, NULL, cmd->data,
-                                   cmd->len) != REDIS_OK)
-        return -1;
-    return 0;
+    return conn->state == CONN_READY ? send_formatted(conn, cmd, fn, NULL)
+                                     : -1;
 }
 
 void conn_send_raw(struct conn *conn, struct resp_buf *cmd)
@@ -314,29 +389,101 @@ void conn_send_raw(struct conn *conn, struct resp_buf *cmd)
     conn_send_with(conn, cmd, on_raw_reply);
 }
 
-/* AUTH and SELECT, pipelined ahead of everything else. */
-static void handshake(struct conn *conn)
+/* Tags of the handshake replies (privdata of on_gate_reply). */
+static char gate_auth, gate_select;
+
+static void conn_ready(struct conn *conn);
+static void conn_abort(struct conn *conn, int err);
+
+/* A reply to AUTH or SELECT: the last one accepted opens the gate; a
+ * refusal fails the waiting requests and drops the connection. */
+static void on_gate_reply(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    redisReply *rep = reply;
+    struct conn *conn = ac->data;
+    if (!conn || !rep || conn->state != CONN_HANDSHAKE)
+        return; /* the context is going away */
+    struct hilock_client *c = conn->client;
+    client_enter(c);
+    if (rep->type == REDIS_REPLY_ERROR) {
+        client_log(c, HILOCK_LOG_ERROR, "%s connection: %s refused: %.*s",
+                   conn->what, privdata == &gate_auth ? "AUTH" : "SELECT",
+                   (int)(rep->len > 200 ? 200 : rep->len), rep->str);
+        conn_abort(conn, privdata == &gate_auth ? HILOCK_EAUTH
+                                                : reply_error_code(rep));
+    } else if (--conn->gate == 0) {
+        conn_ready(conn);
+    }
+    client_leave(c);
+}
+
+/* The reply to TIME: [seconds, microseconds] of the server's clock. The
+ * server read its clock somewhere between our send and now, so taking "now"
+ * as the moment of reading gives an offset that is never too large: a
+ * deadline converted with it falls no later than the one we meant. */
+static void on_clock_reply(redisAsyncContext *ac, void *reply, void *priv)
+{
+    redisReply *rep = reply;
+    struct conn *conn = ac->data;
+    if (!conn || !rep || rep->type != REDIS_REPLY_ARRAY ||
+        rep->elements != 2 || rep->element[0]->type != REDIS_REPLY_STRING ||
+        rep->element[1]->type != REDIS_REPLY_STRING)
+        return;
+    uint64_t server_us = strtoull(rep->element[0]->str, NULL, 10) * 1000000u +
+                         strtoull(rep->element[1]->str, NULL, 10);
+    conn->clock_offset_us = (int64_t)server_us - (int64_t)clock_now_us();
+    conn->clock_known = server_us > 0;
+}
+
+/* The script compares the server's time in whole ms with the deadline:
+ * one ms off the exact conversion covers that rounding. */
+uint64_t conn_server_ms(const struct conn *conn, uint64_t local_ms)
+{
+    if (!conn->clock_known)
+        return 0;
+    int64_t us = (int64_t)local_ms * 1000 + conn->clock_offset_us;
+    return us > 2000 ? (uint64_t)(us / 1000 - 1) : 1;
+}
+
+/* Send one handshake command; fn gets its reply with tag. */
+static void handshake_send(struct conn *conn, struct resp_buf *b,
+                           conn_reply_fn *fn, void *tag)
+{
+    if (send_formatted(conn, b, fn, tag) == 0 && fn == on_gate_reply)
+        conn->gate++;
+    resp_reset(b);
+}
+
+/* AUTH and SELECT (the gate), and TIME, ahead of everything else. Returns
+ * the number of gate replies to wait for. */
+static unsigned handshake(struct conn *conn)
 {
     const struct hilock_options *o = &conn->client->opts;
     struct resp_buf b;
     char small[256];
     resp_init(&b, small, sizeof(small));
+    conn->gate = 0;
     if (o->password) {
         resp_array(&b, o->username ? 3 : 2);
         resp_arg(&b, "AUTH", 4);
         if (o->username)
             resp_arg(&b, o->username, strlen(o->username));
         resp_arg(&b, o->password, strlen(o->password));
-        conn_send_raw(conn, &b);
-        resp_reset(&b);
+        handshake_send(conn, &b, on_gate_reply, &gate_auth);
     }
     if (o->db > 0) {
         resp_array(&b, 2);
         resp_arg(&b, "SELECT", 6);
         resp_arg_u64(&b, (unsigned long long)o->db);
-        conn_send_raw(conn, &b);
+        handshake_send(conn, &b, on_gate_reply, &gate_select);
+    }
+    if (conn->want_clock) {
+        resp_array(&b, 1);
+        resp_arg(&b, "TIME", 4);
+        handshake_send(conn, &b, on_clock_reply, NULL);
     }
     resp_release(&b);
+    return conn->gate;
 }
 
 /* Send everything that waited for the connection, in order. */
@@ -349,6 +496,51 @@ static void flush_queue(struct conn *conn)
         list_unlink(&q, r);
         send_now(conn, r);
     }
+}
+
+/* The handshake passed: requests flow. */
+static void conn_ready(struct conn *conn)
+{
+    conn->state = CONN_READY;
+    conn->err = 0;
+    conn->connects++;
+    if (conn->on_ready)
+        conn->on_ready(conn);
+    flush_queue(conn);
+}
+
+/* Fail every queued request with err: they must not run on a connection
+ * whose handshake was refused. */
+static void fail_queue(struct conn *conn, int err)
+{
+    while (conn->queued.head) {
+        struct req *r = conn->queued.head;
+        list_unlink(&conn->queued, r);
+        r->where = REQ_NOWHERE;
+        if (r->done)
+            finish(r, err, NULL);
+        else if (r->late)
+            r->late(r, NULL);
+        req_recycle(r);
+    }
+}
+
+/* Give up on the current context (safe inside its own callbacks: hiredis
+ * then frees it when the callback returns), fail what waits for it and try
+ * again after the backoff. */
+static void conn_abort(struct conn *conn, int err)
+{
+    redisAsyncContext *ac = conn->ac;
+    conn->ac = NULL;
+    conn->state = CONN_IDLE;
+    if (ac) {
+        ac->data = NULL;
+        redisAsyncFree(ac);
+    }
+    evtimer_del(&conn->retry_timer);
+    schedule_retry(conn);
+    conn_failed(conn, err);
+    fail_queue(conn, err);
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -365,15 +557,12 @@ static void on_connect(const redisAsyncContext *ac, int status)
         conn->ac = NULL; /* hiredis frees it after this callback */
         conn->state = CONN_IDLE;
         schedule_retry(conn);
+        conn_failed(conn, HILOCK_ECONN);
     } else {
         client_log(c, HILOCK_LOG_INFO, "%s connection up", conn->what);
-        conn->state = CONN_READY;
-        conn->attempt = 0;
-        conn->connects++;
-        handshake(conn);
-        if (conn->on_ready)
-            conn->on_ready(conn);
-        flush_queue(conn);
+        conn->state = CONN_HANDSHAKE;
+        if (handshake(conn) == 0)
+            conn_ready(conn);
     }
     client_leave(c);
 }
@@ -385,10 +574,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
         return;
     struct hilock_client *c = conn->client;
     client_enter(c);
-    client_log(c, HILOCK_LOG_WARN, "%s connection lost: %s", conn->what,
-               ac->errstr ? ac->errstr : "closed");
-    conn->ac = NULL;
-    conn_detach(conn);
+    conn_lost(conn, ac);
     client_leave(c);
 }
 
@@ -406,6 +592,7 @@ void conn_start(struct conn *conn)
         if (ac)
             redisAsyncFree(ac);
         schedule_retry(conn);
+        conn_failed(conn, HILOCK_ECONN);
         return;
     }
     ac->data = conn;
@@ -414,8 +601,7 @@ void conn_start(struct conn *conn)
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     conn->ac = ac;
     conn->state = CONN_CONNECTING;
-    uint32_t ms = o->connect_timeout_ms;
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    struct timeval tv = clock_tv(o->connect_timeout_ms);
     evtimer_add(&conn->retry_timer, &tv);
 }
 
@@ -434,6 +620,7 @@ static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
         conn->state = CONN_IDLE;
         redisAsyncFree(ac);
         schedule_retry(conn);
+        conn_failed(conn, HILOCK_ECONN);
     } else if (conn->state == CONN_IDLE) {
         conn_start(conn);
     }
@@ -470,5 +657,52 @@ void conn_close(struct conn *conn)
         conn->ac = NULL;
         ac->data = NULL;
         redisAsyncFree(ac);
+    }
+}
+
+void conn_cancel_all(struct conn *conn)
+{
+    struct req_list *lists[2] = {&conn->queued, &conn->sent};
+    for (int i = 0; i < 2; i++) {
+        for (struct req *r = lists[i]->head, *next; r; r = next) {
+            next = r->next;
+            req_complete(r, HILOCK_ECANCELED);
+        }
+    }
+}
+
+/* Wait up to ms for ac's socket to be readable (or writable when want_out)
+ * and let hiredis handle it. Returns 0, or -1 when nothing more will come. */
+static int drain_step(redisAsyncContext *ac, int want_out, int ms)
+{
+    struct pollfd p = {ac->c.fd, (short)(POLLIN | (want_out ? POLLOUT : 0)),
+                       0};
+    int n = poll(&p, 1, ms);
+    if (n < 0 && errno == EINTR)
+        return 0;
+    if (n <= 0)
+        return -1;
+    if (p.revents & POLLOUT)
+        redisAsyncHandleWrite(ac);
+    if (p.revents & (POLLIN | POLLHUP | POLLERR))
+        redisAsyncHandleRead(ac); /* may free ac: the caller checks */
+    return 0;
+}
+
+void conn_drain(struct conn *conn, uint32_t timeout_ms)
+{
+    redisAsyncContext *ac = conn->ac;
+    uint64_t end = clock_now_ms() + timeout_ms, now;
+    if (conn->state != CONN_READY)
+        return;
+    if (ac->c.flags & REDIS_IN_CALLBACK) {
+        int done = 0;
+        redisBufferWrite(&ac->c, &done); /* one try, no waiting */
+        return;
+    }
+    while (conn->state == CONN_READY && conn->ac == ac && conn->sent.head &&
+           (now = clock_now_ms()) < end) {
+        if (drain_step(ac, sdslen(ac->c.obuf) > 0, (int)(end - now)) < 0)
+            break;
     }
 }

@@ -24,6 +24,9 @@ typedef void req_done_fn(struct req *req, int status,
 typedef void req_late_fn(struct req *req, struct redisReply *reply);
 /* Called when the request's memory is recycled (drop references here). */
 typedef void req_fini_fn(struct req *req);
+/* Called before a request is sent again after Redis answered NOSCRIPT: it
+ * was not applied, so its owner may bring the command up to date. */
+typedef void req_refresh_fn(struct req *req);
 
 enum req_where { REQ_NOWHERE = 0, REQ_QUEUED, REQ_SENT, REQ_ORPHAN };
 
@@ -37,9 +40,11 @@ struct req {
     req_done_fn *done;        /* NULL once completed */
     req_late_fn *late;
     req_fini_fn *fini;
+    req_refresh_fn *refresh;
     uint8_t where;            /* enum req_where */
     uint8_t retry;            /* resend when the connection drops */
     uint8_t reloaded;         /* NOSCRIPT already handled once */
+    uint8_t enomem;           /* encoding failed: complete with ENOMEM */
     int8_t script;            /* enum script_id of an EVALSHA, or -1 */
     /* Owner's fields; conn.c does not look at them. */
     struct hilock_lock *lock;
@@ -56,15 +61,32 @@ struct req_list {
     struct req *head, *tail;
 };
 
-enum conn_state { CONN_IDLE = 0, CONN_CONNECTING, CONN_READY, CONN_CLOSED };
+/* IDLE: no context (backing off); CONNECTING: TCP connect under way;
+ * HANDSHAKE: connected, AUTH/SELECT sent, requests held until they pass;
+ * READY: requests flow; CLOSED: the client is going away. */
+enum conn_state {
+    CONN_IDLE = 0,
+    CONN_CONNECTING,
+    CONN_HANDSHAKE,
+    CONN_READY,
+    CONN_CLOSED
+};
 
 struct conn {
     struct hilock_client *client;
     const char *what;                 /* "command" or "subscriber", for logs */
     struct redisAsyncContext *ac;
     enum conn_state state;
-    unsigned attempt;                 /* failed connects in a row */
-    unsigned connects;                /* successful connects so far */
+    unsigned attempt;                 /* connects in a row that did not
+                                         prove useful (backoff exponent) */
+    unsigned connects;                /* successful handshakes so far */
+    unsigned gate;                    /* handshake replies still awaited */
+    int err;                          /* why it is down (0: it is not) */
+    uint8_t want_clock;               /* measure the server's clock */
+    uint8_t clock_known;              /* clock_offset_us is measured */
+    int64_t clock_offset_us;          /* server's unix time minus our
+                                         monotonic time, in us, never larger
+                                         than the truth (see conn.c) */
     struct event retry_timer;         /* backoff, and connect deadline */
     struct req_list queued;           /* waiting for a connection */
     struct req_list sent;             /* handed to hiredis */
@@ -72,7 +94,10 @@ struct conn {
     void (*on_ready)(struct conn *conn);
     /* After the connection dropped; pending requests are already handled. */
     void (*on_drop)(struct conn *conn);
-    void *data;
+    /* A connect attempt, the handshake or the connection failed with err
+     * (HILOCK_ECONN, HILOCK_EAUTH, HILOCK_ENOPERM, ...); the server's text,
+     * if any, is logged. */
+    void (*on_fail)(struct conn *conn, int err);
 };
 
 void conn_init(struct conn *conn, struct hilock_client *client,
@@ -93,8 +118,22 @@ void req_submit(struct req *req, uint32_t timeout_ms);
 /* Complete a request early with status (e.g. HILOCK_ECANCELED): its done
  * fires now; a reply that still arrives goes to late. No-op if completed. */
 void req_complete(struct req *req, int status);
-/* Recycle a request that was never submitted. */
-void req_discard(struct req *req);
+
+/* The connection has shown it is useful (a reply, a confirmed
+ * subscription): the next reconnect starts from the shortest delay again. */
+void conn_proven(struct conn *conn);
+/* Complete every request that still has a callback with HILOCK_ECANCELED;
+ * requests already sent stay in flight (their replies go to late). */
+void conn_cancel_all(struct conn *conn);
+/* Shutdown: when the connection is up and not inside one of its own
+ * callbacks, send what is buffered and wait, blocking, up to timeout_ms
+ * for the replies of every request in flight, so that releases already
+ * issued are applied before the socket closes; replies are handled as
+ * usual. Inside a callback only the buffered bytes are written. */
+void conn_drain(struct conn *conn, uint32_t timeout_ms);
+/* A server unix time in ms that the server's clock passes no later than
+ * ours passes local_ms (see conn.c), or 0 when the clock is not measured. */
+uint64_t conn_server_ms(const struct conn *conn, uint64_t local_ms);
 
 /* Send a command whose reply nobody needs (handshakes, SCRIPT LOAD); error
  * replies are logged. Does nothing unless the connection is ready. */

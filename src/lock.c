@@ -120,9 +120,51 @@ void lock_finish_op(struct hilock_lock *lock, int status, int64_t value)
 void lock_hold_ended(struct hilock_lock *lock)
 {
     watchdog_forget(lock);
+    owners_remove(&lock->client->owners, lock);
     lock->holds = 0;
     lock->token = 0;
     lock->auto_renew = 0;
+}
+
+/* Most twins (handles of one owner and name) told of a change at once. */
+#define TWINS_MAX 64
+
+/* The holding handles of lock's name and owner (lock too, if it holds),
+ * each with a reference taken: what is done to them may fire callbacks
+ * that free handles. */
+static size_t twins_get(struct hilock_lock *lock, struct hilock_lock **out)
+{
+    size_t n = 0;
+    for (struct hilock_lock *h = owners_first(&lock->client->owners, lock);
+         h && n < TWINS_MAX; h = owners_next(h)) {
+        lock_ref(h);
+        out[n++] = h;
+    }
+    return n;
+}
+
+void lock_share_lease(struct hilock_lock *lock, uint64_t sent_ms,
+                      uint32_t lease_ms)
+{
+    struct hilock_lock *t[TWINS_MAX];
+    size_t n = twins_get(lock, t);
+    for (size_t i = 0; i < n; i++) {
+        if (t[i]->holds > 0 && !t[i]->freeing) {
+            t[i]->lease_ms = lease_ms;
+            watchdog_confirmed(t[i], sent_ms);
+        }
+        lock_unref(t[i]);
+    }
+}
+
+void lock_share_end(struct hilock_lock *lock)
+{
+    struct hilock_lock *t[TWINS_MAX];
+    size_t n = twins_get(lock, t);
+    for (size_t i = 0; i < n; i++) {
+        watchdog_lost(t[i]);
+        lock_unref(t[i]);
+    }
 }
 
 /* The lease a release or renewal sets when holds remain. */
@@ -147,6 +189,17 @@ static void encode_evalsha(struct req *r, enum script_id id, size_t argc,
 static void acquire_done(struct req *r, int status, redisReply *reply);
 static void acquire_late(struct req *r, redisReply *reply);
 
+/* NOSCRIPT: the attempt was not applied, while a twin's acquire sent after
+ * it may have been. Resent with its old request id it would pass for a
+ * resend of an attempt already applied (the script takes ids in order), so
+ * it goes out as a new attempt, with a new id above every id sent so far.
+ * The id is the command's last argument, written with a fixed width. */
+static void acquire_refresh(struct req *r)
+{
+    struct hilock_client *c = r->conn->client;
+    resp_u64_fixed(++c->seq, r->cmd.data + r->cmd.len - RESP_U64_WIDTH - 2);
+}
+
 /* Send one acquire attempt for the pending acquire. Returns 0 or ENOMEM. */
 static int send_attempt(struct hilock_lock *lock)
 {
@@ -158,7 +211,8 @@ static int send_attempt(struct hilock_lock *lock)
     r->kind = KIND_ACQUIRE;
     r->retry = 1; /* the request id makes a resend harmless */
     r->late = acquire_late;
-    r->aux = (int64_t)hilock_now_ms();
+    r->refresh = acquire_refresh;
+    r->aux = (int64_t)clock_now_ms();
     encode_evalsha(r, SCRIPT_ACQUIRE, 9, 2);
     keys_lock(&r->cmd, &k);
     keys_fence(&r->cmd, &k);
@@ -166,7 +220,7 @@ static int send_attempt(struct hilock_lock *lock)
                                             : c->opts.watchdog_lease_ms);
     keys_field(&r->cmd, c->id, lock->owner_tag);
     resp_arg(&r->cmd, c->opts.fencing ? "1" : "0", 1);
-    resp_arg_u64(&r->cmd, ++c->seq);
+    resp_arg_u64_fixed(&r->cmd, ++c->seq);
     lock_attach_req(lock, r);
     lock->op_req = r;
     req_submit(r, 0);
@@ -187,13 +241,24 @@ void lock_send_attempt(struct hilock_lock *lock)
 static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
 {
     uint32_t lease = lock->op_lease_ms;
-    lock->holds++;
+    if (lock->holds++ == 0)
+        owners_add(&lock->client->owners, lock);
     lock->token = token; /* on re-entry, Redis returns the current token */
     lock->auto_renew |= lease == 0;
-    lock->lease_ms = lease ? lease : lock->client->opts.watchdog_lease_ms;
-    watchdog_confirmed(lock, sent_ms);
+    lock_share_lease(lock, sent_ms,
+                     lease ? lease : lock->client->opts.watchdog_lease_ms);
     lock_finish_op(lock, 0, lock->token);
 }
+
+/* Errors that a later attempt may not meet: a wait goes on through them. */
+static int transient(int status)
+{
+    return status == HILOCK_ETIMEDOUT || status == HILOCK_ECONN;
+}
+
+/* Delay before the next attempt of a wait whose attempt failed on the way
+ * (the connection's own backoff paces reconnects). */
+#define ACQUIRE_RETRY_MS 50
 
 static void acquire_done(struct req *r, int status, redisReply *reply)
 {
@@ -204,13 +269,14 @@ static void acquire_done(struct req *r, int status, redisReply *reply)
         status = reply_acquire(reply, &holds, &token, &ttl);
     if (status == 0) {
         acquired(lock, token, (uint64_t)r->aux);
-    } else if (status != HILOCK_EBUSY) {
-        lock_finish_op(lock, status, 0);
-    } else if (lock->wait_deadline == 0) {
-        lock_finish_op(lock, HILOCK_EBUSY, ttl);
-    } else if (hilock_now_ms() >= lock->wait_deadline) {
+    } else if (lock->wait_deadline == 0 ||
+               (status != HILOCK_EBUSY && !transient(status))) {
+        lock_finish_op(lock, status, status == HILOCK_EBUSY ? ttl : 0);
+    } else if (clock_now_ms() >= lock->wait_deadline) {
         lock_finish_op(lock, HILOCK_ETIMEDOUT, 0);
     } else {
+        if (status != HILOCK_EBUSY)
+            ttl = ACQUIRE_RETRY_MS; /* a late success is undone by late */
         int rc = wait_park(lock, ttl);
         if (rc)
             lock_finish_op(lock, rc, 0);
@@ -230,6 +296,7 @@ static struct req *release_req(struct hilock_lock *lock, uint32_t drop,
     if (!r)
         return NULL;
     r->retry = 1;
+    r->aux = (int64_t)clock_now_ms();
     encode_evalsha(r, SCRIPT_RELEASE, 11, 3);
     keys_lock(&r->cmd, &k);
     keys_channel(&r->cmd, &k);
@@ -264,8 +331,10 @@ static void acquire_late(struct req *r, redisReply *reply)
 static void cleanup_done(struct req *r, int status, redisReply *reply)
 {
     int64_t left, heard;
-    if (status == 0 && reply_release(reply, &left, &heard) == 0 && left == 0)
+    if (status == 0 && reply_release(reply, &left, &heard) == 0 && left == 0) {
+        lock_share_end(r->lock); /* twins that still counted on it */
         wait_released(r->lock, heard);
+    }
 }
 
 /* Common checks of the public entry points. */
@@ -292,9 +361,11 @@ int hilock_lock_acquire(struct hilock_lock *lock, uint64_t lease_ms,
     lock->op_cb = cb;
     lock->op_arg = arg;
     lock->op_lease_ms = (uint32_t)lease_ms;
-    lock->wait_deadline = wait_ms ? hilock_now_ms() + wait_ms : 0;
-    if (wait_ms && lock->holds == 0 && wait_has_waiters(lock))
-        rc = wait_park(lock, -1); /* no barging past our own waiters */
+    lock->wait_deadline = wait_ms ? clock_now_ms() + wait_ms : 0;
+    if (wait_ms && lock->holds == 0 &&
+        !owners_first(&lock->client->owners, lock) && wait_has_waiters(lock))
+        rc = wait_park(lock, -1); /* no barging past our own waiters, but a
+                                     re-entry never waits */
     else
         rc = send_attempt(lock);
     if (rc) {
@@ -314,9 +385,13 @@ static void release_done(struct req *r, int status, redisReply *reply)
     /* A release that failed otherwise (timed out, connection lost) gives
      * the hold up too: it is most likely applied anyway (it stays queued, and
      * is resent), and if not, the lease runs out once nothing renews it. */
-    if (status == HILOCK_ENOTOWNER ||
+    if (status == HILOCK_ENOTOWNER || (status == 0 && left == 0) ||
         (lock->holds > 0 && --lock->holds == 0))
         lock_hold_ended(lock);
+    if (status == HILOCK_ENOTOWNER || (status == 0 && left == 0))
+        lock_share_end(lock); /* twins of this owner held it too */
+    else if (status == 0)
+        lock_share_lease(lock, (uint64_t)r->aux, lock_lease(lock));
     if (status == 0 && left == 0)
         wait_released(lock, heard);
     lock_finish_op(lock, status, left);

@@ -34,15 +34,20 @@ static int error_has(const char *s, size_t n, const char *word)
     return 0;
 }
 
+int reply_error_text_code(const char *s, size_t n)
+{
+    for (size_t i = 0; i < sizeof(error_prefixes) / sizeof(error_prefixes[0]);
+         i++)
+        if (error_has(s, n, error_prefixes[i].prefix))
+            return error_prefixes[i].code;
+    return HILOCK_ESERVER;
+}
+
 int reply_error_code(const struct redisReply *r)
 {
     if (!r || r->type != REDIS_REPLY_ERROR || !r->str)
         return HILOCK_EPROTO;
-    for (size_t i = 0; i < sizeof(error_prefixes) / sizeof(error_prefixes[0]);
-         i++)
-        if (error_has(r->str, r->len, error_prefixes[i].prefix))
-            return error_prefixes[i].code;
-    return HILOCK_ESERVER;
+    return reply_error_text_code(r->str, r->len);
 }
 
 int reply_is_noscript(const struct redisReply *r)
@@ -97,6 +102,8 @@ int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard)
 
 int reply_renew(const struct redisReply *r, size_t n, unsigned char *ok)
 {
+    if (r && r->type == REDIS_REPLY_INTEGER && r->integer == -1)
+        return HILOCK_ETIMEDOUT; /* reached Redis after its deadline */
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != n ||
         (n && !r->element))
         return unexpected(r);

@@ -10,6 +10,9 @@
 
 struct redisReply;
 
+/* The code for the text of a server error, s of length n (HILOCK_ESERVER
+ * when unrecognised). */
+int reply_error_text_code(const char *s, size_t n);
 /* The code for an error reply (HILOCK_ESERVER when unrecognised). */
 int reply_error_code(const struct redisReply *r);
 /* Nonzero when r is a NOSCRIPT error. */
@@ -22,7 +25,8 @@ int reply_acquire(const struct redisReply *r, int64_t *holds, int64_t *token,
 /* release script: 0 with *left (holds left) and *heard (subscribers that
  * received the release message) set, HILOCK_ENOTOWNER, or an error. */
 int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard);
-/* renew script for n locks: 0 with ok[i] = 1 (renewed) or 0 (gone). */
+/* renew script for n locks: 0 with ok[i] = 1 (renewed) or 0 (gone);
+ * HILOCK_ETIMEDOUT when it arrived after its deadline and did nothing. */
 int reply_renew(const struct redisReply *r, size_t n, unsigned char *ok);
 /* An integer reply; nil counts as nil_value. */
 int reply_integer(const struct redisReply *r, int64_t nil_value, int64_t *v);

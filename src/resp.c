@@ -123,3 +123,18 @@ void resp_arg_u64(struct resp_buf *b, unsigned long long v)
     char tmp[21];
     resp_arg(b, tmp, resp_u64_str(v, tmp));
 }
+
+void resp_u64_fixed(unsigned long long v, char *out)
+{
+    for (int i = RESP_U64_WIDTH - 1; i >= 0; i--) {
+        out[i] = (char)('0' + v % 10);
+        v /= 10;
+    }
+}
+
+void resp_arg_u64_fixed(struct resp_buf *b, unsigned long long v)
+{
+    char tmp[RESP_U64_WIDTH];
+    resp_u64_fixed(v, tmp);
+    resp_arg(b, tmp, sizeof(tmp));
+}

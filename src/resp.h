@@ -37,6 +37,13 @@ void resp_arg(struct resp_buf *b, const void *ptr, size_t len);
 /* Append one bulk string holding the decimal form of v. */
 void resp_arg_u64(struct resp_buf *b, unsigned long long v);
 
+/* Append one bulk string holding v as RESP_U64_WIDTH decimal digits with
+ * leading zeros, so that it can be rewritten in place (resp_u64_fixed). */
+#define RESP_U64_WIDTH 20
+void resp_arg_u64_fixed(struct resp_buf *b, unsigned long long v);
+/* Write v as RESP_U64_WIDTH digits with leading zeros to out (no NUL). */
+void resp_u64_fixed(unsigned long long v, char *out);
+
 /* Decimal form of v into out (>= 21 bytes); returns its length. */
 size_t resp_u64_str(unsigned long long v, char *out);
 

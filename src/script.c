@@ -81,15 +81,24 @@ static const char release_lua[] =
     "return {n, heard}\n";
 
 /* renew
- * KEYS[i] locks, ARGV[1] lease ms (0: only check), ARGV[i + 1] the owner
- * field of KEYS[i]
+ * KEYS[i] locks, ARGV[1] lease ms (0: only check), ARGV[2] deadline: the
+ * server's unix time in ms after which the sender has given these locks up
+ * (0: none), ARGV[i + 2] the owner field of KEYS[i]
  * Returns one integer per lock: 1 held (lease reset), 0 not held by that
- * owner. pcall: a key that now holds another type is just not held, and
- * does not fail the other locks of the batch. */
+ * owner; or the integer -1, with nothing changed, when the deadline has
+ * passed: a renewal held up in a stall must not revive a lock its owner
+ * has already reported lost. pcall: a key that now holds another type is
+ * just not held, and does not fail the other locks of the batch. */
 static const char renew_lua[] =
+    "if ARGV[2] ~= '0' then\n"
+    "  local t = redis.call('time')\n"
+    "  if t[1] * 1000 + math.floor(t[2] / 1000) > tonumber(ARGV[2]) then\n"
+    "    return -1\n"
+    "  end\n"
+    "end\n"
     "local r = {}\n"
     "for i = 1, #KEYS do\n"
-    "  if redis.pcall('hexists', KEYS[i], ARGV[i + 1]) == 1 then\n"
+    "  if redis.pcall('hexists', KEYS[i], ARGV[i + 2]) == 1 then\n"
     "    if ARGV[1] ~= '0' then redis.call('pexpire', KEYS[i], ARGV[1]) end\n"
     "    r[i] = 1\n"
     "  else\n"

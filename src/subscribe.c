@@ -52,11 +52,18 @@ static void sub_on_drop(struct conn *conn)
     chan_each(conn->client, sub_reset);
 }
 
+/* Waiters poll while this lasts (see wait.c); the cause goes to the user. */
+static void sub_on_fail(struct conn *conn, int err)
+{
+    client_report(conn->client, HILOCK_STATE_PUBSUB_DOWN, err);
+}
+
 void sub_init(struct hilock_client *c)
 {
     conn_init(&c->sub, c, "subscriber");
     c->sub.on_ready = sub_on_ready;
     c->sub.on_drop = sub_on_drop;
+    c->sub.on_fail = sub_on_fail;
 }
 
 static int sub_send(struct chan *ch, const char *cmd)
@@ -115,6 +122,8 @@ static void sub_event(struct chan *ch, const char *kind)
     } else if (strcmp(kind, "subscribe") == 0) {
         if (ch->sub == SUB_PENDING) {
             ch->sub = SUB_ACTIVE;
+            conn_proven(&ch->client->sub);
+            client_report(ch->client, HILOCK_STATE_PUBSUB_UP, 0);
             chan_wake(ch); /* closes the race with an earlier release */
         }
     } else if (strcmp(kind, "unsubscribe") == 0 && ch->sub == SUB_LEAVING) {

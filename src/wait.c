@@ -28,6 +28,11 @@
 
 /* Poll interval when the holder reported no expiry (PTTL -1). */
 #define WAIT_NO_TTL_RETRY_MS 1000
+/* While a name's channel is not subscribed (subscriber connection down, or
+ * SUBSCRIBE denied by an ACL) no release message can wake its head: it
+ * polls, from the first interval doubling up to the last. */
+#define WAIT_POLL_FIRST_MS 100
+#define WAIT_POLL_MAX_MS 1000
 /* How long this client's waiters stand back after its own release when
  * waiters elsewhere heard it: a few loopback round trips, short enough to
  * cost little when nobody else takes the lock. */
@@ -145,12 +150,12 @@ int wait_has_waiters(struct hilock_lock *lock)
 
 void chan_wake(struct chan *ch)
 {
-    uint64_t now = hilock_now_ms();
+    uint64_t now = clock_now_ms();
     event_del(&ch->timer);
     if (!ch->head)
         return;
     if (now < ch->yield_until) {
-        struct timeval tv = {0, (suseconds_t)(ch->yield_until - now) * 1000};
+        struct timeval tv = clock_tv(ch->yield_until - now);
         evtimer_add(&ch->timer, &tv);
         return;
     }
@@ -184,6 +189,7 @@ static void on_wait_deadline(evutil_socket_t fd, short what, void *arg)
     struct hilock_lock *lock = arg;
     struct hilock_client *c = lock->client;
     client_enter(c);
+    lock->wait_deadline = 1; /* passed, whatever the clock's rounding */
     if (lock->op_req)
         req_complete(lock->op_req, HILOCK_ETIMEDOUT);
     else if (lock->op == OP_ACQUIRE)
@@ -199,21 +205,32 @@ int wait_begin(struct hilock_lock *lock, uint64_t wait_ms)
         if (!lock->wait_timer)
             return HILOCK_ENOMEM;
     }
-    struct timeval tv = {(time_t)(wait_ms / 1000),
-                         (suseconds_t)(wait_ms % 1000) * 1000};
+    struct timeval tv = clock_tv(wait_ms);
     evtimer_add(lock->wait_timer, &tv);
     return 0;
 }
 
-/* Arm the fallback retry of the head at min(ttl_ms, its deadline). */
+/* Arm the fallback retry of the head at min(ttl_ms, its deadline), or
+ * sooner while no release message can reach it. */
 static void arm_fallback(struct chan *ch, int64_t ttl_ms)
 {
-    uint64_t now = hilock_now_ms(), deadline = ch->head->wait_deadline;
+    uint64_t now = clock_now_ms(), deadline = ch->head->wait_deadline;
     uint64_t ms = ttl_ms < 0 ? WAIT_NO_TTL_RETRY_MS
                              : ttl_ms == 0 ? 1 : (uint64_t)ttl_ms;
+    if (ch->sub != SUB_ACTIVE) {
+        uint64_t poll = (uint64_t)WAIT_POLL_FIRST_MS << ch->polls;
+        if (poll >= WAIT_POLL_MAX_MS)
+            poll = WAIT_POLL_MAX_MS;
+        else
+            ch->polls++;
+        if (poll < ms)
+            ms = poll;
+    } else {
+        ch->polls = 0;
+    }
     if (deadline > now && deadline - now < ms)
         ms = deadline - now;
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    struct timeval tv = clock_tv(ms);
     evtimer_add(&ch->timer, &tv);
 }
 
@@ -288,7 +305,7 @@ void wait_released(struct hilock_lock *lock, int64_t heard)
          * process is on the CPU and would nearly always win the race for
          * the lock; standing back lets the lock move between processes. */
         ch->local_streak = 0;
-        ch->yield_until = hilock_now_ms() + WAIT_HANDOFF_YIELD_MS;
+        ch->yield_until = clock_now_ms() + WAIT_HANDOFF_YIELD_MS;
     }
     chan_wake(ch);
 }

@@ -19,6 +19,7 @@ struct chan {
     uint32_t hash;
     uint8_t sub;                     /* enum sub_state */
     uint8_t wake_pending;            /* woken while the head's retry was out */
+    uint8_t polls;                   /* polls in a row while unsubscribed */
     uint64_t yield_until;            /* ms: no retry before (see wait.c) */
     unsigned local_streak;           /* own releases in a row, see wait.c */
     struct hilock_lock *head, *tail; /* FIFO of waiters */

@@ -21,6 +21,7 @@
 
 struct renew_batch {
     uint64_t sent_ms;
+    uint64_t valid_min;   /* earliest validity end among the locks */
     uint32_t lease_ms;
     size_t n;
     unsigned char *ok;
@@ -67,9 +68,9 @@ static void rearm(struct hilock_client *c)
     }
     if (c->wd.armed_ms == top->key)
         return;
-    uint64_t now = hilock_now_ms();
+    uint64_t now = clock_now_ms();
     uint64_t ms = top->key > now ? top->key - now : 0;
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    struct timeval tv = clock_tv(ms);
     evtimer_add(&c->wd.timer, &tv);
     c->wd.armed_ms = top->key;
 }
@@ -95,7 +96,12 @@ void watchdog_confirmed(struct hilock_lock *lock, uint64_t sent_ms)
         schedule(lock, lock->valid_until);
         return;
     }
-    uint32_t period = c->opts.watchdog_lease_ms / 3;
+    /* A third of the lease in force: a shorter lease set on a watchdog
+     * lock (a renewal or re-entry with a lease) is renewed in time too. */
+    uint32_t lease = lock->lease_ms < c->opts.watchdog_lease_ms
+                         ? lock->lease_ms
+                         : c->opts.watchdog_lease_ms;
+    uint32_t period = lease / 3 ? lease / 3 : 1;
     uint64_t grain = period / 16 ? period / 16 : 1;
     uint64_t due = (sent_ms + period + grain - 1) / grain * grain;
     schedule(lock, due < lock->valid_until ? due : lock->valid_until);
@@ -130,10 +136,11 @@ static int send_batch(struct hilock_client *c, struct renew_batch *b,
         return HILOCK_ENOMEM;
     r->kind = KIND_RENEW;
     r->script = SCRIPT_RENEW;
+    r->retry = 1; /* a resend carries the same deadline: harmless */
     r->batch = b;
     r->cb = cb;
     r->arg = arg;
-    resp_array(&r->cmd, 4 + 2 * b->n);
+    resp_array(&r->cmd, 5 + 2 * b->n);
     resp_arg(&r->cmd, "EVALSHA", 7);
     resp_arg(&r->cmd, c->scripts.sha[SCRIPT_RENEW], 40);
     resp_arg_u64(&r->cmd, b->n);
@@ -142,6 +149,10 @@ static int send_batch(struct hilock_client *c, struct renew_batch *b,
         keys_lock(&r->cmd, &k);
     }
     resp_arg_u64(&r->cmd, b->lease_ms);
+    /* Past the earliest validity end, some lock of the batch has been
+     * reported lost here: the server must not extend it any more. */
+    resp_arg_u64(&r->cmd, b->lease_ms ? conn_server_ms(&c->cmd, b->valid_min)
+                                      : 0);
     for (size_t i = 0; i < b->n; i++)
         keys_field(&r->cmd, c->id, b->locks[i]->owner_tag);
     if (one)
@@ -159,11 +170,23 @@ static void flush_batch(struct hilock_client *c, struct renew_batch *b)
     for (size_t i = 0; i < b->n; i++) {
         struct hilock_lock *lock = b->locks[i];
         lock->renewing = 0;
-        schedule(lock, hilock_now_ms() + 10 < lock->valid_until
-                           ? hilock_now_ms() + 10 : lock->valid_until);
+        schedule(lock, clock_now_ms() + 10 < lock->valid_until
+                           ? clock_now_ms() + 10 : lock->valid_until);
         lock_unref(lock);
     }
     free(b);
+}
+
+/* Put lock into b, marked as having a renewal in flight. */
+static void batch_add(struct hilock_client *c, struct renew_batch *b,
+                      struct hilock_lock *lock)
+{
+    lock->renewing = 1;
+    heap_set(&c->wd.heap, &lock->wd_node, lock->valid_until);
+    lock_ref(lock);
+    b->locks[b->n++] = lock;
+    if (lock->valid_until < b->valid_min)
+        b->valid_min = lock->valid_until;
 }
 
 static struct renew_batch *batch_new(size_t cap, uint32_t lease_ms)
@@ -172,8 +195,9 @@ static struct renew_batch *batch_new(size_t cap, uint32_t lease_ms)
         malloc(sizeof(*b) + cap * (sizeof(b->locks[0]) + 1));
     if (b) {
         b->n = 0;
+        b->valid_min = UINT64_MAX;
         b->lease_ms = lease_ms;
-        b->sent_ms = hilock_now_ms();
+        b->sent_ms = clock_now_ms();
         b->ok = (unsigned char *)(b->locks + cap);
     }
     return b;
@@ -189,12 +213,11 @@ static void renew_apply(struct hilock_lock *lock, int status, int ok,
     if (status == 0 && ok && b->lease_ms == 0) {
         schedule(lock, lock->valid_until); /* checked, lease unchanged */
     } else if (status == 0 && ok) {
-        lock->lease_ms = b->lease_ms;
-        watchdog_confirmed(lock, b->sent_ms);
+        lock_share_lease(lock, b->sent_ms, b->lease_ms);
     } else if (status == 0) {
-        watchdog_lost(lock);
+        lock_share_end(lock);
     } else {
-        uint64_t retry = hilock_now_ms() +
+        uint64_t retry = clock_now_ms() +
                          lock->client->opts.watchdog_lease_ms / 12 + 1;
         schedule(lock, retry < lock->valid_until ? retry : lock->valid_until);
     }
@@ -206,11 +229,10 @@ static void renew_manual(struct req *r, int status, int ok,
 {
     struct hilock_lock *lock = b->locks[0];
     if (status == 0 && !ok) {
-        watchdog_lost(lock);
+        lock_share_end(lock);
         status = HILOCK_ELOST;
     } else if (status == 0 && lock->holds > 0 && !lock->renewing) {
-        lock->lease_ms = b->lease_ms;
-        watchdog_confirmed(lock, b->sent_ms);
+        lock_share_lease(lock, b->sent_ms, b->lease_ms);
     }
     if (lock->freeing || lock->client->closing)
         status = HILOCK_ECANCELED;
@@ -243,6 +265,7 @@ int watchdog_renew_now(struct hilock_lock *lock, uint32_t lease_ms,
     if (!b)
         return HILOCK_ENOMEM;
     b->locks[b->n++] = lock;
+    b->valid_min = lock->valid_until;
     int rc = send_batch(lock->client, b, cb, arg, lock);
     if (rc)
         free(b);
@@ -255,7 +278,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     struct hilock_client *c = arg;
     struct heap_node *top;
     struct renew_batch *b = NULL;
-    uint64_t now = hilock_now_ms();
+    uint64_t now = clock_now_ms();
     client_enter(c);
     c->wd.armed_ms = 0;
     while (!c->closing && (top = heap_top(&c->wd.heap)) && top->key <= now) {
@@ -268,10 +291,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
             schedule(lock, now + 1);
             break;
         }
-        lock->renewing = 1;
-        heap_set(&c->wd.heap, &lock->wd_node, lock->valid_until);
-        lock_ref(lock);
-        b->locks[b->n++] = lock;
+        batch_add(c, b, lock);
         if (b->n == RENEW_BATCH_MAX) {
             flush_batch(c, b);
             b = NULL;
@@ -291,10 +311,7 @@ static void verify_add(struct hilock_client *c, struct renew_batch **b,
 {
     if (!*b && !(*b = batch_new(RENEW_BATCH_MAX, lease_ms)))
         return; /* its own renewal or lease end still catches it */
-    lock->renewing = 1;
-    heap_set(&c->wd.heap, &lock->wd_node, lock->valid_until);
-    lock_ref(lock);
-    (*b)->locks[(*b)->n++] = lock;
+    batch_add(c, *b, lock);
     if ((*b)->n == RENEW_BATCH_MAX) {
         flush_batch(c, *b);
         *b = NULL;

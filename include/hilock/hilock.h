@@ -98,6 +98,30 @@ enum hilock_log_level {
 typedef void hilock_log_cb(enum hilock_log_level level, const char *msg,
                            void *arg);
 
+/* What the client's connections are doing, as reported to state_cb. */
+enum hilock_state {
+    HILOCK_STATE_UP = 1,         /* commands flow: connected, AUTH and SELECT
+                                    accepted */
+    HILOCK_STATE_DOWN = 2,       /* the command connection is down or cannot
+                                    be (re)established; status says why
+                                    (HILOCK_ECONN, HILOCK_EAUTH, ...) */
+    HILOCK_STATE_PUBSUB_UP = 3,  /* waiters are woken by release messages */
+    HILOCK_STATE_PUBSUB_DOWN = 4 /* the subscriber connection fails (status,
+                                    e.g. HILOCK_ENOPERM when SUBSCRIBE is
+                                    denied): waiters poll instead, with
+                                    backoff */
+};
+
+/* Told of every change of state (status 0 for the UP states, the cause
+ * for the DOWN ones). Repeated failures with the same cause are reported
+ * once. Runs on the loop, never inside a hilock call. */
+typedef void hilock_state_cb(struct hilock_client *client, int status,
+                             int state, void *arg);
+
+/* Shortest watchdog_lease_ms accepted: a renewal every third of it must
+ * have time for a round trip. */
+#define HILOCK_WATCHDOG_MIN_MS 100
+
 /* Client options. Fill with hilock_options_init(), then set what differs.
  * Strings are copied by hilock_client_new(). */
 struct hilock_options {
@@ -110,7 +134,8 @@ struct hilock_options {
     uint32_t connect_timeout_ms; /* default 2000 */
     uint32_t request_timeout_ms; /* deadline of each request; default 2000 */
     uint32_t watchdog_lease_ms;  /* lease of locks acquired with lease_ms 0,
-                                    renewed every third of it; default 30000 */
+                                    renewed every third of it; default 30000,
+                                    at least HILOCK_WATCHDOG_MIN_MS */
     uint32_t reconnect_min_ms;   /* first reconnect delay; default 50 */
     uint32_t reconnect_max_ms;   /* cap of the exponential backoff; 2000 */
     const char *key_prefix;      /* prepended to every key and channel;
@@ -118,6 +143,8 @@ struct hilock_options {
     int fencing;                 /* nonzero: acquisitions return tokens */
     hilock_log_cb *log_cb;       /* NULL: no logging */
     void *log_arg;
+    hilock_state_cb *state_cb;   /* NULL: not told */
+    void *state_arg;
 };
 
 /* Fill *opts with the defaults listed in struct hilock_options. */

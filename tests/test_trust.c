@@ -1,0 +1,439 @@
+/* test_trust.c -- the edges where a careful user first stopped trusting
+ * the library: a resend that overtook its twin, leases shortened under the
+ * watchdog, handles of one owner that did not see each other's changes, a
+ * release lost at shutdown, a renewal applied after its owner gave up, a
+ * same-owner acquire queued behind strangers, waits that gave up on one
+ * hiccup, errors that all read "timed out", handshakes that failed quietly
+ * and a subscriber connection that reconnected in a storm. Each test fails
+ * without the fix it is named after. */
+#include "testutil.h"
+#include "proxy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REQ_MS 1000
+
+static struct tp_proxy *proxy;
+static struct hilock_client *client, *other;
+static struct tu_result res[4], lost, lost2;
+
+/* Log lines and state changes the client reported. */
+static char logged[4096];
+static int states[32], state_status[32], nstates;
+
+static void log_line(enum hilock_log_level level, const char *msg, void *arg)
+{
+    (void)level;
+    (void)arg;
+    size_t n = strlen(logged);
+    snprintf(logged + n, sizeof logged - n, "%s\n", msg);
+}
+
+static void on_state(struct hilock_client *c, int status, int state,
+                     void *arg)
+{
+    (void)c;
+    (void)arg;
+    if (nstates < 32) {
+        state_status[nstates] = status;
+        states[nstates++] = state;
+    }
+}
+
+static void setup(void)
+{
+    tu_setup();
+    proxy = NULL;
+    client = other = NULL;
+    memset(res, 0, sizeof res);
+    memset(&lost, 0, sizeof lost);
+    memset(&lost2, 0, sizeof lost2);
+    logged[0] = '\0';
+    nstates = 0;
+}
+
+static void teardown(void)
+{
+    if (tu_srv)
+        rs_resume(tu_srv);
+    hilock_client_free(client);
+    hilock_client_free(other);
+    client = other = NULL;
+    tp_free(proxy);
+    proxy = NULL;
+    tu_teardown();
+}
+
+/* Options of every client here: 1 s requests, quick reconnects, the log and
+ * the state callback above; through the proxy when there is one. */
+static void options(struct hilock_options *o, uint32_t watchdog_ms)
+{
+    tu_options(o);
+    if (proxy)
+        o->port = tp_port(proxy);
+    o->request_timeout_ms = REQ_MS;
+    o->connect_timeout_ms = REQ_MS;
+    o->reconnect_min_ms = 20;
+    o->reconnect_max_ms = 200;
+    if (watchdog_ms)
+        o->watchdog_lease_ms = watchdog_ms;
+    o->log_cb = log_line;
+    o->state_cb = on_state;
+}
+
+static struct hilock_client *new_client(uint32_t watchdog_ms)
+{
+    struct hilock_options o;
+    options(&o, watchdog_ms);
+    return tu_client(&o);
+}
+
+static long long holds_in_redis(const char *key, struct hilock_client *c,
+                                uint64_t tag)
+{
+    char field[64];
+    return rs_int(tu_srv, "HGET", key, tu_field(c, tag, field), (char *)NULL);
+}
+
+static void await(struct tu_result *r, int n, int timeout_ms, const char *what)
+{
+    ck_assert_msg(tu_run_until_count(&r->calls, n, timeout_ms),
+                  "%s: no callback within %d ms", what, timeout_ms);
+}
+
+static bool proxy_holds_three(void *arg)
+{
+    (void)arg;
+    return tp_held_commands(proxy) >= 3;
+}
+
+/* 1: a NOSCRIPT reply is proof the first attempt was not applied, so its
+ * resend is a new attempt; it must not be taken for an old resend because
+ * its twin, sent after it, was applied first. */
+START_TEST(noscript_resend_overtaken_by_its_twin_counts_two_holds)
+{
+    proxy = tp_new(tu_base, rs_port(tu_srv));
+    ck_assert_ptr_nonnull(proxy);
+    client = new_client(0);
+    struct hilock_lock *a = tu_lock(client, "ns", 1);
+    struct hilock_lock *b = tu_lock(client, "ns", 1);
+    tu_assert_status(tu_query(hilock_lock_query_held, a, NULL), 0);
+    char *ok = rs_str(tu_srv, "SCRIPT", "FLUSH", (char *)NULL);
+    free(ok);
+    tp_hold_after(proxy, 1); /* a's attempt passes, then everything waits */
+    tu_assert_status(hilock_lock_acquire(a, 30000, 0, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_acquire(b, 30000, 0, tu_record, &res[1]), 0);
+    ck_assert_msg(tu_run_until(proxy_holds_three, NULL, 3000),
+                  "the NOSCRIPT reload and resend never came");
+    /* someone else loads the scripts before b's attempt runs */
+    struct tp_proxy *px = proxy;
+    proxy = NULL; /* straight to Redis */
+    other = new_client(0);
+    proxy = px;
+    struct hilock_lock *o = tu_lock(other, "elsewhere", 1);
+    tu_assert_status(tu_query(hilock_lock_query_held, o, NULL), 0);
+    tp_hold_after(proxy, -1);
+    await(&res[0], 1, 3000, "acquire a");
+    await(&res[1], 1, 3000, "acquire b");
+    tu_assert_status(res[0].status, 0);
+    tu_assert_status(res[1].status, 0);
+    ck_assert_int_eq(holds_in_redis("ns", client, 1), 2);
+    tu_assert_status(tu_release(a, NULL), 0);
+    ck_assert_int_eq(holds_in_redis("ns", client, 1), 1);
+}
+END_TEST
+
+/* 2: a shorter lease set on a watchdog lock (renew, or a re-entry with a
+ * lease) must not outrun the watchdog: it renews within the short lease. */
+START_TEST(watchdog_keeps_a_lock_whose_lease_was_shortened)
+{
+    client = new_client(6000);
+    struct hilock_lock *l = tu_lock(client, "short", 1);
+    tu_assert_status(hilock_lock_on_lost(l, tu_record, &lost), 0);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    tu_assert_status(hilock_lock_renew(l, 400, tu_record, &res[0]), 0);
+    await(&res[0], 1, 2000, "renew");
+    tu_assert_status(res[0].status, 0);
+    tu_assert_status(tu_acquire(l, 300, 0, NULL), 0); /* re-entry */
+    tu_run_for(1200); /* several short leases */
+    ck_assert_int_eq(lost.calls, 0);
+    ck_assert_int_gt(rs_int(tu_srv, "PTTL", "short", (char *)NULL), 300);
+    tu_assert_status(tu_release(l, NULL), 0); /* re-applies a lease */
+    tu_run_for(600);
+    ck_assert_int_eq(lost.calls, 0);
+    ck_assert_int_eq(holds_in_redis("short", client, 1), 1);
+}
+END_TEST
+
+/* 3: handles of one owner share one hold: when another handle ends it, the
+ * holder hears at once, not at its next renewal. */
+START_TEST(twin_handle_ending_the_hold_is_seen_at_once)
+{
+    client = new_client(30000);
+    struct hilock_lock *a = tu_lock(client, "twin", 7);
+    struct hilock_lock *b = tu_lock(client, "twin", 7);
+    tu_assert_status(hilock_lock_on_lost(a, tu_record, &lost), 0);
+    tu_assert_status(tu_acquire(a, 0, 0, NULL), 0);
+    tu_assert_status(tu_release(b, NULL), 0); /* the owner's one hold */
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "twin", (char *)NULL), 0);
+    await(&lost, 1, 500, "on_lost of the other handle");
+    tu_assert_status(lost.status, HILOCK_ELOST);
+    ck_assert_uint_eq(hilock_lock_hold_count(a), 0);
+}
+END_TEST
+
+START_TEST(twin_reentry_with_a_short_lease_keeps_the_watchdog_hold)
+{
+    client = new_client(30000);
+    struct hilock_lock *a = tu_lock(client, "twin2", 7);
+    struct hilock_lock *b = tu_lock(client, "twin2", 7);
+    tu_assert_status(hilock_lock_on_lost(a, tu_record, &lost), 0);
+    tu_assert_status(hilock_lock_on_lost(b, tu_record, &lost2), 0);
+    tu_assert_status(tu_acquire(a, 0, 0, NULL), 0);
+    tu_assert_status(tu_acquire(b, 300, 0, NULL), 0);
+    tu_run_for(1000);
+    ck_assert_int_eq(lost.calls + lost2.calls, 0);
+    ck_assert_int_eq(holds_in_redis("twin2", client, 7), 2);
+    tu_assert_status(tu_release(b, NULL), 0);
+    tu_run_for(500);
+    ck_assert_int_eq(lost.calls, 0);
+    ck_assert_int_eq(holds_in_redis("twin2", client, 7), 1);
+}
+END_TEST
+
+/* 4: the natural shutdown order delivers the release already issued. */
+START_TEST(lock_free_then_client_free_releases_at_once)
+{
+    client = new_client(0);
+    struct hilock_lock *l = tu_lock(client, "bye", 1);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    hilock_lock_free(l);
+    hilock_client_free(client);
+    client = NULL;
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "bye", (char *)NULL), 0);
+}
+END_TEST
+
+static void unblackhole_on_lost(struct hilock_lock *l, int status,
+                                int64_t value, void *arg)
+{
+    tu_record(l, status, value, arg);
+    tp_blackhole(proxy, false);
+}
+
+/* 5: a renewal held up in a stall reaches Redis just after its owner
+ * declared the lock lost, while the key still has its safety margin left:
+ * it must not extend the key. */
+START_TEST(renewal_arriving_after_the_loss_does_not_extend_the_lock)
+{
+    proxy = tp_new(tu_base, rs_port(tu_srv));
+    ck_assert_ptr_nonnull(proxy);
+    client = new_client(900);
+    struct hilock_lock *l = tu_lock(client, "late", 1);
+    tu_assert_status(hilock_lock_on_lost(l, unblackhole_on_lost, &lost), 0);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    tu_run_for(50);
+    tp_blackhole(proxy, true);
+    await(&lost, 1, 3000, "on_lost in the stall");
+    long long t0 = tu_now_ms();
+    /* the key had at most the margin left; an applied renewal would give
+     * it a whole lease again */
+    ck_assert_msg(tu_run_until_redis(0, 400, "EXISTS", "late", (char *)NULL),
+                  "the lock was extended after its owner gave it up "
+                  "(PTTL %lld after %lld ms)",
+                  rs_int(tu_srv, "PTTL", "late", (char *)NULL),
+                  tu_now_ms() - t0);
+}
+END_TEST
+
+/* 6: re-entry never waits, not even behind this client's waiters of other
+ * owners. */
+START_TEST(same_owner_acquire_with_a_wait_reenters_past_other_waiters)
+{
+    client = new_client(0);
+    struct hilock_lock *a = tu_lock(client, "reent", 1);
+    struct hilock_lock *w = tu_lock(client, "reent", 2);
+    struct hilock_lock *a2 = tu_lock(client, "reent", 1);
+    tu_assert_status(tu_acquire(a, 0, 0, NULL), 0);
+    tu_assert_status(hilock_lock_acquire(w, 0, 5000, tu_record, &res[0]), 0);
+    tu_run_for(100);
+    tu_assert_status(hilock_lock_acquire(a2, 0, 5000, tu_record, &res[1]), 0);
+    await(&res[1], 1, 1000, "re-entry");
+    tu_assert_status(res[1].status, 0);
+    ck_assert_int_eq(res[0].calls, 0);
+    ck_assert_int_eq(holds_in_redis("reent", client, 1), 2);
+}
+END_TEST
+
+/* 7: a wait lasts until its own deadline through stalls and reconnects. */
+START_TEST(waiting_acquire_outlasts_a_stall_longer_than_the_request_timeout)
+{
+    proxy = tp_new(tu_base, rs_port(tu_srv));
+    ck_assert_ptr_nonnull(proxy);
+    client = new_client(0);
+    struct hilock_lock *l = tu_lock(client, "stall", 1);
+    tu_assert_status(tu_query(hilock_lock_query_held, l, NULL), 0);
+    tp_blackhole(proxy, true);
+    long long t0 = tu_now_ms();
+    tu_assert_status(hilock_lock_acquire(l, 0, 8000, tu_record, &res[0]), 0);
+    tu_run_for(REQ_MS + 600);
+    ck_assert_int_eq(res[0].calls, 0);
+    tp_blackhole(proxy, false);
+    tp_cut_all(proxy); /* and a reconnect on top */
+    await(&res[0], 1, 6000, "acquire after the stall");
+    tu_assert_status(res[0].status, 0);
+    ck_assert_int_ge(res[0].at_ms - t0, REQ_MS + 600);
+}
+END_TEST
+
+/* 8: the cause, not "timed out". */
+START_TEST(refused_connection_is_econn)
+{
+    struct hilock_options o;
+    options(&o, 0);
+    o.port = rs_free_port();
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "nobody", 1);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), HILOCK_ECONN);
+    ck_assert_int_ge(nstates, 1);
+    ck_assert_int_eq(states[0], HILOCK_STATE_DOWN);
+    tu_assert_status(state_status[0], HILOCK_ECONN);
+}
+END_TEST
+
+START_TEST(server_error_text_reaches_the_log)
+{
+    rs_stop(tu_srv);
+    struct rs_options so;
+    memset(&so, 0, sizeof so);
+    so.conf = "rename-command EVALSHA \"\"\nrename-command EVAL \"\"";
+    tu_srv = rs_start_opts(&so);
+    ck_assert_ptr_nonnull(tu_srv);
+    client = new_client(0);
+    struct hilock_lock *l = tu_lock(client, "renamed", 1);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), HILOCK_ESERVER);
+    ck_assert_msg(strstr(logged, "unknown command") != NULL,
+                  "server text not logged: %s", logged);
+}
+END_TEST
+
+/* 9: a failed handshake fails the requests; they never run elsewhere. */
+START_TEST(failed_select_fails_requests_instead_of_using_db_0)
+{
+    struct hilock_options o;
+    options(&o, 0);
+    o.db = 100;
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "db", 1);
+    int st = tu_acquire(l, 0, 0, NULL);
+    ck_assert_msg(st == HILOCK_ESERVER, "status %s", hilock_err_name(st));
+    ck_assert_int_eq(rs_int(tu_srv, "DBSIZE", (char *)NULL), 0);
+    ck_assert_msg(strstr(logged, "DB index") != NULL, "log: %s", logged);
+}
+END_TEST
+
+START_TEST(password_refused_by_a_server_without_one_fails_with_eauth)
+{
+    struct hilock_options o;
+    options(&o, 0);
+    o.password = "not-configured";
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "auth", 1);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), HILOCK_EAUTH);
+    ck_assert_int_eq(rs_int(tu_srv, "DBSIZE", (char *)NULL), 0);
+}
+END_TEST
+
+/* 10: SUBSCRIBE denied: back off, say so, keep waiting right. */
+START_TEST(subscribe_denied_backs_off_reports_enoperm_and_still_waits)
+{
+    rs_stop(tu_srv);
+    struct rs_options so;
+    memset(&so, 0, sizeof so);
+    so.conf = "user nochan on >pw ~* resetchannels +@all";
+    tu_srv = rs_start_opts(&so);
+    ck_assert_ptr_nonnull(tu_srv);
+    other = new_client(0);
+    struct hilock_lock *holder = tu_lock(other, "acl", 1);
+    tu_assert_status(tu_acquire(holder, 0, 0, NULL), 0);
+    struct hilock_options o;
+    options(&o, 0);
+    o.username = "nochan";
+    o.password = "pw";
+    o.reconnect_min_ms = 50; /* the defaults */
+    o.reconnect_max_ms = 2000;
+    client = tu_client(&o);
+    struct hilock_lock *w = tu_lock(client, "acl", 2);
+    long long conns0 = atoll(rs_info(tu_srv, "stats",
+                                     "total_connections_received"));
+    tu_assert_status(hilock_lock_acquire(w, 0, 10000, tu_record, &res[0]), 0);
+    tu_run_for(1500);
+    long long conns = atoll(rs_info(tu_srv, "stats",
+                                    "total_connections_received")) - conns0;
+    ck_assert_msg(conns <= 8, "%lld connections in 1.5 s", conns);
+    int reported = 0;
+    for (int i = 0; i < nstates; i++)
+        reported |= states[i] == HILOCK_STATE_PUBSUB_DOWN &&
+                    state_status[i] == HILOCK_ENOPERM;
+    ck_assert_msg(reported, "ENOPERM on the subscriber never reported");
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_release(holder, NULL), 0);
+    await(&res[0], 1, 3000, "waiter");
+    tu_assert_status(res[0].status, 0);
+    ck_assert_int_lt(res[0].at_ms - t0, 1500);
+}
+END_TEST
+
+/* The readiness signal: up once connected, down with the cause. */
+START_TEST(state_callback_reports_up_then_down_with_the_cause)
+{
+    client = new_client(0);
+    struct hilock_lock *l = tu_lock(client, "st", 1);
+    tu_assert_status(tu_query(hilock_lock_query_held, l, NULL), 0);
+    ck_assert_int_eq(nstates, 1);
+    ck_assert_int_eq(states[0], HILOCK_STATE_UP);
+    tu_assert_status(state_status[0], 0);
+    rs_stop(tu_srv);
+    tu_srv = NULL;
+    ck_assert_msg(tu_run_until_count(&nstates, 2, 3000), "no DOWN");
+    ck_assert_int_eq(states[1], HILOCK_STATE_DOWN);
+    tu_assert_status(state_status[1], HILOCK_ECONN);
+    tu_run_for(300); /* failed reconnects do not repeat the same news */
+    ck_assert_int_eq(nstates, 2);
+}
+END_TEST
+
+static Suite *trust_suite(void)
+{
+    Suite *s = suite_create("trust");
+    const TTest *tests[] = {
+        noscript_resend_overtaken_by_its_twin_counts_two_holds,
+        watchdog_keeps_a_lock_whose_lease_was_shortened,
+        twin_handle_ending_the_hold_is_seen_at_once,
+        twin_reentry_with_a_short_lease_keeps_the_watchdog_hold,
+        lock_free_then_client_free_releases_at_once,
+        renewal_arriving_after_the_loss_does_not_extend_the_lock,
+        same_owner_acquire_with_a_wait_reenters_past_other_waiters,
+        waiting_acquire_outlasts_a_stall_longer_than_the_request_timeout,
+        refused_connection_is_econn,
+        server_error_text_reaches_the_log,
+        failed_select_fails_requests_instead_of_using_db_0,
+        password_refused_by_a_server_without_one_fails_with_eauth,
+        subscribe_denied_backs_off_reports_enoperm_and_still_waits,
+        state_callback_reports_up_then_down_with_the_cause,
+    };
+    TCase *tc = tcase_create("trust");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
+        tcase_add_test(tc, tests[i]);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(trust_suite());
+}
