@@ -36,6 +36,7 @@ struct hilock_client {
     const char *prefix;         /* never NULL */
     size_t prefix_len;
     char id[37];                /* client uuid */
+    char request_tag[17];       /* random, in release request ids */
     struct script_set scripts;
     struct conn cmd;            /* pipelined EVALSHA requests */
     struct conn sub;            /* SUBSCRIBE only, opened on first wait */

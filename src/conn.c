@@ -592,7 +592,9 @@ void conn_start(struct conn *conn)
         if (ac)
             redisAsyncFree(ac);
         schedule_retry(conn);
-        conn_failed(conn, HILOCK_ECONN);
+        /* Told from the retry timer: this may run inside a user's call. */
+        conn->err = HILOCK_ECONN;
+        conn->fail_pending = 1;
         return;
     }
     ac->data = conn;
@@ -622,6 +624,10 @@ static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
         schedule_retry(conn);
         conn_failed(conn, HILOCK_ECONN);
     } else if (conn->state == CONN_IDLE) {
+        if (conn->fail_pending) {
+            conn->fail_pending = 0;
+            conn_failed(conn, conn->err);
+        }
         conn_start(conn);
     }
     client_leave(c);

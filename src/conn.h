@@ -82,6 +82,7 @@ struct conn {
     unsigned connects;                /* successful handshakes so far */
     unsigned gate;                    /* handshake replies still awaited */
     int err;                          /* why it is down (0: it is not) */
+    uint8_t fail_pending;             /* a failure not told to on_fail yet */
     uint8_t want_clock;               /* measure the server's clock */
     uint8_t clock_known;              /* clock_offset_us is measured */
     int64_t clock_offset_us;          /* server's unix time minus our

@@ -36,8 +36,8 @@ void keys_fence(struct resp_buf *b, const struct key_src *k)
     tagged(b, k, FENCE_PREFIX, "}");
 }
 
-void keys_latch(struct resp_buf *b, const struct key_src *k,
-                const char *client_id, uint64_t seq)
+void keys_latch(struct resp_buf *b, const struct key_src *k, const char *tag,
+                uint64_t seq)
 {
     char num[21];
     size_t n = resp_u64_str(seq, num);
@@ -46,7 +46,7 @@ void keys_latch(struct resp_buf *b, const struct key_src *k,
         {LATCH_PREFIX, sizeof(LATCH_PREFIX) - 1},
         {k->name, k->name_len},
         {"}:", 2},
-        {client_id, strlen(client_id)},
+        {tag, strlen(tag)},
         {":", 1},
         {num, n},
     };

@@ -24,9 +24,11 @@ struct key_src {
 void keys_lock(struct resp_buf *b, const struct key_src *k);
 void keys_channel(struct resp_buf *b, const struct key_src *k);
 void keys_fence(struct resp_buf *b, const struct key_src *k);
-/* Append the release latch for request id "<client_id>:<seq>". */
-void keys_latch(struct resp_buf *b, const struct key_src *k,
-                const char *client_id, uint64_t seq);
+/* Append the release latch for request id "<tag>:<seq>"; tag is random
+ * per client and unrelated to the owner id, which must not show in key
+ * names. */
+void keys_latch(struct resp_buf *b, const struct key_src *k, const char *tag,
+                uint64_t seq);
 /* Append the owner field "<client_id>:<owner_tag>". */
 void keys_field(struct resp_buf *b, const char *client_id,
                 uint64_t owner_tag);

@@ -300,7 +300,7 @@ static struct req *release_req(struct hilock_lock *lock, uint32_t drop,
     encode_evalsha(r, SCRIPT_RELEASE, 11, 3);
     keys_lock(&r->cmd, &k);
     keys_channel(&r->cmd, &k);
-    keys_latch(&r->cmd, &k, c->id, ++c->seq);
+    keys_latch(&r->cmd, &k, c->request_tag, ++c->seq);
     resp_arg(&r->cmd, "0", 1);
     resp_arg_u64(&r->cmd, lock_lease(lock));
     keys_field(&r->cmd, c->id, lock->owner_tag);

@@ -18,6 +18,12 @@
  *  - Callbacks take the lock first, the status second, a status-dependent
  *    value third and the user's pointer last.
  *  - Times are in milliseconds and measured on the monotonic clock.
+ *  - Every call belongs on the thread that runs the client's event_base;
+ *    nothing here is thread-safe.
+ *  - A callback never runs inside the call that started its operation.
+ *    hilock_lock_cancel(), hilock_lock_free() and hilock_client_free() are
+ *    the exceptions, and say so: they end operations, and the operations'
+ *    callbacks fire (with HILOCK_ECANCELED) before they return.
  */
 #ifndef HILOCK_H
 #define HILOCK_H
@@ -29,9 +35,7 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32)
-#define HILOCK_EXPORT __declspec(dllexport)
-#elif defined(__GNUC__)
+#if defined(__GNUC__)
 #define HILOCK_EXPORT __attribute__((visibility("default")))
 #else
 #define HILOCK_EXPORT
@@ -161,14 +165,21 @@ HILOCK_EXPORT int hilock_client_new(struct event_base *base,
 
 /* Free the client and every lock created on it. Every pending callback fires
  * once with HILOCK_ECANCELED before the memory goes; held locks are not
- * released (their leases run out), so release them first. Safe to call from
- * inside any hilock callback: the teardown then completes when that callback
- * returns. NULL is ignored. */
+ * released (their leases run out), so release them (or free their handles)
+ * first. Requests already sent on a live connection -- a release, the
+ * release of a freed handle, an acquire whose success must be undone -- are
+ * delivered first: the call blocks until their replies are in, for at most
+ * request_timeout_ms or 1 s, whichever is shorter. Called from inside a
+ * callback of a reply, it only writes out what is buffered, without waiting.
+ * Safe to call from inside any hilock callback: the teardown then completes
+ * when that callback returns. NULL is ignored. */
 HILOCK_EXPORT void hilock_client_free(struct hilock_client *client);
 
 /* Write the client id as a 36-character UUID plus NUL into buf (>= 37 bytes).
- * It is part of every owner field: treat it as a secret.
- * Errors: HILOCK_EINVAL. */
+ * It is part of every owner field: whoever knows it can release this
+ * client's locks. Treat it as a secret, and remember that anyone allowed to
+ * read a lock key (HGETALL) sees the owner fields in it; no key name
+ * contains it. Errors: HILOCK_EINVAL. */
 HILOCK_EXPORT int hilock_client_id(const struct hilock_client *client,
                                    char *buf, size_t len);
 
@@ -179,65 +190,92 @@ typedef void hilock_lock_cb(struct hilock_lock *lock, int status,
 
 /* Create a handle for lock name (1..HILOCK_NAME_MAX bytes, any bytes) owned
  * by this client and owner_tag. Two handles with the same name and tag are
- * the same owner and re-enter each other's lock. Sends nothing.
- * Errors: HILOCK_EINVAL, HILOCK_ENOMEM. */
+ * the same owner: they re-enter each other's lock and share one hold in
+ * Redis (one count, one lease). Each handle counts the holds taken through
+ * it; a change to the shared hold made through one handle (a new lease, its
+ * end) reaches the others at once: when the hold ends while a handle still
+ * counts on it, that handle's on_lost fires. Sends nothing.
+ * Errors: HILOCK_EINVAL (also after hilock_client_free), HILOCK_ENOMEM. */
 HILOCK_EXPORT int hilock_lock_new(struct hilock_client *client,
                                   const char *name, size_t name_len,
                                   uint64_t owner_tag,
                                   struct hilock_lock **out);
 
-/* Free a lock handle. Its pending callbacks fire with HILOCK_ECANCELED; if
- * it holds the lock, the whole hold is released without waiting for the
- * reply (best effort: on a broken connection the lease expires instead).
- * Safe inside the lock's own callbacks. NULL is ignored. */
+/* Free a lock handle. Its pending callbacks fire with HILOCK_ECANCELED
+ * before it returns; if it holds the lock, the holds taken through it are
+ * released without waiting for the reply (best effort: on a broken
+ * connection the lease expires instead; hilock_client_free() right after
+ * still delivers it). Safe inside the lock's own callbacks. NULL is
+ * ignored. */
 HILOCK_EXPORT void hilock_lock_free(struct hilock_lock *lock);
 
-/* Acquire, or re-enter when this owner already holds it.
+/* Acquire, or re-enter when this owner already holds it (a re-entry never
+ * waits, not even behind this client's other waiters).
  * lease_ms: the lease, 1..HILOCK_MS_MAX; 0 means watchdog_lease_ms renewed
- *   by the watchdog for as long as the lock is held.
+ *   by the watchdog for as long as the lock is held. While any hold of the
+ *   owner is under the watchdog, the watchdog keeps renewing within the
+ *   shortest lease set since (a re-entry or hilock_lock_renew() with a
+ *   lease does not let it expire).
  * wait_ms: 0 tries once; otherwise how long to wait for the lock, at most
- *   HILOCK_MS_MAX.
+ *   HILOCK_MS_MAX. A wait goes on through request timeouts, stalls and
+ *   reconnects until wait_ms has passed.
+ * (The order, lease before wait, is the opposite of Redisson's
+ * tryLock(wait, lease): mind it when porting.)
  * cb(lock, status, value, arg):
  *   0                 acquired; value = fencing token (0 without fencing)
  *   HILOCK_EBUSY      held by another owner and wait_ms was 0;
- *                     value = the holder's remaining lease in ms (-1 unknown)
- *   HILOCK_ETIMEDOUT  not acquired within wait_ms (or the request deadline)
+ *                     value = the holder's remaining lease in ms, -1 when
+ *                     the key has no expiry
+ *   HILOCK_ETIMEDOUT  not acquired within wait_ms; with wait_ms 0, no reply
+ *                     within the request deadline
+ *   HILOCK_ECONN      (wait_ms 0) no connection to Redis at the deadline
  *   HILOCK_ECANCELED  hilock_lock_cancel(), or the lock/client was freed
- *   other codes       connection or server errors
- * Returns 0, HILOCK_EINVAL (bad argument, lease over the maximum),
- * HILOCK_EINPROGRESS (an acquire or release is already pending). */
+ *   other codes       refusals with their own cause (HILOCK_EAUTH,
+ *                     HILOCK_ENOPERM, HILOCK_ESERVER, ...); the server's
+ *                     text goes to the log callback
+ * Returns 0, HILOCK_EINVAL (bad argument, lease over the maximum, a freed
+ * handle), HILOCK_ECANCELED (the client is being freed), HILOCK_EINPROGRESS
+ * (an acquire or release is already pending), HILOCK_ENOMEM. */
 HILOCK_EXPORT int hilock_lock_acquire(struct hilock_lock *lock,
                                       uint64_t lease_ms, uint64_t wait_ms,
                                       hilock_lock_cb *cb, void *arg);
 
-/* Release one hold. A release whose reply is lost is retried with the same
- * request id and applied once.
+/* Release one hold of the owner. A release whose reply is lost is retried
+ * with the same request id and applied once.
  * cb: 0 with value = holds left (0: the lock is free), HILOCK_ENOTOWNER
  * (not held by this owner: expired or never taken), or an error. After an
  * error the handle no longer counts the hold either: the release may still
  * be applied (a timed-out request stays queued at the server), and if it is
  * not, the watchdog no longer renews the lease and it runs out.
- * Returns 0, HILOCK_EINVAL, HILOCK_EINPROGRESS. */
+ * Returns 0, HILOCK_EINVAL, HILOCK_ECANCELED (the client is being freed),
+ * HILOCK_EINPROGRESS, HILOCK_ENOMEM. */
 HILOCK_EXPORT int hilock_lock_release(struct hilock_lock *lock,
                                       hilock_lock_cb *cb, void *arg);
 
-/* Cancel a pending acquire: its callback fires with HILOCK_ECANCELED. A
- * success that arrives afterwards is released at once.
- * Returns 0, HILOCK_EINVAL (NULL, or no acquire pending). */
+/* Cancel a pending acquire: its callback fires with HILOCK_ECANCELED
+ * before this returns. A success that arrives afterwards is released at
+ * once. Returns 0, HILOCK_EINVAL (NULL, or no acquire pending). */
 HILOCK_EXPORT int hilock_lock_cancel(struct hilock_lock *lock);
 
 /* Reset the lease of a held lock to lease_ms (0: the lock's own lease) now.
  * cb: 0 with value = the lease set in ms, HILOCK_ELOST (not ours any more;
- * on_lost fires too), or an error. Returns 0, HILOCK_EINVAL (bad argument or
- * not held by this handle). */
+ * on_lost fires too), HILOCK_ETIMEDOUT (no reply in time, or it reached
+ * Redis after the lock's validity had run out here and changed nothing), or
+ * another error. Returns 0, HILOCK_EINVAL (bad argument or not held by this
+ * handle), HILOCK_ECANCELED (the client is being freed), HILOCK_ENOMEM. */
 HILOCK_EXPORT int hilock_lock_renew(struct hilock_lock *lock,
                                     uint64_t lease_ms, hilock_lock_cb *cb,
                                     void *arg);
 
 /* Call cb(lock, HILOCK_ELOST, 0, arg) once if the lock, while held by this
- * handle, is found lost: a renewal says it is gone, or no renewal was
- * confirmed before the lease could have run out (monotonic clock). Not
- * called after a release or free. cb NULL clears. Returns 0, HILOCK_EINVAL. */
+ * handle, is found lost: a renewal says it is gone, another handle of the
+ * same owner ended the shared hold, or no renewal was confirmed before the
+ * lease could have run out (monotonic clock). A renewal that reaches Redis
+ * after that moment is refused by the server, so a lock reported lost is
+ * never extended by its old owner. A lock deleted by someone else (`hilock
+ * release --force`) is found at the next renewal, up to a third of the
+ * lease later, or at the end of an explicit lease. Not called after a
+ * release or free. cb NULL clears. Returns 0, HILOCK_EINVAL. */
 HILOCK_EXPORT int hilock_lock_on_lost(struct hilock_lock *lock,
                                       hilock_lock_cb *cb, void *arg);
 
@@ -248,11 +286,13 @@ HILOCK_EXPORT int hilock_lock_query_held(struct hilock_lock *lock,
 HILOCK_EXPORT int hilock_lock_query_count(struct hilock_lock *lock,
                                           hilock_lock_cb *cb, void *arg);
 /* Ask Redis for the lock's remaining lease in ms, whoever holds it:
- * value >= 0, or -1 when the lock is free. */
+ * value >= 0, -1 when the lock is free, INT64_MAX when the key exists
+ * without an expiry. */
 HILOCK_EXPORT int hilock_lock_query_ttl(struct hilock_lock *lock,
                                         hilock_lock_cb *cb, void *arg);
-/* The three queries above return 0 or HILOCK_EINVAL; their callbacks fire
- * with 0 or a connection/server error. */
+/* The three queries above return 0, HILOCK_EINVAL, HILOCK_ECANCELED (the
+ * client is being freed) or HILOCK_ENOMEM; their callbacks fire with 0 or
+ * a connection/server error. */
 
 /* Local state, no request: holds this handle has (0 when not held), and the
  * fencing token of the current hold (0 without fencing or when not held). */
