@@ -31,6 +31,7 @@
 
 #include "backoff.h"
 #include "client.h"
+#include "guard.h"
 #include "reply.h"
 #include "script.h"
 
@@ -408,6 +409,9 @@ void conn_start(struct conn *conn)
         schedule_retry(conn);
         return;
     }
+    if (guard_attach(ac) != 0)
+        client_log(c, HILOCK_LOG_WARN, "%s connection: no reply guard",
+                   conn->what);
     ac->data = conn;
     redisLibeventAttach(ac, c->base);
     redisAsyncSetConnectCallback(ac, on_connect);
