@@ -42,6 +42,7 @@
 
 #include "backoff.h"
 #include "client.h"
+#include "guard.h"
 #include "reply.h"
 #include "script.h"
 
@@ -597,6 +598,9 @@ void conn_start(struct conn *conn)
         conn->fail_pending = 1;
         return;
     }
+    if (guard_attach(ac) != 0)
+        client_log(c, HILOCK_LOG_WARN, "%s connection: no reply guard",
+                   conn->what);
     ac->data = conn;
     redisLibeventAttach(ac, c->base);
     redisAsyncSetConnectCallback(ac, on_connect);
