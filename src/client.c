@@ -1,15 +1,19 @@
-/* client.c -- client lifecycle: options, owner id, connection, teardown.
+/* client.c -- the client: options, owner id, its node and lock engine,
+ * the state it reports, teardown.
  *
  * Teardown may be requested from inside a callback that hilock is running;
- * every loop callback into hilock is bracketed by client_enter/client_leave,
- * and hilock_client_free() called at depth > 0 only marks the client. The
- * outermost client_leave() then tears it down, so no code above it on the
- * stack ever touches freed memory. */
+ * every loop callback into hilock is bracketed by the reentry guard (see
+ * reentry.h), and hilock_client_free() called inside one only marks the
+ * client. The outermost leave then tears it down, so no code above it on
+ * the stack ever touches freed memory. */
 #include "client.h"
+
+#include "clock.h"
+#include "lock.h"
 #include "wait.h"
+#include "watchdog.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,19 +37,6 @@ void hilock_options_init(struct hilock_options *opts)
     opts->watchdog_lease_ms = 30000;
     opts->reconnect_min_ms = 50;
     opts->reconnect_max_ms = 2000;
-}
-
-void client_log(struct hilock_client *c, enum hilock_log_level level,
-                const char *fmt, ...)
-{
-    char line[320];
-    va_list ap;
-    if (!c->opts.log_cb)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    c->opts.log_cb(level, line, c->opts.log_arg);
 }
 
 /* Reject options no client could work with. */
@@ -128,31 +119,71 @@ static int client_id_init(struct hilock_client *c)
 
 /* Tell the user of a change of state, once per change: a failure with the
  * same cause as the last one reported is not news. */
-void client_report(struct hilock_client *c, int state, int status)
+static void client_report(struct hilock_client *c, int state, int status)
 {
     int *last = state <= HILOCK_STATE_DOWN ? c->reported : c->reported + 2;
     if (last[0] == state && last[1] == status)
         return;
     last[0] = state;
     last[1] = status;
-    if (c->opts.state_cb && !c->closing)
+    if (c->opts.state_cb && !c->guard.closing)
         c->opts.state_cb(c, status, state, c->opts.state_arg);
 }
 
-/* Load every script as soon as the command connection is up, so EVALSHA
- * normally finds them; after a reconnect, verify the locks we hold. */
-static void cmd_on_ready(struct conn *conn)
+/* The node's news. After a reconnect the server may have lost every key:
+ * the locks held are verified at once. */
+static void on_node_up(void *arg, int reconnected)
 {
-    for (int i = 0; i < SCRIPT_COUNT; i++)
-        conn_load_script(conn, i);
-    if (conn->connects > 1)
-        watchdog_verify_all(conn->client);
-    client_report(conn->client, HILOCK_STATE_UP, 0);
+    struct hilock_client *c = arg;
+    if (reconnected)
+        watchdog_verify_all(&c->eng);
+    client_report(c, HILOCK_STATE_UP, 0);
 }
 
-static void cmd_on_fail(struct conn *conn, int err)
+static void on_node_down(void *arg, int err)
 {
-    client_report(conn->client, HILOCK_STATE_DOWN, err);
+    client_report(arg, HILOCK_STATE_DOWN, err);
+}
+
+static void on_pubsub_state(void *arg, int up, int err)
+{
+    client_report(arg, up ? HILOCK_STATE_PUBSUB_UP : HILOCK_STATE_PUBSUB_DOWN,
+                  err);
+}
+
+/* A release message, or a confirmed subscription (a release may have come
+ * before it): the name's head waiter retries. */
+static void on_release_news(void *arg, const char *name, size_t len)
+{
+    struct hilock_client *c = arg;
+    wait_on_message(&c->eng, name, len);
+}
+
+static void client_teardown(void *arg);
+
+/* Wire the client's parts together: the node reports here, the engine
+ * sends through the node. */
+static void client_assemble(struct hilock_client *c, struct event_base *base)
+{
+    struct timeval tv = clock_tv(c->opts.request_timeout_ms);
+    struct conn_endpoint ep = {c->opts.host, c->opts.port, c->opts.unix_path};
+    reentry_init(&c->guard, client_teardown, c);
+    c->cfg = (struct conn_config){base, &c->opts,
+                                  event_base_init_common_timeout(base, &tv),
+                                  &c->rng, &c->guard};
+    c->events = (struct node_events){
+        c, on_node_up, on_node_down,
+        {c, on_release_news, on_release_news, on_pubsub_state}};
+    node_init(&c->node, &c->cfg, &ep, c->prefix, c->prefix_len, &c->events);
+    c->eng.base = base;
+    c->eng.opts = &c->opts;
+    c->eng.node = &c->node;
+    c->eng.guard = &c->guard;
+    c->eng.prefix = c->prefix;
+    c->eng.prefix_len = c->prefix_len;
+    c->eng.id = c->id;
+    c->eng.request_tag = c->request_tag;
+    lock_engine_init(&c->eng);
 }
 
 int hilock_client_new(struct event_base *base,
@@ -167,24 +198,13 @@ int hilock_client_new(struct event_base *base,
     struct hilock_client *c = calloc(1, sizeof(*c));
     if (!c)
         return HILOCK_ENOMEM;
-    c->base = base;
-    if ((rc = options_copy(c, opts)) || (rc = client_id_init(c)) ||
-        (rc = waits_init(c))) {
+    if ((rc = options_copy(c, opts)) || (rc = client_id_init(c))) {
         free(c->strings);
         free(c);
         return rc;
     }
-    struct timeval tv = clock_tv(opts->request_timeout_ms);
-    c->req_timeout = event_base_init_common_timeout(base, &tv);
-    script_set_init(&c->scripts);
-    owners_init(&c->owners);
-    watchdog_init(c);
-    conn_init(&c->cmd, c, "command");
-    c->cmd.on_ready = cmd_on_ready;
-    c->cmd.on_fail = cmd_on_fail;
-    c->cmd.want_clock = 1;
-    sub_init(c);
-    conn_start(&c->cmd);
+    client_assemble(c, base);
+    node_start(&c->node);
     *out = c;
     return 0;
 }
@@ -198,50 +218,31 @@ int hilock_client_id(const struct hilock_client *client, char *buf,
     return 0;
 }
 
-/* Cancel everything, fire the callbacks, free all memory. */
-static void client_teardown(struct hilock_client *c)
+int hilock_lock_new(struct hilock_client *client, const char *name,
+                    size_t name_len, uint64_t owner_tag,
+                    struct hilock_lock **out)
 {
-    c->closing = 1;
-    c->depth++; /* callbacks fired below must not re-enter teardown */
-    lock_cancel_all(c);
-    conn_cancel_all(&c->cmd);
-    conn_drain(&c->cmd, c->opts.request_timeout_ms < CLIENT_DRAIN_MS
-                            ? c->opts.request_timeout_ms
-                            : CLIENT_DRAIN_MS);
-    conn_close(&c->cmd);
-    conn_close(&c->sub);
-    lock_free_all(c);
-    owners_free(&c->owners);
-    watchdog_release(c);
-    waits_release(c);
-    while (c->req_pool) {
-        struct req *r = c->req_pool;
-        c->req_pool = r->next;
-        free(r);
-    }
+    if (!client || client->guard.closing)
+        return HILOCK_EINVAL;
+    return lock_new(&client->eng, name, name_len, owner_tag, out);
+}
+
+/* Cancel everything, deliver what was sent, fire the callbacks, free all
+ * memory. */
+static void client_teardown(void *arg)
+{
+    struct hilock_client *c = arg;
+    lock_cancel_all(&c->eng);
+    node_close(&c->node, c->opts.request_timeout_ms < CLIENT_DRAIN_MS
+                             ? c->opts.request_timeout_ms
+                             : CLIENT_DRAIN_MS);
+    lock_engine_free(&c->eng);
     free(c->strings);
     free(c);
 }
 
 void hilock_client_free(struct hilock_client *client)
 {
-    if (!client || client->closing)
-        return;
-    client->closing = 1;
-    if (client->depth == 0)
-        client_teardown(client);
-}
-
-void client_enter(struct hilock_client *c)
-{
-    c->depth++;
-}
-
-int client_leave(struct hilock_client *c)
-{
-    if (--c->depth == 0 && c->closing) {
-        client_teardown(c);
-        return 1;
-    }
-    return 0;
+    if (client)
+        reentry_close(&client->guard);
 }

@@ -27,6 +27,8 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/sds.h>
 #include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,58 +43,59 @@
 #endif
 
 #include "backoff.h"
-#include "client.h"
+#include "clock.h"
 #include "guard.h"
 #include "reply.h"
-#include "script.h"
 
 #define REQ_POOL_MAX 4096
-
-static void list_push(struct req_list *l, struct req *r)
-{
-    r->prev = l->tail;
-    r->next = NULL;
-    if (l->tail)
-        l->tail->next = r;
-    else
-        l->head = r;
-    l->tail = r;
-}
-
-static void list_unlink(struct req_list *l, struct req *r)
-{
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        l->head = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    else
-        l->tail = r->prev;
-    r->prev = r->next = NULL;
-}
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg);
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg);
 
-void conn_init(struct conn *conn, struct hilock_client *client,
-               const char *what)
+void conn_init(struct conn *conn, const struct conn_config *cfg,
+               const struct conn_endpoint *ep, const struct conn_hooks *hooks,
+               void *owner, const char *what)
 {
     memset(conn, 0, sizeof(*conn));
-    conn->client = client;
+    conn->cfg = cfg;
+    conn->ep = *ep;
+    conn->hooks = hooks;
+    conn->owner = owner;
     conn->what = what;
-    evtimer_assign(&conn->retry_timer, client->base, on_retry_timer, conn);
+    TAILQ_INIT(&conn->queued);
+    TAILQ_INIT(&conn->sent);
+    evtimer_assign(&conn->retry_timer, cfg->base, on_retry_timer, conn);
+}
+
+void conn_log(const struct conn *conn, enum hilock_log_level level,
+              const char *fmt, ...)
+{
+    const struct hilock_options *o = conn->cfg->opts;
+    char line[320];
+    int n;
+    va_list ap;
+    if (!o->log_cb)
+        return;
+    n = snprintf(line, sizeof(line), "%s connection: ", conn->what);
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    va_end(ap);
+    o->log_cb(level, line, o->log_arg);
+}
+
+struct conn *conn_of(const redisAsyncContext *ac)
+{
+    return ac->data;
 }
 
 struct req *req_new(struct conn *conn, req_done_fn *done)
 {
-    struct hilock_client *c = conn->client;
     if (conn->state == CONN_CLOSED)
         return NULL;
-    struct req *r = c->req_pool;
+    struct req *r = conn->pool;
     if (r) {
-        c->req_pool = r->next;
-        c->req_pool_len--;
+        conn->pool = r->ctx;
+        conn->pool_len--;
     } else if (!(r = malloc(sizeof(*r)))) {
         return NULL;
     }
@@ -100,7 +103,7 @@ struct req *req_new(struct conn *conn, req_done_fn *done)
     r->conn = conn;
     r->done = done;
     r->script = -1;
-    evtimer_assign(&r->timer, c->base, on_deadline, r);
+    evtimer_assign(&r->timer, conn->cfg->base, on_deadline, r);
     resp_init(&r->cmd, r->cmd_inline, sizeof(r->cmd_inline));
     return r;
 }
@@ -108,15 +111,15 @@ struct req *req_new(struct conn *conn, req_done_fn *done)
 /* Give a finished request's memory back to the pool. */
 static void req_recycle(struct req *r)
 {
-    struct hilock_client *c = r->conn->client;
+    struct conn *conn = r->conn;
     evtimer_del(&r->timer); /* a resent completed request may have it armed */
     if (r->fini)
         r->fini(r);
-    resp_release(&r->cmd);
-    if (c->req_pool_len < REQ_POOL_MAX) {
-        r->next = c->req_pool;
-        c->req_pool = r;
-        c->req_pool_len++;
+    resp_free(&r->cmd);
+    if (conn->pool_len < REQ_POOL_MAX && conn->state != CONN_CLOSED) {
+        r->ctx = conn->pool;
+        conn->pool = r;
+        conn->pool_len++;
     } else {
         free(r);
     }
@@ -131,16 +134,21 @@ static void send_now(struct conn *conn, struct req *r)
         redisAsyncFormattedCommand(conn->ac, on_reply, r, r->cmd.data,
                                    r->cmd.len) == REDIS_OK) {
         r->where = REQ_SENT;
-        list_push(&conn->sent, r);
+        TAILQ_INSERT_TAIL(&conn->sent, r, link);
     } else {
         r->where = REQ_QUEUED;
-        list_push(&conn->queued, r);
+        TAILQ_INSERT_TAIL(&conn->queued, r, link);
     }
+}
+
+void conn_resend(struct conn *conn, struct req *r)
+{
+    send_now(conn, r);
 }
 
 void req_submit(struct req *r, uint32_t timeout_ms)
 {
-    struct hilock_client *c = r->conn->client;
+    r->sent_ms = clock_now_ms();
     if (r->cmd.failed) {
         /* Encoding ran out of memory: fail on the loop, not in the call.
          * The request waits in the queue for an immediate deadline. */
@@ -148,14 +156,14 @@ void req_submit(struct req *r, uint32_t timeout_ms)
         timeout_ms = 1;
     }
     if (timeout_ms == 0) {
-        evtimer_add(&r->timer, c->req_timeout);
+        evtimer_add(&r->timer, r->conn->cfg->req_timeout);
     } else {
         struct timeval tv = clock_tv(timeout_ms);
         evtimer_add(&r->timer, &tv);
     }
     if (r->enomem) {
         r->where = REQ_QUEUED;
-        list_push(&r->conn->queued, r);
+        TAILQ_INSERT_TAIL(&r->conn->queued, r, link);
         return;
     }
     send_now(r->conn, r);
@@ -175,7 +183,7 @@ void req_complete(struct req *r, int status)
     if (!r->done)
         return;
     if (r->where == REQ_QUEUED) {
-        list_unlink(&r->conn->queued, r);
+        TAILQ_REMOVE(&r->conn->queued, r, link);
         r->where = REQ_NOWHERE;
     }
     finish(r, status, NULL);
@@ -199,28 +207,27 @@ static int deadline_status(const struct req *r)
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     struct req *r = arg;
-    struct hilock_client *c = r->conn->client;
-    client_enter(c);
+    struct reentry *guard = r->conn->cfg->guard;
+    reentry_enter(guard);
     if (r->done) {
         req_complete(r, deadline_status(r));
     } else if (r->where == REQ_QUEUED) {
         /* A completed request waiting to be resent: give up on it. */
-        list_unlink(&r->conn->queued, r);
+        TAILQ_REMOVE(&r->conn->queued, r, link);
         r->where = REQ_NOWHERE;
         if (r->late)
             r->late(r, NULL);
         req_recycle(r);
     }
-    client_leave(c);
+    reentry_leave(guard);
 }
 
 /* Arm the backoff timer for the next connect attempt. */
 static void schedule_retry(struct conn *conn)
 {
-    struct hilock_client *c = conn->client;
-    uint32_t ms = backoff_delay_ms(c->opts.reconnect_min_ms,
-                                   c->opts.reconnect_max_ms, conn->attempt,
-                                   &c->rng);
+    const struct hilock_options *o = conn->cfg->opts;
+    uint32_t ms = backoff_delay_ms(o->reconnect_min_ms, o->reconnect_max_ms,
+                                   conn->attempt, conn->cfg->rng);
     struct timeval tv = clock_tv(ms);
     if (conn->attempt < 32)
         conn->attempt++;
@@ -236,8 +243,8 @@ void conn_proven(struct conn *conn)
 static void conn_failed(struct conn *conn, int err)
 {
     conn->err = err;
-    if (conn->on_fail)
-        conn->on_fail(conn, err);
+    if (conn->hooks->on_fail)
+        conn->hooks->on_fail(conn, err);
 }
 
 /* Forget the current context (it is dying or being freed by the caller) and
@@ -250,8 +257,8 @@ static void conn_detach(struct conn *conn)
     conn->state = CONN_IDLE;
     evtimer_del(&conn->retry_timer);
     schedule_retry(conn);
-    if (conn->on_drop)
-        conn->on_drop(conn);
+    if (conn->hooks->on_drop)
+        conn->hooks->on_drop(conn);
 }
 
 /* The connection ac died: say why, forget it, plan a reconnect. */
@@ -265,9 +272,8 @@ static void conn_lost(struct conn *conn, const redisAsyncContext *ac)
                   : HILOCK_ECONN;
     if (err == HILOCK_ESERVER)
         err = HILOCK_ECONN;
-    client_log(conn->client,
-               err == HILOCK_ECONN ? HILOCK_LOG_WARN : HILOCK_LOG_ERROR,
-               "%s connection lost: %s", conn->what, why);
+    conn_log(conn, err == HILOCK_ECONN ? HILOCK_LOG_WARN : HILOCK_LOG_ERROR,
+             "lost: %s", why);
     conn_detach(conn);
     conn_failed(conn, err);
 }
@@ -280,9 +286,9 @@ static void dropped(struct conn *conn, struct req *r)
 {
     if (r->retry && (r->done || r->late)) {
         if (!r->done)
-            evtimer_add(&r->timer, conn->client->req_timeout);
+            evtimer_add(&r->timer, conn->cfg->req_timeout);
         r->where = REQ_QUEUED;
-        list_push(&conn->queued, r);
+        TAILQ_INSERT_TAIL(&conn->queued, r, link);
         return;
     }
     if (r->done)
@@ -292,36 +298,11 @@ static void dropped(struct conn *conn, struct req *r)
     req_recycle(r);
 }
 
-void conn_load_script(struct conn *conn, int id)
-{
-    struct resp_buf b;
-    size_t len;
-    const char *body = script_body((enum script_id)id, &len);
-    resp_init(&b, NULL, 0);
-    resp_array(&b, 3);
-    resp_arg(&b, "SCRIPT", 6);
-    resp_arg(&b, "LOAD", 4);
-    resp_arg(&b, body, len);
-    conn_send_raw(conn, &b);
-    resp_release(&b);
-}
-
-/* Load the script r runs, then send r again behind it (same connection, so
- * the load is executed first). */
-static void reload_and_resend(struct conn *conn, struct req *r)
-{
-    conn_load_script(conn, r->script);
-    r->reloaded = 1;
-    if (r->refresh)
-        r->refresh(r);
-    send_now(conn, r);
-}
-
 /* Log an error reply with the server's text: it says more than our code. */
 static void log_error_reply(struct conn *conn, const redisReply *rep)
 {
-    client_log(conn->client, HILOCK_LOG_WARN, "%s connection: %.*s",
-               conn->what, (int)(rep->len > 200 ? 200 : rep->len), rep->str);
+    conn_log(conn, HILOCK_LOG_WARN, "%.*s",
+             (int)(rep->len > 200 ? 200 : rep->len), rep->str);
 }
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
@@ -332,9 +313,9 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         return;
     }
     struct conn *conn = r->conn;
-    struct hilock_client *c = conn->client;
-    client_enter(c);
-    list_unlink(&conn->sent, r);
+    struct reentry *guard = conn->cfg->guard;
+    reentry_enter(guard);
+    TAILQ_REMOVE(&conn->sent, r, link);
     r->where = REQ_NOWHERE;
     if (!reply) {
         if (ac == conn->ac)
@@ -344,18 +325,17 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         if (r->late)
             r->late(r, reply);
         req_recycle(r);
-    } else if (r->script >= 0 && !r->reloaded && reply_is_noscript(reply)) {
-        reload_and_resend(conn, r);
-    } else {
-        redisReply *rep = reply;
-        if (rep->type == REDIS_REPLY_ERROR)
-            log_error_reply(conn, rep);
-        else
-            conn_proven(conn);
+    } else if (((redisReply *)reply)->type != REDIS_REPLY_ERROR) {
+        conn_proven(conn);
+        finish(r, 0, reply);
+        req_recycle(r);
+    } else if (!conn->hooks->on_error ||
+               !conn->hooks->on_error(conn, r, reply)) {
+        log_error_reply(conn, reply);
         finish(r, 0, reply);
         req_recycle(r);
     }
-    client_leave(c);
+    reentry_leave(guard);
 }
 
 /* Log handshake and script-load errors; nobody else waits for them. */
@@ -404,18 +384,18 @@ static void on_gate_reply(redisAsyncContext *ac, void *reply, void *privdata)
     struct conn *conn = ac->data;
     if (!conn || !rep || conn->state != CONN_HANDSHAKE)
         return; /* the context is going away */
-    struct hilock_client *c = conn->client;
-    client_enter(c);
+    struct reentry *guard = conn->cfg->guard;
+    reentry_enter(guard);
     if (rep->type == REDIS_REPLY_ERROR) {
-        client_log(c, HILOCK_LOG_ERROR, "%s connection: %s refused: %.*s",
-                   conn->what, privdata == &gate_auth ? "AUTH" : "SELECT",
-                   (int)(rep->len > 200 ? 200 : rep->len), rep->str);
+        conn_log(conn, HILOCK_LOG_ERROR, "%s refused: %.*s",
+                 privdata == &gate_auth ? "AUTH" : "SELECT",
+                 (int)(rep->len > 200 ? 200 : rep->len), rep->str);
         conn_abort(conn, privdata == &gate_auth ? HILOCK_EAUTH
                                                 : reply_error_code(rep));
     } else if (--conn->gate == 0) {
         conn_ready(conn);
     }
-    client_leave(c);
+    reentry_leave(guard);
 }
 
 /* The reply to TIME: [seconds, microseconds] of the server's clock. The
@@ -459,7 +439,7 @@ static void handshake_send(struct conn *conn, struct resp_buf *b,
  * the number of gate replies to wait for. */
 static unsigned handshake(struct conn *conn)
 {
-    const struct hilock_options *o = &conn->client->opts;
+    const struct hilock_options *o = conn->cfg->opts;
     struct resp_buf b;
     char small[256];
     resp_init(&b, small, sizeof(small));
@@ -483,18 +463,18 @@ static unsigned handshake(struct conn *conn)
         resp_arg(&b, "TIME", 4);
         handshake_send(conn, &b, on_clock_reply, NULL);
     }
-    resp_release(&b);
+    resp_free(&b);
     return conn->gate;
 }
 
 /* Send everything that waited for the connection, in order. */
 static void flush_queue(struct conn *conn)
 {
-    struct req_list q = conn->queued;
-    conn->queued.head = conn->queued.tail = NULL;
-    while (q.head) {
-        struct req *r = q.head;
-        list_unlink(&q, r);
+    struct req_list q = TAILQ_HEAD_INITIALIZER(q);
+    struct req *r;
+    TAILQ_CONCAT(&q, &conn->queued, link);
+    while ((r = TAILQ_FIRST(&q)) != NULL) {
+        TAILQ_REMOVE(&q, r, link);
         send_now(conn, r);
     }
 }
@@ -505,8 +485,8 @@ static void conn_ready(struct conn *conn)
     conn->state = CONN_READY;
     conn->err = 0;
     conn->connects++;
-    if (conn->on_ready)
-        conn->on_ready(conn);
+    if (conn->hooks->on_ready)
+        conn->hooks->on_ready(conn);
     flush_queue(conn);
 }
 
@@ -514,9 +494,9 @@ static void conn_ready(struct conn *conn)
  * whose handshake was refused. */
 static void fail_queue(struct conn *conn, int err)
 {
-    while (conn->queued.head) {
-        struct req *r = conn->queued.head;
-        list_unlink(&conn->queued, r);
+    struct req *r;
+    while ((r = TAILQ_FIRST(&conn->queued)) != NULL) {
+        TAILQ_REMOVE(&conn->queued, r, link);
         r->where = REQ_NOWHERE;
         if (r->done)
             finish(r, err, NULL);
@@ -549,23 +529,22 @@ static void on_connect(const redisAsyncContext *ac, int status)
     struct conn *conn = ac->data;
     if (!conn)
         return;
-    struct hilock_client *c = conn->client;
-    client_enter(c);
+    struct reentry *guard = conn->cfg->guard;
+    reentry_enter(guard);
     evtimer_del(&conn->retry_timer);
     if (status != REDIS_OK) {
-        client_log(c, HILOCK_LOG_WARN, "%s connection failed: %s",
-                   conn->what, ac->errstr);
+        conn_log(conn, HILOCK_LOG_WARN, "failed: %s", ac->errstr);
         conn->ac = NULL; /* hiredis frees it after this callback */
         conn->state = CONN_IDLE;
         schedule_retry(conn);
         conn_failed(conn, HILOCK_ECONN);
     } else {
-        client_log(c, HILOCK_LOG_INFO, "%s connection up", conn->what);
+        conn_log(conn, HILOCK_LOG_INFO, "up");
         conn->state = CONN_HANDSHAKE;
         if (handshake(conn) == 0)
             conn_ready(conn);
     }
-    client_leave(c);
+    reentry_leave(guard);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
@@ -573,23 +552,23 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     struct conn *conn = ac->data;
     if (!conn)
         return;
-    struct hilock_client *c = conn->client;
-    client_enter(c);
+    struct reentry *guard = conn->cfg->guard;
+    reentry_enter(guard);
     conn_lost(conn, ac);
-    client_leave(c);
+    reentry_leave(guard);
 }
 
 void conn_start(struct conn *conn)
 {
-    struct hilock_client *c = conn->client;
-    const struct hilock_options *o = &c->opts;
+    const struct conn_endpoint *ep = &conn->ep;
     if (conn->state != CONN_IDLE)
         return;
-    redisAsyncContext *ac = o->unix_path ? redisAsyncConnectUnix(o->unix_path)
-                                         : redisAsyncConnect(o->host, o->port);
+    redisAsyncContext *ac = ep->unix_path
+                                ? redisAsyncConnectUnix(ep->unix_path)
+                                : redisAsyncConnect(ep->host, ep->port);
     if (!ac || ac->err) {
-        client_log(c, HILOCK_LOG_WARN, "%s connection failed: %s", conn->what,
-                   ac ? ac->errstr : "out of memory");
+        conn_log(conn, HILOCK_LOG_WARN, "failed: %s",
+                 ac ? ac->errstr : "out of memory");
         if (ac)
             redisAsyncFree(ac);
         schedule_retry(conn);
@@ -599,15 +578,14 @@ void conn_start(struct conn *conn)
         return;
     }
     if (guard_attach(ac) != 0)
-        client_log(c, HILOCK_LOG_WARN, "%s connection: no reply guard",
-                   conn->what);
+        conn_log(conn, HILOCK_LOG_WARN, "no reply guard");
     ac->data = conn;
-    redisLibeventAttach(ac, c->base);
+    redisLibeventAttach(ac, conn->cfg->base);
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     conn->ac = ac;
     conn->state = CONN_CONNECTING;
-    struct timeval tv = clock_tv(o->connect_timeout_ms);
+    struct timeval tv = clock_tv(conn->cfg->opts->connect_timeout_ms);
     evtimer_add(&conn->retry_timer, &tv);
 }
 
@@ -615,12 +593,11 @@ void conn_start(struct conn *conn)
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *conn = arg;
-    struct hilock_client *c = conn->client;
-    client_enter(c);
+    struct reentry *guard = conn->cfg->guard;
+    reentry_enter(guard);
     if (conn->state == CONN_CONNECTING) {
         redisAsyncContext *ac = conn->ac;
-        client_log(c, HILOCK_LOG_WARN, "%s connection: connect timed out",
-                   conn->what);
+        conn_log(conn, HILOCK_LOG_WARN, "connect timed out");
         conn->ac = NULL;
         ac->data = NULL;
         conn->state = CONN_IDLE;
@@ -634,23 +611,23 @@ static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
         }
         conn_start(conn);
     }
-    client_leave(c);
+    reentry_leave(guard);
 }
 
 /* Cancel every request of list l; those inside hiredis become orphans. */
-static void cancel_list(struct conn *conn, struct req_list *l)
+static void cancel_list(struct req_list *l)
 {
-    while (l->head) {
-        struct req *r = l->head;
-        list_unlink(l, r);
+    struct req *r;
+    while ((r = TAILQ_FIRST(l)) != NULL) {
+        TAILQ_REMOVE(l, r, link);
         if (r->done)
             finish(r, HILOCK_ECANCELED, NULL);
         evtimer_del(&r->timer);
         if (r->where == REQ_SENT) {
-            resp_release(&r->cmd);
+            resp_free(&r->cmd);
             r->where = REQ_ORPHAN;
         } else {
-            resp_release(&r->cmd);
+            resp_free(&r->cmd);
             free(r);
         }
     }
@@ -660,22 +637,29 @@ void conn_close(struct conn *conn)
 {
     conn->state = CONN_CLOSED;
     evtimer_del(&conn->retry_timer);
-    cancel_list(conn, &conn->queued);
-    cancel_list(conn, &conn->sent);
+    cancel_list(&conn->queued);
+    cancel_list(&conn->sent);
     if (conn->ac) {
         redisAsyncContext *ac = conn->ac;
         conn->ac = NULL;
         ac->data = NULL;
         redisAsyncFree(ac);
     }
+    while (conn->pool) {
+        struct req *r = conn->pool;
+        conn->pool = r->ctx;
+        free(r);
+    }
+    conn->pool_len = 0;
 }
 
 void conn_cancel_all(struct conn *conn)
 {
     struct req_list *lists[2] = {&conn->queued, &conn->sent};
     for (int i = 0; i < 2; i++) {
-        for (struct req *r = lists[i]->head, *next; r; r = next) {
-            next = r->next;
+        struct req *r, *next;
+        for (r = TAILQ_FIRST(lists[i]); r; r = next) {
+            next = TAILQ_NEXT(r, link);
             req_complete(r, HILOCK_ECANCELED);
         }
     }
@@ -710,7 +694,8 @@ void conn_drain(struct conn *conn, uint32_t timeout_ms)
         redisBufferWrite(&ac->c, &done); /* one try, no waiting */
         return;
     }
-    while (conn->state == CONN_READY && conn->ac == ac && conn->sent.head &&
+    while (conn->state == CONN_READY && conn->ac == ac &&
+           !TAILQ_EMPTY(&conn->sent) &&
            (now = clock_now_ms()) < end) {
         if (drain_step(ac, sdslen(ac->c.obuf) > 0, (int)(end - now)) < 0)
             break;

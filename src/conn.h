@@ -1,22 +1,26 @@
-/* conn.h -- one Redis connection with reconnects and per-request deadlines. */
+/* conn.h -- one Redis connection: handshake, reconnects, requests with
+ * deadlines. The transport of a node (node.h); it knows no scripts and no
+ * locks, and reports up only through the hooks it is given. */
 #ifndef HILOCK_CONN_H
 #define HILOCK_CONN_H
 
 #include <event2/event.h>
 #include <event2/event_struct.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 #include "hilock/hilock.h"
+#include "reentry.h"
 #include "resp.h"
 
-struct hilock_client;
 struct redisAsyncContext;
 struct redisReply;
 struct req;
 struct conn;
 
 /* Completion of a request: status 0 with the reply, or a negative code with
- * reply NULL (ETIMEDOUT, ECONN, ECANCELED, ENOMEM). Called exactly once. */
+ * reply NULL (ETIMEDOUT, ECONN, ECANCELED, ENOMEM, or the cause of a refused
+ * handshake). Called exactly once. */
 typedef void req_done_fn(struct req *req, int status,
                          struct redisReply *reply);
 /* A reply that arrived after its request had completed (timed out or was
@@ -32,33 +36,62 @@ enum req_where { REQ_NOWHERE = 0, REQ_QUEUED, REQ_SENT, REQ_ORPHAN };
 
 #define REQ_INLINE_CMD 256
 
+TAILQ_HEAD(req_list, req);
+
 struct req {
-    struct req *prev, *next;  /* in conn->queued or conn->sent */
-    struct req *lprev, *lnext; /* in the lock's list of requests */
+    TAILQ_ENTRY(req) link;    /* in conn->queued or conn->sent */
     struct conn *conn;
     struct event timer;       /* deadline */
     req_done_fn *done;        /* NULL once completed */
     req_late_fn *late;
     req_fini_fn *fini;
     req_refresh_fn *refresh;
+    uint64_t sent_ms;         /* when submitted (monotonic ms) */
     uint8_t where;            /* enum req_where */
     uint8_t retry;            /* resend when the connection drops */
-    uint8_t reloaded;         /* NOSCRIPT already handled once */
     uint8_t enomem;           /* encoding failed: complete with ENOMEM */
-    int8_t script;            /* enum script_id of an EVALSHA, or -1 */
-    /* Owner's fields; conn.c does not look at them. */
-    struct hilock_lock *lock;
-    hilock_lock_cb *cb;
-    void *arg;
-    int kind;
-    int64_t aux;
-    void *batch;
+    /* The node's: the script an EVALSHA runs (-1: none), and whether a
+     * NOSCRIPT was handled once already. */
+    int8_t script;
+    uint8_t reloaded;
+    /* The submitter's, never read here: what the request is about, a link
+     * for the submitter's own list of its requests, and one more pointer. */
+    void *ctx;
+    TAILQ_ENTRY(req) ctx_link;
+    void *data;
     struct resp_buf cmd;
     char cmd_inline[REQ_INLINE_CMD];
 };
 
-struct req_list {
-    struct req *head, *tail;
+/* What every connection of a client shares; borrowed, outlives them. */
+struct conn_config {
+    struct event_base *base;
+    const struct hilock_options *opts; /* auth, db, timeouts, backoff, log */
+    const struct timeval *req_timeout; /* libevent common timeout */
+    uint64_t *rng;                     /* backoff jitter */
+    struct reentry *guard;             /* brackets every loop callback */
+};
+
+/* Where to connect; strings borrowed. */
+struct conn_endpoint {
+    const char *host;
+    int port;
+    const char *unix_path; /* when set, used instead of host/port */
+};
+
+/* News for the connection's owner. Every hook may be NULL. */
+struct conn_hooks {
+    /* Connected and the handshake passed; queued requests go out after. */
+    void (*on_ready)(struct conn *conn);
+    /* The connection dropped; pending requests are already requeued. */
+    void (*on_drop)(struct conn *conn);
+    /* A connect attempt, the handshake or the connection failed with err
+     * (HILOCK_ECONN, HILOCK_EAUTH, HILOCK_ENOPERM, ...). */
+    void (*on_fail)(struct conn *conn, int err);
+    /* An error reply to a pending request: return nonzero when handled
+     * (the request was resent with conn_resend), 0 to complete it. */
+    int (*on_error)(struct conn *conn, struct req *r,
+                    struct redisReply *reply);
 };
 
 /* IDLE: no context (backing off); CONNECTING: TCP connect under way;
@@ -73,7 +106,10 @@ enum conn_state {
 };
 
 struct conn {
-    struct hilock_client *client;
+    const struct conn_config *cfg;
+    struct conn_endpoint ep;
+    const struct conn_hooks *hooks;
+    void *owner;                      /* the hooks' context */
     const char *what;                 /* "command" or "subscriber", for logs */
     struct redisAsyncContext *ac;
     enum conn_state state;
@@ -91,34 +127,41 @@ struct conn {
     struct event retry_timer;         /* backoff, and connect deadline */
     struct req_list queued;           /* waiting for a connection */
     struct req_list sent;             /* handed to hiredis */
-    /* After connecting (and AUTH/SELECT): send what this connection needs. */
-    void (*on_ready)(struct conn *conn);
-    /* After the connection dropped; pending requests are already handled. */
-    void (*on_drop)(struct conn *conn);
-    /* A connect attempt, the handshake or the connection failed with err
-     * (HILOCK_ECONN, HILOCK_EAUTH, HILOCK_ENOPERM, ...); the server's text,
-     * if any, is logged. */
-    void (*on_fail)(struct conn *conn, int err);
+    struct req *pool;                 /* recycled requests (chained by ctx) */
+    size_t pool_len;
 };
 
-void conn_init(struct conn *conn, struct hilock_client *client,
-               const char *what);
+void conn_init(struct conn *conn, const struct conn_config *cfg,
+               const struct conn_endpoint *ep, const struct conn_hooks *hooks,
+               void *owner, const char *what);
 /* Start connecting now (no-op unless idle). */
 void conn_start(struct conn *conn);
-/* Complete every request with HILOCK_ECANCELED, close the connection and
- * stop timers. Requests still inside hiredis are orphaned and freed when
- * hiredis lets go of them. */
+/* Complete every request with HILOCK_ECANCELED, close the connection, stop
+ * timers and free the request pool. Requests still inside hiredis are
+ * orphaned and freed when hiredis lets go of them. */
 void conn_close(struct conn *conn);
+/* Write msg, formatted, to the client's log callback, as "<what>
+ * connection: <msg>". */
+void conn_log(const struct conn *conn, enum hilock_log_level level,
+              const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
-/* A fresh request on conn's client pool, with an empty command buffer.
- * Returns NULL when out of memory. */
+/* A fresh request with an empty command buffer, or NULL when out of memory
+ * or the connection is closed. */
 struct req *req_new(struct conn *conn, req_done_fn *done);
-/* Arm the request's deadline (timeout_ms from now; 0: the client's request
- * timeout) and send it, or queue it until the connection is ready. */
+/* Arm the request's deadline (timeout_ms from now; 0: the request timeout
+ * of the options) and send it, or queue it until the connection is ready.
+ * A command whose encoding failed completes with HILOCK_ENOMEM on the
+ * loop. */
 void req_submit(struct req *req, uint32_t timeout_ms);
 /* Complete a request early with status (e.g. HILOCK_ECANCELED): its done
  * fires now; a reply that still arrives goes to late. No-op if completed. */
 void req_complete(struct req *req, int status);
+/* Send r again (from on_error), behind what was sent before. */
+void conn_resend(struct conn *conn, struct req *r);
 
 /* The connection has shown it is useful (a reply, a confirmed
  * subscription): the next reconnect starts from the shortest delay again. */
@@ -136,16 +179,17 @@ void conn_drain(struct conn *conn, uint32_t timeout_ms);
  * ours passes local_ms (see conn.c), or 0 when the clock is not measured. */
 uint64_t conn_server_ms(const struct conn *conn, uint64_t local_ms);
 
-/* Send a command whose reply nobody needs (handshakes, SCRIPT LOAD); error
- * replies are logged. Does nothing unless the connection is ready. */
+/* Send a command whose reply nobody needs (SCRIPT LOAD); error replies are
+ * logged. Does nothing unless the connection is ready. */
 void conn_send_raw(struct conn *conn, struct resp_buf *cmd);
-/* Send SCRIPT LOAD for script id (enum script_id). */
-void conn_load_script(struct conn *conn, int id);
 /* Send a command whose replies go to fn(ac, reply, NULL): (UN)SUBSCRIBE on
  * the subscriber connection. Returns 0, or -1 when not ready. */
 typedef void conn_reply_fn(struct redisAsyncContext *ac, void *reply,
                            void *privdata);
 int conn_send_with(struct conn *conn, struct resp_buf *cmd,
                    conn_reply_fn *fn);
+/* The connection of a hiredis context (from a reply callback), or NULL
+ * when the context is going away. */
+struct conn *conn_of(const struct redisAsyncContext *ac);
 
 #endif

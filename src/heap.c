@@ -10,7 +10,7 @@ void heap_init(struct heap *h)
     h->len = h->cap = 0;
 }
 
-void heap_release(struct heap *h)
+void heap_free(struct heap *h)
 {
     for (size_t i = 0; i < h->len; i++)
         h->items[i]->index = HEAP_NONE;

@@ -23,7 +23,7 @@ struct heap {
 };
 
 void heap_init(struct heap *h);
-void heap_release(struct heap *h);
+void heap_free(struct heap *h);
 static inline void heap_node_init(struct heap_node *n)
 {
     n->index = HEAP_NONE;

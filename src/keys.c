@@ -4,9 +4,9 @@
 
 #include <string.h>
 
-#define CHANNEL_PREFIX "redisson_lock__channel:{"
-#define FENCE_PREFIX "hilock_fence:{"
-#define LATCH_PREFIX "hilock_latch:{"
+#define CHANNEL_PREFIX KEYS_CHANNEL_HEAD
+#define FENCE_PREFIX KEYS_FENCE_HEAD
+#define LATCH_PREFIX KEYS_LATCH_HEAD
 
 /* Append prefix + head + name + tail as one argument. */
 static void tagged(struct resp_buf *b, const struct key_src *k,
@@ -28,12 +28,12 @@ void keys_lock(struct resp_buf *b, const struct key_src *k)
 
 void keys_channel(struct resp_buf *b, const struct key_src *k)
 {
-    tagged(b, k, CHANNEL_PREFIX, "}");
+    tagged(b, k, CHANNEL_PREFIX, KEYS_TAG_TAIL);
 }
 
 void keys_fence(struct resp_buf *b, const struct key_src *k)
 {
-    tagged(b, k, FENCE_PREFIX, "}");
+    tagged(b, k, FENCE_PREFIX, KEYS_TAG_TAIL);
 }
 
 void keys_latch(struct resp_buf *b, const struct key_src *k, const char *tag,

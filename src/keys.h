@@ -12,6 +12,16 @@
 
 #include "resp.h"
 
+/* The names themselves, for code that builds them outside a command (the
+ * bench, the CLI); a key is <prefix><head><name><tail>. */
+#define KEYS_CHANNEL_HEAD "redisson_lock__channel:{"
+#define KEYS_FENCE_HEAD "hilock_fence:{"
+#define KEYS_LATCH_HEAD "hilock_latch:{"
+#define KEYS_TAG_TAIL "}"
+/* The owner field's companion in the lock hash: <field><suffix> holds the
+ * highest acquire request id applied for that owner (see script.c). */
+#define KEYS_RID_SUFFIX ":rid"
+
 /* What a key is built from; all pointers borrowed. */
 struct key_src {
     const char *prefix;

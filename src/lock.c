@@ -1,108 +1,39 @@
-/* lock.c -- the lock handle: acquire, release, queries, reference counts.
+/* lock.c -- the lock operations: acquire, release, cancel, free, queries,
+ * renew; the top of the engine.
  *
  * A handle is one name plus one owner. At most one acquire or release is
- * pending on it (lock->op); queries and renewals may run alongside. Every
- * request about a lock holds a reference to it, so a reply that arrives after
- * hilock_lock_free() still finds the name and owner it needs (a late acquire
- * success is released at once). The user's callback is always the last thing
- * a code path does with the lock. */
+ * pending on it (lock->op); queries and renewals may run alongside. Handles
+ * of one name and owner (twins) share one hold in Redis: what a reply says
+ * about that hold (a new lease, its end) is applied to all of them. The
+ * files below report here through eng->hooks, which lock_engine_init fills
+ * in. The user's callback is always the last thing a code path does with
+ * the lock. */
+#include "lock.h"
+
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
 
-#include "client.h"
+#include "clock.h"
+#include "handle.h"
 #include "reply.h"
+#include "wait.h"
+#include "watchdog.h"
+#include "wire.h"
 
-struct key_src lock_keys(const struct hilock_lock *lock)
+/* Delay before the next attempt of a wait whose attempt failed on the way
+ * (the connection's own backoff paces reconnects). */
+#define ACQUIRE_RETRY_MS 50
+
+static int closing(const struct hilock_lock *lock)
 {
-    struct key_src k = {lock->client->prefix, lock->client->prefix_len,
-                        lock->name, lock->name_len};
-    return k;
+    return lock->eng->guard->closing;
 }
 
-void lock_ref(struct hilock_lock *lock)
-{
-    lock->refs++;
-}
-
-/* Unlink from the client and free; the wait timer goes with it. */
-static void lock_destroy(struct hilock_lock *lock)
-{
-    struct hilock_client *c = lock->client;
-    if (lock->prev)
-        lock->prev->next = lock->next;
-    else
-        c->locks = lock->next;
-    if (lock->next)
-        lock->next->prev = lock->prev;
-    if (lock->wait_timer)
-        event_free(lock->wait_timer);
-    free(lock);
-}
-
-void lock_unref(struct hilock_lock *lock)
-{
-    if (--lock->refs == 0)
-        lock_destroy(lock);
-}
-
-/* fini of a request attached to a lock: unlink it, drop its reference. */
-static void req_fini_lock(struct req *r)
-{
-    struct hilock_lock *lock = r->lock;
-    if (r->lprev)
-        r->lprev->lnext = r->lnext;
-    else
-        lock->reqs.head = r->lnext;
-    if (r->lnext)
-        r->lnext->lprev = r->lprev;
-    else
-        lock->reqs.tail = r->lprev;
-    r->lock = NULL;
-    lock_unref(lock);
-}
-
-void lock_attach_req(struct hilock_lock *lock, struct req *r)
-{
-    r->lock = lock;
-    r->fini = req_fini_lock;
-    r->lnext = NULL;
-    r->lprev = lock->reqs.tail;
-    if (lock->reqs.tail)
-        lock->reqs.tail->lnext = r;
-    else
-        lock->reqs.head = r;
-    lock->reqs.tail = r;
-    lock_ref(lock);
-}
-
-int hilock_lock_new(struct hilock_client *client, const char *name,
-                    size_t name_len, uint64_t owner_tag,
-                    struct hilock_lock **out)
-{
-    if (!client || !name || !out || name_len == 0 ||
-        name_len > HILOCK_NAME_MAX || client->closing)
-        return HILOCK_EINVAL;
-    struct hilock_lock *lock = calloc(1, sizeof(*lock) + name_len + 1);
-    if (!lock)
-        return HILOCK_ENOMEM;
-    lock->client = client;
-    lock->owner_tag = owner_tag;
-    lock->refs = 1;
-    heap_node_init(&lock->wd_node);
-    lock->name_len = name_len;
-    memcpy(lock->name, name, name_len);
-    lock->next = client->locks;
-    if (client->locks)
-        client->locks->prev = lock;
-    client->locks = lock;
-    *out = lock;
-    return 0;
-}
-
-void lock_finish_op(struct hilock_lock *lock, int status, int64_t value)
+/* Finish the pending op: clear it, then call the user's callback (last). */
+static void finish_op(struct hilock_lock *lock, int status, int64_t value)
 {
     hilock_lock_cb *cb = lock->op_cb;
     void *arg = lock->op_arg;
@@ -112,78 +43,65 @@ void lock_finish_op(struct hilock_lock *lock, int status, int64_t value)
     lock->op_cb = NULL;
     lock->op_arg = NULL;
     lock->op_req = NULL;
-    if (lock->client->closing || lock->freeing)
+    if (closing(lock) || lock->freeing)
         status = HILOCK_ECANCELED;
     cb(lock, status, status == HILOCK_ECANCELED ? 0 : value, arg);
 }
 
-void lock_hold_ended(struct hilock_lock *lock)
+/* The handle's hold ended (released, lost, freed): stop its renewals. */
+static void hold_ended(struct hilock_lock *lock)
 {
     watchdog_forget(lock);
-    owners_remove(&lock->client->owners, lock);
+    handle_hold_end(lock);
     lock->holds = 0;
     lock->token = 0;
     lock->auto_renew = 0;
 }
 
-/* Most twins (handles of one owner and name) told of a change at once. */
-#define TWINS_MAX 64
-
-/* The holding handles of lock's name and owner (lock too, if it holds),
- * each with a reference taken: what is done to them may fire callbacks
- * that free handles. */
-static size_t twins_get(struct hilock_lock *lock, struct hilock_lock **out)
+/* The hold of a handle that counted on it is gone: tell its on_lost. */
+static void lock_lost(struct hilock_lock *lock)
 {
-    size_t n = 0;
-    for (struct hilock_lock *h = owners_first(&lock->client->owners, lock);
-         h && n < TWINS_MAX; h = owners_next(h)) {
-        lock_ref(h);
-        out[n++] = h;
-    }
-    return n;
+    hilock_lock_cb *cb = lock->lost_cb;
+    void *arg = lock->lost_arg;
+    int held = lock->holds > 0;
+    hold_ended(lock);
+    if (held && cb && !lock->freeing && !closing(lock))
+        cb(lock, HILOCK_ELOST, 0, arg);
 }
 
-void lock_share_lease(struct hilock_lock *lock, uint64_t sent_ms,
-                      uint32_t lease_ms)
+/* Redis confirmed the owner's hold with lease_ms from a request sent at
+ * sent_ms: every holding twin takes the new lease and validity. */
+static void share_lease(struct hilock_lock *lock, uint64_t sent_ms,
+                        uint32_t lease_ms)
 {
-    struct hilock_lock *t[TWINS_MAX];
-    size_t n = twins_get(lock, t);
+    struct hilock_lock *t[HANDLE_TWINS_MAX];
+    size_t n = handle_twins(lock, t);
     for (size_t i = 0; i < n; i++) {
         if (t[i]->holds > 0 && !t[i]->freeing) {
             t[i]->lease_ms = lease_ms;
             watchdog_confirmed(t[i], sent_ms);
         }
-        lock_unref(t[i]);
+        handle_unref(t[i]);
     }
 }
 
-void lock_share_end(struct hilock_lock *lock)
+/* Redis says the owner holds nothing: every twin that counted on the hold
+ * (lock included) is told. */
+static void share_end(struct hilock_lock *lock)
 {
-    struct hilock_lock *t[TWINS_MAX];
-    size_t n = twins_get(lock, t);
+    struct hilock_lock *t[HANDLE_TWINS_MAX];
+    size_t n = handle_twins(lock, t);
     for (size_t i = 0; i < n; i++) {
-        watchdog_lost(t[i]);
-        lock_unref(t[i]);
+        lock_lost(t[i]);
+        handle_unref(t[i]);
     }
 }
 
-/* The lease a release or renewal sets when holds remain. */
+/* The lease a release sets when holds remain. */
 static uint32_t lock_lease(const struct hilock_lock *lock)
 {
     return lock->lease_ms ? lock->lease_ms
-                          : lock->client->opts.watchdog_lease_ms;
-}
-
-/* Encode EVALSHA <sha> <numkeys> for script id into r. */
-static void encode_evalsha(struct req *r, enum script_id id, size_t argc,
-                           unsigned numkeys)
-{
-    struct hilock_client *c = r->conn->client;
-    r->script = (int8_t)id;
-    resp_array(&r->cmd, argc);
-    resp_arg(&r->cmd, "EVALSHA", 7);
-    resp_arg(&r->cmd, c->scripts.sha[id], 40);
-    resp_arg_u64(&r->cmd, numkeys);
+                          : lock->eng->opts->watchdog_lease_ms;
 }
 
 static void acquire_done(struct req *r, int status, redisReply *reply);
@@ -192,48 +110,52 @@ static void acquire_late(struct req *r, redisReply *reply);
 /* NOSCRIPT: the attempt was not applied, while a twin's acquire sent after
  * it may have been. Resent with its old request id it would pass for a
  * resend of an attempt already applied (the script takes ids in order), so
- * it goes out as a new attempt, with a new id above every id sent so far.
- * The id is the command's last argument, written with a fixed width. */
+ * it goes out as a new attempt, with a new id above every id sent so far. */
 static void acquire_refresh(struct req *r)
 {
-    struct hilock_client *c = r->conn->client;
-    resp_u64_fixed(++c->seq, r->cmd.data + r->cmd.len - RESP_U64_WIDTH - 2);
+    struct hilock_lock *lock = r->ctx;
+    wire_acquire_rid(&r->cmd, ++lock->eng->seq);
 }
 
 /* Send one acquire attempt for the pending acquire. Returns 0 or ENOMEM. */
 static int send_attempt(struct hilock_lock *lock)
 {
-    struct hilock_client *c = lock->client;
-    struct key_src k = lock_keys(lock);
-    struct req *r = req_new(&c->cmd, acquire_done);
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    struct req *r = node_request(eng->node, acquire_done);
     if (!r)
         return HILOCK_ENOMEM;
-    r->kind = KIND_ACQUIRE;
     r->retry = 1; /* the request id makes a resend harmless */
     r->late = acquire_late;
     r->refresh = acquire_refresh;
-    r->aux = (int64_t)clock_now_ms();
-    encode_evalsha(r, SCRIPT_ACQUIRE, 9, 2);
-    keys_lock(&r->cmd, &k);
-    keys_fence(&r->cmd, &k);
-    resp_arg_u64(&r->cmd, lock->op_lease_ms ? lock->op_lease_ms
-                                            : c->opts.watchdog_lease_ms);
-    keys_field(&r->cmd, c->id, lock->owner_tag);
-    resp_arg(&r->cmd, c->opts.fencing ? "1" : "0", 1);
-    resp_arg_u64_fixed(&r->cmd, ++c->seq);
-    lock_attach_req(lock, r);
+    node_eval(r, SCRIPT_ACQUIRE);
+    wire_acquire(&r->cmd, node_sha(eng->node, SCRIPT_ACQUIRE), &w,
+                 lock->op_lease_ms ? lock->op_lease_ms
+                                   : eng->opts->watchdog_lease_ms,
+                 eng->opts->fencing, ++eng->seq);
+    handle_attach(lock, r);
     lock->op_req = r;
     req_submit(r, 0);
     return 0;
 }
 
-void lock_send_attempt(struct hilock_lock *lock)
+/* wait.c's turn: the head waiter tries again. */
+static void hook_attempt(struct hilock_lock *lock)
 {
     if (lock->op_req)
         return;
     int rc = send_attempt(lock);
     if (rc)
-        lock_finish_op(lock, rc, 0);
+        finish_op(lock, rc, 0);
+}
+
+/* wait.c: the wait's deadline passed. */
+static void hook_wait_expired(struct hilock_lock *lock)
+{
+    if (lock->op_req)
+        req_complete(lock->op_req, HILOCK_ETIMEDOUT);
+    else if (lock->op == OP_ACQUIRE)
+        finish_op(lock, HILOCK_ETIMEDOUT, 0);
 }
 
 /* The acquire succeeded (sent at sent_ms): record the hold, start its
@@ -242,12 +164,12 @@ static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
 {
     uint32_t lease = lock->op_lease_ms;
     if (lock->holds++ == 0)
-        owners_add(&lock->client->owners, lock);
+        handle_hold_begin(lock);
     lock->token = token; /* on re-entry, Redis returns the current token */
     lock->auto_renew |= lease == 0;
-    lock_share_lease(lock, sent_ms,
-                     lease ? lease : lock->client->opts.watchdog_lease_ms);
-    lock_finish_op(lock, 0, lock->token);
+    share_lease(lock, sent_ms,
+                lease ? lease : lock->eng->opts->watchdog_lease_ms);
+    finish_op(lock, 0, lock->token);
 }
 
 /* Errors that a later attempt may not meet: a wait goes on through them. */
@@ -256,30 +178,26 @@ static int transient(int status)
     return status == HILOCK_ETIMEDOUT || status == HILOCK_ECONN;
 }
 
-/* Delay before the next attempt of a wait whose attempt failed on the way
- * (the connection's own backoff paces reconnects). */
-#define ACQUIRE_RETRY_MS 50
-
 static void acquire_done(struct req *r, int status, redisReply *reply)
 {
-    struct hilock_lock *lock = r->lock;
+    struct hilock_lock *lock = r->ctx;
     int64_t holds = 0, token = 0, ttl = -1;
     lock->op_req = NULL;
     if (status == 0)
         status = reply_acquire(reply, &holds, &token, &ttl);
     if (status == 0) {
-        acquired(lock, token, (uint64_t)r->aux);
+        acquired(lock, token, r->sent_ms);
     } else if (lock->wait_deadline == 0 ||
                (status != HILOCK_EBUSY && !transient(status))) {
-        lock_finish_op(lock, status, status == HILOCK_EBUSY ? ttl : 0);
+        finish_op(lock, status, status == HILOCK_EBUSY ? ttl : 0);
     } else if (clock_now_ms() >= lock->wait_deadline) {
-        lock_finish_op(lock, HILOCK_ETIMEDOUT, 0);
+        finish_op(lock, HILOCK_ETIMEDOUT, 0);
     } else {
         if (status != HILOCK_EBUSY)
             ttl = ACQUIRE_RETRY_MS; /* a late success is undone by late */
         int rc = wait_park(lock, ttl);
         if (rc)
-            lock_finish_op(lock, rc, 0);
+            finish_op(lock, rc, 0);
     }
 }
 
@@ -290,23 +208,17 @@ static void cleanup_done(struct req *r, int status, redisReply *reply);
 static struct req *release_req(struct hilock_lock *lock, uint32_t drop,
                                req_done_fn *done)
 {
-    struct hilock_client *c = lock->client;
-    struct key_src k = lock_keys(lock);
-    struct req *r = req_new(&c->cmd, done);
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    struct req *r = node_request(eng->node, done);
     if (!r)
         return NULL;
     r->retry = 1;
-    r->aux = (int64_t)clock_now_ms();
-    encode_evalsha(r, SCRIPT_RELEASE, 11, 3);
-    keys_lock(&r->cmd, &k);
-    keys_channel(&r->cmd, &k);
-    keys_latch(&r->cmd, &k, c->request_tag, ++c->seq);
-    resp_arg(&r->cmd, "0", 1);
-    resp_arg_u64(&r->cmd, lock_lease(lock));
-    keys_field(&r->cmd, c->id, lock->owner_tag);
-    resp_arg_u64(&r->cmd, c->opts.request_timeout_ms + 5000u);
-    resp_arg_u64(&r->cmd, drop);
-    lock_attach_req(lock, r);
+    node_eval(r, SCRIPT_RELEASE);
+    wire_release(&r->cmd, node_sha(eng->node, SCRIPT_RELEASE), &w,
+                 eng->request_tag, ++eng->seq, lock_lease(lock),
+                 eng->opts->request_timeout_ms, drop);
+    handle_attach(lock, r);
     return r;
 }
 
@@ -315,25 +227,23 @@ static struct req *release_req(struct hilock_lock *lock, uint32_t drop,
 static void send_cleanup(struct hilock_lock *lock, uint32_t drop)
 {
     struct req *r = release_req(lock, drop, cleanup_done);
-    if (r) {
-        r->kind = KIND_CLEANUP;
+    if (r)
         req_submit(r, 0);
-    }
 }
 
 static void acquire_late(struct req *r, redisReply *reply)
 {
     int64_t holds, token, ttl;
     if (reply && reply_acquire(reply, &holds, &token, &ttl) == 0)
-        send_cleanup(r->lock, 1);
+        send_cleanup(r->ctx, 1);
 }
 
 static void cleanup_done(struct req *r, int status, redisReply *reply)
 {
     int64_t left, heard;
     if (status == 0 && reply_release(reply, &left, &heard) == 0 && left == 0) {
-        lock_share_end(r->lock); /* twins that still counted on it */
-        wait_released(r->lock, heard);
+        share_end(r->ctx); /* twins that still counted on it */
+        wait_released(r->ctx, heard);
     }
 }
 
@@ -342,7 +252,7 @@ static int lock_usable(const struct hilock_lock *lock)
 {
     if (!lock || lock->freeing)
         return HILOCK_EINVAL;
-    return lock->client->closing ? HILOCK_ECANCELED : 0;
+    return closing(lock) ? HILOCK_ECANCELED : 0;
 }
 
 int hilock_lock_acquire(struct hilock_lock *lock, uint64_t lease_ms,
@@ -362,8 +272,7 @@ int hilock_lock_acquire(struct hilock_lock *lock, uint64_t lease_ms,
     lock->op_arg = arg;
     lock->op_lease_ms = (uint32_t)lease_ms;
     lock->wait_deadline = wait_ms ? clock_now_ms() + wait_ms : 0;
-    if (wait_ms && lock->holds == 0 &&
-        !owners_first(&lock->client->owners, lock) && wait_has_waiters(lock))
+    if (wait_ms && !handle_owner_holds(lock) && wait_has_waiters(lock))
         rc = wait_park(lock, -1); /* no barging past our own waiters, but a
                                      re-entry never waits */
     else
@@ -377,24 +286,24 @@ int hilock_lock_acquire(struct hilock_lock *lock, uint64_t lease_ms,
 
 static void release_done(struct req *r, int status, redisReply *reply)
 {
-    struct hilock_lock *lock = r->lock;
+    struct hilock_lock *lock = r->ctx;
     int64_t left = 0, heard = 0;
     lock->op_req = NULL;
     if (status == 0)
         status = reply_release(reply, &left, &heard);
+    int ended = status == HILOCK_ENOTOWNER || (status == 0 && left == 0);
     /* A release that failed otherwise (timed out, connection lost) gives
      * the hold up too: it is most likely applied anyway (it stays queued, and
      * is resent), and if not, the lease runs out once nothing renews it. */
-    if (status == HILOCK_ENOTOWNER || (status == 0 && left == 0) ||
-        (lock->holds > 0 && --lock->holds == 0))
-        lock_hold_ended(lock);
-    if (status == HILOCK_ENOTOWNER || (status == 0 && left == 0))
-        lock_share_end(lock); /* twins of this owner held it too */
+    if (ended || (lock->holds > 0 && --lock->holds == 0))
+        hold_ended(lock);
+    if (ended)
+        share_end(lock); /* twins of this owner counted on it too */
     else if (status == 0)
-        lock_share_lease(lock, (uint64_t)r->aux, lock_lease(lock));
+        share_lease(lock, r->sent_ms, lock_lease(lock));
     if (status == 0 && left == 0)
         wait_released(lock, heard);
-    lock_finish_op(lock, status, left);
+    finish_op(lock, status, left);
 }
 
 int hilock_lock_release(struct hilock_lock *lock, hilock_lock_cb *cb,
@@ -410,7 +319,6 @@ int hilock_lock_release(struct hilock_lock *lock, hilock_lock_cb *cb,
     struct req *r = release_req(lock, 1, release_done);
     if (!r)
         return HILOCK_ENOMEM;
-    r->kind = KIND_RELEASE;
     lock->op = OP_RELEASE;
     lock->op_cb = cb;
     lock->op_arg = arg;
@@ -423,24 +331,26 @@ int hilock_lock_cancel(struct hilock_lock *lock)
 {
     if (lock_usable(lock) || lock->op != OP_ACQUIRE)
         return HILOCK_EINVAL;
-    struct hilock_client *c = lock->client;
-    client_enter(c);
+    struct reentry *guard = lock->eng->guard;
+    reentry_enter(guard);
     if (lock->op_req)
         req_complete(lock->op_req, HILOCK_ECANCELED);
     else
-        lock_finish_op(lock, HILOCK_ECANCELED, 0);
-    client_leave(c);
+        finish_op(lock, HILOCK_ECANCELED, 0);
+    reentry_leave(guard);
     return 0;
 }
 
-/* Cancel the pending op and every request with a callback. */
-static void lock_cancel_pending(struct hilock_lock *lock)
+/* Cancel the pending op and every request with a callback, except the
+ * releases of this lock's holds. */
+static void cancel_pending(struct hilock_lock *lock)
 {
+    struct req *r, *next;
     if (lock->op != OP_NONE && !lock->op_req)
-        lock_finish_op(lock, HILOCK_ECANCELED, 0);
-    for (struct req *r = lock->reqs.head, *next; r; r = next) {
-        next = r->lnext;
-        if (r->kind != KIND_CLEANUP)
+        finish_op(lock, HILOCK_ECANCELED, 0);
+    for (r = TAILQ_FIRST(&lock->reqs); r; r = next) {
+        next = TAILQ_NEXT(r, ctx_link);
+        if (r->done != cleanup_done)
             req_complete(r, HILOCK_ECANCELED);
     }
 }
@@ -449,73 +359,65 @@ void hilock_lock_free(struct hilock_lock *lock)
 {
     if (!lock || lock->freeing)
         return;
-    struct hilock_client *c = lock->client;
+    struct reentry *guard = lock->eng->guard;
     lock->freeing = 1;
-    if (c->closing)
+    if (guard->closing)
         return; /* the teardown frees it */
-    client_enter(c);
-    lock_cancel_pending(lock);
+    reentry_enter(guard);
+    cancel_pending(lock);
     if (lock->holds > 0)
         send_cleanup(lock, lock->holds);
-    lock_hold_ended(lock);
-    lock_unref(lock);
-    client_leave(c);
+    hold_ended(lock);
+    handle_unref(lock);
+    reentry_leave(guard);
 }
 
-void lock_cancel_all(struct hilock_client *c)
-{
-    for (struct hilock_lock *lock = c->locks; lock; lock = lock->next) {
-        lock->freeing = 1;
-        if (lock->op != OP_NONE && !lock->op_req)
-            lock_finish_op(lock, HILOCK_ECANCELED, 0);
-        watchdog_forget(lock);
-    }
-}
-
-void lock_free_all(struct hilock_client *c)
-{
-    while (c->locks)
-        lock_destroy(c->locks);
-}
+/* Applies the result of a query and reports it. */
+struct query {
+    enum wire_query q;
+    hilock_lock_cb *cb;
+    void *arg;
+};
 
 static void query_done(struct req *r, int status, redisReply *reply)
 {
+    struct hilock_lock *lock = r->ctx;
+    struct query *q = r->data;
     int64_t v = 0;
     if (status == 0)
-        status = reply_integer(reply, r->kind == KIND_QUERY_TTL ? -2 : 0, &v);
-    if (status == 0 && r->kind == KIND_QUERY_TTL)
+        status = reply_integer(reply, q->q == WIRE_QUERY_TTL ? -2 : 0, &v);
+    if (status == 0 && q->q == WIRE_QUERY_TTL)
         v = v == -2 ? -1 : v == -1 ? INT64_MAX : v;
-    if (r->lock->freeing || r->lock->client->closing)
+    if (lock->freeing || closing(lock))
         status = HILOCK_ECANCELED;
-    r->cb(r->lock, status, status ? 0 : v, r->arg);
+    hilock_lock_cb *cb = q->cb;
+    void *arg = q->arg;
+    free(q);
+    r->data = NULL;
+    cb(lock, status, status ? 0 : v, arg);
 }
 
 /* Send HEXISTS, HGET or PTTL about the lock. */
-static int query(struct hilock_lock *lock, int kind, hilock_lock_cb *cb,
-                 void *arg)
+static int query(struct hilock_lock *lock, enum wire_query which,
+                 hilock_lock_cb *cb, void *arg)
 {
-    static const char *const cmds[] = {"HEXISTS", "HGET", "PTTL"};
     int rc = lock_usable(lock);
     if (rc)
         return rc;
     if (!cb)
         return HILOCK_EINVAL;
-    struct hilock_client *c = lock->client;
-    struct key_src k = lock_keys(lock);
-    struct req *r = req_new(&c->cmd, query_done);
-    if (!r)
+    struct wire_lock w = handle_wire(lock);
+    struct query *q = malloc(sizeof(*q));
+    struct req *r = q ? node_request(lock->eng->node, query_done) : NULL;
+    if (!r) {
+        free(q);
         return HILOCK_ENOMEM;
-    const char *cmd = cmds[kind - KIND_QUERY_HELD];
-    r->kind = kind;
+    }
+    *q = (struct query){which, cb, arg};
     r->retry = 1;
-    r->cb = cb;
-    r->arg = arg;
-    resp_array(&r->cmd, kind == KIND_QUERY_TTL ? 2 : 3);
-    resp_arg(&r->cmd, cmd, strlen(cmd));
-    keys_lock(&r->cmd, &k);
-    if (kind != KIND_QUERY_TTL)
-        keys_field(&r->cmd, c->id, lock->owner_tag);
-    lock_attach_req(lock, r);
+    r->data = q;
+    wire_query(&r->cmd, which, &w);
+    handle_attach(lock, r);
     req_submit(r, 0);
     return 0;
 }
@@ -523,19 +425,19 @@ static int query(struct hilock_lock *lock, int kind, hilock_lock_cb *cb,
 int hilock_lock_query_held(struct hilock_lock *lock, hilock_lock_cb *cb,
                            void *arg)
 {
-    return query(lock, KIND_QUERY_HELD, cb, arg);
+    return query(lock, WIRE_QUERY_HELD, cb, arg);
 }
 
 int hilock_lock_query_count(struct hilock_lock *lock, hilock_lock_cb *cb,
                             void *arg)
 {
-    return query(lock, KIND_QUERY_COUNT, cb, arg);
+    return query(lock, WIRE_QUERY_COUNT, cb, arg);
 }
 
 int hilock_lock_query_ttl(struct hilock_lock *lock, hilock_lock_cb *cb,
                           void *arg)
 {
-    return query(lock, KIND_QUERY_TTL, cb, arg);
+    return query(lock, WIRE_QUERY_TTL, cb, arg);
 }
 
 int hilock_lock_on_lost(struct hilock_lock *lock, hilock_lock_cb *cb,
@@ -578,4 +480,48 @@ const char *hilock_lock_name(const struct hilock_lock *lock, size_t *len)
     if (len)
         *len = lock->name_len;
     return lock->name;
+}
+
+int lock_new(struct engine *eng, const char *name, size_t len,
+             uint64_t owner_tag, struct hilock_lock **out)
+{
+    if (!name || !out || len == 0 || len > HILOCK_NAME_MAX)
+        return HILOCK_EINVAL;
+    struct hilock_lock *lock = handle_new(eng, name, len, owner_tag);
+    if (!lock)
+        return HILOCK_ENOMEM;
+    *out = lock;
+    return 0;
+}
+
+void lock_engine_init(struct engine *eng)
+{
+    LIST_INIT(&eng->locks);
+    table_init(&eng->owners);
+    waits_init(eng);
+    watchdog_init(eng);
+    eng->hooks.attempt = hook_attempt;
+    eng->hooks.wait_expired = hook_wait_expired;
+    eng->hooks.renewed = share_lease;
+    eng->hooks.gone = share_end;
+    eng->hooks.expired = lock_lost;
+}
+
+void lock_cancel_all(struct engine *eng)
+{
+    struct hilock_lock *lock;
+    LIST_FOREACH(lock, &eng->locks, link) {
+        lock->freeing = 1;
+        if (lock->op != OP_NONE && !lock->op_req)
+            finish_op(lock, HILOCK_ECANCELED, 0);
+        watchdog_forget(lock);
+    }
+}
+
+void lock_engine_free(struct engine *eng)
+{
+    handle_free_all(eng);
+    table_free(&eng->owners);
+    waits_free(eng);
+    watchdog_free(eng);
 }

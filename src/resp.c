@@ -30,7 +30,7 @@ void resp_reset(struct resp_buf *b)
     b->failed = 0;
 }
 
-void resp_release(struct resp_buf *b)
+void resp_free(struct resp_buf *b)
 {
     if (b->data != b->inline_data)
         free(b->data);

@@ -26,7 +26,7 @@ void resp_init(struct resp_buf *b, char *inline_data, size_t inline_cap);
 /* Forget the content, keep the storage for the next command. */
 void resp_reset(struct resp_buf *b);
 /* Release heap storage, if any. */
-void resp_release(struct resp_buf *b);
+void resp_free(struct resp_buf *b);
 
 /* Append the array header for argc arguments. */
 void resp_array(struct resp_buf *b, size_t argc);

@@ -1,7 +1,7 @@
 /* wait.c -- waiting acquires: one FIFO per lock name, one retry at a time.
  *
  * A busy acquire that may wait is parked in its name's FIFO, and the name's
- * channel is subscribed (once per name, see subscribe.c). Only the head
+ * channel is subscribed (once per name, by the node: see sub.c). Only the head
  * waiter ever has a request in flight, so N local waiters on one name cost
  * one retry, not N, and no connection or subscription of their own. The head
  * retries when
@@ -21,10 +21,12 @@
  * script reports how many subscribers heard the release; when some of them
  * are elsewhere, this client's head waits WAIT_HANDOFF_YIELD_MS before its
  * retry. With no waiters elsewhere, nothing is delayed. */
+#include "wait.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "wait.h"
+#include "clock.h"
 
 /* Poll interval when the holder reported no expiry (PTTL -1). */
 #define WAIT_NO_TTL_RETRY_MS 1000
@@ -44,163 +46,142 @@
 #define WAIT_LOCAL_STREAK_MAX 4
 #endif
 
-static uint32_t name_hash(const char *p, size_t n)
+TAILQ_HEAD(waiter_list, hilock_lock);
+
+/* The local waiters of one lock name; lives while it has waiters. */
+struct wait_queue {
+    struct table_node node;          /* eng->waits */
+    struct engine *eng;
+    uint8_t wake_pending;            /* woken while the head's retry was out */
+    uint8_t polls;                   /* polls in a row while unsubscribed */
+    uint64_t yield_until;            /* ms: no retry before (see above) */
+    unsigned local_streak;           /* own releases in a row (see above) */
+    struct waiter_list waiters;      /* FIFO */
+    struct event timer;              /* fallback retry of the head */
+    size_t name_len;
+    char name[];
+};
+
+void waits_init(struct engine *eng)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)p[i]) * 16777619u;
-    return h;
+    table_init(&eng->waits);
 }
 
-int waits_init(struct hilock_client *c)
+static void queue_free(struct table_node *n, void *arg)
 {
-    c->chans.nbuckets = 64;
-    c->chans.count = 0;
-    c->chans.buckets = calloc(c->chans.nbuckets, sizeof(struct chan *));
-    return c->chans.buckets ? 0 : HILOCK_ENOMEM;
+    struct wait_queue *q = TABLE_ENTRY(n, struct wait_queue, node);
+    table_remove(arg, n);
+    event_del(&q->timer);
+    free(q);
 }
 
-void waits_release(struct hilock_client *c)
+void waits_free(struct engine *eng)
 {
-    for (size_t i = 0; i < c->chans.nbuckets; i++) {
-        while (c->chans.buckets[i]) {
-            struct chan *ch = c->chans.buckets[i];
-            c->chans.buckets[i] = ch->next;
-            event_del(&ch->timer);
-            free(ch);
-        }
+    table_each(&eng->waits, queue_free, &eng->waits);
+    table_free(&eng->waits);
+}
+
+static struct wait_queue *queue_find(struct engine *eng, const char *name,
+                                     size_t len)
+{
+    uint64_t h = table_hash(name, len, 0);
+    for (struct table_node *n = table_first(&eng->waits, h); n;
+         n = table_next(n)) {
+        struct wait_queue *q = TABLE_ENTRY(n, struct wait_queue, node);
+        if (q->name_len == len && memcmp(q->name, name, len) == 0)
+            return q;
     }
-    free(c->chans.buckets);
-    c->chans.buckets = NULL;
-}
-
-struct chan *chan_find(struct hilock_client *c, const char *name,
-                              size_t len)
-{
-    uint32_t h = name_hash(name, len);
-    struct chan *ch = c->chans.buckets[h & (c->chans.nbuckets - 1)];
-    for (; ch; ch = ch->next)
-        if (ch->hash == h && ch->name_len == len &&
-            memcmp(ch->name, name, len) == 0)
-            return ch;
     return NULL;
 }
 
-/* Double the bucket array; on allocation failure keep the old one. */
-static void chans_grow(struct chan_table *t)
-{
-    size_t n = t->nbuckets * 2;
-    struct chan **b = calloc(n, sizeof(*b));
-    if (!b)
-        return;
-    for (size_t i = 0; i < t->nbuckets; i++) {
-        while (t->buckets[i]) {
-            struct chan *ch = t->buckets[i];
-            t->buckets[i] = ch->next;
-            ch->next = b[ch->hash & (n - 1)];
-            b[ch->hash & (n - 1)] = ch;
-        }
-    }
-    free(t->buckets);
-    t->buckets = b;
-    t->nbuckets = n;
-}
+static void on_queue_timer(evutil_socket_t fd, short what, void *arg);
 
-static void on_chan_timer(evutil_socket_t fd, short what, void *arg);
-
-/* Find or create the channel entry of lock's name. NULL: out of memory. */
-static struct chan *chan_get(struct hilock_lock *lock)
+/* A new, empty queue for lock's name, subscribed. NULL: out of memory. */
+static struct wait_queue *queue_new(struct hilock_lock *lock)
 {
-    struct hilock_client *c = lock->client;
-    struct chan *ch = chan_find(c, lock->name, lock->name_len);
-    if (ch)
-        return ch;
-    if (!(ch = calloc(1, sizeof(*ch) + lock->name_len)))
+    struct engine *eng = lock->eng;
+    struct wait_queue *q = calloc(1, sizeof(*q) + lock->name_len);
+    if (!q)
         return NULL;
-    ch->client = c;
-    ch->hash = name_hash(lock->name, lock->name_len);
-    ch->name_len = lock->name_len;
-    memcpy(ch->name, lock->name, lock->name_len);
-    evtimer_assign(&ch->timer, c->base, on_chan_timer, ch);
-    if (c->chans.count >= c->chans.nbuckets)
-        chans_grow(&c->chans);
-    struct chan **b = &c->chans.buckets[ch->hash & (c->chans.nbuckets - 1)];
-    ch->next = *b;
-    *b = ch;
-    c->chans.count++;
-    return ch;
+    q->eng = eng;
+    q->name_len = lock->name_len;
+    memcpy(q->name, lock->name, lock->name_len);
+    TAILQ_INIT(&q->waiters);
+    evtimer_assign(&q->timer, eng->base, on_queue_timer, q);
+    if (table_insert(&eng->waits, &q->node,
+                     table_hash(q->name, q->name_len, 0))) {
+        free(q);
+        return NULL;
+    }
+    /* Without memory for the subscription the head polls instead. */
+    node_want(eng->node, q->name, q->name_len);
+    return q;
 }
 
-void chan_drop(struct chan *ch)
+/* The last waiter left: unsubscribe and free. */
+static void queue_drop(struct wait_queue *q)
 {
-    struct chan_table *t = &ch->client->chans;
-    struct chan **p = &t->buckets[ch->hash & (t->nbuckets - 1)];
-    while (*p != ch)
-        p = &(*p)->next;
-    *p = ch->next;
-    t->count--;
-    event_del(&ch->timer);
-    free(ch);
+    node_unwant(q->eng->node, q->name, q->name_len);
+    table_remove(&q->eng->waits, &q->node);
+    event_del(&q->timer);
+    free(q);
 }
 
-int wait_has_waiters(struct hilock_lock *lock)
+int wait_has_waiters(const struct hilock_lock *lock)
 {
-    return chan_find(lock->client, lock->name, lock->name_len) != NULL;
+    return queue_find(lock->eng, lock->name, lock->name_len) != NULL;
 }
 
-void chan_wake(struct chan *ch)
+/* Let the head waiter retry now (or as soon as its retry in flight is
+ * answered, or after the yield). */
+static void queue_wake(struct wait_queue *q)
 {
     uint64_t now = clock_now_ms();
-    event_del(&ch->timer);
-    if (!ch->head)
+    struct hilock_lock *head = TAILQ_FIRST(&q->waiters);
+    event_del(&q->timer);
+    if (!head)
         return;
-    if (now < ch->yield_until) {
-        struct timeval tv = clock_tv(ch->yield_until - now);
-        evtimer_add(&ch->timer, &tv);
+    if (now < q->yield_until) {
+        struct timeval tv = clock_tv(q->yield_until - now);
+        evtimer_add(&q->timer, &tv);
         return;
     }
-    if (ch->head->op_req)
-        ch->wake_pending = 1;
+    if (head->op_req)
+        q->wake_pending = 1;
     else
-        lock_send_attempt(ch->head);
+        q->eng->hooks.attempt(head);
 }
 
-void chan_each(struct hilock_client *c, void (*fn)(struct chan *ch))
+static void on_queue_timer(evutil_socket_t fd, short what, void *arg)
 {
-    for (size_t i = 0; i < c->chans.nbuckets; i++) {
-        for (struct chan *ch = c->chans.buckets[i], *next; ch; ch = next) {
-            next = ch->next;
-            fn(ch);
-        }
-    }
+    struct wait_queue *q = arg;
+    struct reentry *guard = q->eng->guard;
+    reentry_enter(guard);
+    queue_wake(q);
+    reentry_leave(guard);
 }
 
-static void on_chan_timer(evutil_socket_t fd, short what, void *arg)
+void wait_on_message(struct engine *eng, const char *name, size_t len)
 {
-    struct chan *ch = arg;
-    struct hilock_client *c = ch->client;
-    client_enter(c);
-    chan_wake(ch);
-    client_leave(c);
+    struct wait_queue *q = queue_find(eng, name, len);
+    if (q)
+        queue_wake(q);
 }
 
 static void on_wait_deadline(evutil_socket_t fd, short what, void *arg)
 {
     struct hilock_lock *lock = arg;
-    struct hilock_client *c = lock->client;
-    client_enter(c);
+    struct reentry *guard = lock->eng->guard;
+    reentry_enter(guard);
     lock->wait_deadline = 1; /* passed, whatever the clock's rounding */
-    if (lock->op_req)
-        req_complete(lock->op_req, HILOCK_ETIMEDOUT);
-    else if (lock->op == OP_ACQUIRE)
-        lock_finish_op(lock, HILOCK_ETIMEDOUT, 0);
-    client_leave(c);
+    lock->eng->hooks.wait_expired(lock);
+    reentry_leave(guard);
 }
 
 int wait_begin(struct hilock_lock *lock, uint64_t wait_ms)
 {
     if (!lock->wait_timer) {
-        lock->wait_timer = evtimer_new(lock->client->base, on_wait_deadline,
+        lock->wait_timer = evtimer_new(lock->eng->base, on_wait_deadline,
                                        lock);
         if (!lock->wait_timer)
             return HILOCK_ENOMEM;
@@ -212,100 +193,88 @@ int wait_begin(struct hilock_lock *lock, uint64_t wait_ms)
 
 /* Arm the fallback retry of the head at min(ttl_ms, its deadline), or
  * sooner while no release message can reach it. */
-static void arm_fallback(struct chan *ch, int64_t ttl_ms)
+static void arm_fallback(struct wait_queue *q, int64_t ttl_ms)
 {
-    uint64_t now = clock_now_ms(), deadline = ch->head->wait_deadline;
+    uint64_t now = clock_now_ms();
+    uint64_t deadline = TAILQ_FIRST(&q->waiters)->wait_deadline;
     uint64_t ms = ttl_ms < 0 ? WAIT_NO_TTL_RETRY_MS
                              : ttl_ms == 0 ? 1 : (uint64_t)ttl_ms;
-    if (ch->sub != SUB_ACTIVE) {
-        uint64_t poll = (uint64_t)WAIT_POLL_FIRST_MS << ch->polls;
+    if (!node_listening(q->eng->node, q->name, q->name_len)) {
+        uint64_t poll = (uint64_t)WAIT_POLL_FIRST_MS << q->polls;
         if (poll >= WAIT_POLL_MAX_MS)
             poll = WAIT_POLL_MAX_MS;
         else
-            ch->polls++;
+            q->polls++;
         if (poll < ms)
             ms = poll;
     } else {
-        ch->polls = 0;
+        q->polls = 0;
     }
     if (deadline > now && deadline - now < ms)
         ms = deadline - now;
     struct timeval tv = clock_tv(ms);
-    evtimer_add(&ch->timer, &tv);
+    evtimer_add(&q->timer, &tv);
 }
 
 int wait_park(struct hilock_lock *lock, int64_t ttl_ms)
 {
-    struct chan *ch = lock->chan;
-    if (!ch) {
-        if (!(ch = chan_get(lock)))
+    struct wait_queue *q = lock->queue;
+    if (!q) {
+        q = queue_find(lock->eng, lock->name, lock->name_len);
+        if (!q && !(q = queue_new(lock)))
             return HILOCK_ENOMEM;
-        lock->chan = ch;
-        lock->wnext = NULL;
-        sub_want(ch);
-        lock->wprev = ch->tail;
-        if (ch->tail)
-            ch->tail->wnext = lock;
-        else
-            ch->head = lock;
-        ch->tail = lock;
+        lock->queue = q;
+        TAILQ_INSERT_TAIL(&q->waiters, lock, wlink);
     }
-    if (ch->head == lock && ch->wake_pending) {
-        ch->wake_pending = 0;
-        chan_wake(ch);
-    } else if (ch->head == lock) {
-        arm_fallback(ch, ttl_ms);
+    if (TAILQ_FIRST(&q->waiters) != lock)
+        return 0;
+    if (q->wake_pending) {
+        q->wake_pending = 0;
+        queue_wake(q);
+    } else {
+        arm_fallback(q, ttl_ms);
     }
     return 0;
 }
 
 void wait_end(struct hilock_lock *lock)
 {
-    struct chan *ch = lock->chan;
+    struct wait_queue *q = lock->queue;
     if (lock->wait_timer)
         evtimer_del(lock->wait_timer);
-    if (!ch)
+    if (!q)
         return;
-    int was_head = ch->head == lock;
-    if (lock->wprev)
-        lock->wprev->wnext = lock->wnext;
-    else
-        ch->head = lock->wnext;
-    if (lock->wnext)
-        lock->wnext->wprev = lock->wprev;
-    else
-        ch->tail = lock->wprev;
-    lock->chan = NULL;
-    lock->wprev = lock->wnext = NULL;
-    if (!ch->head) {
-        ch->wake_pending = 0;
-        event_del(&ch->timer);
-        sub_unwant(ch);
+    int was_head = TAILQ_FIRST(&q->waiters) == lock;
+    TAILQ_REMOVE(&q->waiters, lock, wlink);
+    lock->queue = NULL;
+    if (TAILQ_EMPTY(&q->waiters)) {
+        queue_drop(q);
     } else if (was_head && lock->holds > 0) {
         /* It left because it got the lock: the new head's retry would be
          * busy for sure. This client's release wakes it; the fallback
          * covers a lost lock. */
-        ch->wake_pending = 0;
-        arm_fallback(ch, lock->lease_ms);
+        q->wake_pending = 0;
+        arm_fallback(q, lock->lease_ms);
     } else if (was_head) {
-        ch->wake_pending = 0;
-        chan_wake(ch);
+        q->wake_pending = 0;
+        queue_wake(q);
     }
 }
 
 void wait_released(struct hilock_lock *lock, int64_t heard)
 {
-    struct chan *ch = chan_find(lock->client, lock->name, lock->name_len);
-    if (!ch)
+    struct engine *eng = lock->eng;
+    struct wait_queue *q = queue_find(eng, lock->name, lock->name_len);
+    if (!q)
         return;
-    if (heard <= (ch->sub == SUB_ACTIVE)) {
-        ch->local_streak = 0;
-    } else if (++ch->local_streak >= WAIT_LOCAL_STREAK_MAX) {
+    if (heard <= node_listening(eng->node, q->name, q->name_len)) {
+        q->local_streak = 0;
+    } else if (++q->local_streak >= WAIT_LOCAL_STREAK_MAX) {
         /* Waiters in other processes heard this release. The releasing
          * process is on the CPU and would nearly always win the race for
          * the lock; standing back lets the lock move between processes. */
-        ch->local_streak = 0;
-        ch->yield_until = clock_now_ms() + WAIT_HANDOFF_YIELD_MS;
+        q->local_streak = 0;
+        q->yield_until = clock_now_ms() + WAIT_HANDOFF_YIELD_MS;
     }
-    chan_wake(ch);
+    queue_wake(q);
 }

@@ -1,49 +1,34 @@
-/* wait.h -- the channel table shared by wait.c and subscribe.c. */
+/* wait.h -- waiting acquires: one queue per lock name, one retry at a
+ * time, woken by release messages (see wait.c). */
 #ifndef HILOCK_WAIT_H
 #define HILOCK_WAIT_H
 
-#include "client.h"
+#include <stddef.h>
+#include <stdint.h>
 
-/* Subscription of one channel on the subscriber connection. */
-enum sub_state {
-    SUB_NONE = 0, /* not subscribed, nothing sent */
-    SUB_PENDING,  /* SUBSCRIBE sent, not confirmed yet */
-    SUB_ACTIVE,   /* confirmed: releases reach us */
-    SUB_LEAVING   /* UNSUBSCRIBE sent, not confirmed yet */
-};
+#include "engine.h"
+#include "handle.h"
 
-/* The local waiters of one lock name. Lives while it has waiters, or while
- * its channel is being unsubscribed. */
-struct chan {
-    struct chan *next;               /* bucket chain */
-    uint32_t hash;
-    uint8_t sub;                     /* enum sub_state */
-    uint8_t wake_pending;            /* woken while the head's retry was out */
-    uint8_t polls;                   /* polls in a row while unsubscribed */
-    uint64_t yield_until;            /* ms: no retry before (see wait.c) */
-    unsigned local_streak;           /* own releases in a row, see wait.c */
-    struct hilock_lock *head, *tail; /* FIFO of waiters */
-    struct event timer;              /* fallback retry of the head */
-    struct hilock_client *client;
-    size_t name_len;
-    char name[];
-};
-
-struct chan *chan_find(struct hilock_client *c, const char *name,
-                       size_t len);
-/* Free an entry that has no waiters and no subscription. */
-void chan_drop(struct chan *ch);
-/* Call fn on every entry; fn may drop the entry it is given. */
-void chan_each(struct hilock_client *c, void (*fn)(struct chan *ch));
-/* Let the head waiter retry now (or as soon as its retry in flight is
- * answered). */
-void chan_wake(struct chan *ch);
-
-/* subscribe.c */
-void sub_init(struct hilock_client *c);
-/* The entry has waiters: make sure its channel is (being) subscribed. */
-void sub_want(struct chan *ch);
-/* The entry has no waiters left: unsubscribe, or drop it at once. */
-void sub_unwant(struct chan *ch);
+void waits_init(struct engine *eng);
+/* Free every queue (client teardown; the handles go separately). */
+void waits_free(struct engine *eng);
+/* Nonzero when this client has waiters parked on lock's name. */
+int wait_has_waiters(const struct hilock_lock *lock);
+/* Arm the wait deadline of a waiting acquire (eng->hooks.wait_expired
+ * fires then). Returns 0 or HILOCK_ENOMEM. */
+int wait_begin(struct hilock_lock *lock, uint64_t wait_ms);
+/* The acquire finished: leave the queue, disarm the deadline. */
+void wait_end(struct hilock_lock *lock);
+/* Park lock (busy with holder ttl_ms; -1 unknown) in its name's queue: at
+ * the head when it was the head's retry, else at the tail. Returns 0 or
+ * HILOCK_ENOMEM. */
+int wait_park(struct hilock_lock *lock, int64_t ttl_ms);
+/* This client released lock's name; heard subscribers received the release
+ * message. Wake the name's head waiter: now, or after a short yield when
+ * waiters elsewhere heard it too. */
+void wait_released(struct hilock_lock *lock, int64_t heard);
+/* The node's news: a release message on name's channel, or the channel's
+ * subscription confirmed (a release may have been missed before). */
+void wait_on_message(struct engine *eng, const char *name, size_t len);
 
 #endif

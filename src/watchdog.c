@@ -8,18 +8,24 @@
  * could have run out on the server: sent time + lease - a safety margin, on
  * the monotonic clock. Reaching that moment without a confirmation means the
  * lock is lost, and the holder is told then, not when Redis says so. */
+#include "watchdog.h"
+
 #include <stdlib.h>
 
 #include <hiredis/hiredis.h>
 
-#include "client.h"
+#include "clock.h"
 #include "reply.h"
 
 /* Most locks renewed by one script call: bounds the time Redis spends in
  * one script. */
 #define RENEW_BATCH_MAX 512
 
+/* One renew script call; a manual renewal (hilock_lock_renew) is a batch
+ * of one with the caller's callback. */
 struct renew_batch {
+    hilock_lock_cb *cb;   /* manual: the caller's; NULL for the watchdog */
+    void *arg;
     uint64_t sent_ms;
     uint64_t valid_min;   /* earliest validity end among the locks */
     uint32_t lease_ms;
@@ -44,21 +50,21 @@ static uint32_t lease_margin(uint32_t lease_ms)
 
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 
-void watchdog_init(struct hilock_client *c)
+void watchdog_init(struct engine *eng)
 {
-    heap_init(&c->wd.heap);
-    evtimer_assign(&c->wd.timer, c->base, on_timer, c);
-    c->wd.armed_ms = 0;
+    heap_init(&eng->wd.heap);
+    evtimer_assign(&eng->wd.timer, eng->base, on_timer, eng);
+    eng->wd.armed_ms = 0;
 }
 
-void watchdog_release(struct hilock_client *c)
+void watchdog_free(struct engine *eng)
 {
-    evtimer_del(&c->wd.timer);
-    heap_release(&c->wd.heap);
+    evtimer_del(&eng->wd.timer);
+    heap_free(&eng->wd.heap);
 }
 
 /* Point the timer at the heap's earliest key. */
-static void rearm(struct hilock_client *c)
+static void rearm(struct engine *c)
 {
     struct heap_node *top = heap_top(&c->wd.heap);
     if (!top) {
@@ -79,9 +85,9 @@ static void rearm(struct hilock_client *c)
  * reported lost rather than silently unwatched). */
 static void schedule(struct hilock_lock *lock, uint64_t key)
 {
-    struct hilock_client *c = lock->client;
+    struct engine *c = lock->eng;
     if (heap_set(&c->wd.heap, &lock->wd_node, key) != 0) {
-        watchdog_lost(lock);
+        c->hooks.expired(lock);
         return;
     }
     if (c->wd.armed_ms == 0 || key < c->wd.armed_ms)
@@ -90,7 +96,7 @@ static void schedule(struct hilock_lock *lock, uint64_t key)
 
 void watchdog_confirmed(struct hilock_lock *lock, uint64_t sent_ms)
 {
-    struct hilock_client *c = lock->client;
+    struct engine *c = lock->eng;
     lock->valid_until = sent_ms + lock->lease_ms - lease_margin(lock->lease_ms);
     if (lock->renewing || !lock->auto_renew) {
         schedule(lock, lock->valid_until);
@@ -98,9 +104,9 @@ void watchdog_confirmed(struct hilock_lock *lock, uint64_t sent_ms)
     }
     /* A third of the lease in force: a shorter lease set on a watchdog
      * lock (a renewal or re-entry with a lease) is renewed in time too. */
-    uint32_t lease = lock->lease_ms < c->opts.watchdog_lease_ms
+    uint32_t lease = lock->lease_ms < c->opts->watchdog_lease_ms
                          ? lock->lease_ms
-                         : c->opts.watchdog_lease_ms;
+                         : c->opts->watchdog_lease_ms;
     uint32_t period = lease / 3 ? lease / 3 : 1;
     uint64_t grain = period / 16 ? period / 16 : 1;
     uint64_t due = (sent_ms + period + grain - 1) / grain * grain;
@@ -109,81 +115,65 @@ void watchdog_confirmed(struct hilock_lock *lock, uint64_t sent_ms)
 
 void watchdog_forget(struct hilock_lock *lock)
 {
-    heap_remove(&lock->client->wd.heap, &lock->wd_node);
+    heap_remove(&lock->eng->wd.heap, &lock->wd_node);
     lock->renewing = 0;
-}
-
-void watchdog_lost(struct hilock_lock *lock)
-{
-    hilock_lock_cb *cb = lock->lost_cb;
-    void *arg = lock->lost_arg;
-    int held = lock->holds > 0;
-    lock_hold_ended(lock);
-    if (held && cb && !lock->freeing && !lock->client->closing)
-        cb(lock, HILOCK_ELOST, 0, arg);
 }
 
 static void renew_done(struct req *r, int status, redisReply *reply);
 
-/* Send one renew script for the locks of b; a manual renewal (one) is
+/* Send one renew script for the locks of b; a manual renewal (b->cb) is
  * attached to its lock so that freeing the lock cancels it. Returns 0, or
  * HILOCK_ENOMEM with nothing sent and b untouched. */
-static int send_batch(struct hilock_client *c, struct renew_batch *b,
-                      hilock_lock_cb *cb, void *arg, struct hilock_lock *one)
+static int send_batch(struct engine *c, struct renew_batch *b)
 {
-    struct req *r = req_new(&c->cmd, renew_done);
+    struct req *r = node_request(c->node, renew_done);
     if (!r)
         return HILOCK_ENOMEM;
-    r->kind = KIND_RENEW;
-    r->script = SCRIPT_RENEW;
+    node_eval(r, SCRIPT_RENEW);
     r->retry = 1; /* a resend carries the same deadline: harmless */
-    r->batch = b;
-    r->cb = cb;
-    r->arg = arg;
-    resp_array(&r->cmd, 5 + 2 * b->n);
-    resp_arg(&r->cmd, "EVALSHA", 7);
-    resp_arg(&r->cmd, c->scripts.sha[SCRIPT_RENEW], 40);
-    resp_arg_u64(&r->cmd, b->n);
+    r->data = b;
+    wire_renew_head(&r->cmd, node_sha(c->node, SCRIPT_RENEW), b->n);
     for (size_t i = 0; i < b->n; i++) {
-        struct key_src k = lock_keys(b->locks[i]);
-        keys_lock(&r->cmd, &k);
+        struct wire_lock w = handle_wire(b->locks[i]);
+        wire_renew_key(&r->cmd, &w);
     }
-    resp_arg_u64(&r->cmd, b->lease_ms);
     /* Past the earliest validity end, some lock of the batch has been
      * reported lost here: the server must not extend it any more. */
-    resp_arg_u64(&r->cmd, b->lease_ms ? conn_server_ms(&c->cmd, b->valid_min)
-                                      : 0);
-    for (size_t i = 0; i < b->n; i++)
-        keys_field(&r->cmd, c->id, b->locks[i]->owner_tag);
-    if (one)
-        lock_attach_req(one, r);
+    wire_renew_args(&r->cmd, b->lease_ms,
+                    b->lease_ms ? node_server_ms(c->node, b->valid_min) : 0);
+    for (size_t i = 0; i < b->n; i++) {
+        struct wire_lock w = handle_wire(b->locks[i]);
+        wire_renew_field(&r->cmd, &w);
+    }
+    if (b->cb)
+        handle_attach(b->locks[0], r);
     req_submit(r, 0);
     return 0;
 }
 
 /* Send a watchdog batch; if that fails, put its locks back on the heap to
  * try again shortly (still bounded by their validity). */
-static void flush_batch(struct hilock_client *c, struct renew_batch *b)
+static void flush_batch(struct engine *c, struct renew_batch *b)
 {
-    if (send_batch(c, b, NULL, NULL, NULL) == 0)
+    if (send_batch(c, b) == 0)
         return;
     for (size_t i = 0; i < b->n; i++) {
         struct hilock_lock *lock = b->locks[i];
         lock->renewing = 0;
         schedule(lock, clock_now_ms() + 10 < lock->valid_until
                            ? clock_now_ms() + 10 : lock->valid_until);
-        lock_unref(lock);
+        handle_unref(lock);
     }
     free(b);
 }
 
 /* Put lock into b, marked as having a renewal in flight. */
-static void batch_add(struct hilock_client *c, struct renew_batch *b,
+static void batch_add(struct engine *c, struct renew_batch *b,
                       struct hilock_lock *lock)
 {
     lock->renewing = 1;
     heap_set(&c->wd.heap, &lock->wd_node, lock->valid_until);
-    lock_ref(lock);
+    handle_ref(lock);
     b->locks[b->n++] = lock;
     if (lock->valid_until < b->valid_min)
         b->valid_min = lock->valid_until;
@@ -194,6 +184,8 @@ static struct renew_batch *batch_new(size_t cap, uint32_t lease_ms)
     struct renew_batch *b =
         malloc(sizeof(*b) + cap * (sizeof(b->locks[0]) + 1));
     if (b) {
+        b->cb = NULL;
+        b->arg = NULL;
         b->n = 0;
         b->valid_min = UINT64_MAX;
         b->lease_ms = lease_ms;
@@ -213,48 +205,47 @@ static void renew_apply(struct hilock_lock *lock, int status, int ok,
     if (status == 0 && ok && b->lease_ms == 0) {
         schedule(lock, lock->valid_until); /* checked, lease unchanged */
     } else if (status == 0 && ok) {
-        lock_share_lease(lock, b->sent_ms, b->lease_ms);
+        lock->eng->hooks.renewed(lock, b->sent_ms, b->lease_ms);
     } else if (status == 0) {
-        lock_share_end(lock);
+        lock->eng->hooks.gone(lock);
     } else {
         uint64_t retry = clock_now_ms() +
-                         lock->client->opts.watchdog_lease_ms / 12 + 1;
+                         lock->eng->opts->watchdog_lease_ms / 12 + 1;
         schedule(lock, retry < lock->valid_until ? retry : lock->valid_until);
     }
 }
 
 /* Apply a manual renewal and report it to its caller. */
-static void renew_manual(struct req *r, int status, int ok,
-                         const struct renew_batch *b)
+static void renew_manual(int status, int ok, const struct renew_batch *b)
 {
     struct hilock_lock *lock = b->locks[0];
     if (status == 0 && !ok) {
-        lock_share_end(lock);
+        lock->eng->hooks.gone(lock);
         status = HILOCK_ELOST;
     } else if (status == 0 && lock->holds > 0 && !lock->renewing) {
-        lock_share_lease(lock, b->sent_ms, b->lease_ms);
+        lock->eng->hooks.renewed(lock, b->sent_ms, b->lease_ms);
     }
-    if (lock->freeing || lock->client->closing)
+    if (lock->freeing || lock->eng->guard->closing)
         status = HILOCK_ECANCELED;
-    r->cb(lock, status, status ? 0 : b->lease_ms, r->arg);
+    b->cb(lock, status, status ? 0 : b->lease_ms, b->arg);
 }
 
 static void renew_done(struct req *r, int status, redisReply *reply)
 {
-    struct renew_batch *b = r->batch;
-    struct hilock_client *c = r->conn->client;
+    struct renew_batch *b = r->data;
+    struct engine *c = b->locks[0]->eng;
     if (status == 0)
         status = reply_renew(reply, b->n, b->ok);
-    if (r->cb) {
-        renew_manual(r, status, status == 0 && b->ok[0], b);
+    if (b->cb) {
+        renew_manual(status, status == 0 && b->ok[0], b);
     } else {
         for (size_t i = 0; i < b->n; i++)
             renew_apply(b->locks[i], status, status == 0 && b->ok[i], b);
         for (size_t i = 0; i < b->n; i++)
-            lock_unref(b->locks[i]);
+            handle_unref(b->locks[i]);
     }
     free(b);
-    if (!c->closing)
+    if (!c->guard->closing)
         rearm(c);
 }
 
@@ -264,9 +255,11 @@ int watchdog_renew_now(struct hilock_lock *lock, uint32_t lease_ms,
     struct renew_batch *b = batch_new(1, lease_ms);
     if (!b)
         return HILOCK_ENOMEM;
+    b->cb = cb;
+    b->arg = arg;
     b->locks[b->n++] = lock;
     b->valid_min = lock->valid_until;
-    int rc = send_batch(lock->client, b, cb, arg, lock);
+    int rc = send_batch(lock->eng, b);
     if (rc)
         free(b);
     return rc;
@@ -275,19 +268,22 @@ int watchdog_renew_now(struct hilock_lock *lock, uint32_t lease_ms,
 /* Timer: renew what is due, in batches; report what ran out. */
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
-    struct hilock_client *c = arg;
+    struct engine *c = arg;
     struct heap_node *top;
     struct renew_batch *b = NULL;
     uint64_t now = clock_now_ms();
-    client_enter(c);
+    reentry_enter(c->guard);
     c->wd.armed_ms = 0;
-    while (!c->closing && (top = heap_top(&c->wd.heap)) && top->key <= now) {
+    while (!c->guard->closing && (top = heap_top(&c->wd.heap)) &&
+           top->key <= now) {
         struct hilock_lock *lock = lock_of(top);
         if (lock->renewing || !lock->auto_renew || now >= lock->valid_until) {
-            watchdog_lost(lock);
+            watchdog_forget(lock); /* out of the heap whatever the hook does */
+            c->hooks.expired(lock);
             continue;
         }
-        if (!b && !(b = batch_new(RENEW_BATCH_MAX, c->opts.watchdog_lease_ms))) {
+        if (!b &&
+            !(b = batch_new(RENEW_BATCH_MAX, c->opts->watchdog_lease_ms))) {
             schedule(lock, now + 1);
             break;
         }
@@ -299,14 +295,14 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     }
     if (b)
         flush_batch(c, b);
-    if (!c->closing)
+    if (!c->guard->closing)
         rearm(c);
-    client_leave(c);
+    reentry_leave(c->guard);
 }
 
 /* Put lock into *b (a renewal, or a check when lease_ms is 0), sending the
  * batch when it is full. */
-static void verify_add(struct hilock_client *c, struct renew_batch **b,
+static void verify_add(struct engine *c, struct renew_batch **b,
                        uint32_t lease_ms, struct hilock_lock *lock)
 {
     if (!*b && !(*b = batch_new(RENEW_BATCH_MAX, lease_ms)))
@@ -318,7 +314,7 @@ static void verify_add(struct hilock_client *c, struct renew_batch **b,
     }
 }
 
-void watchdog_verify_all(struct hilock_client *c)
+void watchdog_verify_all(struct engine *c)
 {
     size_t n = c->wd.heap.len, k = 0;
     struct hilock_lock **all = n ? malloc(n * sizeof(*all)) : NULL;
@@ -333,7 +329,7 @@ void watchdog_verify_all(struct hilock_client *c)
     }
     for (size_t i = 0; i < k; i++) {
         if (all[i]->auto_renew)
-            verify_add(c, &renew, c->opts.watchdog_lease_ms, all[i]);
+            verify_add(c, &renew, c->opts->watchdog_lease_ms, all[i]);
         else
             verify_add(c, &check, 0, all[i]);
     }

@@ -74,7 +74,7 @@ START_TEST(resp_encodes_binary_safe_arguments_with_lengths)
     resp_arg_u64(&b, 0);
     ck_assert_uint_eq(b.len, 7);
     ck_assert(memcmp(b.data, "$1\r\n0\r\n", 7) == 0);
-    resp_release(&b);
+    resp_free(&b);
     ck_assert_ptr_eq(b.data, small);
 }
 END_TEST
@@ -107,7 +107,7 @@ START_TEST(heap_pops_in_key_order_under_moves_and_removals)
     }
     ck_assert_uint_eq(popped, N - (N + 5) / 7);
     ck_assert_uint_le(h.cap, 128); /* the array shrank as it emptied */
-    heap_release(&h);
+    heap_free(&h);
 }
 END_TEST
 
@@ -152,7 +152,7 @@ START_TEST(keys_follow_the_redisson_layout_and_parse_back)
                           "$7\r\nuuid:77\r\n";
     ck_assert_uint_eq(b.len, sizeof(expect) - 1);
     ck_assert(memcmp(b.data, expect, b.len) == 0);
-    resp_release(&b);
+    resp_free(&b);
 
     const char *name;
     size_t len;

@@ -79,7 +79,7 @@ static void roundtrip(const uint8_t *data, size_t size)
     }
     freeReplyObject(reply);
     redisReaderFree(rd);
-    resp_release(&b);
+    resp_free(&b);
 }
 
 /* Nonzero when the input declares an array of more than 4096 elements.

@@ -1,0 +1,67 @@
+/* engine.h -- what the lock engine's files share: one struct.
+ *
+ * The engine is the layer between the client (lifecycle, public API) and
+ * the node (one Redis endpoint): lock handles, wait queues and the
+ * watchdog. Its files are layered too -- lock.c on top, then wait.c and
+ * watchdog.c, then handle.c -- and a lower one reports to a higher one only
+ * through the hooks below, which lock.c fills in. */
+#ifndef HILOCK_ENGINE_H
+#define HILOCK_ENGINE_H
+
+#include <event2/event.h>
+#include <event2/event_struct.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "heap.h"
+#include "hilock/hilock.h"
+#include "node.h"
+#include "reentry.h"
+#include "table.h"
+
+struct hilock_lock;
+
+/* The watchdog: every held lock sits in one heap keyed by its next event
+ * (renewal due, or the moment its lease could have run out). */
+struct watchdog {
+    struct heap heap;
+    struct event timer;
+    uint64_t armed_ms; /* when timer fires; 0: not armed */
+};
+
+/* Upcalls to lock.c, from the files below it. */
+struct engine_hooks {
+    /* wait.c: the waiter's turn has come; send an attempt. */
+    void (*attempt)(struct hilock_lock *lock);
+    /* wait.c: the wait's deadline passed. */
+    void (*wait_expired)(struct hilock_lock *lock);
+    /* watchdog.c: Redis confirmed the owner's hold with lease_ms from a
+     * request sent at sent_ms. */
+    void (*renewed)(struct hilock_lock *lock, uint64_t sent_ms,
+                    uint32_t lease_ms);
+    /* watchdog.c: Redis says the owner holds it no more. */
+    void (*gone)(struct hilock_lock *lock);
+    /* watchdog.c: its validity ran out with no renewal confirmed. */
+    void (*expired)(struct hilock_lock *lock);
+};
+
+LIST_HEAD(lock_list, hilock_lock);
+
+struct engine {
+    struct event_base *base;
+    const struct hilock_options *opts; /* the client's copy */
+    struct node *node;
+    struct reentry *guard;
+    const char *prefix;                /* never NULL */
+    size_t prefix_len;
+    const char *id;                    /* client uuid: owner fields */
+    const char *request_tag;           /* random: release request ids */
+    uint64_t seq;                      /* request ids */
+    struct lock_list locks;            /* every handle, for teardown */
+    struct table owners;               /* holding handles, name + owner */
+    struct table waits;                /* wait queues by name */
+    struct watchdog wd;
+    struct engine_hooks hooks;
+};
+
+#endif

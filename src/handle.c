@@ -1,0 +1,132 @@
+/* handle.c -- see handle.h.
+ *
+ * Every request about a lock holds a reference to it, so a reply that
+ * arrives after hilock_lock_free() still finds the name and owner it needs
+ * (a late acquire success is released at once). */
+#include "handle.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct hilock_lock *handle_new(struct engine *eng, const char *name,
+                               size_t len, uint64_t owner_tag)
+{
+    struct hilock_lock *lock = calloc(1, sizeof(*lock) + len + 1);
+    if (!lock)
+        return NULL;
+    lock->eng = eng;
+    lock->owner_tag = owner_tag;
+    lock->refs = 1;
+    TAILQ_INIT(&lock->reqs);
+    heap_node_init(&lock->wd_node);
+    lock->name_len = len;
+    memcpy(lock->name, name, len);
+    LIST_INSERT_HEAD(&eng->locks, lock, link);
+    return lock;
+}
+
+void handle_ref(struct hilock_lock *lock)
+{
+    lock->refs++;
+}
+
+/* Unlink from the engine and free; the wait timer goes with it. */
+static void handle_destroy(struct hilock_lock *lock)
+{
+    handle_hold_end(lock);
+    LIST_REMOVE(lock, link);
+    if (lock->wait_timer)
+        event_free(lock->wait_timer);
+    free(lock);
+}
+
+void handle_unref(struct hilock_lock *lock)
+{
+    if (--lock->refs == 0)
+        handle_destroy(lock);
+}
+
+void handle_free_all(struct engine *eng)
+{
+    while (!LIST_EMPTY(&eng->locks))
+        handle_destroy(LIST_FIRST(&eng->locks));
+}
+
+/* fini of a request attached to a lock: unlink it, drop its reference. */
+static void handle_detach(struct req *r)
+{
+    struct hilock_lock *lock = r->ctx;
+    TAILQ_REMOVE(&lock->reqs, r, ctx_link);
+    r->ctx = NULL;
+    handle_unref(lock);
+}
+
+void handle_attach(struct hilock_lock *lock, struct req *r)
+{
+    r->ctx = lock;
+    r->fini = handle_detach;
+    TAILQ_INSERT_TAIL(&lock->reqs, r, ctx_link);
+    handle_ref(lock);
+}
+
+struct wire_lock handle_wire(const struct hilock_lock *lock)
+{
+    const struct engine *eng = lock->eng;
+    struct wire_lock w = {eng->prefix,     eng->prefix_len, lock->name,
+                          lock->name_len, eng->id,         lock->owner_tag};
+    return w;
+}
+
+static uint64_t owner_hash(const struct hilock_lock *lock)
+{
+    return table_hash(lock->name, lock->name_len, lock->owner_tag);
+}
+
+void handle_hold_begin(struct hilock_lock *lock)
+{
+    if (!lock->in_owners &&
+        table_insert(&lock->eng->owners, &lock->owner_node,
+                     owner_hash(lock)) == 0)
+        lock->in_owners = 1; /* without memory its twins go unseen */
+}
+
+void handle_hold_end(struct hilock_lock *lock)
+{
+    if (lock->in_owners)
+        table_remove(&lock->eng->owners, &lock->owner_node);
+    lock->in_owners = 0;
+}
+
+/* The next holding twin of lock from table node n on, or NULL. */
+static struct hilock_lock *twin_from(struct table_node *n,
+                                     const struct hilock_lock *lock)
+{
+    for (; n; n = table_next(n)) {
+        struct hilock_lock *h = TABLE_ENTRY(n, struct hilock_lock, owner_node);
+        if (h->owner_tag == lock->owner_tag &&
+            h->name_len == lock->name_len &&
+            memcmp(h->name, lock->name, lock->name_len) == 0)
+            return h;
+    }
+    return NULL;
+}
+
+int handle_owner_holds(const struct hilock_lock *lock)
+{
+    return twin_from(table_first(&lock->eng->owners, owner_hash(lock)),
+                     lock) != NULL;
+}
+
+size_t handle_twins(struct hilock_lock *lock,
+                    struct hilock_lock *out[HANDLE_TWINS_MAX])
+{
+    size_t n = 0;
+    struct hilock_lock *h =
+        twin_from(table_first(&lock->eng->owners, owner_hash(lock)), lock);
+    for (; h && n < HANDLE_TWINS_MAX;
+         h = twin_from(table_next(&h->owner_node), lock)) {
+        handle_ref(h);
+        out[n++] = h;
+    }
+    return n;
+}

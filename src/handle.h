@@ -1,0 +1,82 @@
+/* handle.h -- the lock handle object: its fields, its memory (reference
+ * counted), the requests it owns, and its twins (handles of the same name
+ * and owner, which share one hold in Redis). */
+#ifndef HILOCK_HANDLE_H
+#define HILOCK_HANDLE_H
+
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "conn.h"
+#include "engine.h"
+#include "heap.h"
+#include "table.h"
+#include "wire.h"
+
+enum lock_op { OP_NONE = 0, OP_ACQUIRE, OP_RELEASE };
+
+struct wait_queue;
+
+struct hilock_lock {
+    struct engine *eng;
+    LIST_ENTRY(hilock_lock) link;    /* eng->locks */
+    struct req_list reqs;            /* requests about this lock (ctx_link) */
+    uint64_t owner_tag;
+    uint32_t refs;                   /* handle + requests + renew batches */
+    uint32_t holds;                  /* holds taken through this handle */
+    int64_t token;
+    uint32_t lease_ms;               /* lease of the current hold */
+    uint8_t auto_renew;              /* watchdog renews the lease */
+    uint8_t renewing;                /* a watchdog renewal is in flight */
+    uint8_t freeing;                 /* hilock_lock_free() was called */
+    uint8_t op;                      /* enum lock_op pending */
+    uint8_t in_owners;               /* in eng->owners */
+    struct table_node owner_node;    /* eng->owners */
+    struct heap_node wd_node;
+    uint64_t valid_until;            /* ms: lease may run out after this */
+    hilock_lock_cb *lost_cb;
+    void *lost_arg;
+    /* The pending acquire or release. */
+    hilock_lock_cb *op_cb;
+    void *op_arg;
+    struct req *op_req;              /* attempt in flight, if any */
+    uint32_t op_lease_ms;            /* requested lease (0: watchdog) */
+    uint64_t wait_deadline;          /* ms; 0: try once */
+    /* Waiting: place in the name's queue. */
+    struct wait_queue *queue;
+    TAILQ_ENTRY(hilock_lock) wlink;
+    struct event *wait_timer;        /* deadline, allocated on first wait */
+    size_t name_len;
+    char name[];
+};
+
+/* A new handle on eng, not yet referenced by anything but its owner, or
+ * NULL without memory. */
+struct hilock_lock *handle_new(struct engine *eng, const char *name,
+                               size_t len, uint64_t owner_tag);
+void handle_ref(struct hilock_lock *lock);
+/* Drop a reference; the last one frees the handle. */
+void handle_unref(struct hilock_lock *lock);
+/* Free every handle of eng now (client teardown). */
+void handle_free_all(struct engine *eng);
+/* Link request r to the lock (r->ctx; takes a reference, dropped when r is
+ * recycled). */
+void handle_attach(struct hilock_lock *lock, struct req *r);
+/* The lock as the wire format names it. */
+struct wire_lock handle_wire(const struct hilock_lock *lock);
+
+/* The owner's hold: a handle that holds enters the twins table, and leaves
+ * it when its hold ends. */
+void handle_hold_begin(struct hilock_lock *lock);
+void handle_hold_end(struct hilock_lock *lock);
+/* Nonzero when some handle of lock's name and owner holds. */
+int handle_owner_holds(const struct hilock_lock *lock);
+/* Most twins handled at once. */
+#define HANDLE_TWINS_MAX 64
+/* The holding handles of lock's name and owner (lock too, if it holds),
+ * each with a reference the caller drops: what is done to them may fire
+ * callbacks that free handles. Returns how many were put in out. */
+size_t handle_twins(struct hilock_lock *lock,
+                    struct hilock_lock *out[HANDLE_TWINS_MAX]);
+
+#endif

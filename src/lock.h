@@ -1,0 +1,24 @@
+/* lock.h -- the top of the lock engine (the hilock_lock_* calls of the
+ * public header live in lock.c too); what the client calls. */
+#ifndef HILOCK_LOCK_H
+#define HILOCK_LOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+/* Set up the engine's tables, wait queues, watchdog and hooks; the caller
+ * fills in base, opts, node, guard, prefix, id and request_tag. */
+void lock_engine_init(struct engine *eng);
+/* hilock_lock_new on eng. Returns 0, HILOCK_EINVAL or HILOCK_ENOMEM. */
+int lock_new(struct engine *eng, const char *name, size_t len,
+             uint64_t owner_tag, struct hilock_lock **out);
+/* Teardown, step 1: mark every handle freed, end every pending op that has
+ * no request in flight, stop the watchdog's tracking. */
+void lock_cancel_all(struct engine *eng);
+/* Teardown, last step (after the node is closed): free every handle and
+ * the engine's tables. */
+void lock_engine_free(struct engine *eng);
+
+#endif

@@ -1,0 +1,118 @@
+/* node.c -- see node.h.
+ *
+ * Scripts are called with EVALSHA; the node sends SCRIPT LOAD for all of
+ * them right after the command connection is up, and a NOSCRIPT reply
+ * (restart, failover, SCRIPT FLUSH) makes the request load its script and
+ * go out once more, behind the load on the same connection. */
+#include "node.h"
+
+#include <hiredis/hiredis.h>
+
+#include "reply.h"
+
+/* Send SCRIPT LOAD for script id. */
+static void node_load_script(struct conn *conn, enum script_id id)
+{
+    struct resp_buf b;
+    size_t len;
+    const char *body = script_body(id, &len);
+    resp_init(&b, NULL, 0);
+    resp_array(&b, 3);
+    resp_arg(&b, "SCRIPT", 6);
+    resp_arg(&b, "LOAD", 4);
+    resp_arg(&b, body, len);
+    conn_send_raw(conn, &b);
+    resp_free(&b);
+}
+
+static void cmd_on_ready(struct conn *conn)
+{
+    struct node *n = conn->owner;
+    for (int i = 0; i < SCRIPT_COUNT; i++)
+        node_load_script(conn, (enum script_id)i);
+    n->ev->on_up(n->ev->arg, conn->connects > 1);
+}
+
+static void cmd_on_fail(struct conn *conn, int err)
+{
+    struct node *n = conn->owner;
+    n->ev->on_down(n->ev->arg, err);
+}
+
+/* NOSCRIPT: load the script r runs, then send r again behind the load. */
+static int cmd_on_error(struct conn *conn, struct req *r, redisReply *reply)
+{
+    if (r->script < 0 || r->reloaded || !reply_is_noscript(reply))
+        return 0;
+    node_load_script(conn, (enum script_id)r->script);
+    r->reloaded = 1;
+    if (r->refresh)
+        r->refresh(r);
+    conn_resend(conn, r);
+    return 1;
+}
+
+static const struct conn_hooks cmd_hooks = {
+    .on_ready = cmd_on_ready,
+    .on_fail = cmd_on_fail,
+    .on_error = cmd_on_error,
+};
+
+void node_init(struct node *n, const struct conn_config *cfg,
+               const struct conn_endpoint *ep, const char *prefix,
+               size_t prefix_len, const struct node_events *ev)
+{
+    n->ev = ev;
+    script_set_init(&n->scripts);
+    conn_init(&n->cmd, cfg, ep, &cmd_hooks, n, "command");
+    n->cmd.want_clock = 1;
+    sub_init(&n->subs, cfg, ep, prefix, prefix_len, &ev->pubsub);
+}
+
+void node_start(struct node *n)
+{
+    conn_start(&n->cmd);
+}
+
+void node_close(struct node *n, uint32_t drain_ms)
+{
+    conn_cancel_all(&n->cmd);
+    conn_drain(&n->cmd, drain_ms);
+    conn_close(&n->cmd);
+    sub_close(&n->subs);
+}
+
+struct req *node_request(struct node *n, req_done_fn *done)
+{
+    return req_new(&n->cmd, done);
+}
+
+void node_eval(struct req *r, enum script_id id)
+{
+    r->script = (int8_t)id;
+}
+
+const char *node_sha(const struct node *n, enum script_id id)
+{
+    return n->scripts.sha[id];
+}
+
+uint64_t node_server_ms(const struct node *n, uint64_t local_ms)
+{
+    return conn_server_ms(&n->cmd, local_ms);
+}
+
+int node_want(struct node *n, const char *name, size_t len)
+{
+    return sub_want(&n->subs, name, len);
+}
+
+void node_unwant(struct node *n, const char *name, size_t len)
+{
+    sub_unwant(&n->subs, name, len);
+}
+
+int node_listening(const struct node *n, const char *name, size_t len)
+{
+    return sub_active(&n->subs, name, len);
+}

@@ -1,0 +1,60 @@
+/* node.h -- one Redis endpoint: its command connection (pipelined
+ * requests with deadlines), its subscriber connection, its script cache
+ * with the NOSCRIPT reload, its reconnects and handshake.
+ *
+ * A client has one node today; Redlock, Sentinel and Cluster give it
+ * several. The node knows the scripts but not the locks: the layers above
+ * send requests through it and hear from it only through node_events. */
+#ifndef HILOCK_NODE_H
+#define HILOCK_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "script.h"
+#include "sub.h"
+
+/* News for the layer above; arg is handed back. */
+struct node_events {
+    void *arg;
+    /* The command connection is up and authenticated; reconnected is
+     * nonzero after a drop (the server may have lost every key). */
+    void (*on_up)(void *arg, int reconnected);
+    /* The command connection failed or dropped with err. */
+    void (*on_down)(void *arg, int err);
+    struct sub_events pubsub;
+};
+
+struct node {
+    struct conn cmd;
+    struct sub_set subs;
+    struct script_set scripts;
+    const struct node_events *ev;
+};
+
+void node_init(struct node *n, const struct conn_config *cfg,
+               const struct conn_endpoint *ep, const char *prefix,
+               size_t prefix_len, const struct node_events *ev);
+/* Start connecting the command connection. */
+void node_start(struct node *n);
+/* Shutdown: every request with a callback completes with
+ * HILOCK_ECANCELED, what is in flight is drained (see conn_drain) for at
+ * most drain_ms, then both connections close. */
+void node_close(struct node *n, uint32_t drain_ms);
+
+/* A request on the command connection, or NULL (no memory, closed). */
+struct req *node_request(struct node *n, req_done_fn *done);
+/* Mark r as running script id: a NOSCRIPT reply loads it and resends r. */
+void node_eval(struct req *r, enum script_id id);
+/* The digest of script id for EVALSHA. */
+const char *node_sha(const struct node *n, enum script_id id);
+/* See conn_server_ms. */
+uint64_t node_server_ms(const struct node *n, uint64_t local_ms);
+
+/* Subscriptions, see sub.h. */
+int node_want(struct node *n, const char *name, size_t len);
+void node_unwant(struct node *n, const char *name, size_t len);
+int node_listening(const struct node *n, const char *name, size_t len);
+
+#endif

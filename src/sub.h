@@ -1,0 +1,44 @@
+/* sub.h -- a node's subscriber connection: one SUBSCRIBE per lock name that
+ * has waiters, and the release messages that come back. */
+#ifndef HILOCK_SUB_H
+#define HILOCK_SUB_H
+
+#include <stddef.h>
+
+#include "conn.h"
+#include "table.h"
+
+/* News for the waiting layer; arg is handed back. */
+struct sub_events {
+    void *arg;
+    /* A release was published on name's channel. */
+    void (*on_message)(void *arg, const char *name, size_t len);
+    /* name's channel is subscribed: releases from now on reach us. */
+    void (*on_subscribed)(void *arg, const char *name, size_t len);
+    /* The subscriber connection works again (up, err 0) or fails (err:
+     * HILOCK_ECONN, HILOCK_ENOPERM, ...). */
+    void (*on_state)(void *arg, int up, int err);
+};
+
+struct sub_set {
+    struct conn conn;
+    struct table entries; /* struct sub by lock name */
+    const char *prefix;   /* key prefix, borrowed */
+    size_t prefix_len;
+    const struct sub_events *ev;
+};
+
+void sub_init(struct sub_set *s, const struct conn_config *cfg,
+              const struct conn_endpoint *ep, const char *prefix,
+              size_t prefix_len, const struct sub_events *ev);
+/* Close the connection and free every entry. */
+void sub_close(struct sub_set *s);
+/* Make sure name's channel is (being) subscribed; opens the connection on
+ * first use. Returns 0 or HILOCK_ENOMEM. */
+int sub_want(struct sub_set *s, const char *name, size_t len);
+/* name has no waiters left: unsubscribe. */
+void sub_unwant(struct sub_set *s, const char *name, size_t len);
+/* Nonzero when name's channel is confirmed subscribed. */
+int sub_active(const struct sub_set *s, const char *name, size_t len);
+
+#endif

@@ -1,0 +1,93 @@
+/* wire.c -- see wire.h. */
+#include "wire.h"
+
+#include <string.h>
+
+#include "keys.h"
+
+static struct key_src key_of(const struct wire_lock *l)
+{
+    struct key_src k = {l->prefix, l->prefix_len, l->name, l->name_len};
+    return k;
+}
+
+/* The array header, EVALSHA, the digest and the number of keys. */
+static void evalsha(struct resp_buf *b, const char *sha, size_t argc,
+                    size_t numkeys)
+{
+    resp_array(b, argc);
+    resp_arg(b, "EVALSHA", 7);
+    resp_arg(b, sha, 40);
+    resp_arg_u64(b, numkeys);
+}
+
+void wire_acquire(struct resp_buf *b, const char *sha,
+                  const struct wire_lock *l, uint32_t lease_ms, int fencing,
+                  uint64_t rid)
+{
+    struct key_src k = key_of(l);
+    evalsha(b, sha, 9, 2);
+    keys_lock(b, &k);
+    keys_fence(b, &k);
+    resp_arg_u64(b, lease_ms);
+    keys_field(b, l->client_id, l->owner_tag);
+    resp_arg(b, fencing ? "1" : "0", 1);
+    resp_arg_u64_fixed(b, rid);
+}
+
+void wire_acquire_rid(struct resp_buf *b, uint64_t rid)
+{
+    resp_u64_fixed(rid, b->data + b->len - RESP_U64_WIDTH - 2);
+}
+
+void wire_release(struct resp_buf *b, const char *sha,
+                  const struct wire_lock *l, const char *tag, uint64_t seq,
+                  uint32_t lease_ms, uint32_t request_timeout_ms,
+                  uint32_t drop)
+{
+    struct key_src k = key_of(l);
+    evalsha(b, sha, 11, 3);
+    keys_lock(b, &k);
+    keys_channel(b, &k);
+    keys_latch(b, &k, tag, seq);
+    resp_arg(b, "0", 1);
+    resp_arg_u64(b, lease_ms);
+    keys_field(b, l->client_id, l->owner_tag);
+    resp_arg_u64(b, (uint64_t)request_timeout_ms + WIRE_LATCH_EXTRA_MS);
+    resp_arg_u64(b, drop);
+}
+
+void wire_renew_head(struct resp_buf *b, const char *sha, size_t n)
+{
+    evalsha(b, sha, 5 + 2 * n, n);
+}
+
+void wire_renew_key(struct resp_buf *b, const struct wire_lock *l)
+{
+    struct key_src k = key_of(l);
+    keys_lock(b, &k);
+}
+
+void wire_renew_args(struct resp_buf *b, uint32_t lease_ms,
+                     uint64_t deadline_ms)
+{
+    resp_arg_u64(b, lease_ms);
+    resp_arg_u64(b, deadline_ms);
+}
+
+void wire_renew_field(struct resp_buf *b, const struct wire_lock *l)
+{
+    keys_field(b, l->client_id, l->owner_tag);
+}
+
+void wire_query(struct resp_buf *b, enum wire_query q,
+                const struct wire_lock *l)
+{
+    static const char *const cmds[] = {"HEXISTS", "HGET", "PTTL"};
+    struct key_src k = key_of(l);
+    resp_array(b, q == WIRE_QUERY_TTL ? 2 : 3);
+    resp_arg(b, cmds[q], strlen(cmds[q]));
+    keys_lock(b, &k);
+    if (q != WIRE_QUERY_TTL)
+        keys_field(b, l->client_id, l->owner_tag);
+}

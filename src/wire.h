@@ -1,0 +1,61 @@
+/* wire.h -- the commands hilock sends about a lock, defined once.
+ *
+ * Every script call and query is encoded here, with the argument lists the
+ * scripts in script.c expect: the engine, the CLI and the bench all speak
+ * through these functions, so the wire format has one definition. */
+#ifndef HILOCK_WIRE_H
+#define HILOCK_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "resp.h"
+
+/* One lock as the scripts see it. All pointers borrowed. */
+struct wire_lock {
+    const char *prefix; /* key prefix ("" for Redisson's layout) */
+    size_t prefix_len;
+    const char *name;
+    size_t name_len;
+    const char *client_id; /* the owner field is <client_id>:<owner_tag> */
+    uint64_t owner_tag;
+};
+
+/* A release latch lives this much longer than the request's deadline: a
+ * resend that arrives later may drop a hold twice (see script.c). */
+#define WIRE_LATCH_EXTRA_MS 5000u
+
+/* EVALSHA sha of the acquire script: take or re-enter l with lease_ms,
+ * drawing a fencing token when fencing, as request id rid. The id is the
+ * last argument, written with a fixed width so that wire_acquire_rid() can
+ * change it in place. */
+void wire_acquire(struct resp_buf *b, const char *sha,
+                  const struct wire_lock *l, uint32_t lease_ms, int fencing,
+                  uint64_t rid);
+void wire_acquire_rid(struct resp_buf *b, uint64_t rid);
+
+/* EVALSHA sha of the release script: drop `drop` holds of l's owner; the
+ * request id <tag>:<seq> names its latch, kept request_timeout_ms +
+ * WIRE_LATCH_EXTRA_MS; lease_ms is set again when holds remain. */
+void wire_release(struct resp_buf *b, const char *sha,
+                  const struct wire_lock *l, const char *tag, uint64_t seq,
+                  uint32_t lease_ms, uint32_t request_timeout_ms,
+                  uint32_t drop);
+
+/* EVALSHA sha of the renew script over n locks: call wire_renew_head, then
+ * wire_renew_key for each lock, wire_renew_args once, and wire_renew_field
+ * for each lock in the same order. lease_ms 0 only checks; deadline_ms is
+ * the server's unix time after which nothing may change (0: none). */
+void wire_renew_head(struct resp_buf *b, const char *sha, size_t n);
+void wire_renew_key(struct resp_buf *b, const struct wire_lock *l);
+void wire_renew_args(struct resp_buf *b, uint32_t lease_ms,
+                     uint64_t deadline_ms);
+void wire_renew_field(struct resp_buf *b, const struct wire_lock *l);
+
+/* The queries: does l's owner hold it (HEXISTS), how many holds (HGET),
+ * the lease left whoever holds it (PTTL). */
+enum wire_query { WIRE_QUERY_HELD, WIRE_QUERY_COUNT, WIRE_QUERY_TTL };
+void wire_query(struct resp_buf *b, enum wire_query q,
+                const struct wire_lock *l);
+
+#endif
