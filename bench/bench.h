@@ -353,5 +353,7 @@ void kv_free(struct kv *kv);
 
 /* A random owner id formatted as a UUID (37 bytes with the NUL). 0 or -1. */
 int bench_uuid(char *buf);
+/* n random hex digits (n <= 128) and a NUL into buf. 0 or -1. */
+int bench_hex(char *buf, size_t n);
 
 #endif

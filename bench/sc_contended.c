@@ -22,6 +22,8 @@
 
 #include <hilock/hilock.h>
 
+#include "keys.h" /* src/: the key and channel names */
+
 #define RETRY_MS 10       /* pause before retrying a failed acquire */
 #define SETTLE_MS 300     /* loop time after the last waiter went idle */
 #define HARD_GRACE_S 20   /* worker's own hard stop after the drain */
@@ -426,8 +428,8 @@ static int cmp_acq(const void *x, const void *y)
 static int reset_keys(struct bench *b)
 {
     static const char *const extra[] = {
-        CONTEND_LOCK, CONTEND_COUNTER, "hilock_fence:{" CONTEND_LOCK "}",
-        NULL};
+        CONTEND_LOCK, CONTEND_COUNTER,
+        KEYS_FENCE_HEAD CONTEND_LOCK KEYS_TAG_TAIL, NULL};
     redisContext *rc = bench_connect(b, 2000);
     int ok = rc && bench_reset(b, rc, extra) == 0;
     redisReply *r = ok ? bench_cmd(rc, "SET", CONTEND_COUNTER, "0", NULL)

@@ -22,6 +22,8 @@
 
 #include <hilock/hilock.h>
 
+#include "keys.h" /* src/: the key and channel names */
+
 #define O_LOCK "inventory001"
 #define O_STOCK BENCH_PREFIX "stock:" O_LOCK
 #define O_WAIT_MS 10000
@@ -341,8 +343,8 @@ struct oresult {
 /* Stock S, nothing else of ours. 0 or -1. */
 static int oreset(struct bench *b, const struct ocfg *cfg)
 {
-    static const char *const extra[] = {O_LOCK, "hilock_fence:{" O_LOCK "}",
-                                        NULL};
+    static const char *const extra[] = {
+        O_LOCK, KEYS_FENCE_HEAD O_LOCK KEYS_TAG_TAIL, NULL};
     char s[24];
     redisContext *rc = bench_connect(b, 2000);
     snprintf(s, sizeof s, "%d", cfg->stock);

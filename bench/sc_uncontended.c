@@ -6,9 +6,10 @@
  *             hilock_lock_release on one handle per slot;
  *  - ceiling: the same two scripts, byte for byte (the text is taken from
  *             src/script.c through the pure static library and loaded with
- *             SCRIPT LOAD), with the same keys and arguments, encoded into a
- *             stack buffer and sent with raw hiredis
- *             (redisAsyncFormattedCommand), with no bookkeeping at all.
+ *             SCRIPT LOAD), with the same keys and arguments, encoded by
+ *             hilock's own src/wire.c into a stack buffer and sent with raw
+ *             hiredis (redisAsyncFormattedCommand), with no bookkeeping at
+ *             all.
  * The ratio hilock / ceiling is the library's overhead; the target is 0.95.
  * Phases of both modes alternate (ABBA order over rounds and K), so machine
  * noise falls on both. Pairs/s of a phase counts every pair completed from
@@ -24,13 +25,17 @@
 
 #include <hilock/hilock.h>
 
-#include "script.h" /* src/: the Lua text hilock sends, not exported */
+/* src/, through the pure static library, not exported: the Lua text
+ * hilock sends and the encoding of its script calls into RESP. */
+#include "resp.h"
+#include "script.h"
+#include "wire.h"
 
 #define U_KMAX 1024
 #define U_ROUNDS_MAX 64
-#define U_LEASE_MS 30000   /* hilock's default watchdog lease */
-#define U_LATCH_TTL_MS 7000 /* request timeout + 5 s, as hilock sends */
 #define U_HARD_S 30        /* a phase that has not drained by then fails */
+#define U_CMD_INLINE 512   /* stack room of one ceiling command */
+#define U_TAG_DIGITS 16    /* hex digits of the request tag, as hilock's */
 #define U_TARGET 0.95
 
 enum umode { U_HILOCK = 0, U_CEIL = 1 };
@@ -44,7 +49,8 @@ struct uslot {
     struct hilock_lock *lock;
     int64_t t0;
     uint64_t tag;
-    char key[48], fence[64], channel[80], field[64];
+    char key[48];
+    struct wire_lock wire; /* the ceiling's lock as the scripts see it */
 };
 
 /* Figures of one mode at one K, over all its rounds. */
@@ -65,8 +71,11 @@ struct urun {
     redisAsyncContext *ac;
     struct event *tick;  /* progress line */
     char uuid[37];
+    char request_tag[U_TAG_DIGITS + 1]; /* the ceiling's release ids */
     char sha_acq[41], sha_rel[41];
     uint32_t wait_ms;
+    uint32_t lease_ms;           /* hilock's watchdog lease */
+    uint32_t request_timeout_ms; /* hilock's, for the latch ttl */
     uint64_t seq;
     struct uslot slots[U_KMAX];
     /* The phase running. */
@@ -167,49 +176,30 @@ static void c_on_released(redisAsyncContext *ac, void *reply, void *arg)
         slot_next(s);
 }
 
-/* Encode argc strings as one RESP command into buf (len bytes). Returns its
- * length, or 0 when it does not fit. The ceiling formats commands itself
- * and hands them to redisAsyncFormattedCommand, as hilock does, so that the
- * baseline carries no formatting cost hilock avoids. */
-static size_t resp_encode(char *buf, size_t len, int argc, const char **argv)
+/* Hand the encoded cmd to the raw context with fn as its callback, as
+ * hilock does, so that the baseline carries no formatting cost hilock
+ * avoids; then drop cmd's heap storage, if any. REDIS_OK or not. */
+static int c_send(struct urun *u, struct resp_buf *cmd, redisCallbackFn *fn,
+                  void *arg)
 {
-    size_t o = (size_t)snprintf(buf, len, "*%d\r\n", argc);
-    for (int i = 0; i < argc && o < len; i++) {
-        size_t n = strlen(argv[i]);
-        o += (size_t)snprintf(buf + o, len - o, "$%zu\r\n", n);
-        if (o + n + 2 >= len)
-            return 0;
-        memcpy(buf + o, argv[i], n);
-        memcpy(buf + o + n, "\r\n", 2);
-        o += n + 2;
-    }
-    return o < len ? o : 0;
+    int rc = cmd->failed ? REDIS_ERR
+                         : redisAsyncFormattedCommand(u->ac, fn, arg,
+                                                      cmd->data, cmd->len);
+    resp_free(cmd);
+    return rc;
 }
 
-/* Send argv on the raw context with fn as its callback. REDIS_OK or not. */
-static int c_send(struct urun *u, redisCallbackFn *fn, void *arg, int argc,
-                  const char **argv)
-{
-    char buf[768];
-    size_t n = resp_encode(buf, sizeof buf, argc, argv);
-    if (n == 0)
-        return REDIS_ERR;
-    return redisAsyncFormattedCommand(u->ac, fn, arg, buf, n);
-}
-
-/* The release script with the arguments hilock sends (lock.c release_req). */
+/* The release script as hilock sends it (lock.c release_req): one hold,
+ * the watchdog lease, a latch named by the client's request tag. */
 static int c_send_release(struct uslot *s)
 {
     struct urun *u = s->run;
-    char latch[160], lease[16], ttl[16];
-    snprintf(latch, sizeof latch, "hilock_latch:{%s}:%s:%" PRIu64, s->key,
-             u->uuid, ++u->seq);
-    snprintf(lease, sizeof lease, "%d", U_LEASE_MS);
-    snprintf(ttl, sizeof ttl, "%d", U_LATCH_TTL_MS);
-    const char *argv[11] = {"EVALSHA", u->sha_rel, "3",     s->key,
-                            s->channel, latch,     "0",     lease,
-                            s->field,   ttl,       "1"};
-    return c_send(u, c_on_released, s, 11, argv);
+    char inline_cmd[U_CMD_INLINE];
+    struct resp_buf cmd;
+    resp_init(&cmd, inline_cmd, sizeof inline_cmd);
+    wire_release(&cmd, u->sha_rel, &s->wire, u->request_tag, ++u->seq,
+                 u->lease_ms, u->request_timeout_ms, 1);
+    return c_send(u, &cmd, c_on_released, s);
 }
 
 static void c_on_acquired(redisAsyncContext *ac, void *reply, void *arg)
@@ -234,17 +224,16 @@ static void c_on_acquired(redisAsyncContext *ac, void *reply, void *arg)
     }
 }
 
-/* The acquire script with the arguments hilock sends (lock.c send_attempt):
- * lock, fence; lease, owner field, fencing off, request id. */
+/* The acquire script as hilock sends it (lock.c send_attempt): the
+ * watchdog lease, fencing off, the next request id. */
 static int c_send_acquire(struct uslot *s)
 {
     struct urun *u = s->run;
-    char lease[16], rid[24];
-    snprintf(lease, sizeof lease, "%d", U_LEASE_MS);
-    snprintf(rid, sizeof rid, "%" PRIu64, ++u->seq);
-    const char *argv[9] = {"EVALSHA", u->sha_acq, "2", s->key, s->fence,
-                           lease,     s->field,   "0", rid};
-    return c_send(u, c_on_acquired, s, 9, argv);
+    char inline_cmd[U_CMD_INLINE];
+    struct resp_buf cmd;
+    resp_init(&cmd, inline_cmd, sizeof inline_cmd);
+    wire_acquire(&cmd, u->sha_acq, &s->wire, u->lease_ms, 0, ++u->seq);
+    return c_send(u, &cmd, c_on_acquired, s);
 }
 
 static void slot_start(struct uslot *s)
@@ -329,11 +318,9 @@ static int slots_init(struct urun *u)
         if (hilock_lock_new(u->client, s->key, strlen(s->key), s->tag,
                             &s->lock) != 0)
             return -1;
-        snprintf(s->key, sizeof s->key, BENCH_PREFIX "u:c:%d", i);
-        snprintf(s->fence, sizeof s->fence, "hilock_fence:{%s}", s->key);
-        snprintf(s->channel, sizeof s->channel, "redisson_lock__channel:{%s}",
-                 s->key);
-        snprintf(s->field, sizeof s->field, "%s:%" PRIu64, u->uuid, s->tag);
+        int n = snprintf(s->key, sizeof s->key, BENCH_PREFIX "u:c:%d", i);
+        struct wire_lock w = {"", 0, s->key, (size_t)n, u->uuid, s->tag};
+        s->wire = w;
     }
     return 0;
 }
@@ -367,11 +354,15 @@ static int urun_setup(struct urun *u, struct bench *b)
     int ok = rc && bench_reset(b, rc, NULL) == 0 && scripts_load(u, rc) == 0;
     if (rc)
         redisFree(rc);
-    if (!ok || bench_uuid(u->uuid) != 0 || !(u->base = event_base_new()))
+    if (!ok || bench_uuid(u->uuid) != 0 ||
+        bench_hex(u->request_tag, U_TAG_DIGITS) != 0 ||
+        !(u->base = event_base_new()))
         return -1;
     hilock_options_init(&ho);
     ho.host = b->host;
     ho.port = b->port;
+    u->lease_ms = ho.watchdog_lease_ms;
+    u->request_timeout_ms = ho.request_timeout_ms;
     if (hilock_client_new(u->base, &ho, &u->client) != 0)
         return -1;
     u->ac = redisAsyncConnect(b->host, b->port);

@@ -24,6 +24,8 @@
 
 #include <hilock/hilock.h>
 
+#include "keys.h" /* src/: the key and channel names */
+
 #define W_NAME BENCH_PREFIX "w:"
 #define W_WINDOW 1024     /* holder requests in flight */
 #define W_CHUNK 1000      /* waiters started per loop turn */
@@ -347,7 +349,7 @@ static int count_subs(redisContext *rc, int names, long long *subs,
         argv[1] = "NUMSUB";
         for (int i = 0; i < n; i++) {
             snprintf(ch[i], sizeof ch[i],
-                     "redisson_lock__channel:{" W_NAME "%d}", first + i);
+                     KEYS_CHANNEL_HEAD W_NAME "%d" KEYS_TAG_TAIL, first + i);
             argv[i + 2] = ch[i];
         }
         redisReply *r = bench_cmdv(rc, n + 2, argv, NULL);

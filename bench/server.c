@@ -211,6 +211,19 @@ int bench_uuid(char *buf)
     return 0;
 }
 
+int bench_hex(char *buf, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char r[64];
+    if (n > 2 * sizeof r ||
+        getrandom(r, (n + 1) / 2, 0) != (ssize_t)((n + 1) / 2))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        buf[i] = digits[(r[i / 2] >> (i % 2 ? 0 : 4)) & 0xf];
+    buf[n] = '\0';
+    return 0;
+}
+
 /* ---- struct kv: a raw async connection that reconnects ----------------- */
 
 struct kv {

@@ -5,11 +5,6 @@
       print the comparison table from DIR/<library>.<cell>.json, where cell
       is u<K> (uncontended with K in flight) or contended, and the notes in
       DIR/notes.txt; exit 0.
-  table.py has-figures DIR/LIB.CELL.json CELL
-      exit 0 when that file holds the cell's throughput, else 1.
-  table.py contended-text FILE
-      turn the text report of hilock-bench-contended (the fallback while
-      hilock-bench has no --json) into one JSON line on stdout.
   table.py free-port
       print a loopback TCP port nothing listens on.
 
@@ -286,43 +281,6 @@ def table(directory, ks, procs, waiters, seconds):
           "runs or machines.")
 
 
-# ---- hilock-bench-contended's text report ------------------------------------
-
-def parse_duration_us(text):
-    m = re.match(r"([\d.]+)\s*(us|ms|s)$", text.strip())
-    if not m:
-        return None
-    return float(m.group(1)) * {"us": 1.0, "ms": 1e3, "s": 1e6}[m.group(2)]
-
-
-def contended_text(path):
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    out = {"scenario": "contended", "library": "hilock",
-           "source": "hilock-bench-contended text report"}
-    m = re.search(r"acquisitions\s+(\d+) in ([\d.]+) s = ([\d.]+) critical",
-                  text)
-    if m:
-        out.update(acquisitions=int(m.group(1)), span_s=float(m.group(2)),
-                   cs_per_s=float(m.group(3)))
-    m = re.search(r"wait \(acquire call -> acquired\)\s+([\d.]+ \w+)\s+"
-                  r"([\d.]+ \w+)\s+([\d.]+ \w+)", text)
-    if m:
-        out.update(wait_p50_us=parse_duration_us(m.group(1)),
-                   wait_p99_us=parse_duration_us(m.group(2)),
-                   wait_max_us=parse_duration_us(m.group(3)))
-    m = re.search(r"previous-holder share\s+([\d.]+) %", text)
-    if m:
-        out["previous_holder_share"] = float(m.group(1)) / 100
-    m = re.search(r"final counter == acquisitions\s+(\w+) \(counter (-?\d+)",
-                  text)
-    if m:
-        out.update(counter_ok=m.group(1) == "ok", counter=int(m.group(2)))
-    m = re.search(r"^result: (\w+)", text, re.M)
-    out["ok"] = bool(m) and m.group(1) == "ok"
-    print(json.dumps(out))
-
-
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -334,13 +292,6 @@ def main(argv):
     if len(argv) == 7 and argv[1] == "table":
         ks = [int(k) for k in argv[3].split(",")]
         table(argv[2], ks, argv[4], argv[5], argv[6])
-    elif len(argv) == 4 and argv[1] == "has-figures":
-        obj, _ = load(os.path.dirname(argv[2]) or ".",
-                      *os.path.basename(argv[2]).rsplit(".", 2)[:2])
-        f = figures(obj, argv[3]) if obj is not None else {}
-        return 0 if f.get("rate") is not None else 1
-    elif len(argv) == 3 and argv[1] == "contended-text":
-        contended_text(argv[2])
     elif len(argv) == 2 and argv[1] == "free-port":
         free_port()
     else:
