@@ -174,10 +174,12 @@ static void client_assemble(struct hilock_client *c, struct event_base *base)
     c->events = (struct node_events){
         c, on_node_up, on_node_down,
         {c, on_release_news, on_release_news, on_pubsub_state}};
-    node_init(&c->node, &c->cfg, &ep, c->prefix, c->prefix_len, &c->events);
+    node_init(&c->nodes[0], &c->cfg, &ep, c->prefix, c->prefix_len,
+              &c->events);
     c->eng.base = base;
     c->eng.opts = &c->opts;
-    c->eng.node = &c->node;
+    c->eng.nodes = c->nodes;
+    c->eng.nnodes = 1;
     c->eng.guard = &c->guard;
     c->eng.prefix = c->prefix;
     c->eng.prefix_len = c->prefix_len;
@@ -204,7 +206,7 @@ int hilock_client_new(struct event_base *base,
         return rc;
     }
     client_assemble(c, base);
-    node_start(&c->node);
+    node_start(&c->nodes[0]);
     *out = c;
     return 0;
 }
@@ -233,7 +235,7 @@ static void client_teardown(void *arg)
 {
     struct hilock_client *c = arg;
     lock_cancel_all(&c->eng);
-    node_close(&c->node, c->opts.request_timeout_ms < CLIENT_DRAIN_MS
+    node_close(&c->nodes[0], c->opts.request_timeout_ms < CLIENT_DRAIN_MS
                              ? c->opts.request_timeout_ms
                              : CLIENT_DRAIN_MS);
     lock_engine_free(&c->eng);

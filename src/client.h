@@ -24,7 +24,7 @@ struct hilock_client {
     struct reentry guard;
     struct conn_config cfg;
     struct node_events events;
-    struct node node;
+    struct node nodes[1];
     struct engine eng;
 };
 

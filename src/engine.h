@@ -50,7 +50,9 @@ LIST_HEAD(lock_list, hilock_lock);
 struct engine {
     struct event_base *base;
     const struct hilock_options *opts; /* the client's copy */
-    struct node *node;
+    struct node *nodes;                /* the client's; one today unless
+                                          Redlock masters are given */
+    size_t nnodes;
     struct reentry *guard;
     const char *prefix;                /* never NULL */
     size_t prefix_len;

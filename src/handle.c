@@ -17,7 +17,7 @@ struct hilock_lock *handle_new(struct engine *eng, const char *name,
     lock->eng = eng;
     lock->owner_tag = owner_tag;
     lock->refs = 1;
-    TAILQ_INIT(&lock->reqs);
+    TAILQ_INIT(&lock->ops);
     heap_node_init(&lock->wd_node);
     lock->name_len = len;
     memcpy(lock->name, name, len);
@@ -52,20 +52,21 @@ void handle_free_all(struct engine *eng)
         handle_destroy(LIST_FIRST(&eng->locks));
 }
 
-/* fini of a request attached to a lock: unlink it, drop its reference. */
-static void handle_detach(struct req *r)
+/* fini of an operation attached to a lock: unlink it, drop its
+ * reference. */
+static void handle_detach(struct op *op)
 {
-    struct hilock_lock *lock = r->ctx;
-    TAILQ_REMOVE(&lock->reqs, r, ctx_link);
-    r->ctx = NULL;
+    struct hilock_lock *lock = op->ctx;
+    TAILQ_REMOVE(&lock->ops, op, ctx_link);
+    op->ctx = NULL;
     handle_unref(lock);
 }
 
-void handle_attach(struct hilock_lock *lock, struct req *r)
+void handle_attach(struct hilock_lock *lock, struct op *op)
 {
-    r->ctx = lock;
-    r->fini = handle_detach;
-    TAILQ_INSERT_TAIL(&lock->reqs, r, ctx_link);
+    op->ctx = lock;
+    op->fini = handle_detach;
+    TAILQ_INSERT_TAIL(&lock->ops, op, ctx_link);
     handle_ref(lock);
 }
 

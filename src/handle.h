@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
-#include "conn.h"
 #include "engine.h"
 #include "heap.h"
+#include "op.h"
 #include "table.h"
 #include "wire.h"
 
@@ -20,7 +20,7 @@ struct wait_queue;
 struct hilock_lock {
     struct engine *eng;
     LIST_ENTRY(hilock_lock) link;    /* eng->locks */
-    struct req_list reqs;            /* requests about this lock (ctx_link) */
+    struct op_list ops;              /* operations about this lock */
     uint64_t owner_tag;
     uint32_t refs;                   /* handle + requests + renew batches */
     uint32_t holds;                  /* holds taken through this handle */
@@ -39,9 +39,10 @@ struct hilock_lock {
     /* The pending acquire or release. */
     hilock_lock_cb *op_cb;
     void *op_arg;
-    struct req *op_req;              /* attempt in flight, if any */
+    struct op *op_pending;           /* attempt or release in flight */
     uint32_t op_lease_ms;            /* requested lease (0: watchdog) */
     uint64_t wait_deadline;          /* ms; 0: try once */
+    int wait_err;                    /* last busy/no-quorum of the wait */
     /* Waiting: place in the name's queue. */
     struct wait_queue *queue;
     TAILQ_ENTRY(hilock_lock) wlink;
@@ -59,9 +60,9 @@ void handle_ref(struct hilock_lock *lock);
 void handle_unref(struct hilock_lock *lock);
 /* Free every handle of eng now (client teardown). */
 void handle_free_all(struct engine *eng);
-/* Link request r to the lock (r->ctx; takes a reference, dropped when r is
- * recycled). */
-void handle_attach(struct hilock_lock *lock, struct req *r);
+/* Link operation op to the lock (op->ctx; takes a reference, dropped when
+ * op's memory goes). */
+void handle_attach(struct hilock_lock *lock, struct op *op);
 /* The lock as the wire format names it. */
 struct wire_lock handle_wire(const struct hilock_lock *lock);
 

@@ -42,7 +42,7 @@ static void finish_op(struct hilock_lock *lock, int status, int64_t value)
     lock->op = OP_NONE;
     lock->op_cb = NULL;
     lock->op_arg = NULL;
-    lock->op_req = NULL;
+    lock->op_pending = NULL;
     if (closing(lock) || lock->freeing)
         status = HILOCK_ECANCELED;
     cb(lock, status, status == HILOCK_ECANCELED ? 0 : value, arg);
@@ -104,45 +104,55 @@ static uint32_t lock_lease(const struct hilock_lock *lock)
                           : lock->eng->opts->watchdog_lease_ms;
 }
 
-static void acquire_done(struct req *r, int status, redisReply *reply);
-static void acquire_late(struct req *r, redisReply *reply);
+static void acquire_done(struct op *op, int status,
+                         const struct op_result *res);
+static void acquire_late(struct op *op, size_t i,
+                         const struct op_result *res);
 
-/* NOSCRIPT: the attempt was not applied, while a twin's acquire sent after
- * it may have been. Resent with its old request id it would pass for a
- * resend of an attempt already applied (the script takes ids in order), so
- * it goes out as a new attempt, with a new id above every id sent so far. */
-static void acquire_refresh(struct req *r)
+/* The lease the pending acquire asks for. */
+static uint32_t acquire_lease(const struct hilock_lock *lock)
 {
-    struct hilock_lock *lock = r->ctx;
-    wire_acquire_rid(&r->cmd, ++lock->eng->seq);
+    return lock->op_lease_ms ? lock->op_lease_ms
+                             : lock->eng->opts->watchdog_lease_ms;
 }
 
-/* Send one acquire attempt for the pending acquire. Returns 0 or ENOMEM. */
+/* The deadline of each master's part of an acquire: on several masters a
+ * tenth of the lease (at least 10 ms), so that one slow master cannot eat
+ * the validity; on one node the request timeout. */
+static uint32_t part_timeout(const struct hilock_lock *lock)
+{
+    uint32_t t = acquire_lease(lock) / 10;
+    uint32_t max = lock->eng->opts->request_timeout_ms;
+    if (lock->eng->nnodes == 1)
+        return 0;
+    t = t < 10 ? 10 : t;
+    return t < max ? t : max;
+}
+
+/* Send one acquire attempt for the pending acquire to every node, with one
+ * request id (a resend is applied once; a NOSCRIPT resend takes a new id,
+ * see op.c). Returns 0 or ENOMEM. */
 static int send_attempt(struct hilock_lock *lock)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
-    struct req *r = node_request(eng->node, acquire_done);
-    if (!r)
+    struct op *op = op_new(eng, OP_KIND_ACQUIRE, -1, 0, acquire_done);
+    if (!op)
         return HILOCK_ENOMEM;
-    r->retry = 1; /* the request id makes a resend harmless */
-    r->late = acquire_late;
-    r->refresh = acquire_refresh;
-    node_eval(r, SCRIPT_ACQUIRE);
-    wire_acquire(&r->cmd, node_sha(eng->node, SCRIPT_ACQUIRE), &w,
-                 lock->op_lease_ms ? lock->op_lease_ms
-                                   : eng->opts->watchdog_lease_ms,
-                 eng->opts->fencing, ++eng->seq);
-    handle_attach(lock, r);
-    lock->op_req = r;
-    req_submit(r, 0);
+    op->late = acquire_late;
+    op_eval(op, SCRIPT_ACQUIRE);
+    wire_acquire(op_cmd(op), node_sha(&eng->nodes[0], SCRIPT_ACQUIRE), &w,
+                 acquire_lease(lock), eng->opts->fencing, ++eng->seq);
+    handle_attach(lock, op);
+    lock->op_pending = op;
+    op_submit(op, part_timeout(lock));
     return 0;
 }
 
 /* wait.c's turn: the head waiter tries again. */
 static void hook_attempt(struct hilock_lock *lock)
 {
-    if (lock->op_req)
+    if (lock->op_pending)
         return;
     int rc = send_attempt(lock);
     if (rc)
@@ -152,8 +162,8 @@ static void hook_attempt(struct hilock_lock *lock)
 /* wait.c: the wait's deadline passed. */
 static void hook_wait_expired(struct hilock_lock *lock)
 {
-    if (lock->op_req)
-        req_complete(lock->op_req, HILOCK_ETIMEDOUT);
+    if (lock->op_pending)
+        op_complete(lock->op_pending, HILOCK_ETIMEDOUT);
     else if (lock->op == OP_ACQUIRE)
         finish_op(lock, HILOCK_ETIMEDOUT, 0);
 }
@@ -175,76 +185,168 @@ static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
 /* Errors that a later attempt may not meet: a wait goes on through them. */
 static int transient(int status)
 {
-    return status == HILOCK_ETIMEDOUT || status == HILOCK_ECONN;
+    return status == HILOCK_ETIMEDOUT || status == HILOCK_ECONN ||
+           status == HILOCK_ENOQUORUM;
 }
 
-static void acquire_done(struct req *r, int status, redisReply *reply)
-{
-    struct hilock_lock *lock = r->ctx;
-    int64_t holds = 0, token = 0, ttl = -1;
-    lock->op_req = NULL;
-    if (status == 0)
-        status = reply_acquire(reply, &holds, &token, &ttl);
-    if (status == 0) {
-        acquired(lock, token, r->sent_ms);
-    } else if (lock->wait_deadline == 0 ||
-               (status != HILOCK_EBUSY && !transient(status))) {
-        finish_op(lock, status, status == HILOCK_EBUSY ? ttl : 0);
-    } else if (clock_now_ms() >= lock->wait_deadline) {
-        finish_op(lock, HILOCK_ETIMEDOUT, 0);
-    } else {
-        if (status != HILOCK_EBUSY)
-            ttl = ACQUIRE_RETRY_MS; /* a late success is undone by late */
-        int rc = wait_park(lock, ttl);
-        if (rc)
-            finish_op(lock, rc, 0);
-    }
-}
+static void cleanup_done(struct op *op, int status,
+                         const struct op_result *res);
 
-static void cleanup_done(struct req *r, int status, redisReply *reply);
-
-/* A request releasing drop holds of this owner, with a latch of its own so
- * that resending it is harmless, attached to the lock. NULL: no memory. */
-static struct req *release_req(struct hilock_lock *lock, uint32_t drop,
-                               req_done_fn *done)
+/* A release of drop holds of this owner on every node (node < 0) or on one,
+ * with a latch of its own so that resending it is harmless, attached to
+ * the lock. NULL: no memory. */
+static struct op *release_op(struct hilock_lock *lock, uint32_t drop,
+                             int node, op_done_fn *done)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
-    struct req *r = node_request(eng->node, done);
-    if (!r)
+    struct op *op = op_new(eng, OP_KIND_RELEASE, node, 0, done);
+    if (!op)
         return NULL;
-    r->retry = 1;
-    node_eval(r, SCRIPT_RELEASE);
-    wire_release(&r->cmd, node_sha(eng->node, SCRIPT_RELEASE), &w,
+    op_eval(op, SCRIPT_RELEASE);
+    wire_release(op_cmd(op), node_sha(&eng->nodes[0], SCRIPT_RELEASE), &w,
                  eng->request_tag, ++eng->seq, lock_lease(lock),
                  eng->opts->request_timeout_ms, drop);
-    handle_attach(lock, r);
-    return r;
+    handle_attach(lock, op);
+    return op;
 }
 
 /* Release drop holds of this owner without telling anyone (a late acquire
- * success, or a held handle being freed). Best effort. */
-static void send_cleanup(struct hilock_lock *lock, uint32_t drop)
+ * success, a held handle being freed, a failed quorum). Best effort. */
+static void send_cleanup(struct hilock_lock *lock, uint32_t drop, int node)
 {
-    struct req *r = release_req(lock, drop, cleanup_done);
-    if (r)
-        req_submit(r, 0);
+    struct op *op = release_op(lock, drop, node, cleanup_done);
+    if (op)
+        op_submit(op, 0);
 }
 
-static void acquire_late(struct req *r, redisReply *reply)
+/* Undo the holds that acquire op took on the nodes that granted it: it
+ * failed as a whole. */
+static void undo_partial(struct hilock_lock *lock, struct op *op)
 {
-    int64_t holds, token, ttl;
-    if (reply && reply_acquire(reply, &holds, &token, &ttl) == 0)
-        send_cleanup(r->ctx, 1);
+    for (size_t i = 0; i < op->n; i++)
+        if (op_node_ok(op, i))
+            send_cleanup(lock, 1, (int)i);
 }
 
-static void cleanup_done(struct req *r, int status, redisReply *reply)
+/* A node answered an acquire after its decision: a success there is only
+ * kept when the acquire succeeded as a whole. */
+static void acquire_late(struct op *op, size_t i, const struct op_result *res)
 {
-    int64_t left, heard;
-    if (status == 0 && reply_release(reply, &left, &heard) == 0 && left == 0) {
-        share_end(r->ctx); /* twins that still counted on it */
-        wait_released(r->ctx, heard);
+    if (res && res->status == 0 && op->status != 0)
+        send_cleanup(op->ctx, 1, op->n == 1 ? -1 : (int)i);
+}
+
+static void cleanup_done(struct op *op, int status,
+                         const struct op_result *res)
+{
+    if (status == 0 && res && res->a == 0 && op->target < 0) {
+        share_end(op->ctx); /* twins that still counted on it */
+        wait_released(op->ctx, res->b);
     }
+}
+
+static void fence_done(struct op *op, int status,
+                       const struct op_result *res);
+
+/* The attempt failed with status (ttl: the holder's, for EBUSY): report
+ * it, or keep waiting until the wait's own deadline. A wait that ends
+ * without a majority ever reachable reports HILOCK_ENOQUORUM. */
+static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
+{
+    if (lock->wait_deadline == 0 ||
+        (status != HILOCK_EBUSY && !transient(status))) {
+        finish_op(lock, status, status == HILOCK_EBUSY ? ttl : 0);
+        return;
+    }
+    if (status == HILOCK_EBUSY || status == HILOCK_ENOQUORUM)
+        lock->wait_err = status;
+    if (clock_now_ms() >= lock->wait_deadline) {
+        finish_op(lock,
+                  lock->wait_err == HILOCK_ENOQUORUM ? HILOCK_ENOQUORUM
+                                                     : HILOCK_ETIMEDOUT,
+                  0);
+        return;
+    }
+    if (status != HILOCK_EBUSY)
+        ttl = ACQUIRE_RETRY_MS; /* a late success is undone by late */
+    int rc = wait_park(lock, ttl);
+    if (rc)
+        finish_op(lock, rc, 0);
+}
+
+/* The largest token among the masters that granted acquire op. */
+static int64_t granted_token(const struct op *op)
+{
+    int64_t t = 0;
+    for (size_t i = 0; i < op->n; i++)
+        if (op_node_ok(op, i) && op->res[i].b > t)
+            t = op->res[i].b;
+    return t;
+}
+
+/* A quorum granted the acquire. On several masters, check that the
+ * validity left is positive, and make the token the largest any later
+ * majority can see: raise the counters of a majority to it first, unless a
+ * majority drew it already. Returns 0 when the acquisition stands (or a
+ * fence write is under way), else the failure status. */
+static int quorum_granted(struct hilock_lock *lock, struct op *op,
+                          const struct op_result *res)
+{
+    struct engine *eng = lock->eng;
+    size_t same = 0;
+    if (eng->nnodes == 1)
+        return 0;
+    if (quorum_validity(acquire_lease(lock), clock_now_ms() - op->sent_ms) <=
+        0)
+        return HILOCK_ENOQUORUM;
+    for (size_t i = 0; i < op->n; i++)
+        same += op_node_ok(op, i) && op->res[i].b == res->b;
+    if (!eng->opts->fencing || same >= quorum_of(op->n))
+        return 0;
+    struct wire_lock w = handle_wire(lock);
+    struct op *f = op_new(eng, OP_KIND_FENCE, -1, 0, fence_done);
+    if (!f)
+        return HILOCK_ENOMEM;
+    op_eval(f, SCRIPT_FENCE);
+    wire_fence(op_cmd(f), node_sha(&eng->nodes[0], SCRIPT_FENCE), &w, res->b);
+    op_hold(op); /* until the fence is decided */
+    f->data = op;
+    handle_attach(lock, f);
+    lock->op_pending = f;
+    op_submit(f, part_timeout(lock));
+    return 0;
+}
+
+static void fence_done(struct op *f, int status, const struct op_result *res)
+{
+    struct hilock_lock *lock = f->ctx;
+    struct op *op = f->data;
+    lock->op_pending = NULL;
+    if (status == 0) {
+        acquired(lock, granted_token(op), op->sent_ms);
+    } else {
+        op->status = status; /* late successes are undone too */
+        undo_partial(lock, op);
+        acquire_failed(lock, status, -1);
+    }
+    op_drop(op);
+}
+
+static void acquire_done(struct op *op, int status,
+                         const struct op_result *res)
+{
+    struct hilock_lock *lock = op->ctx;
+    int64_t ttl = res && status == HILOCK_EBUSY ? res->a : -1;
+    lock->op_pending = NULL;
+    if (status == 0 && (status = quorum_granted(lock, op, res)) == 0) {
+        if (!lock->op_pending)
+            acquired(lock, res->b, op->sent_ms);
+        return;
+    }
+    op->status = status; /* late successes are undone too */
+    undo_partial(lock, op);
+    acquire_failed(lock, status, ttl);
 }
 
 /* Common checks of the public entry points. */
@@ -272,6 +374,7 @@ int hilock_lock_acquire(struct hilock_lock *lock, uint64_t lease_ms,
     lock->op_arg = arg;
     lock->op_lease_ms = (uint32_t)lease_ms;
     lock->wait_deadline = wait_ms ? clock_now_ms() + wait_ms : 0;
+    lock->wait_err = 0;
     if (wait_ms && !handle_owner_holds(lock) && wait_has_waiters(lock))
         rc = wait_park(lock, -1); /* no barging past our own waiters, but a
                                      re-entry never waits */
@@ -284,13 +387,13 @@ int hilock_lock_acquire(struct hilock_lock *lock, uint64_t lease_ms,
     return rc;
 }
 
-static void release_done(struct req *r, int status, redisReply *reply)
+static void release_done(struct op *op, int status,
+                         const struct op_result *res)
 {
-    struct hilock_lock *lock = r->ctx;
-    int64_t left = 0, heard = 0;
-    lock->op_req = NULL;
-    if (status == 0)
-        status = reply_release(reply, &left, &heard);
+    struct hilock_lock *lock = op->ctx;
+    int64_t left = res && status == 0 ? res->a : 0;
+    int64_t heard = res && status == 0 ? res->b : 0;
+    lock->op_pending = NULL;
     int ended = status == HILOCK_ENOTOWNER || (status == 0 && left == 0);
     /* A release that failed otherwise (timed out, connection lost) gives
      * the hold up too: it is most likely applied anyway (it stays queued, and
@@ -300,7 +403,7 @@ static void release_done(struct req *r, int status, redisReply *reply)
     if (ended)
         share_end(lock); /* twins of this owner counted on it too */
     else if (status == 0)
-        share_lease(lock, r->sent_ms, lock_lease(lock));
+        share_lease(lock, op->sent_ms, lock_lease(lock));
     if (status == 0 && left == 0)
         wait_released(lock, heard);
     finish_op(lock, status, left);
@@ -316,14 +419,14 @@ int hilock_lock_release(struct hilock_lock *lock, hilock_lock_cb *cb,
         return HILOCK_EINVAL;
     if (lock->op != OP_NONE)
         return HILOCK_EINPROGRESS;
-    struct req *r = release_req(lock, 1, release_done);
-    if (!r)
+    struct op *op = release_op(lock, 1, -1, release_done);
+    if (!op)
         return HILOCK_ENOMEM;
     lock->op = OP_RELEASE;
     lock->op_cb = cb;
     lock->op_arg = arg;
-    lock->op_req = r;
-    req_submit(r, 0);
+    lock->op_pending = op;
+    op_submit(op, 0);
     return 0;
 }
 
@@ -333,8 +436,8 @@ int hilock_lock_cancel(struct hilock_lock *lock)
         return HILOCK_EINVAL;
     struct reentry *guard = lock->eng->guard;
     reentry_enter(guard);
-    if (lock->op_req)
-        req_complete(lock->op_req, HILOCK_ECANCELED);
+    if (lock->op_pending)
+        op_complete(lock->op_pending, HILOCK_ECANCELED);
     else
         finish_op(lock, HILOCK_ECANCELED, 0);
     reentry_leave(guard);
@@ -345,13 +448,13 @@ int hilock_lock_cancel(struct hilock_lock *lock)
  * releases of this lock's holds. */
 static void cancel_pending(struct hilock_lock *lock)
 {
-    struct req *r, *next;
-    if (lock->op != OP_NONE && !lock->op_req)
+    struct op *op, *next;
+    if (lock->op != OP_NONE && !lock->op_pending)
         finish_op(lock, HILOCK_ECANCELED, 0);
-    for (r = TAILQ_FIRST(&lock->reqs); r; r = next) {
-        next = TAILQ_NEXT(r, ctx_link);
-        if (r->done != cleanup_done)
-            req_complete(r, HILOCK_ECANCELED);
+    for (op = TAILQ_FIRST(&lock->ops); op; op = next) {
+        next = TAILQ_NEXT(op, ctx_link);
+        if (op->done != cleanup_done)
+            op_complete(op, HILOCK_ECANCELED);
     }
 }
 
@@ -366,41 +469,41 @@ void hilock_lock_free(struct hilock_lock *lock)
     reentry_enter(guard);
     cancel_pending(lock);
     if (lock->holds > 0)
-        send_cleanup(lock, lock->holds);
+        send_cleanup(lock, lock->holds, -1);
     hold_ended(lock);
     handle_unref(lock);
     reentry_leave(guard);
 }
 
-/* Applies the result of a query and reports it. */
+/* The caller of a query. */
 struct query {
-    enum wire_query q;
     hilock_lock_cb *cb;
     void *arg;
 };
 
-static void query_done(struct req *r, int status, redisReply *reply)
+static void query_done(struct op *op, int status, const struct op_result *res)
 {
-    struct hilock_lock *lock = r->ctx;
-    struct query *q = r->data;
-    int64_t v = 0;
-    if (status == 0)
-        status = reply_integer(reply, q->q == WIRE_QUERY_TTL ? -2 : 0, &v);
-    if (status == 0 && q->q == WIRE_QUERY_TTL)
-        v = v == -2 ? -1 : v == -1 ? INT64_MAX : v;
+    struct hilock_lock *lock = op->ctx;
+    struct query *q = op->data;
+    int64_t v = res && status == 0 ? res->a : 0;
     if (lock->freeing || closing(lock))
         status = HILOCK_ECANCELED;
     hilock_lock_cb *cb = q->cb;
     void *arg = q->arg;
     free(q);
-    r->data = NULL;
+    op->data = NULL;
     cb(lock, status, status ? 0 : v, arg);
 }
 
-/* Send HEXISTS, HGET or PTTL about the lock. */
+/* Ask every node HEXISTS, HGET or PTTL about the lock. */
 static int query(struct hilock_lock *lock, enum wire_query which,
                  hilock_lock_cb *cb, void *arg)
 {
+    static const enum op_kind kinds[] = {
+        [WIRE_QUERY_HELD] = OP_KIND_QUERY_HELD,
+        [WIRE_QUERY_COUNT] = OP_KIND_QUERY_COUNT,
+        [WIRE_QUERY_TTL] = OP_KIND_QUERY_TTL,
+    };
     int rc = lock_usable(lock);
     if (rc)
         return rc;
@@ -408,17 +511,17 @@ static int query(struct hilock_lock *lock, enum wire_query which,
         return HILOCK_EINVAL;
     struct wire_lock w = handle_wire(lock);
     struct query *q = malloc(sizeof(*q));
-    struct req *r = q ? node_request(lock->eng->node, query_done) : NULL;
-    if (!r) {
+    struct op *op = q ? op_new(lock->eng, kinds[which], -1, 0, query_done)
+                      : NULL;
+    if (!op) {
         free(q);
         return HILOCK_ENOMEM;
     }
-    *q = (struct query){which, cb, arg};
-    r->retry = 1;
-    r->data = q;
-    wire_query(&r->cmd, which, &w);
-    handle_attach(lock, r);
-    req_submit(r, 0);
+    *q = (struct query){cb, arg};
+    op->data = q;
+    wire_query(op_cmd(op), which, &w);
+    handle_attach(lock, op);
+    op_submit(op, 0);
     return 0;
 }
 
@@ -512,7 +615,7 @@ void lock_cancel_all(struct engine *eng)
     struct hilock_lock *lock;
     LIST_FOREACH(lock, &eng->locks, link) {
         lock->freeing = 1;
-        if (lock->op != OP_NONE && !lock->op_req)
+        if (lock->op != OP_NONE && !lock->op_pending)
             finish_op(lock, HILOCK_ECANCELED, 0);
         watchdog_forget(lock);
     }

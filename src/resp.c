@@ -138,3 +138,13 @@ void resp_arg_u64_fixed(struct resp_buf *b, unsigned long long v)
     resp_u64_fixed(v, tmp);
     resp_arg(b, tmp, sizeof(tmp));
 }
+
+void resp_copy(struct resp_buf *dst, const struct resp_buf *src)
+{
+    resp_reset(dst);
+    if (src->failed) {
+        dst->failed = 1;
+        return;
+    }
+    put(dst, src->data, src->len);
+}

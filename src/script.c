@@ -107,6 +107,18 @@ static const char renew_lua[] =
     "end\n"
     "return r\n";
 
+/* fence (Redlock)
+ * KEYS[1] fencing counter, ARGV[1] a token handed out by some master
+ * Raises the counter to the token when it is below, so that the next
+ * acquisition on this master draws a larger one; returns 1. A token is
+ * reported only after a majority has it (see lock.c), and any later
+ * majority shares a master with that one. */
+static const char fence_lua[] =
+    "if tonumber(redis.call('get', KEYS[1]) or '0') < tonumber(ARGV[1]) then\n"
+    "  redis.call('set', KEYS[1], ARGV[1])\n"
+    "end\n"
+    "return 1\n";
+
 static const struct {
     const char *body;
     size_t len;
@@ -114,6 +126,7 @@ static const struct {
     [SCRIPT_ACQUIRE] = {acquire_lua, sizeof(acquire_lua) - 1},
     [SCRIPT_RELEASE] = {release_lua, sizeof(release_lua) - 1},
     [SCRIPT_RENEW] = {renew_lua, sizeof(renew_lua) - 1},
+    [SCRIPT_FENCE] = {fence_lua, sizeof(fence_lua) - 1},
 };
 
 void script_set_init(struct script_set *s)

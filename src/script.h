@@ -8,6 +8,7 @@ enum script_id {
     SCRIPT_ACQUIRE = 0,
     SCRIPT_RELEASE,
     SCRIPT_RENEW,
+    SCRIPT_FENCE,
     SCRIPT_COUNT
 };
 

@@ -113,18 +113,31 @@ static struct wait_queue *queue_new(struct hilock_lock *lock)
         free(q);
         return NULL;
     }
-    /* Without memory for the subscription the head polls instead. */
-    node_want(eng->node, q->name, q->name_len);
+    /* Without memory for the subscription the head polls instead. A
+     * release on any node wakes the head. */
+    for (size_t i = 0; i < eng->nnodes; i++)
+        node_want(&eng->nodes[i], q->name, q->name_len);
     return q;
 }
 
 /* The last waiter left: unsubscribe and free. */
 static void queue_drop(struct wait_queue *q)
 {
-    node_unwant(q->eng->node, q->name, q->name_len);
+    for (size_t i = 0; i < q->eng->nnodes; i++)
+        node_unwant(&q->eng->nodes[i], q->name, q->name_len);
     table_remove(&q->eng->waits, &q->node);
     event_del(&q->timer);
     free(q);
+}
+
+/* How many of this client's subscriptions to q's name are confirmed: its
+ * share of the subscribers a release reaches. */
+static size_t listening(const struct wait_queue *q)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < q->eng->nnodes; i++)
+        n += (size_t)node_listening(&q->eng->nodes[i], q->name, q->name_len);
+    return n;
 }
 
 int wait_has_waiters(const struct hilock_lock *lock)
@@ -146,7 +159,7 @@ static void queue_wake(struct wait_queue *q)
         evtimer_add(&q->timer, &tv);
         return;
     }
-    if (head->op_req)
+    if (head->op_pending)
         q->wake_pending = 1;
     else
         q->eng->hooks.attempt(head);
@@ -199,7 +212,7 @@ static void arm_fallback(struct wait_queue *q, int64_t ttl_ms)
     uint64_t deadline = TAILQ_FIRST(&q->waiters)->wait_deadline;
     uint64_t ms = ttl_ms < 0 ? WAIT_NO_TTL_RETRY_MS
                              : ttl_ms == 0 ? 1 : (uint64_t)ttl_ms;
-    if (!node_listening(q->eng->node, q->name, q->name_len)) {
+    if (listening(q) == 0) {
         uint64_t poll = (uint64_t)WAIT_POLL_FIRST_MS << q->polls;
         if (poll >= WAIT_POLL_MAX_MS)
             poll = WAIT_POLL_MAX_MS;
@@ -267,7 +280,7 @@ void wait_released(struct hilock_lock *lock, int64_t heard)
     struct wait_queue *q = queue_find(eng, lock->name, lock->name_len);
     if (!q)
         return;
-    if (heard <= node_listening(eng->node, q->name, q->name_len)) {
+    if (heard <= (int64_t)listening(q)) {
         q->local_streak = 0;
     } else if (++q->local_streak >= WAIT_LOCAL_STREAK_MAX) {
         /* Waiters in other processes heard this release. The releasing

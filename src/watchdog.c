@@ -12,10 +12,8 @@
 
 #include <stdlib.h>
 
-#include <hiredis/hiredis.h>
-
 #include "clock.h"
-#include "reply.h"
+#include "op.h"
 
 /* Most locks renewed by one script call: bounds the time Redis spends in
  * one script. */
@@ -30,7 +28,6 @@ struct renew_batch {
     uint64_t valid_min;   /* earliest validity end among the locks */
     uint32_t lease_ms;
     size_t n;
-    unsigned char *ok;
     struct hilock_lock *locks[];
 };
 
@@ -119,35 +116,45 @@ void watchdog_forget(struct hilock_lock *lock)
     lock->renewing = 0;
 }
 
-static void renew_done(struct req *r, int status, redisReply *reply);
+static void renew_done(struct op *op, int status,
+                       const struct op_result *res);
 
-/* Send one renew script for the locks of b; a manual renewal (b->cb) is
- * attached to its lock so that freeing the lock cancels it. Returns 0, or
+/* Encode the renew script for the locks of b into buf, with the deadline
+ * in the clock of node n. Past the earliest validity end of the batch some
+ * lock of it has been reported lost here: the server must not extend it
+ * any more. */
+static void encode_batch(struct resp_buf *buf, const struct node *n,
+                         const struct renew_batch *b)
+{
+    wire_renew_head(buf, node_sha(n, SCRIPT_RENEW), b->n);
+    for (size_t i = 0; i < b->n; i++) {
+        struct wire_lock w = handle_wire(b->locks[i]);
+        wire_renew_key(buf, &w);
+    }
+    wire_renew_args(buf, b->lease_ms,
+                    b->lease_ms ? node_server_ms(n, b->valid_min) : 0);
+    for (size_t i = 0; i < b->n; i++) {
+        struct wire_lock w = handle_wire(b->locks[i]);
+        wire_renew_field(buf, &w);
+    }
+}
+
+/* Send one renew script for the locks of b to every node; a manual
+ * renewal (b->cb) is attached to its lock so that freeing the lock cancels
+ * it. A resend carries the same deadline: harmless. Returns 0, or
  * HILOCK_ENOMEM with nothing sent and b untouched. */
 static int send_batch(struct engine *c, struct renew_batch *b)
 {
-    struct req *r = node_request(c->node, renew_done);
-    if (!r)
+    struct op *op = op_new(c, OP_KIND_RENEW, -1, (uint32_t)b->n, renew_done);
+    if (!op)
         return HILOCK_ENOMEM;
-    node_eval(r, SCRIPT_RENEW);
-    r->retry = 1; /* a resend carries the same deadline: harmless */
-    r->data = b;
-    wire_renew_head(&r->cmd, node_sha(c->node, SCRIPT_RENEW), b->n);
-    for (size_t i = 0; i < b->n; i++) {
-        struct wire_lock w = handle_wire(b->locks[i]);
-        wire_renew_key(&r->cmd, &w);
-    }
-    /* Past the earliest validity end, some lock of the batch has been
-     * reported lost here: the server must not extend it any more. */
-    wire_renew_args(&r->cmd, b->lease_ms,
-                    b->lease_ms ? node_server_ms(c->node, b->valid_min) : 0);
-    for (size_t i = 0; i < b->n; i++) {
-        struct wire_lock w = handle_wire(b->locks[i]);
-        wire_renew_field(&r->cmd, &w);
-    }
+    op_eval(op, SCRIPT_RENEW);
+    op->data = b;
+    for (size_t i = 0; i < c->nnodes; i++)
+        encode_batch(op_cmd_at(op, i), &c->nodes[i], b);
     if (b->cb)
-        handle_attach(b->locks[0], r);
-    req_submit(r, 0);
+        handle_attach(b->locks[0], op);
+    op_submit(op, 0);
     return 0;
 }
 
@@ -182,7 +189,7 @@ static void batch_add(struct engine *c, struct renew_batch *b,
 static struct renew_batch *batch_new(size_t cap, uint32_t lease_ms)
 {
     struct renew_batch *b =
-        malloc(sizeof(*b) + cap * (sizeof(b->locks[0]) + 1));
+        malloc(sizeof(*b) + cap * sizeof(b->locks[0]));
     if (b) {
         b->cb = NULL;
         b->arg = NULL;
@@ -190,23 +197,22 @@ static struct renew_batch *batch_new(size_t cap, uint32_t lease_ms)
         b->valid_min = UINT64_MAX;
         b->lease_ms = lease_ms;
         b->sent_ms = clock_now_ms();
-        b->ok = (unsigned char *)(b->locks + cap);
     }
     return b;
 }
 
-/* Apply one watchdog renewal result to a lock. */
-static void renew_apply(struct hilock_lock *lock, int status, int ok,
+/* Apply one watchdog renewal result (RENEW_*) to a lock. */
+static void renew_apply(struct hilock_lock *lock, int ok,
                         const struct renew_batch *b)
 {
     if (lock->freeing || !lock->renewing)
         return; /* the hold ended while the renewal was out */
     lock->renewing = 0;
-    if (status == 0 && ok && b->lease_ms == 0) {
+    if (ok == RENEW_OK && b->lease_ms == 0) {
         schedule(lock, lock->valid_until); /* checked, lease unchanged */
-    } else if (status == 0 && ok) {
+    } else if (ok == RENEW_OK) {
         lock->eng->hooks.renewed(lock, b->sent_ms, b->lease_ms);
-    } else if (status == 0) {
+    } else if (ok == RENEW_GONE) {
         lock->eng->hooks.gone(lock);
     } else {
         uint64_t retry = clock_now_ms() +
@@ -219,9 +225,11 @@ static void renew_apply(struct hilock_lock *lock, int status, int ok,
 static void renew_manual(int status, int ok, const struct renew_batch *b)
 {
     struct hilock_lock *lock = b->locks[0];
-    if (status == 0 && !ok) {
+    if (status == 0 && ok == RENEW_GONE) {
         lock->eng->hooks.gone(lock);
         status = HILOCK_ELOST;
+    } else if (status == 0 && ok == RENEW_UNKNOWN) {
+        status = HILOCK_ENOQUORUM; /* neither held nor gone on a majority */
     } else if (status == 0 && lock->holds > 0 && !lock->renewing) {
         lock->eng->hooks.renewed(lock, b->sent_ms, b->lease_ms);
     }
@@ -230,17 +238,17 @@ static void renew_manual(int status, int ok, const struct renew_batch *b)
     b->cb(lock, status, status ? 0 : b->lease_ms, b->arg);
 }
 
-static void renew_done(struct req *r, int status, redisReply *reply)
+static void renew_done(struct op *op, int status,
+                       const struct op_result *res)
 {
-    struct renew_batch *b = r->data;
+    struct renew_batch *b = op->data;
     struct engine *c = b->locks[0]->eng;
-    if (status == 0)
-        status = reply_renew(reply, b->n, b->ok);
+    const unsigned char *ok = status == 0 && res ? op_renew_result(op) : NULL;
     if (b->cb) {
-        renew_manual(status, status == 0 && b->ok[0], b);
+        renew_manual(status, ok ? ok[0] : RENEW_UNKNOWN, b);
     } else {
         for (size_t i = 0; i < b->n; i++)
-            renew_apply(b->locks[i], status, status == 0 && b->ok[i], b);
+            renew_apply(b->locks[i], ok ? ok[i] : RENEW_UNKNOWN, b);
         for (size_t i = 0; i < b->n; i++)
             handle_unref(b->locks[i]);
     }

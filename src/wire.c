@@ -80,6 +80,15 @@ void wire_renew_field(struct resp_buf *b, const struct wire_lock *l)
     keys_field(b, l->client_id, l->owner_tag);
 }
 
+void wire_fence(struct resp_buf *b, const char *sha,
+                const struct wire_lock *l, int64_t token)
+{
+    struct key_src k = key_of(l);
+    evalsha(b, sha, 4, 1);
+    keys_fence(b, &k);
+    resp_arg_u64(b, (uint64_t)token);
+}
+
 void wire_query(struct resp_buf *b, enum wire_query q,
                 const struct wire_lock *l)
 {

@@ -52,6 +52,10 @@ void wire_renew_args(struct resp_buf *b, uint32_t lease_ms,
                      uint64_t deadline_ms);
 void wire_renew_field(struct resp_buf *b, const struct wire_lock *l);
 
+/* EVALSHA sha of the fence script: raise l's fencing counter to token. */
+void wire_fence(struct resp_buf *b, const char *sha,
+                const struct wire_lock *l, int64_t token);
+
 /* The queries: does l's owner hold it (HEXISTS), how many holds (HGET),
  * the lease left whoever holds it (PTTL). */
 enum wire_query { WIRE_QUERY_HELD, WIRE_QUERY_COUNT, WIRE_QUERY_TTL };

@@ -1,0 +1,263 @@
+/* op.c -- see op.h.
+ *
+ * An operation owns one request per node. It is decided by quorum_decide
+ * as the replies come in, or early by op_complete; its memory goes when it
+ * is decided and every node request has been recycled (a request stays
+ * alive while hiredis holds it, or while it waits to be resent). */
+#include "op.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "clock.h"
+#include "node.h"
+#include "reply.h"
+#include "wire.h"
+
+static void part_done(struct req *r, int status, redisReply *reply);
+static void part_late(struct req *r, redisReply *reply);
+static void part_fini(struct req *r);
+
+/* The index of node request r in its operation. */
+static size_t part_index(const struct op *op, const struct req *r)
+{
+    size_t i = 0;
+    while (op->part[i] != r)
+        i++;
+    return i;
+}
+
+/* Free the operation once nothing refers to it any more. */
+static void op_maybe_free(struct op *op)
+{
+    if (op->live || op->done || op->busy)
+        return;
+    if (op->fini)
+        op->fini(op);
+    free(op->renew);
+    free(op);
+}
+
+/* Resent after NOSCRIPT: an acquire attempt that was not applied takes a
+ * new request id, above every id sent so far (see lock.c). */
+static void part_refresh(struct req *r)
+{
+    struct op *op = r->ctx;
+    if (op->kind == OP_KIND_ACQUIRE)
+        wire_acquire_rid(&r->cmd, ++op->eng->seq);
+}
+
+struct op *op_new(struct engine *eng, enum op_kind kind, int node,
+                  uint32_t nlocks, op_done_fn *done)
+{
+    struct op *op = calloc(1, sizeof(*op));
+    if (!op)
+        return NULL;
+    op->eng = eng;
+    op->kind = kind;
+    op->done = done;
+    op->n = (uint8_t)eng->nnodes;
+    op->target = (int8_t)node;
+    op->nlocks = nlocks;
+    if (nlocks && !(op->renew = malloc((op->n + 1u) * nlocks)))
+        goto fail;
+    for (size_t i = 0; i < op->n; i++) {
+        if (node >= 0 && (size_t)node != i) {
+            op->got[i] = 1; /* not asked: counts as no answer */
+            op->res[i].status = HILOCK_ECANCELED;
+            continue;
+        }
+        struct req *r = node_request(&eng->nodes[i], part_done);
+        if (!r)
+            goto fail;
+        r->ctx = op;
+        r->retry = 1;
+        r->fini = part_fini;
+        r->refresh = part_refresh;
+        op->part[i] = r;
+        op->live++;
+    }
+    return op;
+fail:
+    for (size_t i = 0; i < op->n; i++)
+        if (op->part[i])
+            req_complete(op->part[i], HILOCK_ENOMEM); /* never submitted */
+    op->done = NULL;
+    op_maybe_free(op);
+    return NULL;
+}
+
+/* The first node request: the command is encoded into it. */
+static struct req *first_part(const struct op *op)
+{
+    for (size_t i = 0; i < op->n; i++)
+        if (op->part[i])
+            return op->part[i];
+    return NULL;
+}
+
+struct resp_buf *op_cmd(struct op *op)
+{
+    return &first_part(op)->cmd;
+}
+
+struct resp_buf *op_cmd_at(struct op *op, size_t i)
+{
+    return op->part[i] ? &op->part[i]->cmd : NULL;
+}
+
+void op_eval(struct op *op, enum script_id id)
+{
+    for (size_t i = 0; i < op->n; i++)
+        if (op->part[i])
+            node_eval(op->part[i], id);
+}
+
+void op_submit(struct op *op, uint32_t timeout_ms)
+{
+    struct req *first = first_part(op);
+    struct req *parts[QUORUM_NODES_MAX];
+    size_t m = 0;
+    op->sent_ms = clock_now_ms();
+    /* Copy first: a submit may complete a request (no memory) at once. */
+    for (size_t i = 0; i < op->n; i++) {
+        struct req *r = op->part[i];
+        if (!r)
+            continue;
+        if (r != first && r->cmd.len == 0)
+            resp_copy(&r->cmd, &first->cmd);
+        /* Only an operation that wants late replies keeps a request that
+         * completed (timed out) to resend it when its connection drops. */
+        r->late = op->late ? part_late : NULL;
+        parts[m++] = r;
+    }
+    op->busy++;
+    for (size_t i = 0; i < m; i++)
+        req_submit(parts[i], timeout_ms);
+    op->busy--;
+    op_maybe_free(op);
+}
+
+/* Fill res from node reply rep (status 0) or status. */
+static void decode(struct op *op, size_t i, int status, redisReply *rep,
+                   struct op_result *res)
+{
+    int64_t v = 0;
+    *res = (struct op_result){status, 0, 0};
+    unsigned char *row = op->renew ? op->renew + i * op->nlocks : NULL;
+    if (row)
+        memset(row, RENEW_UNKNOWN, op->nlocks);
+    if (status)
+        return;
+    switch (op->kind) {
+    case OP_KIND_ACQUIRE:
+        res->a = -1;
+        res->status = reply_acquire(rep, &res->a, &res->b, &res->a);
+        break;
+    case OP_KIND_RELEASE:
+        res->status = reply_release(rep, &res->a, &res->b);
+        break;
+    case OP_KIND_RENEW:
+        res->status = reply_renew(rep, op->nlocks, row);
+        if (res->status)
+            memset(row, RENEW_UNKNOWN, op->nlocks);
+        break;
+    case OP_KIND_QUERY_TTL:
+        res->status = reply_integer(rep, -2, &v);
+        res->a = v == -2 ? -1 : v == -1 ? INT64_MAX : v;
+        break;
+    default:
+        res->status = reply_integer(rep, 0, &res->a);
+        break;
+    }
+}
+
+/* Decide with status and result res (NULL: completed early). */
+static void decided(struct op *op, int status, const struct op_result *res)
+{
+    op_done_fn *done = op->done;
+    op->done = NULL;
+    op->status = status;
+    if (op->renew && res) {
+        unsigned char *out = op->renew + (size_t)op->n * op->nlocks;
+        if (op->n == 1)
+            memcpy(out, op->renew, op->nlocks);
+        else
+            quorum_renew(op->n, op->nlocks, op->renew, out);
+    }
+    op->busy++;
+    done(op, status, res);
+    op->busy--;
+}
+
+static void part_done(struct req *r, int status, redisReply *reply)
+{
+    struct op *op = r->ctx;
+    size_t i = part_index(op, r);
+    struct op_result out;
+    decode(op, i, status, reply, &op->res[i]);
+    op->got[i] = 1;
+    if (op->done && quorum_decide(op->kind, op->n, op->res, op->got, &out))
+        decided(op, out.status, &out);
+}
+
+static void part_late(struct req *r, redisReply *reply)
+{
+    struct op *op = r->ctx;
+    struct op_result res;
+    size_t i = part_index(op, r);
+    if (!op->late)
+        return;
+    if (reply)
+        decode(op, i, 0, reply, &res);
+    op->busy++;
+    op->late(op, i, reply ? &res : NULL);
+    op->busy--;
+}
+
+static void part_fini(struct req *r)
+{
+    struct op *op = r->ctx;
+    op->part[part_index(op, r)] = NULL;
+    op->live--;
+    op_maybe_free(op);
+}
+
+void op_complete(struct op *op, int status)
+{
+    if (!op->done)
+        return;
+    op_done_fn *done = op->done;
+    op->done = NULL; /* the node requests completed below see it decided */
+    op->status = status;
+    op->busy++;
+    for (size_t i = 0; i < op->n; i++)
+        if (op->part[i])
+            req_complete(op->part[i], status);
+    done(op, status, NULL);
+    op->busy--;
+    op_maybe_free(op);
+}
+
+void op_hold(struct op *op)
+{
+    op->busy++;
+}
+
+void op_drop(struct op *op)
+{
+    op->busy--;
+    op_maybe_free(op);
+}
+
+int op_node_ok(const struct op *op, size_t i)
+{
+    return op->got[i] && op->res[i].status == 0;
+}
+
+const unsigned char *op_renew_result(const struct op *op)
+{
+    return op->renew + (size_t)op->n * op->nlocks;
+}

@@ -1,0 +1,87 @@
+/* op.h -- one lock operation sent to the nodes of the client (one node, or
+ * the N masters of a Redlock) and decided by quorum (quorum.h).
+ *
+ * The engine builds an operation as it built a single request: encode the
+ * command once, submit, get one callback with the combined result. Each
+ * node gets its own request (a copy of the command) with its own deadline
+ * and resends; a node's reply that comes after the operation was decided,
+ * or after that node's request had failed, goes to the late callback, so
+ * that a late success can be undone on that node. */
+#ifndef HILOCK_OP_H
+#define HILOCK_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "conn.h"
+#include "engine.h"
+#include "quorum.h"
+#include "script.h"
+
+struct op;
+
+/* The decision: status and the combined result (NULL when completed early
+ * by op_complete). Called exactly once. */
+typedef void op_done_fn(struct op *op, int status,
+                        const struct op_result *res);
+/* Node i answered after the decision (or after its own request failed):
+ * res is its reply, NULL when its connection dropped instead. */
+typedef void op_late_fn(struct op *op, size_t i, const struct op_result *res);
+
+struct op {
+    struct engine *eng;
+    enum op_kind kind;
+    op_done_fn *done;         /* NULL once decided */
+    op_late_fn *late;
+    void (*fini)(struct op *op); /* when the memory goes */
+    /* The submitter's, as in struct req. */
+    void *ctx;
+    TAILQ_ENTRY(op) ctx_link;
+    void *data;
+    uint64_t sent_ms;         /* when submitted (monotonic ms) */
+    uint8_t n;                /* nodes of the client */
+    int8_t target;            /* the one node it goes to; -1: all */
+    uint8_t live;             /* node requests not recycled yet */
+    uint8_t busy;             /* inside a dispatch: do not free */
+    int status;               /* the decision, once decided (the
+                                 submitter may overrule it: see lock.c) */
+    unsigned char got[QUORUM_NODES_MAX];
+    struct op_result res[QUORUM_NODES_MAX];
+    struct req *part[QUORUM_NODES_MAX]; /* NULL: recycled or not sent */
+    uint32_t nlocks;          /* renew: locks in the batch */
+    unsigned char *renew;     /* renew: n rows of nlocks answers, then the
+                                 combined row (see quorum_renew) */
+};
+
+TAILQ_HEAD(op_list, op);
+
+/* A new operation of kind on every node (node < 0) or on node only, with
+ * nlocks answers per node for a renewal. NULL without memory or when the
+ * client is closing. */
+struct op *op_new(struct engine *eng, enum op_kind kind, int node,
+                  uint32_t nlocks, op_done_fn *done);
+/* The buffer to encode the command into (once, for every node). */
+struct resp_buf *op_cmd(struct op *op);
+/* Node i's own buffer, for a command that differs per node (NULL when
+ * the operation does not go to node i); buffers left empty get a copy of
+ * the first one's command. */
+struct resp_buf *op_cmd_at(struct op *op, size_t i);
+/* Mark the command as running script id (NOSCRIPT reload per node). */
+void op_eval(struct op *op, enum script_id id);
+/* Send it to its nodes, each with a deadline of timeout_ms (0: the
+ * request timeout). */
+void op_submit(struct op *op, uint32_t timeout_ms);
+/* Decide it now with status (HILOCK_ECANCELED, HILOCK_ETIMEDOUT): its done
+ * fires with res NULL; requests already sent stay in flight and their
+ * replies go to late. No-op when decided. */
+void op_complete(struct op *op, int status);
+/* Keep op's memory past its decision until op_drop (op_hold nests). */
+void op_hold(struct op *op);
+void op_drop(struct op *op);
+/* Whether node i's answer made it into the decision; its result. */
+int op_node_ok(const struct op *op, size_t i);
+/* A decided renewal: the combined answer per lock (RENEW_*). */
+const unsigned char *op_renew_result(const struct op *op);
+
+#endif

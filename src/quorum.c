@@ -1,0 +1,149 @@
+/* quorum.c -- see quorum.h. */
+#include "quorum.h"
+
+#include "hilock/hilock.h"
+
+size_t quorum_of(size_t n)
+{
+    return n / 2 + 1;
+}
+
+int64_t quorum_validity(uint32_t lease_ms, uint64_t elapsed_ms)
+{
+    return (int64_t)lease_ms - (int64_t)elapsed_ms -
+           (int64_t)(lease_ms / 100 + 2);
+}
+
+/* Counts over the results in so far. */
+struct tally {
+    size_t got, ok, busy, notowner;
+    int first_error;     /* 0, or the cause shared by every other failure */
+    int mixed;           /* failures have different causes */
+    int64_t max_a, max_b, min_busy_ttl;
+    int64_t sum_b;
+};
+
+static void tally(size_t n, const struct op_result *res,
+                  const unsigned char *got, struct tally *t)
+{
+    *t = (struct tally){0};
+    t->min_busy_ttl = INT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (!got[i])
+            continue;
+        const struct op_result *r = &res[i];
+        t->got++;
+        if (r->status == 0) {
+            t->ok++;
+            t->max_a = t->ok == 1 || r->a > t->max_a ? r->a : t->max_a;
+            t->max_b = t->ok == 1 || r->b > t->max_b ? r->b : t->max_b;
+            t->sum_b += r->b;
+        } else if (r->status == HILOCK_EBUSY) {
+            t->busy++;
+            if (r->a >= 0 && r->a < t->min_busy_ttl)
+                t->min_busy_ttl = r->a;
+        } else if (r->status == HILOCK_ENOTOWNER) {
+            t->notowner++;
+        } else if (!t->first_error) {
+            t->first_error = r->status;
+        } else if (t->first_error != r->status) {
+            t->mixed = 1;
+        }
+    }
+}
+
+/* The q-th largest value a among the successful results (ok >= q): what a
+ * majority of the nodes agrees on at least -- held by a majority, the holds
+ * a majority counts, the lease a majority still has. */
+static int64_t qth_largest(size_t n, const struct op_result *res,
+                           const unsigned char *got, size_t q)
+{
+    int64_t v[QUORUM_NODES_MAX];
+    size_t m = 0;
+    for (size_t i = 0; i < n && m < QUORUM_NODES_MAX; i++)
+        if (got[i] && res[i].status == 0)
+            v[m++] = res[i].a;
+    for (size_t i = 1; i < m; i++) /* insertion sort, descending */
+        for (size_t j = i; j > 0 && v[j] > v[j - 1]; j--) {
+            int64_t x = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = x;
+        }
+    return v[q - 1];
+}
+
+/* The failure of an operation whose successes can no longer reach q. */
+static void failed(const struct tally *t, size_t n, size_t q,
+                   struct op_result *out)
+{
+    *out = (struct op_result){HILOCK_ENOQUORUM, 0, 0};
+    if (t->busy > 0 && t->busy + t->ok >= q - (n - t->got) && n > 1) {
+        /* Held elsewhere by enough nodes to block us: busy. */
+        out->status = HILOCK_EBUSY;
+    } else if (t->busy > 0 && t->got - t->ok == t->busy) {
+        out->status = HILOCK_EBUSY; /* every failure is a busy one */
+    } else if (t->notowner > 0 && t->got - t->ok == t->notowner) {
+        out->status = HILOCK_ENOTOWNER;
+    } else if (t->first_error && !t->mixed && t->busy + t->notowner == 0 &&
+               n == 1) {
+        out->status = t->first_error;
+    }
+    if (out->status == HILOCK_EBUSY)
+        out->a = t->min_busy_ttl == INT64_MAX ? -1 : t->min_busy_ttl;
+}
+
+int quorum_decide(enum op_kind kind, size_t n, const struct op_result *res,
+                  const unsigned char *got, struct op_result *out)
+{
+    struct tally t;
+    size_t q = quorum_of(n);
+    tally(n, res, got, &t);
+    if (n == 1) {
+        if (!t.got)
+            return 0;
+        *out = res[0];
+        return 1;
+    }
+    switch (kind) {
+    case OP_KIND_ACQUIRE:
+    case OP_KIND_FENCE:
+        if (t.ok >= q) {
+            *out = (struct op_result){0, t.max_a, t.max_b};
+            return 1;
+        }
+        if (t.got - t.ok > n - q) {
+            failed(&t, n, q, out);
+            return 1;
+        }
+        return 0;
+    default:
+        break;
+    }
+    /* Releases and queries wait for every node (each has a deadline), so
+     * that a release reaches all of them. */
+    if (t.got < n)
+        return 0;
+    if (kind == OP_KIND_RELEASE && t.ok > 0) {
+        *out = (struct op_result){0, t.max_a, t.sum_b};
+    } else if (kind != OP_KIND_RELEASE && t.ok >= q) {
+        *out = (struct op_result){0, qth_largest(n, res, got, q), 0};
+    } else {
+        failed(&t, n, q, out);
+    }
+    return 1;
+}
+
+void quorum_renew(size_t n, size_t nlocks, const unsigned char *ok,
+                  unsigned char *out)
+{
+    size_t q = quorum_of(n);
+    for (size_t k = 0; k < nlocks; k++) {
+        size_t yes = 0, gone = 0;
+        for (size_t i = 0; i < n; i++) {
+            yes += ok[i * nlocks + k] == RENEW_OK;
+            gone += ok[i * nlocks + k] == RENEW_GONE;
+        }
+        out[k] = yes >= q ? RENEW_OK
+                          : gone > n - q ? RENEW_GONE : RENEW_UNKNOWN;
+    }
+}
