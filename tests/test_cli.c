@@ -3,7 +3,8 @@
  * codes for a busy lock (-n), a wait that times out, a lost lock, a signal
  * while waiting, a missing command, an unreachable Redis and bad usage;
  * signals reach the command; status shows the holders; release --force frees
- * the lock and wakes a waiter.
+ * the lock and wakes a waiter; keys that are not locks and control bytes in
+ * names are shown safely.
  *
  * The command under test is $HILOCK_CLI (meson passes the built tools/hilock).
  * Each test gets its own redis-server and scratch directory; every process
@@ -67,10 +68,36 @@ static bool exists(const char *name)
     return access(path_in(p, name), F_OK) == 0;
 }
 
-/* Start $HILOCK_CLI with args (NULL-terminated) in the scratch directory,
- * stdout into dir/out when out is set. It dies with this test. */
-static pid_t cli_spawn(const char *const *args, const char *out)
+/* How to start the CLI: where its stdout and stderr go (files in the
+ * scratch directory; NULL: this test's own), and what the child does to
+ * itself just before the exec (NULL: nothing more). */
+struct spawn {
+    const char *out;
+    const char *err;
+    void (*prepare)(void);
+};
+
+/* In the child before the exec: the signals hilock handles at their
+ * defaults, unblocked, whatever this test was started with (a background
+ * job of a script ignores SIGINT, for one). */
+static void signals_default(void)
 {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+                               SIGUSR2, SIGCHLD, SIGPIPE};
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        signal(sigs[i], SIG_DFL);
+        sigaddset(&set, sigs[i]);
+    }
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+/* Start $HILOCK_CLI with args (NULL-terminated) in the scratch directory,
+ * as how says (NULL: defaults). It dies with this test. */
+static pid_t cli_start(const char *const *args, const struct spawn *how)
+{
+    static const struct spawn plain = {NULL, NULL, NULL};
     const char *cli = getenv("HILOCK_CLI");
     ck_assert_msg(cli != NULL, "HILOCK_CLI is not set");
     const char *argv[32] = {cli};
@@ -80,6 +107,8 @@ static pid_t cli_spawn(const char *const *args, const char *out)
         n++;
     }
     argv[n] = NULL;
+    if (!how)
+        how = &plain;
     pid_t parent = getpid();
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
@@ -88,12 +117,32 @@ static pid_t cli_spawn(const char *const *args, const char *out)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent || chdir(dir) != 0)
             _exit(99);
-        if (out && !freopen(path_in(p, out), "w", stdout))
+        if (how->out && !freopen(path_in(p, how->out), "w", stdout))
             _exit(99);
+        if (how->err && !freopen(path_in(p, how->err), "w", stderr))
+            _exit(99);
+        signals_default();
+        if (how->prepare)
+            how->prepare();
         execv(cli, (char *const *)argv);
         _exit(98);
     }
     return pid;
+}
+
+/* cli_start with stdout into dir/out when out is set. */
+static pid_t cli_spawn(const char *const *args, const char *out)
+{
+    struct spawn how = {out, NULL, NULL};
+    return cli_start(args, &how);
+}
+
+/* Milliseconds scaled by $CK_TIMEOUT_MULTIPLIER (valgrind runs slower). */
+static int scaled(int ms)
+{
+    const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+    int k = m ? atoi(m) : 1;
+    return ms * (k > 0 ? k : 1);
 }
 
 struct child {
@@ -124,7 +173,14 @@ static int cli_wait(pid_t pid, int timeout_ms)
 /* Run the CLI to completion (15 s at most); its exit status. */
 static int cli(const char *const *args, const char *out)
 {
-    return cli_wait(cli_spawn(args, out), 15000);
+    return cli_wait(cli_spawn(args, out), scaled(15000));
+}
+
+/* cli() with stderr into dir/err (read it with file_text("err")). */
+static int cli_err(const char *const *args)
+{
+    struct spawn how = {NULL, "err", NULL};
+    return cli_wait(cli_start(args, &how), scaled(15000));
 }
 
 /* Wait (running the loop) until dir/name exists; whether it did. */
@@ -439,6 +495,47 @@ START_TEST(usage_errors_exit_125_and_help_exits_0)
 }
 END_TEST
 
+/* ---- trust at the edges ------------------------------------------------- */
+
+START_TEST(status_and_release_force_refuse_a_hash_that_is_not_a_lock)
+{
+    const char *status[] = {"status", "-p", port, "job", NULL};
+    const char *force[] = {"release", "--force", "-p", port, "job", NULL};
+    /* An owner field of the right shape does not make the other one fit. */
+    ck_assert_int_eq(rs_int(tu_srv, "HSET", "job",
+                            "0123abcd-0123-4567-89ab-0123456789ab:7", "1",
+                            "name", "x", (char *)NULL), 2);
+    ck_assert_int_eq(cli_err(status), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "not a lock"), "said: %s",
+                  file_text("err"));
+    ck_assert_int_eq(cli_err(force), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "not a lock"), "said: %s",
+                  file_text("err"));
+    ck_assert_int_eq(job_exists(), 1);
+}
+END_TEST
+
+START_TEST(names_and_fields_are_printed_with_control_bytes_escaped)
+{
+    struct hilock_client *c = tu_client(NULL);
+    struct hilock_lock *l = tu_lock(c, "a\033[2Jb", 1);
+    tu_assert_status(tu_acquire(l, 20000, 0, NULL), 0);
+    const char *held[] = {"status", "-p", port, "a\033[2Jb", NULL};
+    ck_assert_int_eq(cli(held, "out"), 0);
+    ck_assert_msg(strstr(file_text("out"), "a\\x1b[2Jb: held") &&
+                  !strchr(file_text("out"), '\033'), "printed: %s",
+                  file_text("out"));
+    ck_assert_int_eq(rs_int(tu_srv, "HSET", "odd", "\007x", "1", (char *)NULL),
+                     1);
+    const char *odd[] = {"status", "-p", port, "odd", NULL};
+    ck_assert_int_eq(cli_err(odd), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "\\x07x") &&
+                  !strchr(file_text("err"), '\007'), "said: %s",
+                  file_text("err"));
+    hilock_client_free(c);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -466,6 +563,8 @@ static Suite *cli_suite(void)
     tcase_add_test(admin, status_lists_each_holder_with_its_hold_count);
     tcase_add_test(admin, release_force_frees_the_lock_and_wakes_a_waiter);
     tcase_add_test(admin, release_force_leaves_a_key_of_another_type_alone);
+    tcase_add_test(admin, status_and_release_force_refuse_a_hash_that_is_not_a_lock);
+    tcase_add_test(admin, names_and_fields_are_printed_with_control_bytes_escaped);
     suite_add_tcase(s, admin);
     return s;
 }

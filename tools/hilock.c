@@ -57,7 +57,8 @@ void cli_usage(int to_stderr)
 "           126  CMD is not executable      127  CMD was not found\n"
 "           128+N  a signal N arrived while waiting for the lock\n"
 "  status:  0 held, 1 free          release: 0 released, 1 was free\n"
-"  all:     125 usage error, or Redis unreachable, refusing or failing\n");
+"  all:     125 usage error, or Redis unreachable, refusing or failing;\n"
+"           status, release: the key is not a lock\n");
 }
 
 void cli_error(const char *fmt, ...)
@@ -99,6 +100,44 @@ int cli_redis_option(struct cli_redis *r, int opt, const char *value)
     default:
         return -1;
     }
+}
+
+/* Bytes that c takes in cli_escape()'s output. */
+static size_t escaped_width(char c)
+{
+    unsigned char u = (unsigned char)c;
+    return u == '\\' ? 2 : u >= 0x20 && u < 0x7f ? 1 : 4;
+}
+
+/* Write c escaped at out; the bytes written (no NUL). */
+static size_t escaped_put(char *out, char c)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char u = (unsigned char)c;
+    size_t w = escaped_width(c);
+    if (w == 1) {
+        out[0] = c;
+    } else if (w == 2) {
+        out[0] = out[1] = '\\';
+    } else {
+        out[0] = '\\';
+        out[1] = 'x';
+        out[2] = hex[u >> 4];
+        out[3] = hex[u & 15];
+    }
+    return w;
+}
+
+const char *cli_escape(char *buf, size_t size, const char *s, size_t len)
+{
+    size_t total = 0, n = 0, i;
+    for (i = 0; i < len; i++)
+        total += escaped_width(s[i]);
+    size_t room = total < size ? size : size - 3;  /* keep room for "..." */
+    for (i = 0; i < len && n + escaped_width(s[i]) < room; i++)
+        n += escaped_put(buf + n, s[i]);
+    strcpy(buf + n, i < len ? "..." : "");
+    return buf;
 }
 
 int cli_ms_arg(const char *what, const char *s, uint64_t *ms)
