@@ -4,7 +4,7 @@
  * while waiting, a missing command, an unreachable Redis and bad usage;
  * signals reach the command; status shows the holders; release --force frees
  * the lock and wakes a waiter; keys that are not locks and control bytes in
- * names are shown safely.
+ * names are shown safely; endpoint options that cannot work are refused.
  *
  * The command under test is $HILOCK_CLI (meson passes the built tools/hilock).
  * Each test gets its own redis-server and scratch directory; every process
@@ -497,6 +497,36 @@ END_TEST
 
 /* ---- trust at the edges ------------------------------------------------- */
 
+START_TEST(empty_host_is_a_usage_error_that_says_so)
+{
+    const char *run[] = {"run", "-H", "", "-p", port, "job", "true", NULL};
+    const char *status[] = {"status", "-H", "", "-p", port, "job", NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    const char *text = file_text("err");
+    ck_assert_msg(strstr(text, "empty host") && !strstr(text, "setup failed"),
+                  "said: %s", text);
+    ck_assert_int_eq(cli_err(status), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "empty host"), "said: %s",
+                  file_text("err"));
+}
+END_TEST
+
+START_TEST(user_without_password_is_a_usage_error)
+{
+    const char *run[] = {"run", "-u", "someone", "-p", port, "job", "true",
+                         NULL};
+    const char *status[] = {"status", "-u", "someone", "-p", port, "job",
+                            NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    const char *text = file_text("err");
+    ck_assert_msg(strstr(text, "-u needs a password") &&
+                  !strstr(text, "setup failed"), "said: %s", text);
+    ck_assert_int_eq(cli_err(status), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "-u needs a password"),
+                  "said: %s", file_text("err"));
+}
+END_TEST
+
 START_TEST(status_and_release_force_refuse_a_hash_that_is_not_a_lock)
 {
     const char *status[] = {"status", "-p", port, "job", NULL};
@@ -555,6 +585,8 @@ static Suite *cli_suite(void)
     tcase_add_test(run, missing_command_exits_127_and_frees_the_lock);
     tcase_add_test(run, unreachable_redis_exits_125_without_running_the_command);
     tcase_add_test(run, usage_errors_exit_125_and_help_exits_0);
+    tcase_add_test(run, empty_host_is_a_usage_error_that_says_so);
+    tcase_add_test(run, user_without_password_is_a_usage_error);
     suite_add_tcase(s, run);
 
     TCase *admin = tcase_create("admin");

@@ -46,7 +46,8 @@ void cli_usage(int to_stderr)
 "         its channel, so that waiters wake\n"
 "\n"
 "  -H host  Redis host (default 127.0.0.1)     -p port  (default 6379)\n"
-"  -u user  ACL user name     -a password  (or the HILOCK_AUTH variable)\n"
+"  -u user  ACL user name (needs a password)\n"
+"  -a password  (or the HILOCK_AUTH variable)\n"
 "\n"
 "exit status:\n"
 "  run:     CMD's own exit status; 128+N when signal N killed CMD\n"
@@ -85,7 +86,13 @@ int cli_redis_option(struct cli_redis *r, int opt, const char *value)
     char *end;
     long port;
     switch (opt) {
-    case 'H': r->host = value; return 0;
+    case 'H':
+        if (!*value) {
+            cli_error("-H: empty host");
+            return -1;
+        }
+        r->host = value;
+        return 0;
     case 'u': r->username = value; return 0;
     case 'a': r->password = value; return 0;
     case 'p':
@@ -100,6 +107,15 @@ int cli_redis_option(struct cli_redis *r, int opt, const char *value)
     default:
         return -1;
     }
+}
+
+int cli_redis_check(const struct cli_redis *r)
+{
+    if (r->username && !r->password) {
+        cli_error("-u needs a password (-a, or the HILOCK_AUTH variable)");
+        return -1;
+    }
+    return 0;
 }
 
 /* Bytes that c takes in cli_escape()'s output. */

@@ -144,7 +144,7 @@ static int parse_args(struct cli_redis *r, int *force, const char **name,
         return -1;
     }
     *name = argv[optind];
-    return 0;
+    return cli_redis_check(r);
 }
 
 /* Print the owner fields of a lock's HGETALL array (not the ":rid" ones),

@@ -344,7 +344,7 @@ static int parse_args(struct runner *r, struct cli_redis *redis,
         return -1;
     }
     r->cmd = argv + optind;
-    return 0;
+    return cli_redis_check(redis);
 }
 
 /* The client, the lock handle and the signal events; 0 or -1 (message). */
