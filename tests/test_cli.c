@@ -3,10 +3,11 @@
  * codes for a busy lock (-n), a wait that times out, a lost lock, a signal
  * while waiting, a missing command, an unreachable Redis and bad usage;
  * signals reach the command; status shows the holders; release --force frees
- * the lock and wakes a waiter; keys that are not locks and control bytes in
- * names are shown safely; endpoint options that cannot work are refused.
+ * the lock and wakes a waiter. Options that contradict each other, a Redis
+ * that stalls or refuses, and the README's ACL recipe.
  *
- * The command under test is $HILOCK_CLI (meson passes the built tools/hilock).
+ * The command under test is $HILOCK_CLI (meson passes the built tools/hilock;
+ * HILOCK_README the README, whose ACL line is run as written).
  * Each test gets its own redis-server and scratch directory; every process
  * started here dies with the test (PR_SET_PDEATHSIG) and is waited for. */
 #include "testutil.h"
@@ -497,6 +498,57 @@ END_TEST
 
 /* ---- trust at the edges ------------------------------------------------- */
 
+START_TEST(wait_of_zero_that_misses_the_lock_exits_124)
+{
+    struct hilock_client *c = tu_client(NULL);
+    hold_job(c, 1, 20000);
+    const char *run[] = {"run", "-w", "0", "-p", port, "job", "--", "touch",
+                         "RAN", NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_TIMEDOUT);
+    ck_assert_ptr_nonnull(strstr(file_text("err"), "within 0 ms"));
+    ck_assert(!exists("RAN"));
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(lease_and_watchdog_lease_together_are_a_usage_error)
+{
+    const char *run[] = {"run", "-l", "5000", "-L", "5000", "-p", port, "job",
+                         "--", "touch", "RAN", NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "-l and -L"), "said: %s",
+                  file_text("err"));
+    ck_assert(!exists("RAN"));
+}
+END_TEST
+
+START_TEST(watchdog_lease_below_100_ms_is_a_usage_error)
+{
+    const char *run[] = {"run", "-L", "99", "-p", port, "job", "--", "touch",
+                         "RAN", NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "at least 100 ms"), "said: %s",
+                  file_text("err"));
+    ck_assert(!exists("RAN"));
+}
+END_TEST
+
+START_TEST(option_after_the_name_is_a_usage_error)
+{
+    const char *wait[] = {"run", "-p", port, "job", "-w", "5", "--", "touch",
+                          "RAN", NULL};
+    const char *nb[] = {"run", "-p", port, "job", "-n", "touch", "RAN", NULL};
+    const char *dashed[] = {"run", "-p", port, "job", "--", "-x", NULL};
+    ck_assert_int_eq(cli_err(wait), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "'-w' after NAME"), "said: %s",
+                  file_text("err"));
+    ck_assert_int_eq(cli_err(nb), EXIT_FAILURE_);
+    ck_assert(!exists("RAN"));
+    /* After --, a word with a dash is the command. */
+    ck_assert_int_eq(cli_err(dashed), EXIT_NOTFOUND);
+}
+END_TEST
+
 START_TEST(empty_host_is_a_usage_error_that_says_so)
 {
     const char *run[] = {"run", "-H", "", "-p", port, "job", "true", NULL};
@@ -566,6 +618,168 @@ START_TEST(names_and_fields_are_printed_with_control_bytes_escaped)
 }
 END_TEST
 
+START_TEST(lock_lost_while_redis_stalls_is_released_on_the_way_out)
+{
+    /* Redis stops answering: hilock declares the lock lost before its lease
+     * ends in Redis, and the renewals it sent meanwhile are applied once
+     * Redis answers again. The release on the way out must undo them. */
+    char lease[16];
+    snprintf(lease, sizeof(lease), "%d", scaled(3000));
+    const char *run[] = {"run", "-L", lease, "-p", port, "job", "--", "sh",
+                         "-c",
+                         "trap 'touch TERMED; kill $!; exit 0' TERM; "
+                         "touch READY; sleep 60 & wait", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears("READY", scaled(5000)));
+    ck_assert_int_eq(rs_pause(tu_srv), 0);
+    bool termed = file_appears("TERMED", scaled(5000));
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+    ck_assert(termed);
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), EXIT_LOST);
+    ck_assert_int_eq(job_exists(), 0);
+}
+END_TEST
+
+START_TEST(wait_without_bound_outlasts_a_redis_stall)
+{
+    /* The holder's lease runs out while Redis is frozen. A second waiter in
+     * this process, with a longer request timeout than hilock's 2 s, gives
+     * up after hilock would have: a library that ends a wait on a request
+     * timeout has ended hilock's by then. Then Redis answers again. */
+    struct hilock_client *a = tu_client(NULL);
+    hold_job(a, 1, 1000);
+    const char *run[] = {"run", "-p", port, "job", "--", "touch", "RAN",
+                         NULL};
+    struct spawn how = {NULL, "err", NULL};
+    pid_t pid = cli_start(run, &how);
+    ck_assert(waiters_become(1, scaled(5000)));
+    struct hilock_options opts;
+    tu_options(&opts);
+    opts.request_timeout_ms = 2500;
+    struct hilock_client *b = tu_client(&opts);
+    struct hilock_lock *lb = tu_lock(b, "job", 2);
+    struct tu_result got = {0};
+    ck_assert_int_eq(hilock_lock_acquire(lb, 20000, 4000, tu_record, &got),
+                     0);
+    ck_assert(waiters_become(2, scaled(5000)));
+    ck_assert_int_eq(rs_pause(tu_srv), 0);
+    bool gave_up = tu_run_until_count(&got.calls, 1, scaled(8000));
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+    ck_assert(gave_up);
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
+    ck_assert(exists("RAN"));
+    ck_assert_msg(!strstr(file_text("err"), "within"), "said: %s",
+                  file_text("err"));
+    hilock_client_free(b);
+    hilock_client_free(a);
+}
+END_TEST
+
+START_TEST(redis_error_text_reaches_stderr)
+{
+    /* Only "someone" can log in, and not with that password. */
+    static const char *const setup[][5] = {
+        {"ACL", "SETUSER", "someone", "on", ">right"},
+        {"ACL", "SETUSER", "default", "off", NULL}};
+    for (size_t i = 0; i < 2; i++) {
+        redisReply *r = rs_command_argv(tu_srv, setup[i][4] ? 5 : 4,
+                                        setup[i], NULL);
+        ck_assert(r && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+    }
+    const char *run[] = {"run", "-u", "someone", "-a", "wrong", "-p", port,
+                         "job", "--", "touch", "RAN", NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    const char *text = file_text("err");
+    ck_assert_msg(strstr(text, "hilock: redis: ") && strstr(text, "WRONGPASS"),
+                  "said: %s", text);
+    ck_assert(!exists("RAN"));
+}
+END_TEST
+
+/* The README's ACL SETUSER line split into words in argv (at most max);
+ * the word count. The line is run as written. */
+static int readme_acl_line(char *line, size_t size, const char **argv,
+                           int max)
+{
+    const char *path = getenv("HILOCK_README");
+    ck_assert_msg(path != NULL, "HILOCK_README is not set");
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    bool found = false;
+    while (!found && fgets(line, (int)size, f))
+        found = strncmp(line, "ACL SETUSER ", 12) == 0;
+    fclose(f);
+    ck_assert_msg(found, "no ACL SETUSER line in the README");
+    int n = 0;
+    for (char *w = strtok(line, " \n"); w && n < max; w = strtok(NULL, " \n"))
+        argv[n++] = w;
+    return n;
+}
+
+/* The README's ACL user (with words appended: NULL-terminated) made on the
+ * test server; its name and password in user and pass (64 bytes each). */
+static void acl_user_from_readme(const char *const *more, char *user,
+                                 char *pass)
+{
+    char line[1024];
+    const char *argv[64];
+    int n = readme_acl_line(line, sizeof(line), argv, 56);
+    ck_assert_int_ge(n, 4);
+    snprintf(user, 64, "%s", argv[2]);
+    pass[0] = '\0';
+    for (int i = 3; i < n; i++)
+        if (argv[i][0] == '>')
+            snprintf(pass, 64, "%s", argv[i] + 1);
+    ck_assert_msg(pass[0], "the README's ACL user has no >password");
+    while (more && *more)
+        argv[n++] = *more++;
+    redisReply *r = rs_command_argv(tu_srv, n, argv, NULL);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_msg(r->type == REDIS_REPLY_STATUS, "ACL SETUSER: %s", r->str);
+    freeReplyObject(r);
+}
+
+START_TEST(readme_acl_recipe_lets_run_take_and_wait_for_a_lock)
+{
+    char user[64], pass[64];
+    acl_user_from_readme(NULL, user, pass);
+    const char *run[] = {"run", "-u", user, "-a", pass, "-p", port, "job",
+                         "--", "true", NULL};
+    ck_assert_int_eq(cli_err(run), 0);
+    ck_assert_int_eq(job_exists(), 0);
+
+    struct hilock_client *c = tu_client(NULL);
+    struct hilock_lock *l = hold_job(c, 1, 20000);
+    const char *wait[] = {"run", "-u", user, "-a", pass, "-w", "10000", "-p",
+                          port, "job", "--", "touch", "RAN", NULL};
+    const char *status[] = {"status", "-u", user, "-a", pass, "-p", port,
+                            "job", NULL};
+    pid_t pid = cli_spawn(wait, NULL);
+    ck_assert(waiters_become(1, scaled(5000)));
+    ck_assert_int_eq(cli(status, NULL), 0);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
+    ck_assert(exists("RAN"));
+    ck_assert_int_eq(job_exists(), 0);
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(release_that_redis_refuses_fails_loudly)
+{
+    /* Without the channel, the release script's PUBLISH is denied. */
+    static const char *const nochannels[] = {"resetchannels", NULL};
+    char user[64], pass[64];
+    acl_user_from_readme(nochannels, user, pass);
+    const char *run[] = {"run", "-u", user, "-a", pass, "-p", port, "job",
+                         "--", "true", NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "releasing job"), "said: %s",
+                  file_text("err"));
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -585,9 +799,23 @@ static Suite *cli_suite(void)
     tcase_add_test(run, missing_command_exits_127_and_frees_the_lock);
     tcase_add_test(run, unreachable_redis_exits_125_without_running_the_command);
     tcase_add_test(run, usage_errors_exit_125_and_help_exits_0);
+    tcase_add_test(run, wait_of_zero_that_misses_the_lock_exits_124);
+    tcase_add_test(run, lease_and_watchdog_lease_together_are_a_usage_error);
+    tcase_add_test(run, watchdog_lease_below_100_ms_is_a_usage_error);
+    tcase_add_test(run, option_after_the_name_is_a_usage_error);
     tcase_add_test(run, empty_host_is_a_usage_error_that_says_so);
     tcase_add_test(run, user_without_password_is_a_usage_error);
+    tcase_add_test(run, lock_lost_while_redis_stalls_is_released_on_the_way_out);
+    tcase_add_test(run, wait_without_bound_outlasts_a_redis_stall);
+    tcase_add_test(run, redis_error_text_reaches_stderr);
     suite_add_tcase(s, run);
+
+    TCase *acl = tcase_create("acl");
+    tcase_add_checked_fixture(acl, setup, teardown);
+    tcase_set_timeout(acl, 30);
+    tcase_add_test(acl, readme_acl_recipe_lets_run_take_and_wait_for_a_lock);
+    tcase_add_test(acl, release_that_redis_refuses_fails_loudly);
+    suite_add_tcase(s, acl);
 
     TCase *admin = tcase_create("admin");
     tcase_add_checked_fixture(admin, setup, teardown);
