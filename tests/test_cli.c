@@ -3,22 +3,27 @@
  * codes for a busy lock (-n), a wait that times out, a lost lock, a signal
  * while waiting, a missing command, an unreachable Redis and bad usage;
  * signals reach the command; status shows the holders; release --force frees
- * the lock and wakes a waiter. Options that contradict each other, a Redis
- * that stalls or refuses, and the README's ACL recipe.
+ * the lock and wakes a waiter. Then the edges: a parent's blocked signals,
+ * hilock killed by SIGKILL, a command that daemonizes, hundreds of inherited
+ * descriptors, contradictory options, keys that are not locks, control bytes
+ * in names, a Redis that stalls or refuses, and the README's ACL recipe.
  *
  * The command under test is $HILOCK_CLI (meson passes the built tools/hilock;
- * HILOCK_README the README, whose ACL line is run as written).
- * Each test gets its own redis-server and scratch directory; every process
- * started here dies with the test (PR_SET_PDEATHSIG) and is waited for. */
+ * HILOCK_README the README, whose ACL line is run as written). Each test gets
+ * its own redis-server and scratch directory; every process started here dies
+ * with the test (PR_SET_PDEATHSIG) and is waited for, except what a test of
+ * hilock's SIGKILL leaves behind, which it kills itself when hilock did not. */
 #include "testutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -346,8 +351,8 @@ END_TEST
 START_TEST(sigterm_reaches_the_command_and_its_status_is_returned)
 {
     const char *run[] = {"run", "-p", port, "job", "--", "sh", "-c",
-                         "trap 'kill $!; exit 42' TERM; touch READY; "
-                         "sleep 10 & wait", NULL};
+                         "trap 'exit 42' TERM; touch READY; "
+                         "while :; do sleep 0.05; done", NULL};
     pid_t pid = cli_spawn(run, NULL);
     ck_assert(file_appears("READY", 5000));
     kill(pid, SIGTERM);
@@ -375,8 +380,8 @@ START_TEST(lock_deleted_under_a_running_command_sends_sigterm_and_exits_122)
 {
     const char *run[] = {"run", "-L", "600", "-p", port, "job", "--", "sh",
                          "-c",
-                         "trap 'touch TERMED; kill $!; exit 0' TERM; "
-                         "touch READY; sleep 10 & wait", NULL};
+                         "trap 'touch TERMED; exit 0' TERM; "
+                         "touch READY; while :; do sleep 0.05; done", NULL};
     pid_t pid = cli_spawn(run, NULL);
     ck_assert(file_appears("READY", 5000));
     long long ttl = rs_int(tu_srv, "PTTL", "job", (char *)NULL);
@@ -410,8 +415,8 @@ START_TEST(fixed_lease_running_out_under_the_command_counts_as_lost)
 {
     const char *run[] = {"run", "-l", "500", "-p", port, "job", "--", "sh",
                          "-c",
-                         "trap 'touch TERMED; kill $!; exit 0' TERM; "
-                         "touch READY; sleep 10 & wait", NULL};
+                         "trap 'touch TERMED; exit 0' TERM; "
+                         "touch READY; while :; do sleep 0.05; done", NULL};
     pid_t pid = cli_spawn(run, NULL);
     ck_assert(file_appears("READY", 5000));
     ck_assert_int_eq(cli_wait(pid, 5000), EXIT_LOST);
@@ -497,6 +502,143 @@ START_TEST(usage_errors_exit_125_and_help_exits_0)
 END_TEST
 
 /* ---- trust at the edges ------------------------------------------------- */
+
+static void touch(const char *name)
+{
+    char p[512];
+    FILE *f = fopen(path_in(p, name), "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+}
+
+/* Whether process pid is gone or a zombie. */
+static bool pid_dead(pid_t pid)
+{
+    char p[64], stat[512];
+    snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        return true;
+    size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *end = strrchr(stat, ')');
+    return !end || end[1] != ' ' || end[2] == 'Z' || end[2] == 'X';
+}
+
+/* Run the loop until process pid is dead; whether it died in time. */
+static bool pid_dies(pid_t pid, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    while (!pid_dead(pid)) {
+        if (tu_now_ms() >= deadline)
+            return false;
+        tu_run_for(10);
+    }
+    return true;
+}
+
+static void block_and_ignore_sigchld_and_sigterm(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGCHLD, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+}
+
+START_TEST(run_started_with_sigchld_blocked_and_ignored_sees_the_command_exit)
+{
+    const char *run[] = {"run", "-p", port, "job", "--", "sh", "-c", "exit 3",
+                         NULL};
+    struct spawn how = {NULL, NULL, block_and_ignore_sigchld_and_sigterm};
+    ck_assert_int_eq(cli_wait(cli_start(run, &how), scaled(5000)), 3);
+    ck_assert_int_eq(job_exists(), 0);
+}
+END_TEST
+
+START_TEST(sigkill_of_hilock_kills_a_command_that_ignores_sigterm)
+{
+    /* The command and its child both ignore SIGTERM. */
+    const char *run[] = {"run", "-p", port, "job", "--", "sh", "-c",
+                         "trap '' TERM; sleep 60 & echo $$ $! > PIDS.tmp; "
+                         "mv PIDS.tmp PIDS; wait", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears("PIDS", scaled(5000)));
+    int cmd = 0, bg = 0;
+    ck_assert_int_eq(sscanf(file_text("PIDS"), "%d %d", &cmd, &bg), 2);
+    kill(pid, SIGKILL);
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 128 + SIGKILL);
+    bool dead = pid_dies(cmd, scaled(3000)) && pid_dies(bg, scaled(3000));
+    if (!dead) {
+        kill(cmd, SIGKILL);
+        kill(bg, SIGKILL);
+    }
+    ck_assert_msg(dead, "the command outlived hilock run's SIGKILL");
+}
+END_TEST
+
+START_TEST(lock_is_held_until_a_daemonized_descendant_exits)
+{
+    /* A double fork: the inner subshell outlives the command. It waits until
+     * the command ($$ in a subshell) has been reaped, says ORPHAN and works
+     * until GO (10 s at most, should the test fail). */
+    const char *run[] = {"run", "-p", port, "job", "--", "sh", "-c",
+                         "( ( while kill -0 $$ 2>/dev/null; do sleep 0.01; "
+                         "done; touch ORPHAN; i=0; while [ ! -e GO ] && "
+                         "[ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; "
+                         "touch DONE ) & ); exit 5", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    bool orphan = file_appears("ORPHAN", scaled(5000));
+    struct child c = {pid, 0};
+    bool hilock_gone = child_gone(&c);
+    long long held = job_exists();
+    touch("GO");
+    ck_assert(orphan);
+    ck_assert_msg(!hilock_gone, "hilock exited while a descendant worked");
+    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 5);
+    ck_assert(exists("DONE"));
+    ck_assert_int_eq(job_exists(), 0);
+}
+END_TEST
+
+#define FD_FIRST 500
+#define FD_COUNT 300
+
+/* In the child before the exec: descriptors FD_FIRST.. open, inheritable. */
+static void open_many_descriptors(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+        rl.rlim_cur < FD_FIRST + FD_COUNT + 64) {
+        rl.rlim_cur = FD_FIRST + FD_COUNT + 64;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    int fd = open("/dev/null", O_RDONLY);
+    for (int i = FD_FIRST; i < FD_FIRST + FD_COUNT; i++)
+        dup2(fd, i);
+    close(fd);
+}
+
+START_TEST(command_inherits_every_descriptor_hilock_was_given)
+{
+    const char *run[] = {"run", "-p", port, "job", "--", "sh", "-c",
+                         "ls /proc/self/fd > FDS", NULL};
+    struct spawn how = {NULL, NULL, open_many_descriptors};
+    ck_assert_int_eq(cli_wait(cli_start(run, &how), scaled(5000)), 0);
+    int seen = 0;
+    for (const char *p = file_text("FDS"); *p; p = strchr(p, '\n') + 1) {
+        int fd = atoi(p);
+        seen += fd >= FD_FIRST && fd < FD_FIRST + FD_COUNT;
+        if (!strchr(p, '\n'))
+            break;
+    }
+    ck_assert_int_eq(seen, FD_COUNT);
+}
+END_TEST
 
 START_TEST(wait_of_zero_that_misses_the_lock_exits_124)
 {
@@ -627,8 +769,8 @@ START_TEST(lock_lost_while_redis_stalls_is_released_on_the_way_out)
     snprintf(lease, sizeof(lease), "%d", scaled(3000));
     const char *run[] = {"run", "-L", lease, "-p", port, "job", "--", "sh",
                          "-c",
-                         "trap 'touch TERMED; kill $!; exit 0' TERM; "
-                         "touch READY; sleep 60 & wait", NULL};
+                         "trap 'touch TERMED; exit 0' TERM; "
+                         "touch READY; while :; do sleep 0.05; done", NULL};
     pid_t pid = cli_spawn(run, NULL);
     ck_assert(file_appears("READY", scaled(5000)));
     ck_assert_int_eq(rs_pause(tu_srv), 0);
@@ -799,6 +941,10 @@ static Suite *cli_suite(void)
     tcase_add_test(run, missing_command_exits_127_and_frees_the_lock);
     tcase_add_test(run, unreachable_redis_exits_125_without_running_the_command);
     tcase_add_test(run, usage_errors_exit_125_and_help_exits_0);
+    tcase_add_test(run, run_started_with_sigchld_blocked_and_ignored_sees_the_command_exit);
+    tcase_add_test(run, sigkill_of_hilock_kills_a_command_that_ignores_sigterm);
+    tcase_add_test(run, lock_is_held_until_a_daemonized_descendant_exits);
+    tcase_add_test(run, command_inherits_every_descriptor_hilock_was_given);
     tcase_add_test(run, wait_of_zero_that_misses_the_lock_exits_124);
     tcase_add_test(run, lease_and_watchdog_lease_together_are_a_usage_error);
     tcase_add_test(run, watchdog_lease_below_100_ms_is_a_usage_error);

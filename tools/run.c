@@ -1,20 +1,24 @@
 /* run.c -- hilock run: hold a Redis lock for as long as a command runs.
  *
  * One libevent loop does everything: hilock takes (and, under the watchdog,
- * renews) the lock; the command is fork/exec'd once the lock is ours and
- * watched through a SIGCHLD event and waitpid(); signals meant for hilock are
- * passed on to it; when it exits the lock is released and its status becomes
- * ours. If the lock is lost meanwhile, the command is told with SIGTERM (and
- * SIGKILL after KILL_AFTER_MS) and we exit CLI_EXIT_LOST: whatever it did
- * after the loss was not exclusive.
+ * renews) the lock; once the lock is ours the reaper (reaper.c) is forked and
+ * starts the command; signals meant for hilock are passed on to it through
+ * the reaper; when the command and everything it started have exited, the
+ * reaper reports the command's status, the lock is released and the status
+ * becomes ours. If the lock is lost meanwhile, every descendant is told with
+ * SIGTERM (and SIGKILL after KILL_AFTER_MS) and we exit CLI_EXIT_LOST:
+ * whatever they did after the loss was not exclusive. If hilock dies, the
+ * reaper kills them all; reaper.c says what that does not cover.
  *
  * Before anything else a query (the lock's ttl) checks that Redis answers,
  * so that a wait that times out (CLI_EXIT_TIMEDOUT) is not confused with a
- * Redis that cannot be reached (CLI_EXIT_FAILURE). */
-#include <dirent.h>
+ * Redis that cannot be reached (CLI_EXIT_FAILURE).
+ *
+ * At startup hilock takes down what the command should get (descriptors,
+ * signal mask, ignored signals) and undoes what a parent may have done to the
+ * signals it relies on (signals_reset). */
 #include <errno.h>
 #include <event2/event.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,19 +26,16 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #include <hilock/hilock.h>
 
 #include "cli.h"
+#include "reaper.h"
 
 #define KILL_AFTER_MS 10000   /* SIGTERM to SIGKILL after a lost lock */
 #define RELEASE_MS 10000      /* longest wait for the release's answer */
 #define LOST_RELEASE_MS 1000  /* the same for the release after a loss */
 #define WATCHDOG_MIN_MS 100   /* shortest -L: renewed every third of it */
-#define FDS_MAX 256           /* descriptors remembered as inherited */
 
 /* Signals passed on to the command. */
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
@@ -48,110 +49,20 @@ struct runner {
     struct hilock_client *client;
     struct hilock_lock *lock;
     struct event *sig[NFORWARDED];
-    struct event *sigchld;
+    struct event *report;   /* the reaper's report is readable */
     struct event *timer;    /* SIGKILL after a loss, or the release bound */
     enum phase phase;
     const char *name;
     char shown[CLI_ESCAPED_SIZE(HILOCK_NAME_MAX)];  /* name, escaped */
-    char **cmd;
+    struct reaper_cmd cmd;
+    struct reaper reaper;
     uint64_t lease_ms, wait_ms, watchdog_ms;
     int wait_given, nonblock;
     const struct cli_redis *redis;
     int lost;
     int exit_code;
     char last_log[256];     /* the last library line printed */
-    pid_t child;
-    int inherited[FDS_MAX]; /* descriptors open when we started */
-    int ninherited;
 };
-
-/* ---- descriptors ------------------------------------------------------- */
-
-/* Call fn(fd, arg) for every open descriptor above stderr, from
- * /proc/self/fd; -1 when it cannot be read. */
-static int fds_each(void (*fn)(int fd, void *arg), void *arg)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    int self = dirfd(d);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        int fd = atoi(e->d_name);
-        if (e->d_name[0] != '.' && fd > 2 && fd != self)
-            fn(fd, arg);
-    }
-    closedir(d);
-    return 0;
-}
-
-static void remember_fd(int fd, void *arg)
-{
-    struct runner *r = arg;
-    if (r->ninherited < FDS_MAX)
-        r->inherited[r->ninherited++] = fd;
-}
-
-/* Mark every descriptor we opened (Redis sockets, libevent's) close-on-exec,
- * so that the command gets only what hilock itself was given. */
-static void cloexec_ours(int fd, void *arg)
-{
-    struct runner *r = arg;
-    for (int i = 0; i < r->ninherited; i++)
-        if (r->inherited[i] == fd)
-            return;
-    int flags = fcntl(fd, F_GETFD);
-    if (flags >= 0)
-        fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
-}
-
-/* ---- the command ------------------------------------------------------- */
-
-/* In the child: default signal handling, die with hilock (the lock would no
- * longer be renewed), exec. Never returns. */
-static void child_exec(struct runner *r, pid_t parent, const sigset_t *mask)
-{
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    for (size_t i = 0; i < NFORWARDED; i++)
-        sigaction(forwarded[i], &dfl, NULL);
-    sigaction(SIGCHLD, &dfl, NULL);
-    sigaction(SIGPIPE, &dfl, NULL);
-#ifdef __linux__
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent)
-        _exit(CLI_EXIT_FAILURE);
-#endif
-    sigprocmask(SIG_SETMASK, mask, NULL);
-    execvp(r->cmd[0], r->cmd);
-    int err = errno;
-    fprintf(stderr, "hilock: %s: %s\n", r->cmd[0], strerror(err));
-    _exit(err == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC);
-}
-
-/* Start the command. Signals stay blocked across fork() so that none runs
- * libevent's handler in the child before exec. 0, or -1 with a message. */
-static int child_start(struct runner *r)
-{
-    sigset_t all, old;
-    fds_each(cloexec_ours, r);
-    fflush(NULL);
-    sigfillset(&all);
-    sigprocmask(SIG_SETMASK, &all, &old);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0)
-        child_exec(r, parent, &old);
-    int err = errno;
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    if (pid < 0) {
-        cli_error("fork: %s", strerror(err));
-        return -1;
-    }
-    r->child = pid;
-    return 0;
-}
 
 /* The exit code for a wait status: the command's, or 128+signal. */
 static int code_of(int status)
@@ -219,9 +130,9 @@ static void on_released(struct hilock_lock *lock, int status, int64_t left,
     }
 }
 
-/* The command has exited: release the lock. After a loss too, with a
- * short bound: a renewal that Redis applies late must not keep the lock for
- * us after we exit. */
+/* The command and its descendants are gone: release the lock. After a
+ * loss too, with a short bound: a renewal that Redis applies late must not
+ * keep the lock for us after we exit. */
 static void release_start(struct runner *r)
 {
     r->phase = RELEASING;
@@ -238,7 +149,7 @@ static void release_start(struct runner *r)
     }
 }
 
-/* While running, the grace period after a loss is over: SIGKILL.
+/* While running, the grace period after a loss is over: SIGKILL them all.
  * While releasing, the release has not been answered in time. */
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
@@ -246,7 +157,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     if (r->phase == RUNNING) {
         cli_error("still running %d ms after SIGTERM; sending SIGKILL",
                   KILL_AFTER_MS);
-        kill(r->child, SIGKILL);
+        reaper_order(&r->reaper, REAPER_TREE | SIGKILL);
     } else if (r->phase == RELEASING && r->lost) {
         finish(r, CLI_EXIT_LOST);
     } else if (r->phase == RELEASING) {
@@ -256,19 +167,25 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* SIGCHLD: reap the command; release the lock. */
-static void on_sigchld(evutil_socket_t sig, short what, void *arg)
+/* The reaper's report: the command and every descendant have exited. */
+static void on_report(evutil_socket_t fd, short what, void *arg)
 {
     struct runner *r = arg;
     int status;
-    if (r->phase != RUNNING || waitpid(r->child, &status, WNOHANG) != r->child)
+    if (reaper_wait(&r->reaper, &status) != 0) {
+        /* Killed: the command died with it (PR_SET_PDEATHSIG). Whatever
+         * it started may still run, so the lock is left to its lease. */
+        cli_error("the process watching the command was killed; %s stays "
+                  "until its lease runs out", r->shown);
+        finish(r, CLI_EXIT_FAILURE);
         return;
+    }
     r->exit_code = r->lost ? CLI_EXIT_LOST : code_of(status);
     release_start(r);
 }
 
-/* The lock is gone while the command runs: SIGTERM to it, SIGKILL after
- * KILL_AFTER_MS (on_timer); the exit code will be 122. */
+/* The lock is gone while the command runs: SIGTERM to every descendant,
+ * SIGKILL after KILL_AFTER_MS (on_timer); the exit code will be 122. */
 static void on_lost(struct hilock_lock *lock, int status, int64_t v,
                     void *arg)
 {
@@ -276,8 +193,9 @@ static void on_lost(struct hilock_lock *lock, int status, int64_t v,
     if (r->phase != RUNNING || r->lost)
         return;
     r->lost = 1;
-    cli_error("lock %s lost; sending SIGTERM to the command", r->shown);
-    kill(r->child, SIGTERM);
+    cli_error("lock %s lost; sending SIGTERM to the command and all it "
+              "started", r->shown);
+    reaper_order(&r->reaper, REAPER_TREE | SIGTERM);
     arm_timer(r, KILL_AFTER_MS);
 }
 
@@ -286,13 +204,36 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct runner *r = arg;
     if (r->phase == RUNNING)
-        kill(r->child, (int)sig);
+        reaper_order(&r->reaper, (int)sig);
     else if (r->phase == ACQUIRING) {
         r->exit_code = 128 + (int)sig;
         if (hilock_lock_cancel(r->lock) != 0)
             finish(r, r->exit_code);
     } else if (r->phase == PROBING)
         finish(r, 128 + (int)sig);
+}
+
+/* The lock is ours: start the reaper and with it the command, with every
+ * signal blocked across the fork so that no libevent handler runs in the
+ * child. 0, or -1 with a message. */
+static int command_start(struct runner *r)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    int rc = reaper_start(&r->cmd, &r->reaper);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return -1;
+    event_assign(r->report, r->base, r->reaper.report, EV_READ, on_report, r);
+    if (event_add(r->report, NULL) != 0) {
+        /* Without the report we cannot tell when it ends: end it now. */
+        cli_error("cannot watch the command; stopping it");
+        reaper_close(&r->reaper);
+        return -1;
+    }
+    r->phase = RUNNING;
+    return 0;
 }
 
 static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
@@ -318,12 +259,10 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
     struct runner *r = arg;
     if (status == 0) {
         hilock_lock_on_lost(lock, on_lost, r);
-        if (child_start(r) != 0) {
+        if (command_start(r) != 0) {
             r->exit_code = CLI_EXIT_FAILURE;
             release_start(r);
-            return;
         }
-        r->phase = RUNNING;
     } else if (status == HILOCK_EBUSY && r->nonblock) {
         cli_error("%s is held by another owner (ttl %lld ms)", r->shown,
                   (long long)ttl);
@@ -384,7 +323,7 @@ static int parse_command(struct runner *r, int argc, char **argv, int i)
         cli_error("run needs a lock NAME and a command (try hilock --help)");
         return -1;
     }
-    r->cmd = argv + i;
+    r->cmd.argv = argv + i;
     return 0;
 }
 
@@ -456,23 +395,42 @@ static int parse_args(struct runner *r, struct cli_redis *redis, int argc,
     return check_args(r, lease_given, watchdog_given);
 }
 
-/* The events: forwarded signals, SIGCHLD, the timer. 0, or -1 with a
- * message. */
+/* Undo what the parent may have done to the signals hilock relies on: a
+ * blocked SIGCHLD or SIGTERM would never arrive, an ignored SIGCHLD would
+ * reap behind our back. The command gets the same mask. A forwarded signal
+ * that was ignored stays ignored, by hilock and the command (nohup's SIGHUP,
+ * SIGINT of a background job): it is not watched. */
+static void signals_reset(struct runner *r)
+{
+    sigset_t used;
+    sigemptyset(&used);
+    sigaddset(&used, SIGCHLD);
+    for (size_t i = 0; i < NFORWARDED; i++)
+        sigaddset(&used, forwarded[i]);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(&used, sig) == 1)
+            sigdelset(&r->cmd.mask, sig);
+    sigprocmask(SIG_UNBLOCK, &used, NULL);
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGPIPE, SIG_IGN);  /* a dead Redis socket must not kill us */
+}
+
+/* The events: forwarded signals, the timer, the report (assigned later).
+ * 0, or -1 with a message. */
 static int runner_events(struct runner *r)
 {
     for (size_t i = 0; i < NFORWARDED; i++) {
+        if (sigismember(&r->cmd.ignored, forwarded[i]) == 1)
+            continue;
         r->sig[i] = evsignal_new(r->base, forwarded[i], on_signal, r);
         if (!r->sig[i] || evsignal_add(r->sig[i], NULL) != 0) {
             cli_error("cannot watch signal %s", strsignal(forwarded[i]));
             return -1;
         }
     }
-    r->sigchld = evsignal_new(r->base, SIGCHLD, on_sigchld, r);
-    if (!r->sigchld || evsignal_add(r->sigchld, NULL) != 0) {
-        cli_error("cannot watch signal %s", strsignal(SIGCHLD));
-        return -1;
-    }
-    if (!(r->timer = evtimer_new(r->base, on_timer, r))) {
+    r->timer = evtimer_new(r->base, on_timer, r);
+    r->report = event_new(r->base, -1, 0, on_report, r);
+    if (!r->timer || !r->report) {
         cli_error("out of memory");
         return -1;
     }
@@ -516,13 +474,15 @@ static void runner_close(struct runner *r)
     for (size_t i = 0; i < NFORWARDED; i++)
         if (r->sig[i])
             event_free(r->sig[i]);
-    if (r->sigchld)
-        event_free(r->sigchld);
+    if (r->report)
+        event_free(r->report);
     if (r->timer)
         event_free(r->timer);
+    reaper_close(&r->reaper);  /* a reaper still running ends it all */
     hilock_client_free(r->client);  /* the lock is released or lost by now */
     if (r->base)
         event_base_free(r->base);
+    reaper_cmd_free(&r->cmd);
 }
 
 /* The ttl query that checks Redis answers, then the loop; the exit code. */
@@ -543,17 +503,21 @@ int cli_run(int argc, char **argv)
     struct runner r;
     struct cli_redis redis;
     memset(&r, 0, sizeof(r));
+    r.reaper = (struct reaper){0, -1, -1};
     r.wait_ms = HILOCK_MS_MAX;
     r.redis = &redis;
     cli_redis_init(&redis);
-    fds_each(remember_fd, &r);
+    /* First, before anything is opened or changed. */
+    if (reaper_cmd_init(&r.cmd) != 0)
+        return CLI_EXIT_FAILURE;
     int rc = parse_args(&r, &redis, argc, argv);
     if (rc != 0) {
+        reaper_cmd_free(&r.cmd);
         if (rc > 0)
             cli_usage(0);
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
     }
-    signal(SIGPIPE, SIG_IGN);  /* a dead Redis socket must not kill us */
+    signals_reset(&r);
     rc = runner_open(&r) == 0 ? runner_run(&r) : CLI_EXIT_FAILURE;
     runner_close(&r);
     return rc;
