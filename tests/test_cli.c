@@ -3,20 +3,27 @@
  * codes for a busy lock (-n), a wait that times out, a lost lock, a signal
  * while waiting, a missing command, an unreachable Redis and bad usage;
  * signals reach the command; status shows the holders; release --force frees
- * the lock and wakes a waiter.
+ * the lock and wakes a waiter. Then the edges: a parent's blocked signals,
+ * hilock killed by SIGKILL, a command that daemonizes, hundreds of inherited
+ * descriptors, contradictory options, keys that are not locks, control bytes
+ * in names, a Redis that stalls or refuses, and the README's ACL recipe.
  *
- * The command under test is $HILOCK_CLI (meson passes the built tools/hilock).
- * Each test gets its own redis-server and scratch directory; every process
- * started here dies with the test (PR_SET_PDEATHSIG) and is waited for. */
+ * The command under test is $HILOCK_CLI (meson passes the built tools/hilock;
+ * HILOCK_README the README, whose ACL line is run as written). Each test gets
+ * its own redis-server and scratch directory; every process started here dies
+ * with the test (PR_SET_PDEATHSIG) and is waited for, except what a test of
+ * hilock's SIGKILL leaves behind, which it kills itself when hilock did not. */
 #include "testutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,10 +74,36 @@ static bool exists(const char *name)
     return access(path_in(p, name), F_OK) == 0;
 }
 
-/* Start $HILOCK_CLI with args (NULL-terminated) in the scratch directory,
- * stdout into dir/out when out is set. It dies with this test. */
-static pid_t cli_spawn(const char *const *args, const char *out)
+/* How to start the CLI: where its stdout and stderr go (files in the
+ * scratch directory; NULL: this test's own), and what the child does to
+ * itself just before the exec (NULL: nothing more). */
+struct spawn {
+    const char *out;
+    const char *err;
+    void (*prepare)(void);
+};
+
+/* In the child before the exec: the signals hilock handles at their
+ * defaults, unblocked, whatever this test was started with (a background
+ * job of a script ignores SIGINT, for one). */
+static void signals_default(void)
 {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+                               SIGUSR2, SIGCHLD, SIGPIPE};
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        signal(sigs[i], SIG_DFL);
+        sigaddset(&set, sigs[i]);
+    }
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+/* Start $HILOCK_CLI with args (NULL-terminated) in the scratch directory,
+ * as how says (NULL: defaults). It dies with this test. */
+static pid_t cli_start(const char *const *args, const struct spawn *how)
+{
+    static const struct spawn plain = {NULL, NULL, NULL};
     const char *cli = getenv("HILOCK_CLI");
     ck_assert_msg(cli != NULL, "HILOCK_CLI is not set");
     const char *argv[32] = {cli};
@@ -80,6 +113,8 @@ static pid_t cli_spawn(const char *const *args, const char *out)
         n++;
     }
     argv[n] = NULL;
+    if (!how)
+        how = &plain;
     pid_t parent = getpid();
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
@@ -88,12 +123,32 @@ static pid_t cli_spawn(const char *const *args, const char *out)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent || chdir(dir) != 0)
             _exit(99);
-        if (out && !freopen(path_in(p, out), "w", stdout))
+        if (how->out && !freopen(path_in(p, how->out), "w", stdout))
             _exit(99);
+        if (how->err && !freopen(path_in(p, how->err), "w", stderr))
+            _exit(99);
+        signals_default();
+        if (how->prepare)
+            how->prepare();
         execv(cli, (char *const *)argv);
         _exit(98);
     }
     return pid;
+}
+
+/* cli_start with stdout into dir/out when out is set. */
+static pid_t cli_spawn(const char *const *args, const char *out)
+{
+    struct spawn how = {out, NULL, NULL};
+    return cli_start(args, &how);
+}
+
+/* Milliseconds scaled by $CK_TIMEOUT_MULTIPLIER (valgrind runs slower). */
+static int scaled(int ms)
+{
+    const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+    int k = m ? atoi(m) : 1;
+    return ms * (k > 0 ? k : 1);
 }
 
 struct child {
@@ -124,7 +179,14 @@ static int cli_wait(pid_t pid, int timeout_ms)
 /* Run the CLI to completion (15 s at most); its exit status. */
 static int cli(const char *const *args, const char *out)
 {
-    return cli_wait(cli_spawn(args, out), 15000);
+    return cli_wait(cli_spawn(args, out), scaled(15000));
+}
+
+/* cli() with stderr into dir/err (read it with file_text("err")). */
+static int cli_err(const char *const *args)
+{
+    struct spawn how = {NULL, "err", NULL};
+    return cli_wait(cli_start(args, &how), scaled(15000));
 }
 
 /* Wait (running the loop) until dir/name exists; whether it did. */
@@ -289,8 +351,8 @@ END_TEST
 START_TEST(sigterm_reaches_the_command_and_its_status_is_returned)
 {
     const char *run[] = {"run", "-p", port, "job", "--", "sh", "-c",
-                         "trap 'kill $!; exit 42' TERM; touch READY; "
-                         "sleep 10 & wait", NULL};
+                         "trap 'exit 42' TERM; touch READY; "
+                         "while :; do sleep 0.05; done", NULL};
     pid_t pid = cli_spawn(run, NULL);
     ck_assert(file_appears("READY", 5000));
     kill(pid, SIGTERM);
@@ -318,8 +380,8 @@ START_TEST(lock_deleted_under_a_running_command_sends_sigterm_and_exits_122)
 {
     const char *run[] = {"run", "-L", "600", "-p", port, "job", "--", "sh",
                          "-c",
-                         "trap 'touch TERMED; kill $!; exit 0' TERM; "
-                         "touch READY; sleep 10 & wait", NULL};
+                         "trap 'touch TERMED; exit 0' TERM; "
+                         "touch READY; while :; do sleep 0.05; done", NULL};
     pid_t pid = cli_spawn(run, NULL);
     ck_assert(file_appears("READY", 5000));
     long long ttl = rs_int(tu_srv, "PTTL", "job", (char *)NULL);
@@ -353,8 +415,8 @@ START_TEST(fixed_lease_running_out_under_the_command_counts_as_lost)
 {
     const char *run[] = {"run", "-l", "500", "-p", port, "job", "--", "sh",
                          "-c",
-                         "trap 'touch TERMED; kill $!; exit 0' TERM; "
-                         "touch READY; sleep 10 & wait", NULL};
+                         "trap 'touch TERMED; exit 0' TERM; "
+                         "touch READY; while :; do sleep 0.05; done", NULL};
     pid_t pid = cli_spawn(run, NULL);
     ck_assert(file_appears("READY", 5000));
     ck_assert_int_eq(cli_wait(pid, 5000), EXIT_LOST);
@@ -439,6 +501,427 @@ START_TEST(usage_errors_exit_125_and_help_exits_0)
 }
 END_TEST
 
+/* ---- trust at the edges ------------------------------------------------- */
+
+static void touch(const char *name)
+{
+    char p[512];
+    FILE *f = fopen(path_in(p, name), "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+}
+
+/* Whether process pid is gone or a zombie. */
+static bool pid_dead(pid_t pid)
+{
+    char p[64], stat[512];
+    snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        return true;
+    size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *end = strrchr(stat, ')');
+    return !end || end[1] != ' ' || end[2] == 'Z' || end[2] == 'X';
+}
+
+/* Run the loop until process pid is dead; whether it died in time. */
+static bool pid_dies(pid_t pid, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    while (!pid_dead(pid)) {
+        if (tu_now_ms() >= deadline)
+            return false;
+        tu_run_for(10);
+    }
+    return true;
+}
+
+static void block_and_ignore_sigchld_and_sigterm(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGCHLD, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+}
+
+START_TEST(run_started_with_sigchld_blocked_and_ignored_sees_the_command_exit)
+{
+    const char *run[] = {"run", "-p", port, "job", "--", "sh", "-c", "exit 3",
+                         NULL};
+    struct spawn how = {NULL, NULL, block_and_ignore_sigchld_and_sigterm};
+    ck_assert_int_eq(cli_wait(cli_start(run, &how), scaled(5000)), 3);
+    ck_assert_int_eq(job_exists(), 0);
+}
+END_TEST
+
+START_TEST(sigkill_of_hilock_kills_a_command_that_ignores_sigterm)
+{
+    /* The command and its child both ignore SIGTERM. */
+    const char *run[] = {"run", "-p", port, "job", "--", "sh", "-c",
+                         "trap '' TERM; sleep 60 & echo $$ $! > PIDS.tmp; "
+                         "mv PIDS.tmp PIDS; wait", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears("PIDS", scaled(5000)));
+    int cmd = 0, bg = 0;
+    ck_assert_int_eq(sscanf(file_text("PIDS"), "%d %d", &cmd, &bg), 2);
+    kill(pid, SIGKILL);
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 128 + SIGKILL);
+    bool dead = pid_dies(cmd, scaled(3000)) && pid_dies(bg, scaled(3000));
+    if (!dead) {
+        kill(cmd, SIGKILL);
+        kill(bg, SIGKILL);
+    }
+    ck_assert_msg(dead, "the command outlived hilock run's SIGKILL");
+}
+END_TEST
+
+START_TEST(lock_is_held_until_a_daemonized_descendant_exits)
+{
+    /* A double fork: the inner subshell outlives the command. It waits until
+     * the command ($$ in a subshell) has been reaped, says ORPHAN and works
+     * until GO (10 s at most, should the test fail). */
+    const char *run[] = {"run", "-p", port, "job", "--", "sh", "-c",
+                         "( ( while kill -0 $$ 2>/dev/null; do sleep 0.01; "
+                         "done; touch ORPHAN; i=0; while [ ! -e GO ] && "
+                         "[ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; "
+                         "touch DONE ) & ); exit 5", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    bool orphan = file_appears("ORPHAN", scaled(5000));
+    struct child c = {pid, 0};
+    bool hilock_gone = child_gone(&c);
+    long long held = job_exists();
+    touch("GO");
+    ck_assert(orphan);
+    ck_assert_msg(!hilock_gone, "hilock exited while a descendant worked");
+    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 5);
+    ck_assert(exists("DONE"));
+    ck_assert_int_eq(job_exists(), 0);
+}
+END_TEST
+
+#define FD_FIRST 500
+#define FD_COUNT 300
+
+/* In the child before the exec: descriptors FD_FIRST.. open, inheritable. */
+static void open_many_descriptors(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+        rl.rlim_cur < FD_FIRST + FD_COUNT + 64) {
+        rl.rlim_cur = FD_FIRST + FD_COUNT + 64;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    int fd = open("/dev/null", O_RDONLY);
+    for (int i = FD_FIRST; i < FD_FIRST + FD_COUNT; i++)
+        dup2(fd, i);
+    close(fd);
+}
+
+START_TEST(command_inherits_every_descriptor_hilock_was_given)
+{
+    const char *run[] = {"run", "-p", port, "job", "--", "sh", "-c",
+                         "ls /proc/self/fd > FDS", NULL};
+    struct spawn how = {NULL, NULL, open_many_descriptors};
+    ck_assert_int_eq(cli_wait(cli_start(run, &how), scaled(5000)), 0);
+    int seen = 0;
+    for (const char *p = file_text("FDS"); *p; p = strchr(p, '\n') + 1) {
+        int fd = atoi(p);
+        seen += fd >= FD_FIRST && fd < FD_FIRST + FD_COUNT;
+        if (!strchr(p, '\n'))
+            break;
+    }
+    ck_assert_int_eq(seen, FD_COUNT);
+}
+END_TEST
+
+START_TEST(wait_of_zero_that_misses_the_lock_exits_124)
+{
+    struct hilock_client *c = tu_client(NULL);
+    hold_job(c, 1, 20000);
+    const char *run[] = {"run", "-w", "0", "-p", port, "job", "--", "touch",
+                         "RAN", NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_TIMEDOUT);
+    ck_assert_ptr_nonnull(strstr(file_text("err"), "within 0 ms"));
+    ck_assert(!exists("RAN"));
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(lease_and_watchdog_lease_together_are_a_usage_error)
+{
+    const char *run[] = {"run", "-l", "5000", "-L", "5000", "-p", port, "job",
+                         "--", "touch", "RAN", NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "-l and -L"), "said: %s",
+                  file_text("err"));
+    ck_assert(!exists("RAN"));
+}
+END_TEST
+
+START_TEST(watchdog_lease_below_100_ms_is_a_usage_error)
+{
+    const char *run[] = {"run", "-L", "99", "-p", port, "job", "--", "touch",
+                         "RAN", NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "at least 100 ms"), "said: %s",
+                  file_text("err"));
+    ck_assert(!exists("RAN"));
+}
+END_TEST
+
+START_TEST(option_after_the_name_is_a_usage_error)
+{
+    const char *wait[] = {"run", "-p", port, "job", "-w", "5", "--", "touch",
+                          "RAN", NULL};
+    const char *nb[] = {"run", "-p", port, "job", "-n", "touch", "RAN", NULL};
+    const char *dashed[] = {"run", "-p", port, "job", "--", "-x", NULL};
+    ck_assert_int_eq(cli_err(wait), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "'-w' after NAME"), "said: %s",
+                  file_text("err"));
+    ck_assert_int_eq(cli_err(nb), EXIT_FAILURE_);
+    ck_assert(!exists("RAN"));
+    /* After --, a word with a dash is the command. */
+    ck_assert_int_eq(cli_err(dashed), EXIT_NOTFOUND);
+}
+END_TEST
+
+START_TEST(empty_host_is_a_usage_error_that_says_so)
+{
+    const char *run[] = {"run", "-H", "", "-p", port, "job", "true", NULL};
+    const char *status[] = {"status", "-H", "", "-p", port, "job", NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    const char *text = file_text("err");
+    ck_assert_msg(strstr(text, "empty host") && !strstr(text, "setup failed"),
+                  "said: %s", text);
+    ck_assert_int_eq(cli_err(status), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "empty host"), "said: %s",
+                  file_text("err"));
+}
+END_TEST
+
+START_TEST(user_without_password_is_a_usage_error)
+{
+    const char *run[] = {"run", "-u", "someone", "-p", port, "job", "true",
+                         NULL};
+    const char *status[] = {"status", "-u", "someone", "-p", port, "job",
+                            NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    const char *text = file_text("err");
+    ck_assert_msg(strstr(text, "-u needs a password") &&
+                  !strstr(text, "setup failed"), "said: %s", text);
+    ck_assert_int_eq(cli_err(status), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "-u needs a password"),
+                  "said: %s", file_text("err"));
+}
+END_TEST
+
+START_TEST(status_and_release_force_refuse_a_hash_that_is_not_a_lock)
+{
+    const char *status[] = {"status", "-p", port, "job", NULL};
+    const char *force[] = {"release", "--force", "-p", port, "job", NULL};
+    /* An owner field of the right shape does not make the other one fit. */
+    ck_assert_int_eq(rs_int(tu_srv, "HSET", "job",
+                            "0123abcd-0123-4567-89ab-0123456789ab:7", "1",
+                            "name", "x", (char *)NULL), 2);
+    ck_assert_int_eq(cli_err(status), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "not a lock"), "said: %s",
+                  file_text("err"));
+    ck_assert_int_eq(cli_err(force), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "not a lock"), "said: %s",
+                  file_text("err"));
+    ck_assert_int_eq(job_exists(), 1);
+}
+END_TEST
+
+START_TEST(names_and_fields_are_printed_with_control_bytes_escaped)
+{
+    struct hilock_client *c = tu_client(NULL);
+    struct hilock_lock *l = tu_lock(c, "a\033[2Jb", 1);
+    tu_assert_status(tu_acquire(l, 20000, 0, NULL), 0);
+    const char *held[] = {"status", "-p", port, "a\033[2Jb", NULL};
+    ck_assert_int_eq(cli(held, "out"), 0);
+    ck_assert_msg(strstr(file_text("out"), "a\\x1b[2Jb: held") &&
+                  !strchr(file_text("out"), '\033'), "printed: %s",
+                  file_text("out"));
+    ck_assert_int_eq(rs_int(tu_srv, "HSET", "odd", "\007x", "1", (char *)NULL),
+                     1);
+    const char *odd[] = {"status", "-p", port, "odd", NULL};
+    ck_assert_int_eq(cli_err(odd), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "\\x07x") &&
+                  !strchr(file_text("err"), '\007'), "said: %s",
+                  file_text("err"));
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(lock_lost_while_redis_stalls_is_released_on_the_way_out)
+{
+    /* Redis stops answering: hilock declares the lock lost before its lease
+     * ends in Redis, and the renewals it sent meanwhile are applied once
+     * Redis answers again. The release on the way out must undo them. */
+    char lease[16];
+    snprintf(lease, sizeof(lease), "%d", scaled(3000));
+    const char *run[] = {"run", "-L", lease, "-p", port, "job", "--", "sh",
+                         "-c",
+                         "trap 'touch TERMED; exit 0' TERM; "
+                         "touch READY; while :; do sleep 0.05; done", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears("READY", scaled(5000)));
+    ck_assert_int_eq(rs_pause(tu_srv), 0);
+    bool termed = file_appears("TERMED", scaled(5000));
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+    ck_assert(termed);
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), EXIT_LOST);
+    ck_assert_int_eq(job_exists(), 0);
+}
+END_TEST
+
+START_TEST(wait_without_bound_outlasts_a_redis_stall)
+{
+    /* The holder's lease runs out while Redis is frozen. A second waiter in
+     * this process, with a longer request timeout than hilock's 2 s, gives
+     * up after hilock would have: a library that ends a wait on a request
+     * timeout has ended hilock's by then. Then Redis answers again. */
+    struct hilock_client *a = tu_client(NULL);
+    hold_job(a, 1, 1000);
+    const char *run[] = {"run", "-p", port, "job", "--", "touch", "RAN",
+                         NULL};
+    struct spawn how = {NULL, "err", NULL};
+    pid_t pid = cli_start(run, &how);
+    ck_assert(waiters_become(1, scaled(5000)));
+    struct hilock_options opts;
+    tu_options(&opts);
+    opts.request_timeout_ms = 2500;
+    struct hilock_client *b = tu_client(&opts);
+    struct hilock_lock *lb = tu_lock(b, "job", 2);
+    struct tu_result got = {0};
+    ck_assert_int_eq(hilock_lock_acquire(lb, 20000, 4000, tu_record, &got),
+                     0);
+    ck_assert(waiters_become(2, scaled(5000)));
+    ck_assert_int_eq(rs_pause(tu_srv), 0);
+    bool gave_up = tu_run_until_count(&got.calls, 1, scaled(8000));
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+    ck_assert(gave_up);
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
+    ck_assert(exists("RAN"));
+    ck_assert_msg(!strstr(file_text("err"), "within"), "said: %s",
+                  file_text("err"));
+    hilock_client_free(b);
+    hilock_client_free(a);
+}
+END_TEST
+
+START_TEST(redis_error_text_reaches_stderr)
+{
+    /* Only "someone" can log in, and not with that password. */
+    static const char *const setup[][5] = {
+        {"ACL", "SETUSER", "someone", "on", ">right"},
+        {"ACL", "SETUSER", "default", "off", NULL}};
+    for (size_t i = 0; i < 2; i++) {
+        redisReply *r = rs_command_argv(tu_srv, setup[i][4] ? 5 : 4,
+                                        setup[i], NULL);
+        ck_assert(r && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+    }
+    const char *run[] = {"run", "-u", "someone", "-a", "wrong", "-p", port,
+                         "job", "--", "touch", "RAN", NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    const char *text = file_text("err");
+    ck_assert_msg(strstr(text, "hilock: redis: ") && strstr(text, "WRONGPASS"),
+                  "said: %s", text);
+    ck_assert(!exists("RAN"));
+}
+END_TEST
+
+/* The README's ACL SETUSER line split into words in argv (at most max);
+ * the word count. The line is run as written. */
+static int readme_acl_line(char *line, size_t size, const char **argv,
+                           int max)
+{
+    const char *path = getenv("HILOCK_README");
+    ck_assert_msg(path != NULL, "HILOCK_README is not set");
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    bool found = false;
+    while (!found && fgets(line, (int)size, f))
+        found = strncmp(line, "ACL SETUSER ", 12) == 0;
+    fclose(f);
+    ck_assert_msg(found, "no ACL SETUSER line in the README");
+    int n = 0;
+    for (char *w = strtok(line, " \n"); w && n < max; w = strtok(NULL, " \n"))
+        argv[n++] = w;
+    return n;
+}
+
+/* The README's ACL user (with words appended: NULL-terminated) made on the
+ * test server; its name and password in user and pass (64 bytes each). */
+static void acl_user_from_readme(const char *const *more, char *user,
+                                 char *pass)
+{
+    char line[1024];
+    const char *argv[64];
+    int n = readme_acl_line(line, sizeof(line), argv, 56);
+    ck_assert_int_ge(n, 4);
+    snprintf(user, 64, "%s", argv[2]);
+    pass[0] = '\0';
+    for (int i = 3; i < n; i++)
+        if (argv[i][0] == '>')
+            snprintf(pass, 64, "%s", argv[i] + 1);
+    ck_assert_msg(pass[0], "the README's ACL user has no >password");
+    while (more && *more)
+        argv[n++] = *more++;
+    redisReply *r = rs_command_argv(tu_srv, n, argv, NULL);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_msg(r->type == REDIS_REPLY_STATUS, "ACL SETUSER: %s", r->str);
+    freeReplyObject(r);
+}
+
+START_TEST(readme_acl_recipe_lets_run_take_and_wait_for_a_lock)
+{
+    char user[64], pass[64];
+    acl_user_from_readme(NULL, user, pass);
+    const char *run[] = {"run", "-u", user, "-a", pass, "-p", port, "job",
+                         "--", "true", NULL};
+    ck_assert_int_eq(cli_err(run), 0);
+    ck_assert_int_eq(job_exists(), 0);
+
+    struct hilock_client *c = tu_client(NULL);
+    struct hilock_lock *l = hold_job(c, 1, 20000);
+    const char *wait[] = {"run", "-u", user, "-a", pass, "-w", "10000", "-p",
+                          port, "job", "--", "touch", "RAN", NULL};
+    const char *status[] = {"status", "-u", user, "-a", pass, "-p", port,
+                            "job", NULL};
+    pid_t pid = cli_spawn(wait, NULL);
+    ck_assert(waiters_become(1, scaled(5000)));
+    ck_assert_int_eq(cli(status, NULL), 0);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
+    ck_assert(exists("RAN"));
+    ck_assert_int_eq(job_exists(), 0);
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(release_that_redis_refuses_fails_loudly)
+{
+    /* Without the channel, the release script's PUBLISH is denied. */
+    static const char *const nochannels[] = {"resetchannels", NULL};
+    char user[64], pass[64];
+    acl_user_from_readme(nochannels, user, pass);
+    const char *run[] = {"run", "-u", user, "-a", pass, "-p", port, "job",
+                         "--", "true", NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "releasing job"), "said: %s",
+                  file_text("err"));
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -458,7 +941,27 @@ static Suite *cli_suite(void)
     tcase_add_test(run, missing_command_exits_127_and_frees_the_lock);
     tcase_add_test(run, unreachable_redis_exits_125_without_running_the_command);
     tcase_add_test(run, usage_errors_exit_125_and_help_exits_0);
+    tcase_add_test(run, run_started_with_sigchld_blocked_and_ignored_sees_the_command_exit);
+    tcase_add_test(run, sigkill_of_hilock_kills_a_command_that_ignores_sigterm);
+    tcase_add_test(run, lock_is_held_until_a_daemonized_descendant_exits);
+    tcase_add_test(run, command_inherits_every_descriptor_hilock_was_given);
+    tcase_add_test(run, wait_of_zero_that_misses_the_lock_exits_124);
+    tcase_add_test(run, lease_and_watchdog_lease_together_are_a_usage_error);
+    tcase_add_test(run, watchdog_lease_below_100_ms_is_a_usage_error);
+    tcase_add_test(run, option_after_the_name_is_a_usage_error);
+    tcase_add_test(run, empty_host_is_a_usage_error_that_says_so);
+    tcase_add_test(run, user_without_password_is_a_usage_error);
+    tcase_add_test(run, lock_lost_while_redis_stalls_is_released_on_the_way_out);
+    tcase_add_test(run, wait_without_bound_outlasts_a_redis_stall);
+    tcase_add_test(run, redis_error_text_reaches_stderr);
     suite_add_tcase(s, run);
+
+    TCase *acl = tcase_create("acl");
+    tcase_add_checked_fixture(acl, setup, teardown);
+    tcase_set_timeout(acl, 30);
+    tcase_add_test(acl, readme_acl_recipe_lets_run_take_and_wait_for_a_lock);
+    tcase_add_test(acl, release_that_redis_refuses_fails_loudly);
+    suite_add_tcase(s, acl);
 
     TCase *admin = tcase_create("admin");
     tcase_add_checked_fixture(admin, setup, teardown);
@@ -466,6 +969,8 @@ static Suite *cli_suite(void)
     tcase_add_test(admin, status_lists_each_holder_with_its_hold_count);
     tcase_add_test(admin, release_force_frees_the_lock_and_wakes_a_waiter);
     tcase_add_test(admin, release_force_leaves_a_key_of_another_type_alone);
+    tcase_add_test(admin, status_and_release_force_refuse_a_hash_that_is_not_a_lock);
+    tcase_add_test(admin, names_and_fields_are_printed_with_control_bytes_escaped);
     suite_add_tcase(s, admin);
     return s;
 }

@@ -34,8 +34,18 @@ void cli_redis_init(struct cli_redis *r);
 /* Apply one endpoint option (opt is 'H', 'p', 'u' or 'a'). Returns 0, or -1
  * with a message on stderr for a bad value. */
 int cli_redis_option(struct cli_redis *r, int opt, const char *value);
+/* Check the options taken together (a user needs a password); 0, or -1 with
+ * a message on stderr. */
+int cli_redis_check(const struct cli_redis *r);
 /* Parse a count of milliseconds 0..2^31-1 into *ms; 0 or -1 (message). */
 int cli_ms_arg(const char *what, const char *s, uint64_t *ms);
+/* Room for len bytes escaped by cli_escape(). */
+#define CLI_ESCAPED_SIZE(len) (4 * (size_t)(len) + 1)
+/* Write the len bytes at s into buf (size >= 8) as printable text: bytes
+ * outside printable ASCII become \xNN and a backslash \\, so that a name or
+ * a field from Redis cannot drive the terminal. What does not fit is cut
+ * and marked with "...". Returns buf. */
+const char *cli_escape(char *buf, size_t size, const char *s, size_t len);
 /* Print "hilock: <fmt>" and a newline to stderr. */
 void cli_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));

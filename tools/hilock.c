@@ -30,34 +30,40 @@ void cli_usage(int to_stderr)
 "       hilock --help | --version\n"
 "\n"
 "run      take the Redis lock NAME, run CMD while holding it, release it when\n"
-"         CMD exits, and exit with CMD's status. SIGINT, SIGTERM, SIGHUP,\n"
-"         SIGQUIT, SIGUSR1 and SIGUSR2 are passed on to CMD. If the lock is\n"
-"         lost while CMD runs, CMD gets SIGTERM (SIGKILL 10 s later) and hilock\n"
-"         exits 122. If hilock itself dies, CMD gets SIGTERM (Linux).\n"
-"  -w ms  wait at most ms for the lock (default: wait indefinitely)\n"
+"         CMD and everything it started have exited, and exit with CMD's\n"
+"         status. Options go before NAME; put -- before a CMD that starts\n"
+"         with '-'. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are\n"
+"         passed on to CMD. If the lock is lost while CMD runs, CMD and its\n"
+"         descendants get SIGTERM (SIGKILL 10 s later) and hilock exits 122.\n"
+"         If hilock itself dies, they get SIGKILL (Linux).\n"
+"  -w ms  wait at most ms for the lock; -w 0 tries once (default: wait\n"
+"         indefinitely)\n"
 "  -n     do not wait: fail at once when the lock is held (like flock -n)\n"
 "  -l ms  a fixed lease: the lock expires ms after it was taken, even while\n"
 "         CMD runs (and then counts as lost)\n"
-"  -L ms  without -l, the watchdog lease: renewed every third of it while\n"
-"         CMD runs, and what is left to others if hilock dies (default 30000)\n"
+"  -L ms  instead of -l, the watchdog lease (>= 100): renewed every third of\n"
+"         it while CMD runs, and what is left to others if hilock dies\n"
+"         (default 30000)\n"
 "status   print the holders of NAME (owner field: client id and owner tag,\n"
 "         which is the pid of a hilock run), their hold counts and the ttl\n"
 "release  --force: delete NAME whoever holds it and publish the release on\n"
 "         its channel, so that waiters wake\n"
 "\n"
 "  -H host  Redis host (default 127.0.0.1)     -p port  (default 6379)\n"
-"  -u user  ACL user name     -a password  (or the HILOCK_AUTH variable)\n"
+"  -u user  ACL user name (needs a password)\n"
+"  -a password  (or the HILOCK_AUTH variable)\n"
 "\n"
 "exit status:\n"
 "  run:     CMD's own exit status; 128+N when signal N killed CMD\n"
 "           75   -n given and the lock is held by another owner\n"
-"           122  the lock was lost while CMD ran (CMD was sent SIGTERM if\n"
-"                still running)\n"
-"           124  the lock was not acquired within -w\n"
+"           122  the lock was lost while CMD ran (CMD and its descendants\n"
+"                were sent SIGTERM if still running)\n"
+"           124  the lock was not acquired within -w (-w 0 too)\n"
 "           126  CMD is not executable      127  CMD was not found\n"
 "           128+N  a signal N arrived while waiting for the lock\n"
 "  status:  0 held, 1 free          release: 0 released, 1 was free\n"
-"  all:     125 usage error, or Redis unreachable, refusing or failing\n");
+"  all:     125 usage error; Redis unreachable, refusing or failing; a\n"
+"           failed release; status, release: the key is not a lock\n");
 }
 
 void cli_error(const char *fmt, ...)
@@ -84,7 +90,13 @@ int cli_redis_option(struct cli_redis *r, int opt, const char *value)
     char *end;
     long port;
     switch (opt) {
-    case 'H': r->host = value; return 0;
+    case 'H':
+        if (!*value) {
+            cli_error("-H: empty host");
+            return -1;
+        }
+        r->host = value;
+        return 0;
     case 'u': r->username = value; return 0;
     case 'a': r->password = value; return 0;
     case 'p':
@@ -99,6 +111,53 @@ int cli_redis_option(struct cli_redis *r, int opt, const char *value)
     default:
         return -1;
     }
+}
+
+int cli_redis_check(const struct cli_redis *r)
+{
+    if (r->username && !r->password) {
+        cli_error("-u needs a password (-a, or the HILOCK_AUTH variable)");
+        return -1;
+    }
+    return 0;
+}
+
+/* Bytes that c takes in cli_escape()'s output. */
+static size_t escaped_width(char c)
+{
+    unsigned char u = (unsigned char)c;
+    return u == '\\' ? 2 : u >= 0x20 && u < 0x7f ? 1 : 4;
+}
+
+/* Write c escaped at out; the bytes written (no NUL). */
+static size_t escaped_put(char *out, char c)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char u = (unsigned char)c;
+    size_t w = escaped_width(c);
+    if (w == 1) {
+        out[0] = c;
+    } else if (w == 2) {
+        out[0] = out[1] = '\\';
+    } else {
+        out[0] = '\\';
+        out[1] = 'x';
+        out[2] = hex[u >> 4];
+        out[3] = hex[u & 15];
+    }
+    return w;
+}
+
+const char *cli_escape(char *buf, size_t size, const char *s, size_t len)
+{
+    size_t total = 0, n = 0, i;
+    for (i = 0; i < len; i++)
+        total += escaped_width(s[i]);
+    size_t room = total < size ? size : size - 3;  /* keep room for "..." */
+    for (i = 0; i < len && n + escaped_width(s[i]) < room; i++)
+        n += escaped_put(buf + n, s[i]);
+    strcpy(buf + n, i < len ? "..." : "");
+    return buf;
 }
 
 int cli_ms_arg(const char *what, const char *s, uint64_t *ms)

@@ -6,7 +6,10 @@
  * one atomic step on the server. They rely on the key layout the library
  * documents: the lock is a hash of "<client-id>:<owner-tag>" -> hold count
  * (plus "<field>:rid" bookkeeping) with a PEXPIRE lease, and the final
- * release publishes "0" on "redisson_lock__channel:{NAME}". */
+ * release publishes "0" on "redisson_lock__channel:{NAME}". The scripts check
+ * that layout first: a key that does not have it is some other program's
+ * data, shown as such and never deleted. Names, fields and server texts are
+ * printed escaped (cli_escape), since they are anyone's bytes. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,24 +25,50 @@
 #define TIMEOUT_MS 2000
 #define CHANNEL_HEAD "redisson_lock__channel:{"
 
-/* The type of KEYS[1]; for a hash also its PTTL and HGETALL, all read in one
- * atomic step. */
-static const char status_lua[] =
-    "local t = redis.call('type', KEYS[1]).ok\n"
-    "if t ~= 'hash' then return {t} end\n"
-    "return {t, redis.call('pttl', KEYS[1]), redis.call('hgetall', KEYS[1])}\n";
-
-/* Delete the lock KEYS[1] and publish "0" on its channel KEYS[2]: 1, or 0
- * when there was no lock. Another type of key is left alone. */
-static const char release_lua[] =
-    "local t = redis.call('type', KEYS[1]).ok\n"
-    "if t == 'none' then return 0 end\n"
-    "if t ~= 'hash' then\n"
-    "  return redis.error_reply('WRONGTYPE the key is a ' .. t .. ', not a lock')\n"
+/* What KEYS[1] is, read in one atomic step: {'none'}; {'lock', HGETALL}
+ * for a hash laid out as a lock (owner fields "<uuid>:<tag>" with a decimal
+ * hold count, at least one, and "<owner field>:rid" bookkeeping fields);
+ * {'field', f} for a hash with a field f that does not fit; {'noowner'} for
+ * one with bookkeeping fields only; {t} for a key of another type t. Both
+ * scripts start with it, so that nothing but a lock is shown as one or
+ * deleted as one. */
+#define LAYOUT_LUA                                                           \
+    "local function layout(key)\n"                                          \
+    "  local t = redis.call('type', key).ok\n"                              \
+    "  if t ~= 'hash' then return {t} end\n"                                \
+    "  local all = redis.call('hgetall', key)\n"                            \
+    "  local owner = '^' .. string.rep('%x', 8) .. '%-' ..\n"               \
+    "    string.rep('%x', 4) .. '%-' .. string.rep('%x', 4) .. '%-' ..\n"   \
+    "    string.rep('%x', 4) .. '%-' .. string.rep('%x', 12) .. ':%d+'\n"   \
+    "  local owners = 0\n"                                                  \
+    "  for i = 1, #all, 2 do\n"                                             \
+    "    if string.find(all[i], owner .. '$') and\n"                        \
+    "       string.find(all[i + 1], '^%d+$') then\n"                        \
+    "      owners = owners + 1\n"                                           \
+    "    elseif not string.find(all[i], owner .. ':rid$') then\n"           \
+    "      return {'field', all[i]}\n"                                      \
+    "    end\n"                                                             \
+    "  end\n"                                                               \
+    "  if owners == 0 then return {'noowner'} end\n"                        \
+    "  return {'lock', all}\n"                                              \
     "end\n"
+
+/* layout(KEYS[1]), and for a lock its PTTL as a third element. */
+static const char status_lua[] =
+    LAYOUT_LUA
+    "local r = layout(KEYS[1])\n"
+    "if r[1] == 'lock' then r[3] = redis.call('pttl', KEYS[1]) end\n"
+    "return r\n";
+
+/* layout(KEYS[1]); for a lock, delete it, publish "0" on its channel
+ * KEYS[2] and return {'released'} instead. */
+static const char release_lua[] =
+    LAYOUT_LUA
+    "local r = layout(KEYS[1])\n"
+    "if r[1] ~= 'lock' then return r end\n"
     "redis.call('del', KEYS[1])\n"
     "redis.call('publish', KEYS[2], '0')\n"
-    "return 1\n";
+    "return {'released'}\n";
 
 /* Run argc/argv on c; the reply, or NULL with a message (also for an error
  * reply, which is freed). */
@@ -47,12 +76,14 @@ static redisReply *command(redisContext *c, int argc, const char **argv,
                            const size_t *lens)
 {
     redisReply *reply = redisCommandArgv(c, argc, argv, lens);
+    char text[CLI_ESCAPED_SIZE(200)];
     if (!reply) {
         cli_error("Redis: %s", c->errstr[0] ? c->errstr : "no reply");
         return NULL;
     }
     if (reply->type == REDIS_REPLY_ERROR) {
-        cli_error("Redis: %s", reply->str);
+        cli_error("Redis: %s",
+                  cli_escape(text, sizeof(text), reply->str, reply->len));
         freeReplyObject(reply);
         return NULL;
     }
@@ -113,54 +144,83 @@ static int parse_args(struct cli_redis *r, int *force, const char **name,
         return -1;
     }
     *name = argv[optind];
-    return 0;
+    return cli_redis_check(r);
 }
 
-/* Print the owner fields of an HGETALL array (not the ":rid" ones); the
- * number printed. */
-static int print_holders(const redisReply *all)
+/* Print the owner fields of a lock's HGETALL array (not the ":rid" ones),
+ * escaped. */
+static void print_holders(const redisReply *all)
 {
-    int n = 0;
+    char field[CLI_ESCAPED_SIZE(64)], count[CLI_ESCAPED_SIZE(24)];
     for (size_t i = 0; i + 1 < all->elements; i += 2) {
         const redisReply *f = all->element[i], *v = all->element[i + 1];
         if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
             (f->len >= 4 && memcmp(f->str + f->len - 4, ":rid", 4) == 0))
             continue;
-        printf("  holder %.*s  holds %.*s\n", (int)f->len, f->str,
-               (int)v->len, v->str);
-        n++;
+        printf("  holder %s  holds %s\n",
+               cli_escape(field, sizeof(field), f->str, f->len),
+               cli_escape(count, sizeof(count), v->str, v->len));
     }
-    return n;
 }
 
-/* Print what the status script returned for name; the exit code. */
-static int print_status(const char *name, const redisReply *r)
+/* The kind a script's reply starts with ("none", "lock", "released",
+ * "field", "noowner" or a Redis type), or NULL (message) when the reply
+ * is not shaped as the scripts make it. Lua hands the kind back as a bulk
+ * string. */
+static const char *reply_kind(const redisReply *r)
 {
-    /* Lua hands the type back as a bulk string (a status reply in a
-     * table loses its status-ness). */
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
-        (r->element[0]->type != REDIS_REPLY_STRING &&
-         r->element[0]->type != REDIS_REPLY_STATUS)) {
+        r->element[0]->type != REDIS_REPLY_STRING) {
+        cli_error("unexpected reply from Redis");
+        return NULL;
+    }
+    return r->element[0]->str;
+}
+
+/* Say why the key shown (escaped) is not a lock, for a reply of another
+ * kind than "none", "lock" or "released"; the exit code. */
+static int not_a_lock(const char *shown, const char *kind, const redisReply *r)
+{
+    char field[CLI_ESCAPED_SIZE(64)];
+    if (strcmp(kind, "field") == 0 && r->elements == 2 &&
+        r->element[1]->type == REDIS_REPLY_STRING)
+        cli_error("%s is not a lock: a hash with the field '%s', which no "
+                  "lock has; left alone", shown,
+                  cli_escape(field, sizeof(field), r->element[1]->str,
+                             r->element[1]->len));
+    else if (strcmp(kind, "noowner") == 0)
+        cli_error("%s is not a lock: a hash without an owner field; left "
+                  "alone", shown);
+    else
+        cli_error("%s is not a lock: a %s; left alone", shown,
+                  cli_escape(field, sizeof(field), kind, strlen(kind)));
+    return CLI_EXIT_FAILURE;
+}
+
+/* Print what the status script returned for the name shown; the exit
+ * code. */
+static int print_status(const char *shown, const redisReply *r)
+{
+    const char *kind = reply_kind(r);
+    if (!kind)
+        return CLI_EXIT_FAILURE;
+    if (strcmp(kind, "none") == 0) {
+        printf("%s: free\n", shown);
+        return CLI_EXIT_NO;
+    }
+    if (strcmp(kind, "lock") != 0)
+        return not_a_lock(shown, kind, r);
+    if (r->elements != 3 || r->element[1]->type != REDIS_REPLY_ARRAY ||
+        r->element[2]->type != REDIS_REPLY_INTEGER) {
         cli_error("unexpected reply from Redis");
         return CLI_EXIT_FAILURE;
     }
-    const char *type = r->element[0]->str;
-    if (strcmp(type, "none") == 0) {
-        printf("%s: free\n", name);
-        return CLI_EXIT_NO;
-    }
-    if (strcmp(type, "hash") != 0 || r->elements != 3 ||
-        r->element[1]->type != REDIS_REPLY_INTEGER ||
-        r->element[2]->type != REDIS_REPLY_ARRAY) {
-        cli_error("%s is a %s, not a lock", name, type);
-        return CLI_EXIT_FAILURE;
-    }
-    long long ttl = r->element[1]->integer;
+    long long ttl = r->element[2]->integer;
     if (ttl >= 0)
-        printf("%s: held, ttl %lld ms\n", name, ttl);
+        printf("%s: held, ttl %lld ms\n", shown, ttl);
     else
-        printf("%s: held, no expiry\n", name);
-    print_holders(r->element[2]);
+        printf("%s: held, no expiry\n", shown);
+    print_holders(r->element[1]);
     return CLI_EXIT_OK;
 }
 
@@ -188,16 +248,18 @@ int cli_status(int argc, char **argv)
 {
     struct cli_redis r;
     const char *name;
+    char shown[CLI_ESCAPED_SIZE(HILOCK_NAME_MAX)];
     int rc = parse_args(&r, NULL, &name, argc, argv);
     if (rc != 0) {
         if (rc > 0)
             cli_usage(0);
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
     }
+    cli_escape(shown, sizeof(shown), name, strlen(name));
     redisReply *reply = run_script(&r, status_lua, name, 0);
     if (!reply)
         return CLI_EXIT_FAILURE;
-    rc = print_status(name, reply);
+    rc = print_status(shown, reply);
     freeReplyObject(reply);
     return rc;
 }
@@ -205,7 +267,8 @@ int cli_status(int argc, char **argv)
 int cli_release(int argc, char **argv)
 {
     struct cli_redis r;
-    const char *name;
+    const char *name, *kind;
+    char shown[CLI_ESCAPED_SIZE(HILOCK_NAME_MAX)];
     int force = 0;
     int rc = parse_args(&r, &force, &name, argc, argv);
     if (rc != 0) {
@@ -218,13 +281,21 @@ int cli_release(int argc, char **argv)
                   "--force to do that");
         return CLI_EXIT_FAILURE;
     }
+    cli_escape(shown, sizeof(shown), name, strlen(name));
     redisReply *reply = run_script(&r, release_lua, name, 1);
     if (!reply)
         return CLI_EXIT_FAILURE;
-    rc = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1
-             ? CLI_EXIT_OK : CLI_EXIT_NO;
-    printf(rc == CLI_EXIT_OK ? "%s: released; waiters notified\n"
-                             : "%s: was free\n", name);
+    if (!(kind = reply_kind(reply))) {
+        rc = CLI_EXIT_FAILURE;
+    } else if (strcmp(kind, "released") == 0) {
+        printf("%s: released; waiters notified\n", shown);
+        rc = CLI_EXIT_OK;
+    } else if (strcmp(kind, "none") == 0) {
+        printf("%s: was free\n", shown);
+        rc = CLI_EXIT_NO;
+    } else {
+        rc = not_a_lock(shown, kind, reply);
+    }
     freeReplyObject(reply);
     return rc;
 }

@@ -1,20 +1,24 @@
 /* run.c -- hilock run: hold a Redis lock for as long as a command runs.
  *
  * One libevent loop does everything: hilock takes (and, under the watchdog,
- * renews) the lock; the command is fork/exec'd once the lock is ours and
- * watched through a SIGCHLD event and waitpid(); signals meant for hilock are
- * passed on to it; when it exits the lock is released and its status becomes
- * ours. If the lock is lost meanwhile, the command is told with SIGTERM (and
- * SIGKILL after KILL_AFTER_MS) and we exit CLI_EXIT_LOST: whatever it did
- * after the loss was not exclusive.
+ * renews) the lock; once the lock is ours the reaper (reaper.c) is forked and
+ * starts the command; signals meant for hilock are passed on to it through
+ * the reaper; when the command and everything it started have exited, the
+ * reaper reports the command's status, the lock is released and the status
+ * becomes ours. If the lock is lost meanwhile, every descendant is told with
+ * SIGTERM (and SIGKILL after KILL_AFTER_MS) and we exit CLI_EXIT_LOST:
+ * whatever they did after the loss was not exclusive. If hilock dies, the
+ * reaper kills them all; reaper.c says what that does not cover.
  *
  * Before anything else a query (the lock's ttl) checks that Redis answers,
  * so that a wait that times out (CLI_EXIT_TIMEDOUT) is not confused with a
- * Redis that cannot be reached (CLI_EXIT_FAILURE). */
-#include <dirent.h>
+ * Redis that cannot be reached (CLI_EXIT_FAILURE).
+ *
+ * At startup hilock takes down what the command should get (descriptors,
+ * signal mask, ignored signals) and undoes what a parent may have done to the
+ * signals it relies on (signals_reset). */
 #include <errno.h>
 #include <event2/event.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,17 +26,16 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #include <hilock/hilock.h>
 
 #include "cli.h"
+#include "reaper.h"
 
-#define KILL_AFTER_MS 10000  /* SIGTERM to SIGKILL after a lost lock */
-#define RELEASE_MS 10000     /* longest wait for the release's answer */
-#define FDS_MAX 256          /* descriptors remembered as inherited */
+#define KILL_AFTER_MS 10000   /* SIGTERM to SIGKILL after a lost lock */
+#define RELEASE_MS 10000      /* longest wait for the release's answer */
+#define LOST_RELEASE_MS 1000  /* the same for the release after a loss */
+#define WATCHDOG_MIN_MS 100   /* shortest -L: renewed every third of it */
 
 /* Signals passed on to the command. */
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
@@ -46,108 +49,20 @@ struct runner {
     struct hilock_client *client;
     struct hilock_lock *lock;
     struct event *sig[NFORWARDED];
-    struct event *sigchld;
+    struct event *report;   /* the reaper's report is readable */
     struct event *timer;    /* SIGKILL after a loss, or the release bound */
     enum phase phase;
     const char *name;
-    char **cmd;
-    uint64_t lease_ms, wait_ms;
-    int nonblock;
+    char shown[CLI_ESCAPED_SIZE(HILOCK_NAME_MAX)];  /* name, escaped */
+    struct reaper_cmd cmd;
+    struct reaper reaper;
+    uint64_t lease_ms, wait_ms, watchdog_ms;
+    int wait_given, nonblock;
     const struct cli_redis *redis;
-    pid_t child;
     int lost;
     int exit_code;
-    int inherited[FDS_MAX]; /* descriptors open when we started */
-    int ninherited;
+    char last_log[256];     /* the last library line printed */
 };
-
-/* ---- descriptors ------------------------------------------------------- */
-
-/* Call fn(fd, arg) for every open descriptor above stderr, from
- * /proc/self/fd; -1 when it cannot be read. */
-static int fds_each(void (*fn)(int fd, void *arg), void *arg)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    int self = dirfd(d);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        int fd = atoi(e->d_name);
-        if (e->d_name[0] != '.' && fd > 2 && fd != self)
-            fn(fd, arg);
-    }
-    closedir(d);
-    return 0;
-}
-
-static void remember_fd(int fd, void *arg)
-{
-    struct runner *r = arg;
-    if (r->ninherited < FDS_MAX)
-        r->inherited[r->ninherited++] = fd;
-}
-
-/* Mark every descriptor we opened (Redis sockets, libevent's) close-on-exec,
- * so that the command gets only what hilock itself was given. */
-static void cloexec_ours(int fd, void *arg)
-{
-    struct runner *r = arg;
-    for (int i = 0; i < r->ninherited; i++)
-        if (r->inherited[i] == fd)
-            return;
-    int flags = fcntl(fd, F_GETFD);
-    if (flags >= 0)
-        fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
-}
-
-/* ---- the command ------------------------------------------------------- */
-
-/* In the child: default signal handling, die with hilock (the lock would no
- * longer be renewed), exec. Never returns. */
-static void child_exec(struct runner *r, pid_t parent, const sigset_t *mask)
-{
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    for (size_t i = 0; i < NFORWARDED; i++)
-        sigaction(forwarded[i], &dfl, NULL);
-    sigaction(SIGCHLD, &dfl, NULL);
-    sigaction(SIGPIPE, &dfl, NULL);
-#ifdef __linux__
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent)
-        _exit(CLI_EXIT_FAILURE);
-#endif
-    sigprocmask(SIG_SETMASK, mask, NULL);
-    execvp(r->cmd[0], r->cmd);
-    int err = errno;
-    fprintf(stderr, "hilock: %s: %s\n", r->cmd[0], strerror(err));
-    _exit(err == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC);
-}
-
-/* Start the command. Signals stay blocked across fork() so that none runs
- * libevent's handler in the child before exec. 0, or -1 with a message. */
-static int child_start(struct runner *r)
-{
-    sigset_t all, old;
-    fds_each(cloexec_ours, r);
-    fflush(NULL);
-    sigfillset(&all);
-    sigprocmask(SIG_SETMASK, &all, &old);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0)
-        child_exec(r, parent, &old);
-    int err = errno;
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    if (pid < 0) {
-        cli_error("fork: %s", strerror(err));
-        return -1;
-    }
-    r->child = pid;
-    return 0;
-}
 
 /* The exit code for a wait status: the command's, or 128+signal. */
 static int code_of(int status)
@@ -159,8 +74,23 @@ static int code_of(int status)
     return CLI_EXIT_FAILURE;
 }
 
+/* The library's warnings and errors, such as a server's error text, as
+ * "hilock: redis: <line>"; the same line twice in a row only once (a
+ * reconnect loop repeats itself). */
+static void on_log(enum hilock_log_level level, const char *msg, void *arg)
+{
+    struct runner *r = arg;
+    char shown[CLI_ESCAPED_SIZE(200)];
+    if (level < HILOCK_LOG_WARN ||
+        strncmp(msg, r->last_log, sizeof(r->last_log) - 1) == 0)
+        return;
+    snprintf(r->last_log, sizeof(r->last_log), "%s", msg);
+    cli_error("redis: %s", cli_escape(shown, sizeof(shown), msg, strlen(msg)));
+}
+
 /* ---- the loop ---------------------------------------------------------- */
 
+/* Leave the loop with exit code code. */
 static void finish(struct runner *r, int code)
 {
     r->exit_code = code;
@@ -168,60 +98,94 @@ static void finish(struct runner *r, int code)
     event_base_loopbreak(r->base);
 }
 
-static void on_released(struct hilock_lock *lock, int status, int64_t left,
-                        void *arg)
-{
-    struct runner *r = arg;
-    if (status == HILOCK_ENOTOWNER) {
-        /* Gone before the command ended, unnoticed until now: what it did
-         * after that was not exclusive. */
-        cli_error("lock %s was lost before the command ended", r->name);
-        finish(r, CLI_EXIT_LOST);
-        return;
-    }
-    if (status != 0 && status != HILOCK_ECANCELED)
-        cli_error("releasing %s: %s (its lease will run out)", r->name,
-                  hilock_strerror(status));
-    finish(r, r->exit_code);
-}
-
-static void on_timer(evutil_socket_t fd, short what, void *arg)
-{
-    struct runner *r = arg;
-    if (r->phase == RUNNING) {
-        cli_error("command still running %d ms after SIGTERM; sending SIGKILL",
-                  KILL_AFTER_MS);
-        kill(r->child, SIGKILL);
-    } else if (r->phase == RELEASING) {
-        cli_error("no answer to the release of %s in %d ms (its lease will "
-                  "run out)", r->name, RELEASE_MS);
-        finish(r, r->exit_code);
-    }
-}
-
+/* (Re)arm the one timer: its meaning depends on the phase (on_timer). */
 static void arm_timer(struct runner *r, int ms)
 {
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     evtimer_add(r->timer, &tv);
 }
 
-/* SIGCHLD: reap the command; release the lock unless it was lost. */
-static void on_sigchld(evutil_socket_t sig, short what, void *arg)
+/* The release's answer decides the exit code: the command's; 122 when the
+ * lock turned out lost; 125, loudly, when Redis refused the release. */
+static void on_released(struct hilock_lock *lock, int status, int64_t left,
+                        void *arg)
+{
+    struct runner *r = arg;
+    if (r->phase != RELEASING)
+        return;  /* given up on (the timer) */
+    if (r->lost) {
+        finish(r, CLI_EXIT_LOST);  /* best effort; ENOTOWNER is expected */
+    } else if (status == 0) {
+        finish(r, r->exit_code);
+    } else if (status == HILOCK_ENOTOWNER) {
+        /* Gone before the command ended, unnoticed until now: what it did
+         * after that was not exclusive. */
+        cli_error("lock %s was lost before the command ended", r->shown);
+        finish(r, CLI_EXIT_LOST);
+    } else {
+        cli_error("releasing %s failed: %s; it may stay until its lease "
+                  "runs out (the command exited with %d)", r->shown,
+                  hilock_strerror(status), r->exit_code);
+        finish(r, CLI_EXIT_FAILURE);
+    }
+}
+
+/* The command and its descendants are gone: release the lock. After a
+ * loss too, with a short bound: a renewal that Redis applies late must not
+ * keep the lock for us after we exit. */
+static void release_start(struct runner *r)
+{
+    r->phase = RELEASING;
+    evtimer_del(r->timer);
+    int rc = hilock_lock_release(r->lock, on_released, r);
+    if (rc == 0) {
+        arm_timer(r, r->lost ? LOST_RELEASE_MS : RELEASE_MS);
+    } else if (r->lost) {
+        finish(r, CLI_EXIT_LOST);
+    } else {
+        cli_error("releasing %s failed: %s; it stays until its lease runs "
+                  "out", r->shown, hilock_strerror(rc));
+        finish(r, CLI_EXIT_FAILURE);
+    }
+}
+
+/* While running, the grace period after a loss is over: SIGKILL them all.
+ * While releasing, the release has not been answered in time. */
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct runner *r = arg;
+    if (r->phase == RUNNING) {
+        cli_error("still running %d ms after SIGTERM; sending SIGKILL",
+                  KILL_AFTER_MS);
+        reaper_order(&r->reaper, REAPER_TREE | SIGKILL);
+    } else if (r->phase == RELEASING && r->lost) {
+        finish(r, CLI_EXIT_LOST);
+    } else if (r->phase == RELEASING) {
+        cli_error("no answer to the release of %s in %d ms; it stays until "
+                  "its lease runs out", r->shown, RELEASE_MS);
+        finish(r, CLI_EXIT_FAILURE);
+    }
+}
+
+/* The reaper's report: the command and every descendant have exited. */
+static void on_report(evutil_socket_t fd, short what, void *arg)
 {
     struct runner *r = arg;
     int status;
-    if (r->phase != RUNNING || waitpid(r->child, &status, WNOHANG) != r->child)
-        return;
-    r->exit_code = r->lost ? CLI_EXIT_LOST : code_of(status);
-    r->phase = RELEASING;
-    evtimer_del(r->timer);
-    if (r->lost || hilock_lock_release(r->lock, on_released, r) != 0) {
-        finish(r, r->exit_code);
+    if (reaper_wait(&r->reaper, &status) != 0) {
+        /* Killed: the command died with it (PR_SET_PDEATHSIG). Whatever
+         * it started may still run, so the lock is left to its lease. */
+        cli_error("the process watching the command was killed; %s stays "
+                  "until its lease runs out", r->shown);
+        finish(r, CLI_EXIT_FAILURE);
         return;
     }
-    arm_timer(r, RELEASE_MS);
+    r->exit_code = r->lost ? CLI_EXIT_LOST : code_of(status);
+    release_start(r);
 }
 
+/* The lock is gone while the command runs: SIGTERM to every descendant,
+ * SIGKILL after KILL_AFTER_MS (on_timer); the exit code will be 122. */
 static void on_lost(struct hilock_lock *lock, int status, int64_t v,
                     void *arg)
 {
@@ -229,8 +193,9 @@ static void on_lost(struct hilock_lock *lock, int status, int64_t v,
     if (r->phase != RUNNING || r->lost)
         return;
     r->lost = 1;
-    cli_error("lock %s lost; sending SIGTERM to the command", r->name);
-    kill(r->child, SIGTERM);
+    cli_error("lock %s lost; sending SIGTERM to the command and all it "
+              "started", r->shown);
+    reaper_order(&r->reaper, REAPER_TREE | SIGTERM);
     arm_timer(r, KILL_AFTER_MS);
 }
 
@@ -239,7 +204,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct runner *r = arg;
     if (r->phase == RUNNING)
-        kill(r->child, (int)sig);
+        reaper_order(&r->reaper, (int)sig);
     else if (r->phase == ACQUIRING) {
         r->exit_code = 128 + (int)sig;
         if (hilock_lock_cancel(r->lock) != 0)
@@ -248,32 +213,74 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         finish(r, 128 + (int)sig);
 }
 
+/* The lock is ours: start the reaper and with it the command, with every
+ * signal blocked across the fork so that no libevent handler runs in the
+ * child. 0, or -1 with a message. */
+static int command_start(struct runner *r)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    int rc = reaper_start(&r->cmd, &r->reaper);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return -1;
+    event_assign(r->report, r->base, r->reaper.report, EV_READ, on_report, r);
+    if (event_add(r->report, NULL) != 0) {
+        /* Without the report we cannot tell when it ends: end it now. */
+        cli_error("cannot watch the command; stopping it");
+        reaper_close(&r->reaper);
+        return -1;
+    }
+    r->phase = RUNNING;
+    return 0;
+}
+
+static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
+                        void *arg);
+
+/* Take the lock: try once with -n, else wait -w ms or, without -w, as long
+ * as it takes. 0, or -1 with a message. */
+static int acquire(struct runner *r)
+{
+    uint64_t wait_ms = r->nonblock ? 0 : r->wait_ms;
+    int rc = hilock_lock_acquire(r->lock, r->lease_ms, wait_ms, on_acquired,
+                                 r);
+    if (rc != 0)
+        cli_error("acquiring %s: %s", r->shown, hilock_strerror(rc));
+    return rc != 0 ? -1 : 0;
+}
+
+/* The acquire's outcome: run the command, or the exit code that says why
+ * not (75 busy with -n, 124 not within -w, 128+N a signal, 125 else). */
 static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
                         void *arg)
 {
     struct runner *r = arg;
     if (status == 0) {
         hilock_lock_on_lost(lock, on_lost, r);
-        if (child_start(r) != 0) {
+        if (command_start(r) != 0) {
             r->exit_code = CLI_EXIT_FAILURE;
-            r->phase = RELEASING;
-            if (hilock_lock_release(lock, on_released, r) != 0)
-                finish(r, CLI_EXIT_FAILURE);
-            return;
+            release_start(r);
         }
-        r->phase = RUNNING;
-    } else if (status == HILOCK_EBUSY) {
-        cli_error("%s is held by another owner (ttl %lld ms)", r->name,
+    } else if (status == HILOCK_EBUSY && r->nonblock) {
+        cli_error("%s is held by another owner (ttl %lld ms)", r->shown,
                   (long long)ttl);
         finish(r, CLI_EXIT_BUSY);
-    } else if (status == HILOCK_ETIMEDOUT && !r->nonblock) {
-        cli_error("%s not acquired within %llu ms", r->name,
+    } else if (status == HILOCK_EBUSY || (status == HILOCK_ETIMEDOUT &&
+                                          r->wait_given)) {
+        /* EBUSY: -w 0, one try. */
+        cli_error("%s not acquired within %llu ms", r->shown,
                   (unsigned long long)r->wait_ms);
         finish(r, CLI_EXIT_TIMEDOUT);
+    } else if (status == HILOCK_ETIMEDOUT) {
+        /* No -w: the wait has no bound, whatever ended this one. */
+        if (acquire(r) != 0)
+            finish(r, CLI_EXIT_FAILURE);
     } else if (status == HILOCK_ECANCELED) {
         finish(r, r->exit_code);  /* a signal: 128+N */
     } else {
-        cli_error("acquiring %s: %s", r->name, hilock_strerror(status));
+        cli_error("acquiring %s: %s", r->shown, hilock_strerror(status));
         finish(r, CLI_EXIT_FAILURE);
     }
 }
@@ -292,93 +299,174 @@ static void on_probe(struct hilock_lock *lock, int status, int64_t ttl,
         return;
     }
     r->phase = ACQUIRING;
-    int rc = hilock_lock_acquire(lock, r->lease_ms,
-                                 r->nonblock ? 0 : r->wait_ms, on_acquired, r);
-    if (rc != 0) {
-        cli_error("acquiring %s: %s", r->name, hilock_strerror(rc));
+    if (acquire(r) != 0)
         finish(r, CLI_EXIT_FAILURE);
-    }
 }
 
 /* ---- setup ------------------------------------------------------------- */
 
-/* Parse "run"'s arguments into r, redis and *watchdog_ms (-l 0 means the
- * watchdog, as in the library); 0, 1 for --help, -1 on a usage error
- * (message printed). */
-static int parse_args(struct runner *r, struct cli_redis *redis,
-                      uint64_t *watchdog_ms, int argc, char **argv)
+/* After NAME: an optional "--", then the command. A word that looks like an
+ * option is refused there rather than run as the command: options go
+ * before NAME. 0, or -1 with a message. */
+static int parse_command(struct runner *r, int argc, char **argv, int i)
 {
-    static const struct option longopts[] = {
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    int c;
-    while ((c = getopt_long(argc, argv, "+H:p:u:a:w:l:L:nh", longopts,
-                            NULL)) != -1) {
-        int bad = 0;
-        if (c == 'h')
-            return 1;
-        else if (c == 'w')
-            bad = cli_ms_arg("wait", optarg, &r->wait_ms);
-        else if (c == 'l')
-            bad = cli_ms_arg("lease", optarg, &r->lease_ms);
-        else if (c == 'L')
-            bad = cli_ms_arg("watchdog lease", optarg, watchdog_ms);
-        else if (c == 'n')
-            r->nonblock = 1;
-        else
-            bad = cli_redis_option(redis, c, optarg);
-        if (bad)
-            return -1;
+    char shown[CLI_ESCAPED_SIZE(32)];
+    if (i < argc && strcmp(argv[i], "--") == 0) {
+        i++;
+    } else if (i < argc && argv[i][0] == '-' && argv[i][1]) {
+        cli_error("'%s' after NAME: options go before NAME (a command that "
+                  "starts with '-' goes after --)",
+                  cli_escape(shown, sizeof(shown), argv[i], strlen(argv[i])));
+        return -1;
     }
-    if (optind < argc)
-        r->name = argv[optind++];
-    if (optind < argc && strcmp(argv[optind], "--") == 0)
-        optind++;
-    if (!r->name || optind >= argc) {
+    if (i >= argc) {
         cli_error("run needs a lock NAME and a command (try hilock --help)");
         return -1;
     }
-    size_t len = strlen(r->name);
-    if (len == 0 || len > HILOCK_NAME_MAX || (*watchdog_ms != 0 &&
-        (*watchdog_ms < 30 || *watchdog_ms > UINT32_MAX))) {
-        cli_error("bad lock name or watchdog lease (>= 30 ms)");
-        return -1;
-    }
-    r->cmd = argv + optind;
+    r->cmd.argv = argv + i;
     return 0;
 }
 
-/* The client, the lock handle and the signal events; 0 or -1 (message). */
-static int runner_open(struct runner *r, const struct cli_redis *redis,
-                       uint64_t watchdog_ms)
+/* Check the options taken together; 0, or -1 with a message. */
+static int check_args(const struct runner *r, int lease_given,
+                      int watchdog_given)
+{
+    size_t len = strlen(r->name);
+    if (lease_given && watchdog_given) {
+        cli_error("-l and -L exclude each other: -l is a fixed lease, -L the "
+                  "lease the watchdog renews");
+        return -1;
+    }
+    if (watchdog_given && r->watchdog_ms < WATCHDOG_MIN_MS) {
+        cli_error("the watchdog lease -L must be at least %d ms (it is "
+                  "renewed every third of it)", WATCHDOG_MIN_MS);
+        return -1;
+    }
+    if (len == 0 || len > HILOCK_NAME_MAX) {
+        cli_error("a lock NAME has 1 to %d bytes", HILOCK_NAME_MAX);
+        return -1;
+    }
+    return cli_redis_check(r->redis);
+}
+
+/* Parse "run"'s arguments into r and redis (-l 0 means the watchdog, as in
+ * the library); 0, 1 for --help, -1 on a usage error (message printed). */
+static int parse_args(struct runner *r, struct cli_redis *redis, int argc,
+                      char **argv)
+{
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int c, lease_given = 0, watchdog_given = 0;
+    while ((c = getopt_long(argc, argv, "+H:p:u:a:w:l:L:nh", longopts,
+                            NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'h':
+            return 1;
+        case 'w':
+            bad = cli_ms_arg("wait", optarg, &r->wait_ms);
+            r->wait_given = 1;
+            break;
+        case 'l':
+            bad = cli_ms_arg("lease", optarg, &r->lease_ms);
+            lease_given = 1;
+            break;
+        case 'L':
+            bad = cli_ms_arg("watchdog lease", optarg, &r->watchdog_ms);
+            watchdog_given = 1;
+            break;
+        case 'n':
+            r->nonblock = 1;
+            break;
+        default:
+            bad = cli_redis_option(redis, c, optarg);
+        }
+        if (bad)
+            return -1;
+    }
+    if (optind >= argc) {
+        cli_error("run needs a lock NAME and a command (try hilock --help)");
+        return -1;
+    }
+    r->name = argv[optind];
+    cli_escape(r->shown, sizeof(r->shown), r->name, strlen(r->name));
+    if (parse_command(r, argc, argv, optind + 1) != 0)
+        return -1;
+    return check_args(r, lease_given, watchdog_given);
+}
+
+/* Undo what the parent may have done to the signals hilock relies on: a
+ * blocked SIGCHLD or SIGTERM would never arrive, an ignored SIGCHLD would
+ * reap behind our back. The command gets the same mask. A forwarded signal
+ * that was ignored stays ignored, by hilock and the command (nohup's SIGHUP,
+ * SIGINT of a background job): it is not watched. */
+static void signals_reset(struct runner *r)
+{
+    sigset_t used;
+    sigemptyset(&used);
+    sigaddset(&used, SIGCHLD);
+    for (size_t i = 0; i < NFORWARDED; i++)
+        sigaddset(&used, forwarded[i]);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(&used, sig) == 1)
+            sigdelset(&r->cmd.mask, sig);
+    sigprocmask(SIG_UNBLOCK, &used, NULL);
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGPIPE, SIG_IGN);  /* a dead Redis socket must not kill us */
+}
+
+/* The events: forwarded signals, the timer, the report (assigned later).
+ * 0, or -1 with a message. */
+static int runner_events(struct runner *r)
+{
+    for (size_t i = 0; i < NFORWARDED; i++) {
+        if (sigismember(&r->cmd.ignored, forwarded[i]) == 1)
+            continue;
+        r->sig[i] = evsignal_new(r->base, forwarded[i], on_signal, r);
+        if (!r->sig[i] || evsignal_add(r->sig[i], NULL) != 0) {
+            cli_error("cannot watch signal %s", strsignal(forwarded[i]));
+            return -1;
+        }
+    }
+    r->timer = evtimer_new(r->base, on_timer, r);
+    r->report = event_new(r->base, -1, 0, on_report, r);
+    if (!r->timer || !r->report) {
+        cli_error("out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* The loop, the client, the lock handle and the events; 0, or -1 with a
+ * message saying which failed. */
+static int runner_open(struct runner *r)
 {
     struct hilock_options opts;
     hilock_options_init(&opts);
-    opts.host = redis->host;
-    opts.port = redis->port;
-    opts.username = redis->username;
-    opts.password = redis->password;
-    if (watchdog_ms)
-        opts.watchdog_lease_ms = (uint32_t)watchdog_ms;
-    r->base = event_base_new();
-    int rc = r->base ? hilock_client_new(r->base, &opts, &r->client)
-                     : HILOCK_ENOMEM;
-    if (rc == 0)
-        rc = hilock_lock_new(r->client, r->name, strlen(r->name),
-                             (uint64_t)getpid(), &r->lock);
+    opts.host = r->redis->host;
+    opts.port = r->redis->port;
+    opts.username = r->redis->username;
+    opts.password = r->redis->password;
+    opts.log_cb = on_log;
+    opts.log_arg = r;
+    if (r->watchdog_ms)
+        opts.watchdog_lease_ms = (uint32_t)r->watchdog_ms;
+    if (!(r->base = event_base_new())) {
+        cli_error("cannot create an event loop");
+        return -1;
+    }
+    int rc = hilock_client_new(r->base, &opts, &r->client);
     if (rc != 0) {
-        cli_error("%s", hilock_strerror(rc));
+        cli_error("cannot set up a Redis client: %s", hilock_strerror(rc));
         return -1;
     }
-    for (size_t i = 0; i < NFORWARDED; i++) {
-        r->sig[i] = evsignal_new(r->base, forwarded[i], on_signal, r);
-        if (!r->sig[i] || evsignal_add(r->sig[i], NULL) != 0)
-            return -1;
-    }
-    r->sigchld = evsignal_new(r->base, SIGCHLD, on_sigchld, r);
-    r->timer = evtimer_new(r->base, on_timer, r);
-    if (!r->sigchld || !r->timer || evsignal_add(r->sigchld, NULL) != 0)
+    rc = hilock_lock_new(r->client, r->name, strlen(r->name),
+                         (uint64_t)getpid(), &r->lock);
+    if (rc != 0) {
+        cli_error("cannot set up lock %s: %s", r->shown, hilock_strerror(rc));
         return -1;
-    return 0;
+    }
+    return runner_events(r);
 }
 
 static void runner_close(struct runner *r)
@@ -386,40 +474,51 @@ static void runner_close(struct runner *r)
     for (size_t i = 0; i < NFORWARDED; i++)
         if (r->sig[i])
             event_free(r->sig[i]);
-    if (r->sigchld)
-        event_free(r->sigchld);
+    if (r->report)
+        event_free(r->report);
     if (r->timer)
         event_free(r->timer);
+    reaper_close(&r->reaper);  /* a reaper still running ends it all */
     hilock_client_free(r->client);  /* the lock is released or lost by now */
     if (r->base)
         event_base_free(r->base);
+    reaper_cmd_free(&r->cmd);
+}
+
+/* The ttl query that checks Redis answers, then the loop; the exit code. */
+static int runner_run(struct runner *r)
+{
+    int rc = hilock_lock_query_ttl(r->lock, on_probe, r);
+    if (rc != 0) {
+        cli_error("cannot ask Redis about %s: %s", r->shown,
+                  hilock_strerror(rc));
+        return CLI_EXIT_FAILURE;
+    }
+    event_base_dispatch(r->base);
+    return r->phase == DONE ? r->exit_code : CLI_EXIT_FAILURE;
 }
 
 int cli_run(int argc, char **argv)
 {
     struct runner r;
     struct cli_redis redis;
-    uint64_t watchdog_ms = 0;
     memset(&r, 0, sizeof(r));
+    r.reaper = (struct reaper){0, -1, -1};
     r.wait_ms = HILOCK_MS_MAX;
+    r.redis = &redis;
     cli_redis_init(&redis);
-    fds_each(remember_fd, &r);
-    int rc = parse_args(&r, &redis, &watchdog_ms, argc, argv);
+    /* First, before anything is opened or changed. */
+    if (reaper_cmd_init(&r.cmd) != 0)
+        return CLI_EXIT_FAILURE;
+    int rc = parse_args(&r, &redis, argc, argv);
     if (rc != 0) {
+        reaper_cmd_free(&r.cmd);
         if (rc > 0)
             cli_usage(0);
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
     }
-    signal(SIGPIPE, SIG_IGN);  /* a dead Redis socket must not kill us */
-    r.redis = &redis;
-    r.exit_code = CLI_EXIT_FAILURE;
-    if (runner_open(&r, &redis, watchdog_ms) == 0 &&
-        hilock_lock_query_ttl(r.lock, on_probe, &r) == 0)
-        event_base_dispatch(r.base);
-    else
-        cli_error("setup failed");
-    if (r.phase != DONE)
-        r.exit_code = CLI_EXIT_FAILURE;
+    signals_reset(&r);
+    rc = runner_open(&r) == 0 ? runner_run(&r) : CLI_EXIT_FAILURE;
     runner_close(&r);
-    return r.exit_code;
+    return rc;
 }
