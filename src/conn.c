@@ -398,22 +398,55 @@ static void on_gate_reply(redisAsyncContext *ac, void *reply, void *privdata)
     reentry_leave(guard);
 }
 
+/* How long one measurement of the server's clock stands as the best one:
+ * the two clocks drift apart by a few parts per million. */
+#define CLOCK_KEEP_MS 60000
+/* Shortest interval between measurements asked by conn_clock_refresh. */
+#define CLOCK_REFRESH_MS 1000
+
 /* The reply to TIME: [seconds, microseconds] of the server's clock. The
  * server read its clock somewhere between our send and now, so taking "now"
  * as the moment of reading gives an offset that is never too large: a
- * deadline converted with it falls no later than the one we meant. */
+ * deadline converted with it falls no later than the one we meant. The
+ * error is the round trip, and a slow one (a busy loop) would make every
+ * deadline early: of the measurements of the last CLOCK_KEEP_MS, the
+ * largest offset -- the one with the shortest round trip -- is kept. */
 static void on_clock_reply(redisAsyncContext *ac, void *reply, void *priv)
 {
     redisReply *rep = reply;
     struct conn *conn = ac->data;
+    uint64_t now_ms = clock_now_ms();
     if (!conn || !rep || rep->type != REDIS_REPLY_ARRAY ||
         rep->elements != 2 || rep->element[0]->type != REDIS_REPLY_STRING ||
         rep->element[1]->type != REDIS_REPLY_STRING)
         return;
     uint64_t server_us = strtoull(rep->element[0]->str, NULL, 10) * 1000000u +
                          strtoull(rep->element[1]->str, NULL, 10);
-    conn->clock_offset_us = (int64_t)server_us - (int64_t)clock_now_us();
-    conn->clock_known = server_us > 0;
+    int64_t offset = (int64_t)server_us - (int64_t)clock_now_us();
+    if (server_us == 0)
+        return;
+    if (!conn->clock_known || offset > conn->clock_offset_us ||
+        now_ms - conn->clock_best_ms > CLOCK_KEEP_MS) {
+        conn->clock_offset_us = offset;
+        conn->clock_best_ms = now_ms;
+    }
+    conn->clock_known = 1;
+}
+
+void conn_clock_refresh(struct conn *conn)
+{
+    uint64_t now = clock_now_ms();
+    struct resp_buf b;
+    char small[32];
+    if (conn->state != CONN_READY ||
+        now - conn->clock_asked_ms < CLOCK_REFRESH_MS)
+        return;
+    conn->clock_asked_ms = now;
+    resp_init(&b, small, sizeof(small));
+    resp_array(&b, 1);
+    resp_arg(&b, "TIME", 4);
+    send_formatted(conn, &b, on_clock_reply, NULL);
+    resp_free(&b);
 }
 
 /* The script compares the server's time in whole ms with the deadline:
@@ -614,7 +647,9 @@ static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
     reentry_leave(guard);
 }
 
-/* Cancel every request of list l; those inside hiredis become orphans. */
+/* Cancel every request of list l; those inside hiredis become orphans.
+ * Their owners let go of them now (fini): an orphan is freed later, when
+ * its owner is long gone. */
 static void cancel_list(struct req_list *l)
 {
     struct req *r;
@@ -623,6 +658,11 @@ static void cancel_list(struct req_list *l)
         if (r->done)
             finish(r, HILOCK_ECANCELED, NULL);
         evtimer_del(&r->timer);
+        if (r->fini) {
+            req_fini_fn *fini = r->fini;
+            r->fini = NULL;
+            fini(r);
+        }
         if (r->where == REQ_SENT) {
             resp_free(&r->cmd);
             r->where = REQ_ORPHAN;

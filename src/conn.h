@@ -124,6 +124,8 @@ struct conn {
     int64_t clock_offset_us;          /* server's unix time minus our
                                          monotonic time, in us, never larger
                                          than the truth (see conn.c) */
+    uint64_t clock_best_ms;           /* when that offset was measured */
+    uint64_t clock_asked_ms;          /* when TIME was last sent */
     struct event retry_timer;         /* backoff, and connect deadline */
     struct req_list queued;           /* waiting for a connection */
     struct req_list sent;             /* handed to hiredis */
@@ -175,6 +177,9 @@ void conn_cancel_all(struct conn *conn);
  * issued are applied before the socket closes; replies are handled as
  * usual. Inside a callback only the buffered bytes are written. */
 void conn_drain(struct conn *conn, uint32_t timeout_ms);
+/* Measure the server's clock again, at most once a second (a renewal
+ * with a deadline is about to go out). */
+void conn_clock_refresh(struct conn *conn);
 /* A server unix time in ms that the server's clock passes no later than
  * ours passes local_ms (see conn.c), or 0 when the clock is not measured. */
 uint64_t conn_server_ms(const struct conn *conn, uint64_t local_ms);

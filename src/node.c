@@ -97,6 +97,11 @@ const char *node_sha(const struct node *n, enum script_id id)
     return n->scripts.sha[id];
 }
 
+void node_clock_refresh(struct node *n)
+{
+    conn_clock_refresh(&n->cmd);
+}
+
 uint64_t node_server_ms(const struct node *n, uint64_t local_ms)
 {
     return conn_server_ms(&n->cmd, local_ms);

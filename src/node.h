@@ -49,7 +49,8 @@ struct req *node_request(struct node *n, req_done_fn *done);
 void node_eval(struct req *r, enum script_id id);
 /* The digest of script id for EVALSHA. */
 const char *node_sha(const struct node *n, enum script_id id);
-/* See conn_server_ms. */
+/* See conn_clock_refresh and conn_server_ms. */
+void node_clock_refresh(struct node *n);
 uint64_t node_server_ms(const struct node *n, uint64_t local_ms);
 
 /* Subscriptions, see sub.h. */

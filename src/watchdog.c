@@ -150,8 +150,11 @@ static int send_batch(struct engine *c, struct renew_batch *b)
         return HILOCK_ENOMEM;
     op_eval(op, SCRIPT_RENEW);
     op->data = b;
-    for (size_t i = 0; i < c->nnodes; i++)
+    for (size_t i = 0; i < c->nnodes; i++) {
+        if (b->lease_ms)
+            node_clock_refresh(&c->nodes[i]);
         encode_batch(op_cmd_at(op, i), &c->nodes[i], b);
+    }
     if (b->cb)
         handle_attach(b->locks[0], op);
     op_submit(op, 0);
