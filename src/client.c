@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "lock.h"
+#include "quorum.h"
 #include "wait.h"
 #include "watchdog.h"
 
@@ -39,13 +40,48 @@ void hilock_options_init(struct hilock_options *opts)
     opts->reconnect_max_ms = 2000;
 }
 
+/* Whether an endpoint can be connected to at all. */
+static int endpoint_ok(const char *host, int port, const char *unix_path)
+{
+    if (unix_path)
+        return *unix_path != '\0';
+    return host && *host && port > 0 && port <= 65535;
+}
+
+static int same_endpoint(const struct hilock_endpoint *a,
+                         const struct hilock_endpoint *b)
+{
+    if (a->unix_path || b->unix_path)
+        return a->unix_path && b->unix_path &&
+               strcmp(a->unix_path, b->unix_path) == 0;
+    return a->port == b->port && strcmp(a->host, b->host) == 0;
+}
+
+/* Redlock masters: none, or an odd number from 3 to HILOCK_MASTERS_MAX,
+ * each usable, none twice. */
+static int masters_check(const struct hilock_options *o)
+{
+    size_t n = o->nmasters;
+    if (!o->masters && n == 0)
+        return 0;
+    if (!o->masters || n < 3 || n > HILOCK_MASTERS_MAX || n % 2 == 0)
+        return HILOCK_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        const struct hilock_endpoint *m = &o->masters[i];
+        if (!endpoint_ok(m->host, m->port, m->unix_path))
+            return HILOCK_EINVAL;
+        for (size_t j = 0; j < i; j++)
+            if (same_endpoint(m, &o->masters[j]))
+                return HILOCK_EINVAL;
+    }
+    return 0;
+}
+
 /* Reject options no client could work with. */
 static int options_check(const struct hilock_options *o)
 {
-    if (!o->unix_path && (!o->host || !*o->host || o->port <= 0 ||
-                          o->port > 65535))
-        return HILOCK_EINVAL;
-    if (o->unix_path && !*o->unix_path)
+    if (!o->masters && !o->nmasters &&
+        !endpoint_ok(o->host, o->port, o->unix_path))
         return HILOCK_EINVAL;
     if (o->db < 0 || o->connect_timeout_ms == 0 ||
         o->request_timeout_ms == 0 ||
@@ -55,33 +91,53 @@ static int options_check(const struct hilock_options *o)
         return HILOCK_EINVAL;
     if (o->username && !o->password)
         return HILOCK_EINVAL;
-    return 0;
+    return masters_check(o);
 }
 
-/* Copy the option strings into one block owned by the client. */
+/* Copy s (may be NULL) to *p, advancing it; the copy, or NULL. */
+static const char *copy_string(char **p, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = memcpy(*p, s, n);
+    *p += n;
+    return d;
+}
+
+static size_t string_size(const char *s)
+{
+    return s ? strlen(s) + 1 : 0;
+}
+
+/* Copy the options, their strings into one block owned by the client, and
+ * the endpoints to connect to: the masters, or the one endpoint. */
 static int options_copy(struct hilock_client *c, const struct hilock_options *o)
 {
-    const char *src[5] = {o->host, o->unix_path, o->username, o->password,
-                          o->key_prefix};
-    const char **dst[5] = {&c->opts.host, &c->opts.unix_path,
-                           &c->opts.username, &c->opts.password,
-                           &c->opts.key_prefix};
-    size_t total = 1;
-    for (int i = 0; i < 5; i++)
-        total += src[i] ? strlen(src[i]) + 1 : 0;
+    const struct hilock_endpoint single = {o->host, o->port, o->unix_path};
+    const struct hilock_endpoint *eps = o->nmasters ? o->masters : &single;
+    size_t n = o->nmasters ? o->nmasters : 1, total = 1;
+    total += string_size(o->username) + string_size(o->password) +
+             string_size(o->key_prefix);
+    for (size_t i = 0; i < n; i++)
+        total += string_size(eps[i].host) + string_size(eps[i].unix_path);
     char *p = c->strings = malloc(total);
     if (!p)
         return HILOCK_ENOMEM;
     c->opts = *o;
-    for (int i = 0; i < 5; i++) {
-        *dst[i] = NULL;
-        if (src[i]) {
-            size_t n = strlen(src[i]) + 1;
-            memcpy(p, src[i], n);
-            *dst[i] = p;
-            p += n;
-        }
+    c->opts.username = copy_string(&p, o->username);
+    c->opts.password = copy_string(&p, o->password);
+    c->opts.key_prefix = copy_string(&p, o->key_prefix);
+    c->nnodes = n;
+    for (size_t i = 0; i < n; i++) {
+        c->eps[i].host = copy_string(&p, eps[i].host);
+        c->eps[i].port = eps[i].port;
+        c->eps[i].unix_path = copy_string(&p, eps[i].unix_path);
     }
+    /* Only the copies are kept: the user's arrays may go. */
+    c->opts.host = c->eps[0].host;
+    c->opts.unix_path = c->eps[0].unix_path;
+    c->opts.masters = NULL;
     *p = '\0';
     c->prefix = c->opts.key_prefix ? c->opts.key_prefix : p;
     c->prefix_len = strlen(c->prefix);
@@ -130,33 +186,49 @@ static void client_report(struct hilock_client *c, int state, int status)
         c->opts.state_cb(c, status, state, c->opts.state_arg);
 }
 
-/* The node's news. After a reconnect the server may have lost every key:
- * the locks held are verified at once. */
+/* The nodes' news. The client is up while a majority of its nodes is
+ * (its one node, or most Redlock masters). After a reconnect the server may
+ * have lost every key: the locks held are verified at once. */
 static void on_node_up(void *arg, int reconnected)
 {
-    struct hilock_client *c = arg;
+    struct client_link *l = arg;
+    struct hilock_client *c = l->client;
+    size_t up = 0;
+    l->up = 1;
+    for (size_t i = 0; i < c->nnodes; i++)
+        up += c->links[i].up;
     if (reconnected)
         watchdog_verify_all(&c->eng);
-    client_report(c, HILOCK_STATE_UP, 0);
+    if (up == quorum_of(c->nnodes))
+        client_report(c, HILOCK_STATE_UP, 0);
 }
 
 static void on_node_down(void *arg, int err)
 {
-    client_report(arg, HILOCK_STATE_DOWN, err);
+    struct client_link *l = arg;
+    struct hilock_client *c = l->client;
+    size_t up = 0;
+    l->up = 0;
+    for (size_t i = 0; i < c->nnodes; i++)
+        up += c->links[i].up;
+    if (up < quorum_of(c->nnodes))
+        client_report(c, HILOCK_STATE_DOWN,
+                      c->nnodes == 1 ? err : HILOCK_ENOQUORUM);
 }
 
 static void on_pubsub_state(void *arg, int up, int err)
 {
-    client_report(arg, up ? HILOCK_STATE_PUBSUB_UP : HILOCK_STATE_PUBSUB_DOWN,
-                  err);
+    struct client_link *l = arg;
+    client_report(l->client,
+                  up ? HILOCK_STATE_PUBSUB_UP : HILOCK_STATE_PUBSUB_DOWN, err);
 }
 
 /* A release message, or a confirmed subscription (a release may have come
  * before it): the name's head waiter retries. */
 static void on_release_news(void *arg, const char *name, size_t len)
 {
-    struct hilock_client *c = arg;
-    wait_on_message(&c->eng, name, len);
+    struct client_link *l = arg;
+    wait_on_message(&l->client->eng, name, len);
 }
 
 static void client_teardown(void *arg);
@@ -166,20 +238,23 @@ static void client_teardown(void *arg);
 static void client_assemble(struct hilock_client *c, struct event_base *base)
 {
     struct timeval tv = clock_tv(c->opts.request_timeout_ms);
-    struct conn_endpoint ep = {c->opts.host, c->opts.port, c->opts.unix_path};
     reentry_init(&c->guard, client_teardown, c);
     c->cfg = (struct conn_config){base, &c->opts,
                                   event_base_init_common_timeout(base, &tv),
                                   &c->rng, &c->guard};
-    c->events = (struct node_events){
-        c, on_node_up, on_node_down,
-        {c, on_release_news, on_release_news, on_pubsub_state}};
-    node_init(&c->nodes[0], &c->cfg, &ep, c->prefix, c->prefix_len,
-              &c->events);
+    for (size_t i = 0; i < c->nnodes; i++) {
+        struct client_link *l = &c->links[i];
+        l->client = c;
+        l->events = (struct node_events){
+            l, on_node_up, on_node_down,
+            {l, on_release_news, on_release_news, on_pubsub_state}};
+        node_init(&c->nodes[i], &c->cfg, &c->eps[i], c->prefix,
+                  c->prefix_len, &l->events);
+    }
     c->eng.base = base;
     c->eng.opts = &c->opts;
     c->eng.nodes = c->nodes;
-    c->eng.nnodes = 1;
+    c->eng.nnodes = c->nnodes;
     c->eng.guard = &c->guard;
     c->eng.prefix = c->prefix;
     c->eng.prefix_len = c->prefix_len;
@@ -206,7 +281,8 @@ int hilock_client_new(struct event_base *base,
         return rc;
     }
     client_assemble(c, base);
-    node_start(&c->nodes[0]);
+    for (size_t i = 0; i < c->nnodes; i++)
+        node_start(&c->nodes[i]);
     *out = c;
     return 0;
 }
@@ -234,10 +310,12 @@ int hilock_lock_new(struct hilock_client *client, const char *name,
 static void client_teardown(void *arg)
 {
     struct hilock_client *c = arg;
+    uint32_t drain = c->opts.request_timeout_ms < CLIENT_DRAIN_MS
+                         ? c->opts.request_timeout_ms
+                         : CLIENT_DRAIN_MS;
     lock_cancel_all(&c->eng);
-    node_close(&c->nodes[0], c->opts.request_timeout_ms < CLIENT_DRAIN_MS
-                             ? c->opts.request_timeout_ms
-                             : CLIENT_DRAIN_MS);
+    for (size_t i = 0; i < c->nnodes; i++)
+        node_close(&c->nodes[i], drain);
     lock_engine_free(&c->eng);
     free(c->strings);
     free(c);

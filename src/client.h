@@ -11,6 +11,13 @@
 #include "node.h"
 #include "reentry.h"
 
+/* One node of the client, as its events know it. */
+struct client_link {
+    struct hilock_client *client;
+    int up;                     /* its command connection is up */
+    struct node_events events;
+};
+
 struct hilock_client {
     struct hilock_options opts; /* strings point into strings[] */
     char *strings;
@@ -23,8 +30,10 @@ struct hilock_client {
                                    command and the subscriber connection */
     struct reentry guard;
     struct conn_config cfg;
-    struct node_events events;
-    struct node nodes[1];
+    size_t nnodes;              /* 1, or the Redlock masters */
+    struct conn_endpoint eps[HILOCK_MASTERS_MAX];
+    struct client_link links[HILOCK_MASTERS_MAX];
+    struct node nodes[HILOCK_MASTERS_MAX];
     struct engine eng;
 };
 

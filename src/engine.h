@@ -43,6 +43,9 @@ struct engine_hooks {
     void (*gone)(struct hilock_lock *lock);
     /* watchdog.c: its validity ran out with no renewal confirmed. */
     void (*expired)(struct hilock_lock *lock);
+    /* watchdog.c: a majority renewed the lock but node i had lost it (a
+     * restart without persistence): take it there again if free. */
+    void (*repair)(struct hilock_lock *lock, size_t i);
 };
 
 LIST_HEAD(lock_list, hilock_lock);

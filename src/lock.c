@@ -597,6 +597,31 @@ int lock_new(struct engine *eng, const char *name, size_t len,
     return 0;
 }
 
+static void repair_done(struct op *op, int status,
+                        const struct op_result *res)
+{
+    (void)op;
+    (void)status;
+    (void)res; /* busy: another owner took that master; nothing to do */
+}
+
+/* A majority renewed the lock, but master i had lost it (restarted
+ * empty): take it there again when it is free, so that the next failure
+ * of another master does not cost the quorum. */
+static void hook_repair(struct hilock_lock *lock, size_t i)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    struct op *op = op_new(eng, OP_KIND_ACQUIRE, (int)i, 0, repair_done);
+    if (!op)
+        return; /* the next renewal tries again */
+    op_eval(op, SCRIPT_ACQUIRE);
+    wire_acquire(op_cmd(op), node_sha(&eng->nodes[0], SCRIPT_ACQUIRE), &w,
+                 lock_lease(lock), eng->opts->fencing, ++eng->seq);
+    handle_attach(lock, op);
+    op_submit(op, 0);
+}
+
 void lock_engine_init(struct engine *eng)
 {
     LIST_INIT(&eng->locks);
@@ -608,6 +633,7 @@ void lock_engine_init(struct engine *eng)
     eng->hooks.renewed = share_lease;
     eng->hooks.gone = share_end;
     eng->hooks.expired = lock_lost;
+    eng->hooks.repair = hook_repair;
 }
 
 void lock_cancel_all(struct engine *eng)

@@ -257,6 +257,11 @@ int op_node_ok(const struct op *op, size_t i)
     return op->got[i] && op->res[i].status == 0;
 }
 
+int op_renew_at(const struct op *op, size_t i, size_t k)
+{
+    return op->renew[i * op->nlocks + k];
+}
+
 const unsigned char *op_renew_result(const struct op *op)
 {
     return op->renew + (size_t)op->n * op->nlocks;

@@ -81,6 +81,8 @@ void op_hold(struct op *op);
 void op_drop(struct op *op);
 /* Whether node i's answer made it into the decision; its result. */
 int op_node_ok(const struct op *op, size_t i);
+/* A renewal: node i's answer for lock k (RENEW_*). */
+int op_renew_at(const struct op *op, size_t i, size_t k);
 /* A decided renewal: the combined answer per lock (RENEW_*). */
 const unsigned char *op_renew_result(const struct op *op);
 

@@ -107,8 +107,13 @@ int quorum_decide(enum op_kind kind, size_t n, const struct op_result *res,
     switch (kind) {
     case OP_KIND_ACQUIRE:
     case OP_KIND_FENCE:
+    case OP_KIND_RELEASE:
+        /* Decided by the first majority; the other nodes' requests go on
+         * (a release reaches every node that answers in time). */
         if (t.ok >= q) {
-            *out = (struct op_result){0, t.max_a, t.max_b};
+            *out = (struct op_result){0, t.max_a,
+                                      kind == OP_KIND_RELEASE ? t.sum_b
+                                                              : t.max_b};
             return 1;
         }
         if (t.got - t.ok > n - q) {
@@ -119,13 +124,10 @@ int quorum_decide(enum op_kind kind, size_t n, const struct op_result *res,
     default:
         break;
     }
-    /* Releases and queries wait for every node (each has a deadline), so
-     * that a release reaches all of them. */
+    /* Queries and renewals wait for every node (each has a deadline). */
     if (t.got < n)
         return 0;
-    if (kind == OP_KIND_RELEASE && t.ok > 0) {
-        *out = (struct op_result){0, t.max_a, t.sum_b};
-    } else if (kind != OP_KIND_RELEASE && t.ok >= q) {
+    if (t.ok >= q) {
         *out = (struct op_result){0, qth_largest(n, res, got, q), 0};
     } else {
         failed(&t, n, q, out);

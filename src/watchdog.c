@@ -241,6 +241,18 @@ static void renew_manual(int status, int ok, const struct renew_batch *b)
     b->cb(lock, status, status ? 0 : b->lease_ms, b->arg);
 }
 
+/* Lock k of renewal op held on a majority: the nodes that lost it get it
+ * back (see engine.h). */
+static void repair_minority(const struct op *op, size_t k,
+                            struct hilock_lock *lock)
+{
+    if (!lock->renewing || lock->freeing)
+        return;
+    for (size_t i = 0; i < op->n; i++)
+        if (op_renew_at(op, i, k) == RENEW_GONE)
+            lock->eng->hooks.repair(lock, i);
+}
+
 static void renew_done(struct op *op, int status,
                        const struct op_result *res)
 {
@@ -250,8 +262,11 @@ static void renew_done(struct op *op, int status,
     if (b->cb) {
         renew_manual(status, ok ? ok[0] : RENEW_UNKNOWN, b);
     } else {
-        for (size_t i = 0; i < b->n; i++)
+        for (size_t i = 0; i < b->n; i++) {
+            if (ok && ok[i] == RENEW_OK && b->lease_ms)
+                repair_minority(op, i, b->locks[i]);
             renew_apply(b->locks[i], ok ? ok[i] : RENEW_UNKNOWN, b);
+        }
         for (size_t i = 0; i < b->n; i++)
             handle_unref(b->locks[i]);
     }

@@ -126,6 +126,16 @@ typedef void hilock_state_cb(struct hilock_client *client, int status,
  * have time for a round trip. */
 #define HILOCK_WATCHDOG_MIN_MS 100
 
+/* One Redis endpoint (a Redlock master). */
+struct hilock_endpoint {
+    const char *host;      /* required unless unix_path is set */
+    int port;
+    const char *unix_path; /* when set, used instead of host/port */
+};
+
+/* Most masters a Redlock client takes. */
+#define HILOCK_MASTERS_MAX 9
+
 /* Client options. Fill with hilock_options_init(), then set what differs.
  * Strings are copied by hilock_client_new(). */
 struct hilock_options {
@@ -149,6 +159,13 @@ struct hilock_options {
     void *log_arg;
     hilock_state_cb *state_cb;   /* NULL: not told */
     void *state_arg;
+    /* Redlock: independent masters, an odd number from 3 to
+     * HILOCK_MASTERS_MAX, none listed twice; host, port and unix_path above
+     * are then not used. Every lock operation goes to all of them at once
+     * and a majority decides (see the README). NULL/0: the one endpoint
+     * above. The array and its strings are copied. */
+    const struct hilock_endpoint *masters;
+    size_t nmasters;
 };
 
 /* Fill *opts with the defaults listed in struct hilock_options. */
