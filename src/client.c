@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "lock.h"
+#include "multi.h"
 #include "quorum.h"
 #include "wait.h"
 #include "watchdog.h"
@@ -235,7 +236,7 @@ static void client_teardown(void *arg);
 
 /* Wire the client's parts together: the node reports here, the engine
  * sends through the node. */
-static void client_assemble(struct hilock_client *c, struct event_base *base)
+static int client_assemble(struct hilock_client *c, struct event_base *base)
 {
     struct timeval tv = clock_tv(c->opts.request_timeout_ms);
     reentry_init(&c->guard, client_teardown, c);
@@ -261,6 +262,7 @@ static void client_assemble(struct hilock_client *c, struct event_base *base)
     c->eng.id = c->id;
     c->eng.request_tag = c->request_tag;
     lock_engine_init(&c->eng);
+    return multi_init(&c->eng);
 }
 
 int hilock_client_new(struct event_base *base,
@@ -280,7 +282,12 @@ int hilock_client_new(struct event_base *base,
         free(c);
         return rc;
     }
-    client_assemble(c, base);
+    if ((rc = client_assemble(c, base))) {
+        lock_engine_free(&c->eng);
+        free(c->strings);
+        free(c);
+        return rc;
+    }
     for (size_t i = 0; i < c->nnodes; i++)
         node_start(&c->nodes[i]);
     *out = c;
@@ -305,6 +312,15 @@ int hilock_lock_new(struct hilock_client *client, const char *name,
     return lock_new(&client->eng, name, name_len, owner_tag, out);
 }
 
+int hilock_multi_new(struct hilock_client *client, const char *const *names,
+                     const size_t *lens, size_t count, uint64_t owner_tag,
+                     struct hilock_multi **out)
+{
+    if (!client || client->guard.closing)
+        return HILOCK_EINVAL;
+    return multi_new(&client->eng, names, lens, count, owner_tag, out);
+}
+
 /* Cancel everything, deliver what was sent, fire the callbacks, free all
  * memory. */
 static void client_teardown(void *arg)
@@ -313,9 +329,11 @@ static void client_teardown(void *arg)
     uint32_t drain = c->opts.request_timeout_ms < CLIENT_DRAIN_MS
                          ? c->opts.request_timeout_ms
                          : CLIENT_DRAIN_MS;
+    multi_cancel_all(&c->eng);
     lock_cancel_all(&c->eng);
     for (size_t i = 0; i < c->nnodes; i++)
         node_close(&c->nodes[i], drain);
+    multi_free_all(&c->eng);
     lock_engine_free(&c->eng);
     free(c->strings);
     free(c);

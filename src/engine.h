@@ -67,6 +67,7 @@ struct engine {
     struct table waits;                /* wait queues by name */
     struct watchdog wd;
     struct engine_hooks hooks;
+    struct multi_state *multi;         /* multi.c's */
 };
 
 #endif

@@ -45,6 +45,7 @@ struct hilock_lock {
     int wait_err;                    /* last busy/no-quorum of the wait */
     /* Waiting: place in the name's queue. */
     struct wait_queue *queue;
+    struct hilock_multi *multi;      /* the MultiLock it is a member of */
     TAILQ_ENTRY(hilock_lock) wlink;
     struct event *wait_timer;        /* deadline, allocated on first wait */
     size_t name_len;

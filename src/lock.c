@@ -170,15 +170,26 @@ static void hook_wait_expired(struct hilock_lock *lock)
 
 /* The acquire succeeded (sent at sent_ms): record the hold, start its
  * lease tracking, report. */
-static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
+void lock_granted(struct hilock_lock *lock, uint64_t sent_ms,
+                  uint32_t lease_ms)
 {
-    uint32_t lease = lock->op_lease_ms;
     if (lock->holds++ == 0)
         handle_hold_begin(lock);
-    lock->token = token; /* on re-entry, Redis returns the current token */
-    lock->auto_renew |= lease == 0;
+    lock->auto_renew |= lease_ms == 0;
     share_lease(lock, sent_ms,
-                lease ? lease : lock->eng->opts->watchdog_lease_ms);
+                lease_ms ? lease_ms : lock->eng->opts->watchdog_lease_ms);
+}
+
+void lock_drop_hold(struct hilock_lock *lock)
+{
+    if (lock->holds > 0 && --lock->holds == 0)
+        hold_ended(lock);
+}
+
+static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
+{
+    lock->token = token; /* on re-entry, Redis returns the current token */
+    lock_granted(lock, sent_ms, lock->op_lease_ms);
     finish_op(lock, 0, lock->token);
 }
 

@@ -159,6 +159,10 @@ static void decode(struct op *op, size_t i, int status, redisReply *rep,
     case OP_KIND_RELEASE:
         res->status = reply_release(rep, &res->a, &res->b);
         break;
+    case OP_KIND_MULTI_ACQUIRE:
+        res->status = reply_multi_acquire(rep, &res->b, &res->a);
+        res->a = res->status ? res->a : 1;
+        break;
     case OP_KIND_RENEW:
         res->status = reply_renew(rep, op->nlocks, row);
         if (res->status)

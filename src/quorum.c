@@ -21,6 +21,7 @@ struct tally {
     int mixed;           /* failures have different causes */
     int64_t max_a, max_b, min_busy_ttl;
     int64_t sum_b;
+    int64_t busy_b;      /* b of the busy result kept (its blocking lock) */
 };
 
 static void tally(size_t n, const struct op_result *res,
@@ -40,8 +41,10 @@ static void tally(size_t n, const struct op_result *res,
             t->sum_b += r->b;
         } else if (r->status == HILOCK_EBUSY) {
             t->busy++;
-            if (r->a >= 0 && r->a < t->min_busy_ttl)
-                t->min_busy_ttl = r->a;
+            if (t->busy == 1 || (r->a >= 0 && r->a < t->min_busy_ttl)) {
+                t->min_busy_ttl = r->a >= 0 ? r->a : t->min_busy_ttl;
+                t->busy_b = r->b;
+            }
         } else if (r->status == HILOCK_ENOTOWNER) {
             t->notowner++;
         } else if (!t->first_error) {
@@ -88,8 +91,10 @@ static void failed(const struct tally *t, size_t n, size_t q,
                n == 1) {
         out->status = t->first_error;
     }
-    if (out->status == HILOCK_EBUSY)
+    if (out->status == HILOCK_EBUSY) {
         out->a = t->min_busy_ttl == INT64_MAX ? -1 : t->min_busy_ttl;
+        out->b = t->busy_b;
+    }
 }
 
 int quorum_decide(enum op_kind kind, size_t n, const struct op_result *res,
@@ -108,6 +113,8 @@ int quorum_decide(enum op_kind kind, size_t n, const struct op_result *res,
     case OP_KIND_ACQUIRE:
     case OP_KIND_FENCE:
     case OP_KIND_RELEASE:
+    case OP_KIND_MULTI_ACQUIRE:
+    case OP_KIND_MULTI_RELEASE:
         /* Decided by the first majority; the other nodes' requests go on
          * (a release reaches every node that answers in time). */
         if (t.ok >= q) {

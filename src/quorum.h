@@ -21,7 +21,9 @@ enum op_kind {
     OP_KIND_QUERY_HELD,
     OP_KIND_QUERY_COUNT,
     OP_KIND_QUERY_TTL,
-    OP_KIND_FENCE
+    OP_KIND_FENCE,
+    OP_KIND_MULTI_ACQUIRE,  /* a = 1; EBUSY: a = ttl, b = blocking index */
+    OP_KIND_MULTI_RELEASE   /* a = locks the owner held */
 };
 
 /* One node's result, or the combined one. */

@@ -100,6 +100,26 @@ int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard)
     return 0;
 }
 
+int reply_multi_acquire(const struct redisReply *r, int64_t *index,
+                        int64_t *ttl_ms)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+        !r->element || !r->element[0] ||
+        r->element[0]->type != REDIS_REPLY_INTEGER)
+        return unexpected(r);
+    if (r->element[0]->integer == 1 && r->elements == 1)
+        return 0;
+    if (r->element[0]->integer != -1 || r->elements != 3 ||
+        !r->element[1] || !r->element[2] ||
+        r->element[1]->type != REDIS_REPLY_INTEGER ||
+        r->element[2]->type != REDIS_REPLY_INTEGER ||
+        r->element[1]->integer < 0 || r->element[2]->integer < -1)
+        return HILOCK_EPROTO;
+    *index = r->element[1]->integer;
+    *ttl_ms = r->element[2]->integer;
+    return HILOCK_EBUSY;
+}
+
 int reply_renew(const struct redisReply *r, size_t n, unsigned char *ok)
 {
     if (r && r->type == REDIS_REPLY_INTEGER && r->integer == -1)

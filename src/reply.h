@@ -25,6 +25,10 @@ int reply_acquire(const struct redisReply *r, int64_t *holds, int64_t *token,
 /* release script: 0 with *left (holds left) and *heard (subscribers that
  * received the release message) set, HILOCK_ENOTOWNER, or an error. */
 int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard);
+/* multi_acquire script: 0 when every lock was taken, HILOCK_EBUSY with
+ * *index (the lock held by another owner) and *ttl_ms (its PTTL). */
+int reply_multi_acquire(const struct redisReply *r, int64_t *index,
+                        int64_t *ttl_ms);
 /* renew script for n locks: 0 with ok[i] = 1 (renewed) or 0 (gone);
  * HILOCK_ETIMEDOUT when it arrived after its deadline and did nothing. */
 int reply_renew(const struct redisReply *r, size_t n, unsigned char *ok);

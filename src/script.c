@@ -119,6 +119,57 @@ static const char fence_lua[] =
     "end\n"
     "return 1\n";
 
+/* multi_acquire (MultiLock)
+ * KEYS[1..n] locks, ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] request
+ * id (as for acquire)
+ * All or none, in one atomic step: {-1, i, pttl} when lock KEYS[i + 1] is
+ * held by another owner (nothing taken), else {1} with one more hold on
+ * every lock. A resend of an attempt already applied (its id is not above
+ * the one kept with the first lock) takes nothing more. */
+static const char multi_acquire_lua[] =
+    "local rid = ARGV[2] .. ':rid'\n"
+    "for i = 1, #KEYS do\n"
+    "  if redis.call('exists', KEYS[i]) == 1 and\n"
+    "     redis.call('hexists', KEYS[i], ARGV[2]) == 0 then\n"
+    "    return {-1, i - 1, redis.call('pttl', KEYS[i])}\n"
+    "  end\n"
+    "end\n"
+    "if tonumber(ARGV[3]) <= tonumber(redis.call('hget', KEYS[1], rid) or '0') then\n"
+    "  return {1}\n"
+    "end\n"
+    "for i = 1, #KEYS do\n"
+    "  redis.call('hincrby', KEYS[i], ARGV[2], 1)\n"
+    "  redis.call('hset', KEYS[i], rid, ARGV[3])\n"
+    "  redis.call('pexpire', KEYS[i], ARGV[1])\n"
+    "end\n"
+    "return {1}\n";
+
+/* multi_release (MultiLock)
+ * KEYS[1..n] locks, KEYS[n+1..2n] their channels, KEYS[2n+1] latch
+ * ARGV[1] message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4] latch ttl
+ * Drops one hold of the owner on every lock it holds (a lock left with
+ * none is deleted and its release published, else its lease is set
+ * again). Returns how many locks the owner held; the latch keeps that for
+ * a resend, as for release. */
+static const char multi_release_lua[] =
+    "local done = redis.call('get', KEYS[#KEYS])\n"
+    "if done then return tonumber(done) end\n"
+    "local n = (#KEYS - 1) / 2\n"
+    "local held = 0\n"
+    "for i = 1, n do\n"
+    "  if redis.pcall('hexists', KEYS[i], ARGV[3]) == 1 then\n"
+    "    held = held + 1\n"
+    "    if redis.call('hincrby', KEYS[i], ARGV[3], -1) > 0 then\n"
+    "      redis.call('pexpire', KEYS[i], ARGV[2])\n"
+    "    else\n"
+    "      redis.call('del', KEYS[i])\n"
+    "      redis.call('publish', KEYS[n + i], ARGV[1])\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "redis.call('set', KEYS[#KEYS], held, 'px', ARGV[4])\n"
+    "return held\n";
+
 static const struct {
     const char *body;
     size_t len;
@@ -127,6 +178,10 @@ static const struct {
     [SCRIPT_RELEASE] = {release_lua, sizeof(release_lua) - 1},
     [SCRIPT_RENEW] = {renew_lua, sizeof(renew_lua) - 1},
     [SCRIPT_FENCE] = {fence_lua, sizeof(fence_lua) - 1},
+    [SCRIPT_MULTI_ACQUIRE] = {multi_acquire_lua,
+                              sizeof(multi_acquire_lua) - 1},
+    [SCRIPT_MULTI_RELEASE] = {multi_release_lua,
+                              sizeof(multi_release_lua) - 1},
 };
 
 void script_set_init(struct script_set *s)

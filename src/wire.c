@@ -89,6 +89,42 @@ void wire_fence(struct resp_buf *b, const char *sha,
     resp_arg_u64(b, (uint64_t)token);
 }
 
+void wire_multi_acquire(struct resp_buf *b, const char *sha,
+                        const struct wire_lock *l, size_t n,
+                        uint32_t lease_ms, uint64_t rid)
+{
+    evalsha(b, sha, 3 + n + 3, n);
+    for (size_t i = 0; i < n; i++) {
+        struct key_src k = key_of(&l[i]);
+        keys_lock(b, &k);
+    }
+    resp_arg_u64(b, lease_ms);
+    keys_field(b, l[0].client_id, l[0].owner_tag);
+    resp_arg_u64_fixed(b, rid);
+}
+
+void wire_multi_release(struct resp_buf *b, const char *sha,
+                        const struct wire_lock *l, size_t n, const char *tag,
+                        uint64_t seq, uint32_t lease_ms,
+                        uint32_t request_timeout_ms)
+{
+    struct key_src first = key_of(&l[0]);
+    evalsha(b, sha, 3 + 2 * n + 1 + 4, 2 * n + 1);
+    for (size_t i = 0; i < n; i++) {
+        struct key_src k = key_of(&l[i]);
+        keys_lock(b, &k);
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct key_src k = key_of(&l[i]);
+        keys_channel(b, &k);
+    }
+    keys_latch(b, &first, tag, seq);
+    resp_arg(b, "0", 1);
+    resp_arg_u64(b, lease_ms);
+    keys_field(b, l[0].client_id, l[0].owner_tag);
+    resp_arg_u64(b, (uint64_t)request_timeout_ms + WIRE_LATCH_EXTRA_MS);
+}
+
 void wire_query(struct resp_buf *b, enum wire_query q,
                 const struct wire_lock *l)
 {

@@ -56,6 +56,17 @@ void wire_renew_field(struct resp_buf *b, const struct wire_lock *l);
 void wire_fence(struct resp_buf *b, const char *sha,
                 const struct wire_lock *l, int64_t token);
 
+/* EVALSHA sha of multi_acquire over the n locks l[0..n-1] (one owner). */
+void wire_multi_acquire(struct resp_buf *b, const char *sha,
+                        const struct wire_lock *l, size_t n,
+                        uint32_t lease_ms, uint64_t rid);
+/* EVALSHA sha of multi_release over the n locks l[0..n-1]; the latch is
+ * named after the first lock and the request id <tag>:<seq>. */
+void wire_multi_release(struct resp_buf *b, const char *sha,
+                        const struct wire_lock *l, size_t n, const char *tag,
+                        uint64_t seq, uint32_t lease_ms,
+                        uint32_t request_timeout_ms);
+
 /* The queries: does l's owner hold it (HEXISTS), how many holds (HGET),
  * the lease left whoever holds it (PTTL). */
 enum wire_query { WIRE_QUERY_HELD, WIRE_QUERY_COUNT, WIRE_QUERY_TTL };

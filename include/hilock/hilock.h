@@ -320,6 +320,56 @@ HILOCK_EXPORT int64_t hilock_lock_token(const struct hilock_lock *lock);
 HILOCK_EXPORT const char *hilock_lock_name(const struct hilock_lock *lock,
                                            size_t *len);
 
+/* ---- MultiLock: several names held together, all or none ---------------
+ *
+ * A MultiLock takes up to HILOCK_MULTI_MAX names for one owner in one
+ * atomic step on each node: all of them, or none while it waits. Two
+ * MultiLocks over the same names, in any order, cannot deadlock. Waiting
+ * works as for one lock (woken by the release of the name that blocked
+ * it); once held, its names are renewed by the watchdog (lease 0) and the
+ * loss of any of them is reported once through on_lost. Fencing tokens are
+ * not drawn for MultiLocks. Callbacks take the MultiLock first, as
+ * hilock_lock_cb does; value is always 0. */
+#define HILOCK_MULTI_MAX 64
+
+struct hilock_multi;
+typedef void hilock_multi_cb(struct hilock_multi *multi, int status,
+                             int64_t value, void *arg);
+
+/* A MultiLock over count names (names[i] of lens[i] bytes, 1..count ..
+ * HILOCK_MULTI_MAX, none twice) owned by this client and owner_tag; the
+ * names are copied. Sends nothing.
+ * Errors: HILOCK_EINVAL, HILOCK_ENOMEM. */
+HILOCK_EXPORT int hilock_multi_new(struct hilock_client *client,
+                                   const char *const *names,
+                                   const size_t *lens, size_t count,
+                                   uint64_t owner_tag,
+                                   struct hilock_multi **out);
+/* Free it; pending callbacks fire with HILOCK_ECANCELED before it returns;
+ * if held, every name is released (best effort). NULL is ignored. */
+HILOCK_EXPORT void hilock_multi_free(struct hilock_multi *multi);
+/* Take every name: lease_ms and wait_ms as for hilock_lock_acquire.
+ * cb: 0 all taken; HILOCK_EBUSY (wait_ms 0) some name is held by another
+ * owner and none was taken; HILOCK_ETIMEDOUT, HILOCK_ECANCELED, or another
+ * error, with none taken. Returns 0, HILOCK_EINVAL (also when already
+ * held), HILOCK_ECANCELED, HILOCK_EINPROGRESS, HILOCK_ENOMEM. */
+HILOCK_EXPORT int hilock_multi_acquire(struct hilock_multi *multi,
+                                       uint64_t lease_ms, uint64_t wait_ms,
+                                       hilock_multi_cb *cb, void *arg);
+/* Release one hold of every name. cb: 0, HILOCK_ENOTOWNER (none was held),
+ * or an error. Returns as hilock_multi_acquire. */
+HILOCK_EXPORT int hilock_multi_release(struct hilock_multi *multi,
+                                       hilock_multi_cb *cb, void *arg);
+/* Cancel a pending acquire (its callback fires with HILOCK_ECANCELED
+ * before this returns). Returns 0, HILOCK_EINVAL. */
+HILOCK_EXPORT int hilock_multi_cancel(struct hilock_multi *multi);
+/* cb(multi, HILOCK_ELOST, 0, arg) once when a name of the held MultiLock is
+ * lost. Returns 0, HILOCK_EINVAL. */
+HILOCK_EXPORT int hilock_multi_on_lost(struct hilock_multi *multi,
+                                       hilock_multi_cb *cb, void *arg);
+/* Local state: 1 while held, else 0. */
+HILOCK_EXPORT int hilock_multi_held(const struct hilock_multi *multi);
+
 #ifdef __cplusplus
 }
 #endif
