@@ -1,8 +1,9 @@
 /* hilock.h -- asynchronous Redis distributed locks on a libevent loop.
  *
  * hilock is a client library: a struct hilock_client talks to one Redis
- * endpoint from one struct event_base; struct hilock_lock is one lock name
- * held by one owner. Every operation is non-blocking and reports its result
+ * endpoint, or to several independent masters (Redlock), from one struct
+ * event_base; struct hilock_lock is one lock name held by one owner, and
+ * struct hilock_multi several names held together. Every operation is non-blocking and reports its result
  * through a callback that runs on the loop. The library starts no threads,
  * installs no signal handlers and prints nothing.
  *
