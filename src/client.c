@@ -190,14 +190,22 @@ static void client_report(struct hilock_client *c, int state, int status)
 /* The nodes' news. The client is up while a majority of its nodes is
  * (its one node, or most Redlock masters). After a reconnect the server may
  * have lost every key: the locks held are verified at once. */
+/* Mark link l up or down; the number of nodes up now. */
+static size_t links_set(struct client_link *l, int up)
+{
+    struct hilock_client *c = l->client;
+    size_t n = 0;
+    l->up = up;
+    for (size_t i = 0; i < c->nnodes; i++)
+        n += (size_t)c->links[i].up;
+    return n;
+}
+
 static void on_node_up(void *arg, int reconnected)
 {
     struct client_link *l = arg;
     struct hilock_client *c = l->client;
-    size_t up = 0;
-    l->up = 1;
-    for (size_t i = 0; i < c->nnodes; i++)
-        up += c->links[i].up;
+    size_t up = links_set(l, 1);
     if (reconnected)
         watchdog_verify_all(&c->eng);
     if (up == quorum_of(c->nnodes))
@@ -208,11 +216,7 @@ static void on_node_down(void *arg, int err)
 {
     struct client_link *l = arg;
     struct hilock_client *c = l->client;
-    size_t up = 0;
-    l->up = 0;
-    for (size_t i = 0; i < c->nnodes; i++)
-        up += c->links[i].up;
-    if (up < quorum_of(c->nnodes))
+    if (links_set(l, 0) < quorum_of(c->nnodes))
         client_report(c, HILOCK_STATE_DOWN,
                       c->nnodes == 1 ? err : HILOCK_ENOQUORUM);
 }

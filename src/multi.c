@@ -360,29 +360,24 @@ int multi_new(struct engine *eng, const char *const *names, const size_t *lens,
     m->refs = 1;
     TAILQ_INIT(&m->ops);
     for (size_t i = 0; i < k; i++) {
-        for (size_t j = 0; j < i; j++)
+        int rc = 0;
+        for (size_t j = 0; j < i && !rc; j++)
             if (lens[i] == lens[j] && memcmp(names[i], names[j], lens[i]) == 0)
-                goto invalid; /* a name twice */
-        int rc = lock_new(eng, names[i], lens[i], owner_tag, &m->members[i]);
-        if (rc)
-            goto fail;
-        m->k = i + 1;
+                rc = HILOCK_EINVAL; /* a name twice */
+        if (rc || (rc = lock_new(eng, names[i], lens[i], owner_tag,
+                                 &m->members[i]))) {
+            for (size_t j = 0; j < i; j++)
+                hilock_lock_free(m->members[j]);
+            free(m);
+            return rc;
+        }
         m->members[i]->multi = m;
         hilock_lock_on_lost(m->members[i], member_lost, m);
     }
+    m->k = k;
     LIST_INSERT_HEAD(&state_of(eng)->all, m, link);
     *out = m;
     return 0;
-invalid:
-    for (size_t i = 0; i < m->k; i++)
-        hilock_lock_free(m->members[i]);
-    free(m);
-    return HILOCK_EINVAL;
-fail:
-    for (size_t i = 0; i < m->k; i++)
-        hilock_lock_free(m->members[i]);
-    free(m);
-    return HILOCK_ENOMEM;
 }
 
 /* Common checks of the public entry points. */
