@@ -1,10 +1,11 @@
 /* engine.h -- what the lock engine's files share: one struct.
  *
  * The engine is the layer between the client (lifecycle, public API) and
- * the node (one Redis endpoint): lock handles, wait queues and the
- * watchdog. Its files are layered too -- lock.c on top, then wait.c and
- * watchdog.c, then handle.c -- and a lower one reports to a higher one only
- * through the hooks below, which lock.c fills in. */
+ * the nodes (Redis endpoints): lock handles, wait queues, the watchdog and
+ * MultiLocks. Its files are layered too -- multi.c on top, then lock.c,
+ * then wait.c and watchdog.c, then handle.c and op.c -- and a lower one
+ * reports to a higher one only through the hooks below, which lock.c fills
+ * in (and multi.c wraps for its members). */
 #ifndef HILOCK_ENGINE_H
 #define HILOCK_ENGINE_H
 
@@ -41,7 +42,8 @@ struct engine_hooks {
                     uint32_t lease_ms);
     /* watchdog.c: Redis says the owner holds it no more. */
     void (*gone)(struct hilock_lock *lock);
-    /* watchdog.c: its validity ran out with no renewal confirmed. */
+    /* watchdog.c: its validity ran out with no renewal confirmed, or it
+     * could not be scheduled (no memory). */
     void (*expired)(struct hilock_lock *lock);
     /* watchdog.c: a majority renewed the lock but node i had lost it (a
      * restart without persistence): take it there again if free. */

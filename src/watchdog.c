@@ -145,7 +145,8 @@ static void encode_batch(struct resp_buf *buf, const struct node *n,
  * HILOCK_ENOMEM with nothing sent and b untouched. */
 static int send_batch(struct engine *c, struct renew_batch *b)
 {
-    struct op *op = op_new(c, OP_KIND_RENEW, -1, (uint32_t)b->n, renew_done);
+    struct op *op =
+        op_new(c, OP_KIND_RENEW, -1, (uint32_t)b->n, renew_done);
     if (!op)
         return HILOCK_ENOMEM;
     op_eval(op, SCRIPT_RENEW);

@@ -53,7 +53,8 @@ static int masters_with(const char *key)
 {
     int n = 0;
     for (int i = 0; i < nmasters; i++)
-        n += masters[i] && rs_int(masters[i], "EXISTS", key, (char *)NULL) == 1;
+        n += masters[i] &&
+             rs_int(masters[i], "EXISTS", key, (char *)NULL) == 1;
     return n;
 }
 

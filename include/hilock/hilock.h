@@ -3,9 +3,10 @@
  * hilock is a client library: a struct hilock_client talks to one Redis
  * endpoint, or to several independent masters (Redlock), from one struct
  * event_base; struct hilock_lock is one lock name held by one owner, and
- * struct hilock_multi several names held together. Every operation is non-blocking and reports its result
- * through a callback that runs on the loop. The library starts no threads,
- * installs no signal handlers and prints nothing.
+ * struct hilock_multi several names held together. Every operation is
+ * non-blocking and reports its result through a callback that runs on the
+ * loop. The library starts no threads, installs no signal handlers and
+ * prints nothing.
  *
  * SIGPIPE: hiredis writes to its sockets with write(), so a connection that
  * Redis closes while a command is being sent raises SIGPIPE in the process.
