@@ -81,10 +81,12 @@ struct op *op_new(struct engine *eng, enum op_kind kind, int node,
     }
     return op;
 fail:
+    op->done = NULL; /* nobody is told: the caller gets NULL */
+    op->busy++;
     for (size_t i = 0; i < op->n; i++)
         if (op->part[i])
             req_complete(op->part[i], HILOCK_ENOMEM); /* never submitted */
-    op->done = NULL;
+    op->busy--;
     op_maybe_free(op);
     return NULL;
 }
