@@ -61,8 +61,11 @@ struct op *op_new(struct engine *eng, enum op_kind kind, int node,
     op->n = (uint8_t)eng->nnodes;
     op->target = (int8_t)node;
     op->nlocks = nlocks;
-    if (nlocks && !(op->renew = malloc((op->n + 1u) * nlocks)))
-        goto fail;
+    if (nlocks) {
+        if (!(op->renew = malloc((op->n + 1u) * nlocks)))
+            goto fail;
+        memset(op->renew, RENEW_UNKNOWN, (op->n + 1u) * nlocks);
+    }
     for (size_t i = 0; i < op->n; i++) {
         if (node >= 0 && (size_t)node != i) {
             op->got[i] = 1; /* not asked: counts as no answer */
