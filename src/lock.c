@@ -286,15 +286,6 @@ static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
         finish_op(lock, rc, 0);
 }
 
-/* The largest token among the masters that granted acquire op. */
-static int64_t granted_token(const struct op *op)
-{
-    int64_t t = 0;
-    for (size_t i = 0; i < op->n; i++)
-        if (op_node_ok(op, i) && op->res[i].b > t)
-            t = op->res[i].b;
-    return t;
-}
 
 /* A quorum granted the acquire. On several masters, check that the
  * validity left is positive, and make the token the largest any later
@@ -322,6 +313,7 @@ static int quorum_granted(struct hilock_lock *lock, struct op *op,
     op_eval(f, SCRIPT_FENCE);
     wire_fence(op_cmd(f), node_sha(&eng->nodes[0], SCRIPT_FENCE), &w, res->b);
     op_hold(op); /* until the fence is decided */
+    op->token = res->b; /* the majority's; later grants do not count */
     f->data = op;
     handle_attach(lock, f);
     lock->op_pending = f;
@@ -335,7 +327,7 @@ static void fence_done(struct op *f, int status, const struct op_result *res)
     struct op *op = f->data;
     lock->op_pending = NULL;
     if (status == 0) {
-        acquired(lock, granted_token(op), op->sent_ms);
+        acquired(lock, op->token, op->sent_ms);
     } else {
         op->status = status; /* late successes are undone too */
         undo_partial(lock, op);

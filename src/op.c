@@ -208,7 +208,17 @@ static void part_done(struct req *r, int status, redisReply *reply)
     struct op_result out;
     decode(op, i, status, reply, &op->res[i]);
     op->got[i] = 1;
-    if (op->done && quorum_decide(op->kind, op->n, op->res, op->got, &out))
+    if (!op->done) {
+        /* Decided already (by a majority, or early): this answer is late,
+         * and a grant in it may have to be undone. */
+        if (op->late) {
+            op->busy++;
+            op->late(op, i, status ? NULL : &op->res[i]);
+            op->busy--;
+        }
+        return;
+    }
+    if (quorum_decide(op->kind, op->n, op->res, op->got, &out))
         decided(op, out.status, &out);
 }
 

@@ -40,6 +40,8 @@ struct op {
     TAILQ_ENTRY(op) ctx_link;
     void *data;
     uint64_t sent_ms;         /* when submitted (monotonic ms) */
+    int64_t token;            /* the submitter's: an acquire's decided
+                                 fencing token, while it is written back */
     uint8_t n;                /* nodes of the client */
     int8_t target;            /* the one node it goes to; -1: all */
     uint8_t live;             /* node requests not recycled yet */

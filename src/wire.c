@@ -84,7 +84,7 @@ void wire_fence(struct resp_buf *b, const char *sha,
                 const struct wire_lock *l, int64_t token)
 {
     struct key_src k = key_of(l);
-    evalsha(b, sha, 4, 1);
+    evalsha(b, sha, 5, 1);
     keys_fence(b, &k);
     resp_arg_u64(b, (uint64_t)token);
 }
