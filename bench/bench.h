@@ -318,6 +318,8 @@ void bench_server_down(struct bench *b);
 /* A blocking connection with timeout_ms for connect and replies, or NULL
  * with a message. */
 redisContext *bench_connect(const struct bench *b, int timeout_ms);
+/* The same to another of the bench's servers. */
+redisContext *bench_connect_at(const char *host, int port, int timeout_ms);
 /* Run a command given as NUL-terminated strings (NULL-terminated list). The
  * reply, or NULL with a message. */
 redisReply *bench_cmd(redisContext *rc, const char *cmd, ...);
