@@ -44,6 +44,15 @@ static const char *const mode_name[2] = {"hilock", "ceiling"};
 
 struct urun;
 
+/* The replies of one half (acquire or release) of a slot's ceiling pairs,
+ * counted per connection: replies come in order on each, so the p-th
+ * reply of connection j belongs to pair p, and a reply that comes after
+ * its pair's half was decided (a straggler) only counts. */
+struct chalf {
+    uint32_t seen[HILOCK_MASTERS_MAX]; /* replies so far, every pair */
+    uint8_t ok, bad, done;             /* of the slot's current pair */
+};
+
 /* One request slot: a key, a hilock handle on it, the current pair. */
 struct uslot {
     struct urun *run;
@@ -52,13 +61,17 @@ struct uslot {
     uint64_t tag;
     char key[48];
     struct wire_lock wire; /* the ceiling's lock as the scripts see it */
+    uint32_t pair;         /* ceiling pairs started */
+    struct chalf acq, rel;
 };
 
 struct urun {
     struct bench *b;
     struct event_base *base;
     struct hilock_client *client;
-    redisAsyncContext *ac;
+    redisAsyncContext *ac[HILOCK_MASTERS_MAX]; /* the ceiling's, per node */
+    int nac;
+    int quorum;                                /* of the nac nodes */
     struct event *tick;  /* progress line */
     char uuid[37];
     char request_tag[U_TAG_DIGITS + 1]; /* the ceiling's release ids */
@@ -153,28 +166,51 @@ static int release_freed(const redisReply *r)
     return r->type == REDIS_REPLY_INTEGER && r->integer == 0;
 }
 
+/* Count a reply (ok or not) of half h of slot s from connection ac. As
+ * hilock does, the first majority decides: 1 when this reply makes a
+ * majority ok, -1 when a majority can no longer be ok, else 0 (not yet,
+ * decided already, or a straggler of an earlier pair). */
+static int c_count(struct uslot *s, struct chalf *h,
+                   const redisAsyncContext *ac, int ok)
+{
+    struct urun *u = s->run;
+    size_t j = (size_t)(uintptr_t)ac->data;
+    if (++h->seen[j] != s->pair || h->done)
+        return 0;
+    if (ok)
+        h->ok++;
+    else
+        h->bad++;
+    h->done = h->ok == u->quorum || h->bad > u->nac - u->quorum;
+    return h->done ? (h->ok == u->quorum ? 1 : -1) : 0;
+}
+
 static void c_on_released(redisAsyncContext *ac, void *reply, void *arg)
 {
     struct uslot *s = arg;
     const redisReply *r = reply;
-    (void)ac;
-    if (!r || !release_freed(r))
+    if (!r) /* the context is being freed, nothing runs any more */
+        return;
+    int d = c_count(s, &s->rel, ac, release_freed(r));
+    if (d == 0)
+        return;
+    if (d < 0)
         s->run->errors++;
     else
         pair_done(s->run);
-    if (r) /* NULL: the context is being freed, nothing runs any more */
-        slot_next(s);
+    slot_next(s);
 }
 
-/* Hand the encoded cmd to the raw context with fn as its callback, as
+/* Hand the encoded cmd to every raw context with fn as its callback, as
  * hilock does, so that the baseline carries no formatting cost hilock
  * avoids; then drop cmd's heap storage, if any. REDIS_OK or not. */
 static int c_send(struct urun *u, struct resp_buf *cmd, redisCallbackFn *fn,
                   void *arg)
 {
-    int rc = cmd->failed ? REDIS_ERR
-                         : redisAsyncFormattedCommand(u->ac, fn, arg,
-                                                      cmd->data, cmd->len);
+    int rc = cmd->failed ? REDIS_ERR : REDIS_OK;
+    for (int j = 0; j < u->nac && rc == REDIS_OK; j++)
+        rc = redisAsyncFormattedCommand(u->ac[j], fn, arg, cmd->data,
+                                        cmd->len);
     resp_free(cmd);
     return rc;
 }
@@ -198,10 +234,12 @@ static void c_on_acquired(redisAsyncContext *ac, void *reply, void *arg)
     struct urun *u = s->run;
     const redisReply *r = reply;
     int64_t t = now_ns();
-    (void)ac;
     if (!r)
         return; /* the context is being freed */
-    if (r->type != REDIS_REPLY_ARRAY) { /* an integer: busy */
+    int d = c_count(s, &s->acq, ac, r->type == REDIS_REPLY_ARRAY);
+    if (d == 0)
+        return;
+    if (d < 0) { /* integers: busy */
         u->errors++;
         slot_next(s);
         return;
@@ -223,6 +261,9 @@ static int c_send_acquire(struct uslot *s)
     struct resp_buf cmd;
     resp_init(&cmd, inline_cmd, sizeof inline_cmd);
     wire_acquire(&cmd, u->sha_acq, &s->wire, u->lease_ms, 0, ++u->seq);
+    s->pair++;
+    s->acq.ok = s->acq.bad = s->acq.done = 0;
+    s->rel.ok = s->rel.bad = s->rel.done = 0;
     return c_send(u, &cmd, c_on_acquired, s);
 }
 
@@ -353,21 +394,39 @@ static int scripts_load(struct urun *u, redisContext *rc)
     return 0;
 }
 
-/* The ceiling mode on b's server: keys reset, scripts loaded, owner id
- * and request tag drawn, raw context on the loop. 0 or -1. */
-static int ceiling_setup(struct urun *u, struct bench *b)
+/* The ceiling's node j at host:port: keys reset, scripts loaded, a raw
+ * context on the loop that knows its index. 0 or -1. */
+static int ceiling_node(struct urun *u, int j, const char *host, int port)
 {
-    redisContext *rc = bench_connect(b, 2000);
-    int ok = rc && bench_reset(b, rc, NULL) == 0 && scripts_load(u, rc) == 0;
+    redisContext *rc = bench_connect_at(host, port, 2000);
+    int ok = rc && bench_reset(u->b, rc, NULL) == 0 &&
+             scripts_load(u, rc) == 0;
     if (rc)
         redisFree(rc);
-    if (!ok || bench_uuid(u->uuid) != 0 ||
+    if (!ok)
+        return -1;
+    u->ac[j] = redisAsyncConnect(host, port);
+    if (!u->ac[j] || u->ac[j]->err)
+        return -1;
+    u->ac[j]->data = (void *)(uintptr_t)j;
+    redisLibeventAttach(u->ac[j], u->base);
+    return 0;
+}
+
+/* The ceiling mode on the nodes of *ho (its masters, or its endpoint):
+ * each set up, owner id and request tag drawn. 0 or -1. */
+static int ceiling_setup(struct urun *u, const struct hilock_options *ho)
+{
+    int n = ho->nmasters ? (int)ho->nmasters : 1;
+    if (n > HILOCK_MASTERS_MAX || bench_uuid(u->uuid) != 0 ||
         bench_hex(u->request_tag, U_TAG_DIGITS) != 0)
         return -1;
-    u->ac = redisAsyncConnect(b->host, b->port);
-    if (!u->ac || u->ac->err)
-        return -1;
-    redisLibeventAttach(u->ac, u->base);
+    u->nac = n;
+    u->quorum = n / 2 + 1;
+    for (int j = 0; j < n; j++)
+        if (ceiling_node(u, j, ho->nmasters ? ho->masters[j].host : ho->host,
+                         ho->nmasters ? ho->masters[j].port : ho->port) != 0)
+            return -1;
     return 0;
 }
 
@@ -382,7 +441,7 @@ static int urun_setup(struct urun *u, struct bench *b,
     u->lease_ms = ho->watchdog_lease_ms;
     u->request_timeout_ms = ho->request_timeout_ms;
     if (!(u->base = event_base_new()) ||
-        (ceiling && ceiling_setup(u, b) != 0) ||
+        (ceiling && ceiling_setup(u, ho) != 0) ||
         hilock_client_new(u->base, ho, &u->client) != 0 ||
         slots_init(u, tag) != 0 ||
         !(u->tick = event_new(u->base, -1, EV_PERSIST, on_tick, u)))
@@ -422,8 +481,9 @@ void urun_free(struct urun *u)
         event_free(u->tick);
     if (u->client)
         hilock_client_free(u->client); /* frees the handles too */
-    if (u->ac)
-        redisAsyncFree(u->ac);
+    for (int j = 0; j < u->nac; j++)
+        if (u->ac[j])
+            redisAsyncFree(u->ac[j]);
     if (u->base)
         event_base_free(u->base);
     free(u);

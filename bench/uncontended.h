@@ -6,7 +6,9 @@
  * lock + release pairs on its key, so nothing ever waits, until the phase's
  * time is up and the last slot finished. "uncontended" compares hilock with
  * the raw scripts (the ceiling mode) on one server; "redlock" runs the hilock
- * mode of one run per topology (1, 3 and 5 masters). */
+ * and ceiling modes of one run per topology (1, 3 and 5 masters): there
+ * the ceiling sends the scripts to every master at once and, as hilock,
+ * goes on at the first majority. */
 #ifndef HILOCK_BENCH_UNCONTENDED_H
 #define HILOCK_BENCH_UNCONTENDED_H
 
@@ -33,9 +35,10 @@ struct urun;
 
 /* A run: a loop, a hilock client made from *ho (copied by the client),
  * U_KMAX handles on the keys BENCH_PREFIX "u:<tag>:<slot>". With ceiling,
- * also the ceiling mode on b's server: its keys are reset there, hilock's
- * scripts loaded and a raw connection opened. Both modes are warmed up
- * (connections up, scripts cached). NULL on failure, with a message. */
+ * also the ceiling mode on the nodes of *ho (its masters, or its endpoint):
+ * the bench's keys are reset there, hilock's scripts loaded and a raw
+ * connection opened to each. Both modes are warmed up (connections up,
+ * scripts cached). NULL on failure, with a message. */
 struct urun *urun_new(struct bench *b, const struct hilock_options *ho,
                       const char *tag, int ceiling, uint32_t wait_ms);
 void urun_free(struct urun *u);
