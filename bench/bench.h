@@ -46,7 +46,8 @@ enum {
     OPT_NO_LOCK = 1u << 11,
     OPT_WORST = 1u << 12,
     OPT_WAIT = 1u << 13,
-    OPT_REMOTE = 1u << 14 /* --host/--port: a server the bench did not start */
+    OPT_REMOTE = 1u << 14, /* --host/--port: a server the bench did not start */
+    OPT_CSECONDS = 1u << 15
 };
 
 /* Command-line options; 0 or NULL means "the scenario's default". */
@@ -57,6 +58,7 @@ struct bench_opts {
     const char *plot_dir;
     int no_progress;
     double seconds;
+    double contended_seconds; /* redlock: its contended part */
     int inflight;
     int rounds;
     int procs;
@@ -112,6 +114,7 @@ int sc_held(struct bench *b);
 int sc_waiters(struct bench *b);
 int sc_oversell(struct bench *b);
 int sc_faults(struct bench *b);
+int sc_redlock(struct bench *b);
 
 /* ---- time and process figures (sysstat.c) ----------------------------- */
 
@@ -318,6 +321,8 @@ void bench_server_down(struct bench *b);
 /* A blocking connection with timeout_ms for connect and replies, or NULL
  * with a message. */
 redisContext *bench_connect(const struct bench *b, int timeout_ms);
+/* The same to another of the bench's servers. */
+redisContext *bench_connect_at(const char *host, int port, int timeout_ms);
 /* Run a command given as NUL-terminated strings (NULL-terminated list). The
  * reply, or NULL with a message. */
 redisReply *bench_cmd(redisContext *rc, const char *cmd, ...);

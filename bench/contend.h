@@ -1,4 +1,5 @@
-/* contend.h -- the contention workers shared by "contended" and "faults".
+/* contend.h -- the contention workers shared by "contended", "faults" and
+ * "redlock".
  *
  * P worker processes, each one loop with one hilock client and one raw
  * connection for the critical section, run W waiters in all on ONE lock
@@ -11,6 +12,8 @@
 
 #include "bench.h"
 
+struct hilock_endpoint;
+
 #define CONTEND_LOCK BENCH_PREFIX "contended"
 #define CONTEND_COUNTER BENCH_PREFIX "contended:counter"
 #define CONTEND_WAIT_MS 10000
@@ -21,8 +24,12 @@ struct contend_cfg {
     int waiters;
     double seconds;
     int drain_ms;  /* after the stop: how long stragglers may take */
-    const char *host;
+    const char *host; /* the section's counter; the lock too without masters */
     int port;
+    /* Redlock: the lock on these masters (nmasters 0: on host:port). The
+     * caller empties them before the run. */
+    const struct hilock_endpoint *masters;
+    size_t nmasters;
 };
 
 /* One acquisition. */
@@ -60,15 +67,27 @@ struct cresults {
     int64_t t_go_ns;      /* when the workers were started */
 };
 
+/* The usual configuration: --procs (4) and --waiters (100) of b, no more
+ * processes than waiters, seconds and drain_ms as given, the lock and the
+ * counter on b's server. */
+void contend_cfg_init(struct contend_cfg *cfg, const struct bench *b,
+                      double seconds, int drain_ms);
+
 /* Hook the parent runs while the workers run (faults injects them here);
  * it returns when t_end_ns is reached. NULL: only show progress. */
 typedef void contend_during_fn(struct bench *b, int64_t t_go_ns,
                                int64_t t_end_ns, void *arg);
 
-/* Reset the keys, run the workers, merge what they wrote into *res (free
- * res->recs). 0, or -1 when the run could not happen at all. */
+/* Reset the keys on host:port, run the workers, merge what they wrote into
+ * *res (free res->recs). 0, or -1 when the run could not happen at all. */
 int contend_run(struct bench *b, const struct contend_cfg *cfg,
                 struct cresults *res, contend_during_fn *during, void *arg);
+/* The progress line (critical sections so far, read from the counter every
+ * 0.5 s) until t_until_ns; the default while the workers run. */
+void contend_progress(struct bench *b, const struct contend_cfg *cfg,
+                      int64_t t_go_ns, int64_t t_until_ns);
+/* The counter on host:port after the run, or -1. */
+long long contend_counter(const struct contend_cfg *cfg);
 
 /* Latency figures shared by both reports: hand-off (release sent -> next
  * acquired), hand-off to a different waiter, wait (call -> acquired). */
@@ -94,5 +113,23 @@ void contend_json(struct bench *b, struct cfigures *f,
 void contend_plots(struct bench *b, struct cfigures *f,
                    const struct cresults *res, const struct plot_mark *marks,
                    int nmarks);
+/* Tokens a restart may hand out again: a master restarted empty has lost
+ * its fencing counter, so an acquisition from after_ns on may draw a token
+ * up to max (the largest handed out before) once more. */
+struct ctoken_exempt {
+    int64_t after_ns;
+    int64_t max;
+};
+
+/* The mutual-exclusion checks: final counter == acquisitions, sections
+ * disjoint, tokens strictly increasing (except, with ex, the tokens ex
+ * describes: counted apart), each section read the previous write. Prints
+ * each and writes "checks" to the JSON; returns how many failed. */
+int contend_check(struct bench *b, const struct cresults *res,
+                  long long counter, const struct ctoken_exempt *ex);
+/* Print the starved acquires and the errors; returns the errors that fail a
+ * run (every acquire outcome but a time-out or a cancel, failed releases and
+ * sections, lost locks, stuck waiters). */
+uint64_t contend_errors(const struct cstats *s);
 
 #endif

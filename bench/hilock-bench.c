@@ -57,6 +57,20 @@ static const struct scenario scenarios[] = {
      "  --procs P      processes (4)\n"
      "  --waiters W    waiters in all (100)\n"
      "  --seconds S    run time; 3 pauses and 3 kill -9 in it (20)\n"},
+    {"redlock", "uncontended on 1, 3 and 5 masters; contended on 3, one "
+                "killed",
+     OPT_SECONDS | OPT_INFLIGHT | OPT_ROUNDS | OPT_WAIT | OPT_PROCS |
+         OPT_WAITERS | OPT_CSECONDS,
+     sc_redlock,
+     "  --inflight K   uncontended pairs in flight, at most 1024 (default: 1\n"
+     "                 and 64 in one run; the target is checked at the first)\n"
+     "  --seconds S    length of one uncontended phase (1)\n"
+     "  --rounds R     uncontended phases per topology, mode and K (3)\n"
+     "  --wait MS      wait_ms of every uncontended acquire (5000)\n"
+     "  --procs P      contended: processes (4)\n"
+     "  --waiters W    contended: waiters in all (100)\n"
+     "  --contended-seconds S\n"
+     "                 contended: run time; kill -9 of a master halfway (10)\n"},
 };
 
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
@@ -102,7 +116,7 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     case 'q': o->no_progress = 1; return 0;
     case 'n': o->no_lock = 1; o->given |= OPT_NO_LOCK; return 0;
     }
-    double min = c == 's' ? 0.1 : c == 'W' ? 0 : 1;
+    double min = c == 's' || c == 'C' ? 0.1 : c == 'W' ? 0 : 1;
     if (parse_num(arg, min, c == 'L' ? 1e8 : 1e7, &v) != 0)
         return -1;
     switch (c) {
@@ -111,6 +125,10 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
         o->given |= OPT_REMOTE;
         return v <= 65535 ? 0 : -1;
     case 's': o->seconds = v; o->given |= OPT_SECONDS; break;
+    case 'C':
+        o->contended_seconds = v;
+        o->given |= OPT_CSECONDS;
+        break;
     case 'k': o->inflight = (int)v; o->given |= OPT_INFLIGHT; break;
     case 'r': o->rounds = (int)v; o->given |= OPT_ROUNDS; break;
     case 'p': o->procs = (int)v; o->given |= OPT_PROCS; break;
@@ -138,6 +156,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         {"plot", required_argument, NULL, 'g'},
         {"no-progress", no_argument, NULL, 'q'},
         {"seconds", required_argument, NULL, 's'},
+        {"contended-seconds", required_argument, NULL, 'C'},
         {"inflight", required_argument, NULL, 'k'},
         {"rounds", required_argument, NULL, 'r'},
         {"procs", required_argument, NULL, 'p'},

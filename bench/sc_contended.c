@@ -11,8 +11,9 @@
  * times out (starvation) is reported but does not fail, and neither does a
  * latency or fairness target that is missed (it is printed as MISSED).
  *
- * The worker half of this file is shared with sc_faults.c, which runs the
- * same workers while it pauses and kills the server. */
+ * The worker half of this file and the checks are shared with sc_faults.c,
+ * which runs the same workers while it pauses and kills the server, and
+ * with sc_redlock.c, which runs them over three masters and kills one. */
 #include "contend.h"
 
 #include <event2/event.h>
@@ -293,6 +294,8 @@ static int proc_setup(struct cproc *p, const struct contend_cfg *cfg,
     ho.host = cfg->host;
     ho.port = cfg->port;
     ho.fencing = 1;
+    ho.masters = cfg->masters;
+    ho.nmasters = cfg->nmasters;
     if (hilock_client_new(p->base, &ho, &p->client) != 0 ||
         !(p->kv = kv_new(p->base, cfg->host, cfg->port)))
         return -1;
@@ -424,13 +427,14 @@ static int cmp_acq(const void *x, const void *y)
     return (a->acq_ns > b->acq_ns) - (a->acq_ns < b->acq_ns);
 }
 
-/* Empty the keys of the run and set the counter to 0. 0 or -1. */
-static int reset_keys(struct bench *b)
+/* Empty the keys of the run on cfg's server and set the counter to 0.
+ * 0 or -1. */
+static int reset_keys(struct bench *b, const struct contend_cfg *cfg)
 {
     static const char *const extra[] = {
         CONTEND_LOCK, CONTEND_COUNTER,
         KEYS_FENCE_HEAD CONTEND_LOCK KEYS_TAG_TAIL, NULL};
-    redisContext *rc = bench_connect(b, 2000);
+    redisContext *rc = bench_connect_at(cfg->host, cfg->port, 2000);
     int ok = rc && bench_reset(b, rc, extra) == 0;
     redisReply *r = ok ? bench_cmd(rc, "SET", CONTEND_COUNTER, "0", NULL)
                        : NULL;
@@ -442,22 +446,30 @@ static int reset_keys(struct bench *b)
     return ok ? 0 : -1;
 }
 
-/* While the workers run: progress with the counter read every 0.5 s. */
-static void show_progress(struct bench *b, int64_t t_go, int64_t t_end,
-                          void *arg)
+void contend_progress(struct bench *b, const struct contend_cfg *cfg,
+                      int64_t t_go, int64_t t_until)
 {
-    redisContext *rc = bench_connect(b, 500);
-    (void)arg;
-    while (now_ns() < t_end) {
+    redisContext *rc = bench_connect_at(cfg->host, cfg->port, 500);
+    while (now_ns() < t_until) {
         long long c = rc ? bench_int(rc, "GET", CONTEND_COUNTER, NULL) : 0;
         double s = (double)(now_ns() - t_go) / 1e9;
+        int64_t left = (t_until - now_ns()) / 1000000;
         progress_show(b, "of %.0f s: %lld critical sections, %.0f/s",
-                      (double)(t_end - t_go) / 1e9, c,
-                      s > 0 ? (double)c / s : 0);
-        sleep_ms(500);
+                      cfg->seconds, c, s > 0 ? (double)c / s : 0);
+        sleep_ms(left > 500 ? 500 : left > 0 ? (int)left : 0);
     }
     if (rc)
         redisFree(rc);
+}
+
+void contend_cfg_init(struct contend_cfg *cfg, const struct bench *b,
+                      double seconds, int drain_ms)
+{
+    *cfg = (struct contend_cfg){b->o.procs ? b->o.procs : 4,
+                                b->o.waiters ? b->o.waiters : 100,
+                                seconds, drain_ms, b->host, b->port, NULL, 0};
+    if (cfg->waiters < cfg->procs)
+        cfg->procs = cfg->waiters;
 }
 
 int contend_run(struct bench *b, const struct contend_cfg *cfg,
@@ -465,7 +477,7 @@ int contend_run(struct bench *b, const struct contend_cfg *cfg,
 {
     struct fanout f;
     memset(res, 0, sizeof(*res));
-    if (reset_keys(b) != 0 || fan_spawn(&f, cfg->procs, worker_main,
+    if (reset_keys(b, cfg) != 0 || fan_spawn(&f, cfg->procs, worker_main,
                                         (void *)cfg) != 0)
         return -1;
     if (fan_gather(&f, MSG_READY, NULL, READY_TIMEOUT_MS) != 0) {
@@ -477,7 +489,10 @@ int contend_run(struct bench *b, const struct contend_cfg *cfg,
     fan_broadcast(&f, MSG_GO);
     progress_begin(b, cfg->seconds);
     int64_t t_end = res->t_go_ns + (int64_t)(cfg->seconds * 1e9);
-    (during ? during : show_progress)(b, res->t_go_ns, t_end, arg);
+    if (during)
+        during(b, res->t_go_ns, t_end, arg);
+    else
+        contend_progress(b, cfg, res->t_go_ns, t_end);
     progress_end(b);
     int64_t grace = (int64_t)(cfg->drain_ms / 1000 + PARENT_GRACE_S) *
                     1000000000;
@@ -668,6 +683,83 @@ void contend_plots(struct bench *b, struct cfigures *f,
     rate_free(&r);
 }
 
+/* Nonzero when token b, following a, is one ex lets a restart hand out
+ * again. */
+static int token_reissued(const struct ctoken_exempt *ex,
+                          const struct crecord *b)
+{
+    return ex && b->acq_ns >= ex->after_ns && b->token <= ex->max;
+}
+
+int contend_check(struct bench *b, const struct cresults *res,
+                  long long counter, const struct ctoken_exempt *ex)
+{
+    const struct crecord *r = res->recs;
+    size_t n = res->n, overlap = 0, token_bad = 0, reissued = 0;
+    size_t seen_bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        seen_bad += r[i].seen != (int64_t)i;
+        if (i == 0)
+            continue;
+        overlap += r[i].acq_ns <= r[i - 1].rel_ns;
+        if (r[i].token > r[i - 1].token)
+            continue;
+        if (token_reissued(ex, &r[i]))
+            reissued++;
+        else
+            token_bad++;
+    }
+    int bad = (counter != (long long)n) + (overlap > 0) + (token_bad > 0) +
+              (seen_bad > 0);
+    printf("checks\n");
+    printf("  %-40s %s (counter %lld, acquisitions %zu)\n",
+           "final counter == acquisitions",
+           counter == (long long)n ? "ok" : "FAIL", counter, n);
+    printf("  %-40s %s (%zu overlaps)\n", "critical sections disjoint",
+           overlap ? "FAIL" : "ok", overlap);
+    printf("  %-40s %s (%zu out of order", "fencing tokens strictly increasing",
+           token_bad ? "FAIL" : "ok", token_bad);
+    if (ex)
+        printf(", %zu handed out again after the restart", reissued);
+    printf(")\n");
+    printf("  %-40s %s (%zu mismatches)\n",
+           "each section read the previous write", seen_bad ? "FAIL" : "ok",
+           seen_bad);
+    json_obj(b->json, "checks");
+    json_int(b->json, "final_counter", counter);
+    json_int(b->json, "overlaps", (int64_t)overlap);
+    json_int(b->json, "tokens_out_of_order", (int64_t)token_bad);
+    if (ex)
+        json_int(b->json, "tokens_reissued_after_restart", (int64_t)reissued);
+    json_int(b->json, "read_mismatches", (int64_t)seen_bad);
+    json_int(b->json, "violations", bad);
+    json_end(b->json);
+    return bad;
+}
+
+uint64_t contend_errors(const struct cstats *s)
+{
+    uint64_t acq = 0;
+    for (int c = 1; c < CONTEND_ERRS; c++)
+        if (c != -HILOCK_ETIMEDOUT && c != -HILOCK_ECANCELED)
+            acq += s->acq_by_code[c];
+    printf("  starved acquires: %" PRIu64 " (none within %d ms); errors: "
+           "acquire %" PRIu64 ", release %" PRIu64 ", section %" PRIu64
+           ", locks lost %" PRIu64 ", stuck %" PRIu64 "\n",
+           s->acq_by_code[-HILOCK_ETIMEDOUT], CONTEND_WAIT_MS, acq,
+           s->rel_errors, s->cs_errors, s->lost, s->stuck);
+    return acq + s->rel_errors + s->cs_errors + s->lost + s->stuck;
+}
+
+long long contend_counter(const struct contend_cfg *cfg)
+{
+    redisContext *rc = bench_connect_at(cfg->host, cfg->port, 2000);
+    long long v = rc ? bench_int(rc, "GET", CONTEND_COUNTER, NULL) : -1;
+    if (rc)
+        redisFree(rc);
+    return v;
+}
+
 /* ---- the contended scenario -------------------------------------------- */
 
 /* The k longest hand-offs: when, how long, from which holder to which, and
@@ -705,78 +797,12 @@ out:
     free(idx);
 }
 
-/* The mutual-exclusion checks; prints each, returns the violations. */
-static int check_exclusion(struct bench *b, const struct cresults *res,
-                           long long counter)
-{
-    const struct crecord *r = res->recs;
-    size_t n = res->n, overlap = 0, token_bad = 0, seen_bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        seen_bad += r[i].seen != (int64_t)i;
-        if (i == 0)
-            continue;
-        overlap += r[i].acq_ns <= r[i - 1].rel_ns;
-        token_bad += r[i].token <= r[i - 1].token;
-    }
-    int bad = (counter != (long long)n) + (overlap > 0) + (token_bad > 0) +
-              (seen_bad > 0);
-    printf("checks\n");
-    printf("  %-40s %s (counter %lld, acquisitions %zu)\n",
-           "final counter == acquisitions",
-           counter == (long long)n ? "ok" : "FAIL", counter, n);
-    printf("  %-40s %s (%zu overlaps)\n", "critical sections disjoint",
-           overlap ? "FAIL" : "ok", overlap);
-    printf("  %-40s %s (%zu out of order)\n",
-           "fencing tokens strictly increasing", token_bad ? "FAIL" : "ok",
-           token_bad);
-    printf("  %-40s %s (%zu mismatches)\n",
-           "each section read the previous write", seen_bad ? "FAIL" : "ok",
-           seen_bad);
-    json_obj(b->json, "checks");
-    json_int(b->json, "final_counter", counter);
-    json_int(b->json, "overlaps", (int64_t)overlap);
-    json_int(b->json, "tokens_out_of_order", (int64_t)token_bad);
-    json_int(b->json, "read_mismatches", (int64_t)seen_bad);
-    json_int(b->json, "violations", bad);
-    json_end(b->json);
-    return bad;
-}
-
-/* Errors that fail a contended run (timeouts are starvation, shown). */
-static uint64_t run_errors(const struct cstats *s)
-{
-    uint64_t acq = 0;
-    for (int c = 1; c < CONTEND_ERRS; c++)
-        if (c != -HILOCK_ETIMEDOUT && c != -HILOCK_ECANCELED)
-            acq += s->acq_by_code[c];
-    printf("  starved acquires: %" PRIu64 " (none within %d ms); errors: "
-           "acquire %" PRIu64 ", release %" PRIu64 ", section %" PRIu64
-           ", locks lost %" PRIu64 ", stuck %" PRIu64 "\n",
-           s->acq_by_code[-HILOCK_ETIMEDOUT], CONTEND_WAIT_MS, acq,
-           s->rel_errors, s->cs_errors, s->lost, s->stuck);
-    return acq + s->rel_errors + s->cs_errors + s->lost + s->stuck;
-}
-
-/* The final counter, or -1. */
-static long long read_counter(struct bench *b)
-{
-    redisContext *rc = bench_connect(b, 2000);
-    long long v = rc ? bench_int(rc, "GET", CONTEND_COUNTER, NULL) : -1;
-    if (rc)
-        redisFree(rc);
-    return v;
-}
-
 int sc_contended(struct bench *b)
 {
-    struct contend_cfg cfg = {b->o.procs ? b->o.procs : 4,
-                              b->o.waiters ? b->o.waiters : 100,
-                              b->o.seconds > 0 ? b->o.seconds : 10,
-                              5000, b->host, b->port};
+    struct contend_cfg cfg;
     struct cresults res;
     struct cfigures f;
-    if (cfg.waiters < cfg.procs)
-        cfg.procs = cfg.waiters;
+    contend_cfg_init(&cfg, b, b->o.seconds > 0 ? b->o.seconds : 10, 5000);
     printf("contended: %d processes, %d waiters, %.0f s, lock \"%s\" on "
            "%s:%d\n",
            cfg.procs, cfg.waiters, cfg.seconds, CONTEND_LOCK, b->host,
@@ -787,10 +813,10 @@ int sc_contended(struct bench *b)
     }
     contend_figures(&res, cfg.waiters, &f);
     int missed = contend_print(&f, &res, &cfg);
-    uint64_t errors = run_errors(&res.sum);
+    uint64_t errors = contend_errors(&res.sum);
     if (b->o.worst > 0)
         print_worst(&res, b->o.worst);
-    int bad = check_exclusion(b, &res, read_counter(b));
+    int bad = contend_check(b, &res, contend_counter(&cfg), NULL);
     if (res.failed)
         printf("  %d worker(s) failed or overran\n", res.failed);
     json_int(b->json, "procs", cfg.procs);

@@ -243,10 +243,7 @@ static void print_outcomes(const struct cstats *s)
 
 int sc_faults(struct bench *b)
 {
-    struct contend_cfg cfg = {b->o.procs ? b->o.procs : 4,
-                              b->o.waiters ? b->o.waiters : 100,
-                              b->o.seconds > 0 ? b->o.seconds : 20,
-                              FAULTS_DRAIN_MS, b->host, b->port};
+    struct contend_cfg cfg;
     struct fault_log log;
     struct cresults res;
     struct cfigures f;
@@ -254,8 +251,8 @@ int sc_faults(struct bench *b)
     struct plot_mark marks[NFAULTS];
     memset(&log, 0, sizeof log);
     memset(&c, 0, sizeof c);
-    if (cfg.waiters < cfg.procs)
-        cfg.procs = cfg.waiters;
+    contend_cfg_init(&cfg, b, b->o.seconds > 0 ? b->o.seconds : 20,
+                     FAULTS_DRAIN_MS);
     printf("faults: %d processes, %d waiters, %.0f s, %zu faults, on %s:%d\n",
            cfg.procs, cfg.waiters, cfg.seconds, NFAULTS, b->host, b->port);
     if (contend_run(b, &cfg, &res, run_schedule, &log) != 0) {

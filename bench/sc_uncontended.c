@@ -13,8 +13,12 @@
  * The ratio hilock / ceiling is the library's overhead; the target is 0.95.
  * Phases of both modes alternate (ABBA order over rounds and K), so machine
  * noise falls on both. Pairs/s of a phase counts every pair completed from
- * its start until its last slot finished. */
-#include "bench.h"
+ * its start until its last slot finished.
+ *
+ * The loop half of this file (uncontended.h: a run, its phases, the figures
+ * of a cell) is shared with sc_redlock.c, which runs the hilock mode over
+ * one, three and five masters. */
+#include "uncontended.h"
 
 #include <event2/event.h>
 #include <inttypes.h>
@@ -31,17 +35,23 @@
 #include "script.h"
 #include "wire.h"
 
-#define U_KMAX 1024
-#define U_ROUNDS_MAX 64
 #define U_HARD_S 30        /* a phase that has not drained by then fails */
 #define U_CMD_INLINE 512   /* stack room of one ceiling command */
 #define U_TAG_DIGITS 16    /* hex digits of the request tag, as hilock's */
 #define U_TARGET 0.95
 
-enum umode { U_HILOCK = 0, U_CEIL = 1 };
 static const char *const mode_name[2] = {"hilock", "ceiling"};
 
 struct urun;
+
+/* The replies of one half (acquire or release) of a slot's ceiling pairs,
+ * counted per connection: replies come in order on each, so the p-th
+ * reply of connection j belongs to pair p, and a reply that comes after
+ * its pair's half was decided (a straggler) only counts. */
+struct chalf {
+    uint32_t seen[HILOCK_MASTERS_MAX]; /* replies so far, every pair */
+    uint8_t ok, bad, done;             /* of the slot's current pair */
+};
 
 /* One request slot: a key, a hilock handle on it, the current pair. */
 struct uslot {
@@ -51,24 +61,17 @@ struct uslot {
     uint64_t tag;
     char key[48];
     struct wire_lock wire; /* the ceiling's lock as the scripts see it */
-};
-
-/* Figures of one mode at one K, over all its rounds. */
-struct ucell {
-    uint64_t pairs, errors;
-    double secs;
-    int64_t cpu_ns; /* this process's CPU time over the phases */
-    double round_rate[U_ROUNDS_MAX];
-    int rounds;
-    struct samples lat;
-    struct rate rate;
+    uint32_t pair;         /* ceiling pairs started */
+    struct chalf acq, rel;
 };
 
 struct urun {
     struct bench *b;
     struct event_base *base;
     struct hilock_client *client;
-    redisAsyncContext *ac;
+    redisAsyncContext *ac[HILOCK_MASTERS_MAX]; /* the ceiling's, per node */
+    int nac;
+    int quorum;                                /* of the nac nodes */
     struct event *tick;  /* progress line */
     char uuid[37];
     char request_tag[U_TAG_DIGITS + 1]; /* the ceiling's release ids */
@@ -163,28 +166,51 @@ static int release_freed(const redisReply *r)
     return r->type == REDIS_REPLY_INTEGER && r->integer == 0;
 }
 
+/* Count a reply (ok or not) of half h of slot s from connection ac. As
+ * hilock does, the first majority decides: 1 when this reply makes a
+ * majority ok, -1 when a majority can no longer be ok, else 0 (not yet,
+ * decided already, or a straggler of an earlier pair). */
+static int c_count(struct uslot *s, struct chalf *h,
+                   const redisAsyncContext *ac, int ok)
+{
+    struct urun *u = s->run;
+    size_t j = (size_t)(uintptr_t)ac->data;
+    if (++h->seen[j] != s->pair || h->done)
+        return 0;
+    if (ok)
+        h->ok++;
+    else
+        h->bad++;
+    h->done = h->ok == u->quorum || h->bad > u->nac - u->quorum;
+    return h->done ? (h->ok == u->quorum ? 1 : -1) : 0;
+}
+
 static void c_on_released(redisAsyncContext *ac, void *reply, void *arg)
 {
     struct uslot *s = arg;
     const redisReply *r = reply;
-    (void)ac;
-    if (!r || !release_freed(r))
+    if (!r) /* the context is being freed, nothing runs any more */
+        return;
+    int d = c_count(s, &s->rel, ac, release_freed(r));
+    if (d == 0)
+        return;
+    if (d < 0)
         s->run->errors++;
     else
         pair_done(s->run);
-    if (r) /* NULL: the context is being freed, nothing runs any more */
-        slot_next(s);
+    slot_next(s);
 }
 
-/* Hand the encoded cmd to the raw context with fn as its callback, as
+/* Hand the encoded cmd to every raw context with fn as its callback, as
  * hilock does, so that the baseline carries no formatting cost hilock
  * avoids; then drop cmd's heap storage, if any. REDIS_OK or not. */
 static int c_send(struct urun *u, struct resp_buf *cmd, redisCallbackFn *fn,
                   void *arg)
 {
-    int rc = cmd->failed ? REDIS_ERR
-                         : redisAsyncFormattedCommand(u->ac, fn, arg,
-                                                      cmd->data, cmd->len);
+    int rc = cmd->failed ? REDIS_ERR : REDIS_OK;
+    for (int j = 0; j < u->nac && rc == REDIS_OK; j++)
+        rc = redisAsyncFormattedCommand(u->ac[j], fn, arg, cmd->data,
+                                        cmd->len);
     resp_free(cmd);
     return rc;
 }
@@ -208,10 +234,12 @@ static void c_on_acquired(redisAsyncContext *ac, void *reply, void *arg)
     struct urun *u = s->run;
     const redisReply *r = reply;
     int64_t t = now_ns();
-    (void)ac;
     if (!r)
         return; /* the context is being freed */
-    if (r->type != REDIS_REPLY_ARRAY) { /* an integer: busy */
+    int d = c_count(s, &s->acq, ac, r->type == REDIS_REPLY_ARRAY);
+    if (d == 0)
+        return;
+    if (d < 0) { /* integers: busy */
         u->errors++;
         slot_next(s);
         return;
@@ -233,6 +261,9 @@ static int c_send_acquire(struct uslot *s)
     struct resp_buf cmd;
     resp_init(&cmd, inline_cmd, sizeof inline_cmd);
     wire_acquire(&cmd, u->sha_acq, &s->wire, u->lease_ms, 0, ++u->seq);
+    s->pair++;
+    s->acq.ok = s->acq.bad = s->acq.done = 0;
+    s->rel.ok = s->rel.bad = s->rel.done = 0;
     return c_send(u, &cmd, c_on_acquired, s);
 }
 
@@ -262,7 +293,7 @@ static void on_phase_hard(evutil_socket_t fd, short what, void *arg)
     struct urun *u = arg;
     (void)fd;
     (void)what;
-    fprintf(stderr, "uncontended: a phase did not drain: stopped\n");
+    fprintf(stderr, "%s: a phase did not drain: stopped\n", u->b->scenario);
     u->errors++;
     u->t_end = now_ns();
     u->cpu_end = cpu_ns();
@@ -306,15 +337,33 @@ static int phase_run(struct urun *u, enum umode mode, int k, double secs)
     return u->active == 0 ? 0 : -1;
 }
 
-/* Keys, owner fields and hilock handles of every slot. 0 or -1. */
-static int slots_init(struct urun *u)
+int urun_phase(struct urun *u, enum umode mode, int k, double secs,
+               struct ucell *c, const char *what)
+{
+    u->what = what;
+    u->lat = &c->lat;
+    u->rate = &c->rate;
+    int bad = phase_run(u, mode, k > U_KMAX ? U_KMAX : k, secs);
+    double s = (double)(u->t_end - u->t_start) / 1e9;
+    c->pairs += u->pairs;
+    c->errors += u->errors;
+    c->secs += s;
+    c->cpu_ns += u->cpu_end - u->cpu_start;
+    if (c->rounds < U_ROUNDS_MAX)
+        c->round_rate[c->rounds++] = s > 0 ? (double)u->pairs / s : 0;
+    return bad;
+}
+
+/* Keys, owner fields and hilock handles of every slot; the hilock keys
+ * are named by tag. 0 or -1. */
+static int slots_init(struct urun *u, const char *tag)
 {
     for (int i = 0; i < U_KMAX; i++) {
         struct uslot *s = &u->slots[i];
         s->run = u;
         s->tag = (uint64_t)i + 1;
         /* Distinct keys per mode, so the two never meet. */
-        snprintf(s->key, sizeof s->key, BENCH_PREFIX "u:h:%d", i);
+        snprintf(s->key, sizeof s->key, BENCH_PREFIX "u:%s:%d", tag, i);
         if (hilock_lock_new(u->client, s->key, strlen(s->key), s->tag,
                             &s->lock) != 0)
             return -1;
@@ -345,54 +394,140 @@ static int scripts_load(struct urun *u, redisContext *rc)
     return 0;
 }
 
-/* Loop, hilock client, raw context, slots; then a short warm-up of both
- * modes (connections up, scripts cached). 0 or -1. */
-static int urun_setup(struct urun *u, struct bench *b)
+/* The ceiling's node j at host:port: keys reset, scripts loaded, a raw
+ * context on the loop that knows its index. 0 or -1. */
+static int ceiling_node(struct urun *u, int j, const char *host, int port)
 {
-    struct hilock_options ho;
-    redisContext *rc = bench_connect(b, 2000);
-    int ok = rc && bench_reset(b, rc, NULL) == 0 && scripts_load(u, rc) == 0;
+    redisContext *rc = bench_connect_at(host, port, 2000);
+    int ok = rc && bench_reset(u->b, rc, NULL) == 0 &&
+             scripts_load(u, rc) == 0;
     if (rc)
         redisFree(rc);
-    if (!ok || bench_uuid(u->uuid) != 0 ||
-        bench_hex(u->request_tag, U_TAG_DIGITS) != 0 ||
-        !(u->base = event_base_new()))
+    if (!ok)
         return -1;
-    hilock_options_init(&ho);
-    ho.host = b->host;
-    ho.port = b->port;
-    u->lease_ms = ho.watchdog_lease_ms;
-    u->request_timeout_ms = ho.request_timeout_ms;
-    if (hilock_client_new(u->base, &ho, &u->client) != 0)
+    u->ac[j] = redisAsyncConnect(host, port);
+    if (!u->ac[j] || u->ac[j]->err)
         return -1;
-    u->ac = redisAsyncConnect(b->host, b->port);
-    if (!u->ac || u->ac->err)
-        return -1;
-    redisLibeventAttach(u->ac, u->base);
-    if (slots_init(u) != 0)
-        return -1;
-    u->what = "warm-up";
-    if (phase_run(u, U_HILOCK, 64, 0.3) != 0 || u->errors ||
-        phase_run(u, U_CEIL, 64, 0.3) != 0 || u->errors) {
-        fprintf(stderr, "uncontended: warm-up failed (%s, %" PRIu64
-                        " errors, %" PRIu64 " pairs)\n",
-                mode_name[u->mode], u->errors, u->pairs);
-        return -1;
-    }
+    u->ac[j]->data = (void *)(uintptr_t)j;
+    redisLibeventAttach(u->ac[j], u->base);
     return 0;
 }
 
-static void urun_free(struct urun *u)
+/* The ceiling mode on the nodes of *ho (its masters, or its endpoint):
+ * each set up, owner id and request tag drawn. 0 or -1. */
+static int ceiling_setup(struct urun *u, const struct hilock_options *ho)
 {
+    int n = ho->nmasters ? (int)ho->nmasters : 1;
+    if (n > HILOCK_MASTERS_MAX || bench_uuid(u->uuid) != 0 ||
+        bench_hex(u->request_tag, U_TAG_DIGITS) != 0)
+        return -1;
+    u->nac = n;
+    u->quorum = n / 2 + 1;
+    for (int j = 0; j < n; j++)
+        if (ceiling_node(u, j, ho->nmasters ? ho->masters[j].host : ho->host,
+                         ho->nmasters ? ho->masters[j].port : ho->port) != 0)
+            return -1;
+    return 0;
+}
+
+/* Loop, hilock client, the ceiling when asked, slots, progress tick; then a
+ * short warm-up of each mode. 0 or -1. */
+static int urun_setup(struct urun *u, struct bench *b,
+                      const struct hilock_options *ho, const char *tag,
+                      int ceiling)
+{
+    struct timeval tick = {0, 200000};
+    u->b = b;
+    u->lease_ms = ho->watchdog_lease_ms;
+    u->request_timeout_ms = ho->request_timeout_ms;
+    if (!(u->base = event_base_new()) ||
+        (ceiling && ceiling_setup(u, ho) != 0) ||
+        hilock_client_new(u->base, ho, &u->client) != 0 ||
+        slots_init(u, tag) != 0 ||
+        !(u->tick = event_new(u->base, -1, EV_PERSIST, on_tick, u)))
+        return -1;
+    event_add(u->tick, &tick);
+    u->what = "warm-up";
+    for (int m = 0; m <= ceiling; m++)
+        if (phase_run(u, (enum umode)m, 64, 0.3) != 0 || u->errors) {
+            fprintf(stderr, "%s: warm-up failed (%s, %" PRIu64
+                            " errors, %" PRIu64 " pairs)\n",
+                    b->scenario, mode_name[m], u->errors, u->pairs);
+            return -1;
+        }
+    return 0;
+}
+
+struct urun *urun_new(struct bench *b, const struct hilock_options *ho,
+                      const char *tag, int ceiling, uint32_t wait_ms)
+{
+    struct urun *u = calloc(1, sizeof(*u));
+    if (!u)
+        return NULL;
+    u->wait_ms = wait_ms;
+    if (urun_setup(u, b, ho, tag, ceiling) != 0) {
+        fprintf(stderr, "%s: setup failed\n", b->scenario);
+        urun_free(u);
+        return NULL;
+    }
+    return u;
+}
+
+void urun_free(struct urun *u)
+{
+    if (!u)
+        return;
     if (u->tick)
         event_free(u->tick);
     if (u->client)
         hilock_client_free(u->client); /* frees the handles too */
-    if (u->ac)
-        redisAsyncFree(u->ac);
+    for (int j = 0; j < u->nac; j++)
+        if (u->ac[j])
+            redisAsyncFree(u->ac[j]);
     if (u->base)
         event_base_free(u->base);
+    free(u);
 }
+
+void ucell_init(struct ucell *c, int64_t t0_ns)
+{
+    rate_init(&c->rate, t0_ns, 100000000);
+}
+
+void ucell_free(struct ucell *c)
+{
+    samples_free(&c->lat);
+    rate_free(&c->rate);
+}
+
+double ucell_rate(const struct ucell *c)
+{
+    return c->secs > 0 ? (double)c->pairs / c->secs : 0;
+}
+
+/* Client CPU time per pair in us: what this process spent per pair. */
+double ucell_cpu_us(const struct ucell *c)
+{
+    return c->pairs ? (double)c->cpu_ns / 1e3 / (double)c->pairs : 0;
+}
+
+void ucell_json(struct json *j, const char *key, struct ucell *c)
+{
+    json_obj(j, key);
+    json_int(j, "pairs", (int64_t)c->pairs);
+    json_num(j, "seconds", c->secs);
+    json_num(j, "pairs_per_s", ucell_rate(c));
+    json_num(j, "client_cpu_us_per_pair", ucell_cpu_us(c));
+    json_int(j, "errors", (int64_t)c->errors);
+    json_arr(j, "pairs_per_s_by_round");
+    for (int r = 0; r < c->rounds; r++)
+        json_num(j, NULL, c->round_rate[r]);
+    json_end(j);
+    json_latency(j, "acquire_latency", &c->lat);
+    json_end(j);
+}
+
+/* ---- the uncontended scenario ------------------------------------------ */
 
 /* Run every phase in ABBA order, filling cells[k index][mode]. */
 static int run_phases(struct urun *u, const int *ks, int nk, int rounds,
@@ -405,18 +540,9 @@ static int run_phases(struct urun *u, const int *ks, int nk, int rounds,
             for (int m = 0; m < 2; m++) {
                 enum umode mode = ((r + i) % 2 == 0) == (m == 0) ? U_HILOCK
                                                                  : U_CEIL;
-                struct ucell *c = &cells[i][mode];
                 snprintf(what, sizeof what, "round %d/%d", r + 1, rounds);
-                u->what = what;
-                u->lat = &c->lat;
-                u->rate = &c->rate;
-                bad |= phase_run(u, mode, ks[i], secs);
-                double s = (double)(u->t_end - u->t_start) / 1e9;
-                c->pairs += u->pairs;
-                c->errors += u->errors;
-                c->secs += s;
-                c->cpu_ns += u->cpu_end - u->cpu_start;
-                c->round_rate[c->rounds++] = s > 0 ? (double)u->pairs / s : 0;
+                bad |= urun_phase(u, mode, ks[i], secs, &cells[i][mode],
+                                  what);
             }
         }
     }
@@ -436,17 +562,6 @@ static void round_ratios(const struct ucell *h, const struct ucell *c,
                                   : 0);
 }
 
-static double cell_rate(const struct ucell *c)
-{
-    return c->secs > 0 ? (double)c->pairs / c->secs : 0;
-}
-
-/* Client CPU time per pair in us: what this process spent per pair. */
-static double cell_cpu_us(const struct ucell *c)
-{
-    return c->pairs ? (double)c->cpu_ns / 1e3 / (double)c->pairs : 0;
-}
-
 /* Print the throughput table; returns how many K missed the target. */
 static int report_rates(const int *ks, int nk, struct ucell (*cells)[2])
 {
@@ -458,15 +573,15 @@ static int report_rates(const int *ks, int nk, struct ucell (*cells)[2])
     for (int i = 0; i < nk; i++) {
         struct ucell *h = &cells[i][U_HILOCK], *c = &cells[i][U_CEIL];
         char k[16], hr[32], cr[32], ratio[16], rounds[128], hc[32], cc[32];
-        double q = cell_rate(c) > 0 ? cell_rate(h) / cell_rate(c) : 0;
+        double q = ucell_rate(c) > 0 ? ucell_rate(h) / ucell_rate(c) : 0;
         missed += q < U_TARGET;
         snprintf(k, sizeof k, "%d", ks[i]);
         snprintf(ratio, sizeof ratio, "%.3f", q);
-        snprintf(hc, sizeof hc, "%.2f us", cell_cpu_us(h));
-        snprintf(cc, sizeof cc, "%.2f us", cell_cpu_us(c));
+        snprintf(hc, sizeof hc, "%.2f us", ucell_cpu_us(h));
+        snprintf(cc, sizeof cc, "%.2f us", ucell_cpu_us(c));
         round_ratios(h, c, rounds, sizeof rounds);
-        table_row(&t, k, fmt_count(cell_rate(h), hr, sizeof hr),
-                  fmt_count(cell_rate(c), cr, sizeof cr), ratio,
+        table_row(&t, k, fmt_count(ucell_rate(h), hr, sizeof hr),
+                  fmt_count(ucell_rate(c), cr, sizeof cr), ratio,
                   q >= U_TARGET ? "ok" : "MISSED", rounds, hc, cc);
     }
     table_print(&t, stdout);
@@ -497,34 +612,17 @@ static void report_latency(const int *ks, int nk, struct ucell (*cells)[2])
                    ks[i], cells[i][0].errors, cells[i][1].errors);
 }
 
-/* The figures of one cell as JSON. */
-static void json_cell(struct json *j, const char *key, struct ucell *c)
-{
-    json_obj(j, key);
-    json_int(j, "pairs", (int64_t)c->pairs);
-    json_num(j, "seconds", c->secs);
-    json_num(j, "pairs_per_s", cell_rate(c));
-    json_num(j, "client_cpu_us_per_pair", cell_cpu_us(c));
-    json_int(j, "errors", (int64_t)c->errors);
-    json_arr(j, "pairs_per_s_by_round");
-    for (int r = 0; r < c->rounds; r++)
-        json_num(j, NULL, c->round_rate[r]);
-    json_end(j);
-    json_latency(j, "acquire_latency", &c->lat);
-    json_end(j);
-}
-
 static void write_json(struct bench *b, const int *ks, int nk,
                        struct ucell (*cells)[2])
 {
     json_arr(b->json, "results");
     for (int i = 0; i < nk; i++) {
-        double c = cell_rate(&cells[i][U_CEIL]);
+        double c = ucell_rate(&cells[i][U_CEIL]);
         json_obj(b->json, NULL);
         json_int(b->json, "inflight", ks[i]);
-        json_num(b->json, "ratio", c > 0 ? cell_rate(&cells[i][0]) / c : 0);
-        json_cell(b->json, "hilock", &cells[i][U_HILOCK]);
-        json_cell(b->json, "ceiling", &cells[i][U_CEIL]);
+        json_num(b->json, "ratio", c > 0 ? ucell_rate(&cells[i][0]) / c : 0);
+        ucell_json(b->json, "hilock", &cells[i][U_HILOCK]);
+        ucell_json(b->json, "ceiling", &cells[i][U_CEIL]);
         json_end(b->json);
     }
     json_end(b->json);
@@ -553,7 +651,7 @@ static void write_plots(struct bench *b, const int *ks, int nk,
 }
 
 /* Print, write and plot the figures; returns the exit status. */
-static int ureport(struct bench *b, struct urun *u, const int *ks, int nk,
+static int ureport(struct bench *b, uint32_t wait_ms, const int *ks, int nk,
                    int rounds, double secs, int bad,
                    struct ucell (*cells)[2])
 {
@@ -563,7 +661,7 @@ static int ureport(struct bench *b, struct urun *u, const int *ks, int nk,
         errors += cells[i][0].errors || cells[i][1].errors;
     json_int(b->json, "rounds", rounds);
     json_num(b->json, "phase_seconds", secs);
-    json_int(b->json, "wait_ms", u->wait_ms);
+    json_int(b->json, "wait_ms", wait_ms);
     write_json(b, ks, nk, cells);
     write_plots(b, ks, nk, cells);
     /* Only failures fail the run; a ratio under target is reported. */
@@ -578,27 +676,28 @@ static int ureport(struct bench *b, struct urun *u, const int *ks, int nk,
 }
 
 /* Set up, run every phase, report. Returns the exit status. */
-static int urun_all(struct bench *b, struct urun *u, const int *ks, int nk,
-                    int rounds, double secs, struct ucell (*cells)[2])
+static int urun_all(struct bench *b, const int *ks, int nk, int rounds,
+                    double secs, uint32_t wait_ms, struct ucell (*cells)[2])
 {
-    if (urun_setup(u, b) != 0) {
-        fprintf(stderr, "uncontended: setup failed\n");
+    struct hilock_options ho;
+    hilock_options_init(&ho);
+    ho.host = b->host;
+    ho.port = b->port;
+    struct urun *u = urun_new(b, &ho, "h", 1, wait_ms);
+    if (!u)
         return 1;
-    }
     int64_t t0 = now_ns();
     for (int i = 0; i < nk; i++)
         for (int m = 0; m < 2; m++)
-            rate_init(&cells[i][m].rate, t0, 100000000);
+            ucell_init(&cells[i][m], t0);
     progress_begin(b, rounds * nk * 2 * secs);
-    struct timeval tick = {0, 200000};
-    u->tick = event_new(u->base, -1, EV_PERSIST, on_tick, u);
-    event_add(u->tick, &tick);
     printf("uncontended: %d round(s) x %d K x 2 modes, %.1f s each, "
            "wait_ms %u, on %s:%d\n",
-           rounds, nk, secs, u->wait_ms, b->host, b->port);
+           rounds, nk, secs, wait_ms, b->host, b->port);
     int bad = run_phases(u, ks, nk, rounds, secs, cells);
     progress_end(b);
-    return ureport(b, u, ks, nk, rounds, secs, bad, cells);
+    urun_free(u);
+    return ureport(b, wait_ms, ks, nk, rounds, secs, bad, cells);
 }
 
 int sc_uncontended(struct bench *b)
@@ -606,28 +705,18 @@ int sc_uncontended(struct bench *b)
     static const int all_k[] = {1, 64, 256, 1024};
     int ks[4], nk = 0, rounds = b->o.rounds ? b->o.rounds : 3;
     double secs = b->o.seconds > 0 ? b->o.seconds : 1.0;
-    struct urun *u = calloc(1, sizeof(*u));
+    uint32_t wait_ms = (b->o.given & OPT_WAIT) ? b->o.wait_ms : 5000;
     struct ucell (*cells)[2] = calloc(4, sizeof(*cells));
-    int rc = 1;
     if (b->o.inflight)
         ks[nk++] = b->o.inflight > U_KMAX ? U_KMAX : b->o.inflight;
     else
         for (int i = 0; i < 4; i++)
             ks[nk++] = all_k[i];
     rounds = rounds > U_ROUNDS_MAX ? U_ROUNDS_MAX : rounds;
-    if (u && cells) {
-        u->b = b;
-        u->wait_ms = (b->o.given & OPT_WAIT) ? b->o.wait_ms : 5000;
-        rc = urun_all(b, u, ks, nk, rounds, secs, cells);
-    }
-    if (u)
-        urun_free(u);
+    int rc = cells ? urun_all(b, ks, nk, rounds, secs, wait_ms, cells) : 1;
     for (int i = 0; cells && i < 4; i++)
-        for (int m = 0; m < 2; m++) {
-            samples_free(&cells[i][m].lat);
-            rate_free(&cells[i][m].rate);
-        }
+        for (int m = 0; m < 2; m++)
+            ucell_free(&cells[i][m]);
     free(cells);
-    free(u);
     return rc;
 }

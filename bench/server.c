@@ -49,11 +49,16 @@ void bench_server_down(struct bench *b)
 
 redisContext *bench_connect(const struct bench *b, int timeout_ms)
 {
+    return bench_connect_at(b->host, b->port, timeout_ms);
+}
+
+redisContext *bench_connect_at(const char *host, int port, int timeout_ms)
+{
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    redisContext *rc = redisConnectWithTimeout(b->host, b->port, tv);
+    redisContext *rc = redisConnectWithTimeout(host, port, tv);
     if (!rc || rc->err || redisSetTimeout(rc, tv) != REDIS_OK) {
         fprintf(stderr, "hilock-bench: cannot connect to %s:%d: %s\n",
-                b->host, b->port, rc ? rc->errstr : "out of memory");
+                host, port, rc ? rc->errstr : "out of memory");
         if (rc)
             redisFree(rc);
         return NULL;
