@@ -265,6 +265,7 @@ static int client_assemble(struct hilock_client *c, struct event_base *base)
     c->eng.prefix_len = c->prefix_len;
     c->eng.id = c->id;
     c->eng.request_tag = c->request_tag;
+    c->eng.rng = &c->rng;
     lock_engine_init(&c->eng);
     return multi_init(&c->eng);
 }

@@ -64,6 +64,7 @@ struct engine {
     const char *id;                    /* client uuid: owner fields */
     const char *request_tag;           /* random: release request ids */
     uint64_t seq;                      /* request ids */
+    uint64_t *rng;                     /* jitter (the client's seed) */
     struct lock_list locks;            /* every handle, for teardown */
     struct table owners;               /* holding handles, name + owner */
     struct table waits;                /* wait queues by name */

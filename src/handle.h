@@ -43,6 +43,7 @@ struct hilock_lock {
     uint32_t op_lease_ms;            /* requested lease (0: watchdog) */
     uint64_t wait_deadline;          /* ms; 0: try once */
     int wait_err;                    /* last busy/no-quorum of the wait */
+    uint8_t splits;                  /* split votes in a row (Redlock) */
     /* Waiting: place in the name's queue. */
     struct wait_queue *queue;
     struct hilock_multi *multi;      /* the MultiLock it is a member of */

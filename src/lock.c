@@ -16,6 +16,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "handle.h"
 #include "reply.h"
@@ -189,6 +190,7 @@ void lock_drop_hold(struct hilock_lock *lock)
 static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
 {
     lock->token = token; /* on re-entry, Redis returns the current token */
+    lock->splits = 0;
     lock_granted(lock, sent_ms, lock->op_lease_ms);
     finish_op(lock, 0, lock->token);
 }
@@ -259,6 +261,15 @@ static void cleanup_done(struct op *op, int status,
 
 static void fence_done(struct op *op, int status,
                        const struct op_result *res);
+
+/* Whether some master granted acquire op (it failed as a whole). */
+static int granted_somewhere(const struct op *op)
+{
+    for (size_t i = 0; i < op->n; i++)
+        if (op_node_ok(op, i))
+            return 1;
+    return 0;
+}
 
 /* The attempt failed with status (ttl: the holder's, for EBUSY): report
  * it, or keep waiting until the wait's own deadline. A wait that ends
@@ -349,6 +360,17 @@ static void acquire_done(struct op *op, int status,
     }
     op->status = status; /* late successes are undone too */
     undo_partial(lock, op);
+    if (status == HILOCK_EBUSY && granted_somewhere(op)) {
+        /* A split vote: other clients took the other masters at the same
+         * moment. Everyone retrying at once on the next release would split
+         * again: back off for a short random time, longer each time. */
+        ttl = backoff_delay_ms(2, 64, lock->splits, lock->eng->rng);
+        lock->splits += lock->splits < 8;
+        acquire_failed(lock, status, ttl);
+        wait_hold_off(lock, (uint64_t)ttl);
+        return;
+    }
+    lock->splits = 0;
     acquire_failed(lock, status, ttl);
 }
 

@@ -274,6 +274,14 @@ void wait_end(struct hilock_lock *lock)
     }
 }
 
+void wait_hold_off(struct hilock_lock *lock, uint64_t ms)
+{
+    struct wait_queue *q = lock->queue;
+    uint64_t until = clock_now_ms() + ms;
+    if (q && q->yield_until < until)
+        q->yield_until = until;
+}
+
 void wait_released(struct hilock_lock *lock, int64_t heard)
 {
     struct engine *eng = lock->eng;

@@ -23,6 +23,9 @@ void wait_end(struct hilock_lock *lock);
  * the head when it was the head's retry, else at the tail. Returns 0 or
  * HILOCK_ENOMEM. */
 int wait_park(struct hilock_lock *lock, int64_t ttl_ms);
+/* Let lock's name's head retry no sooner than ms from now, whatever wakes
+ * it (a split Redlock vote backs off with jitter). */
+void wait_hold_off(struct hilock_lock *lock, uint64_t ms);
 /* This client released lock's name; heard subscribers received the release
  * message. Wake the name's head waiter: now, or after a short yield when
  * waiters elsewhere heard it too. */
