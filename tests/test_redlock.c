@@ -600,11 +600,12 @@ static void master_set(int i, const char *key, const char *value)
 /* Known bug (left out of the suite): the fence command that raises the
  * counters is sent with an array header one argument short (src/wire.c,
  * wire_fence: evalsha(b, sha, 4, 1) for five arguments), so the script runs
- * without its token ("attempt to compare number with nil"), the token
- * arrives as a command of its own, the server's error for it is a reply
- * nobody asked for, and hiredis drops the connection: every acquisition
- * whose granting majority drew different tokens fails with
- * HILOCK_ENOQUORUM.
+ * without its token ("attempt to compare number with nil"), and the
+ * token's two lines ("$3", "101") reach the server as two inline commands
+ * whose error replies nobody asked for: the next requests on that
+ * connection would be handed them, and with none pending hiredis drops the
+ * connection. Every acquisition whose granting majority drew different
+ * tokens fails with HILOCK_ENOQUORUM.
  *
  * Each master has its own token counter; here they differ (100, 5, 50).
  * Tokens must still strictly increase from holder to holder, whichever
