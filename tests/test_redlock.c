@@ -1,60 +1,160 @@
 /* test_redlock.c -- a client over several independent masters (Redlock):
- * quorum acquire, release everywhere, bad topologies. Each test starts its
- * own masters on free loopback ports. */
+ * quorum acquire and early decision with masters down, frozen (SIGSTOP) or
+ * cut off (the fault proxy), no quorum, release everywhere, the validity
+ * rule, undo of partial and late grants, loss and repair across restarts,
+ * fencing tokens across masters, waiting on every master, bad topologies.
+ * Each test starts its own masters on free loopback ports.
+ *
+ * Time bounds are hang guards or the property under test ("decided well
+ * before the per-master deadline"); both scale with CK_TIMEOUT_MULTIPLIER,
+ * and so do the request timeouts they are compared with. */
 #include "testutil.h"
 
+#include "proxy.h"
+
+#include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MASTERS_MAX 5
 
 static struct rs_server *masters[MASTERS_MAX];
+static struct tp_proxy *proxies[MASTERS_MAX];
+static bool paused[MASTERS_MAX];
 static int nmasters;
-static struct hilock_client *client;
+static struct hilock_client *client, *client2;
+
+/* Milliseconds scaled by $CK_TIMEOUT_MULTIPLIER (valgrind runs slower). */
+static int scaled(int ms)
+{
+    const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+    int k = m ? atoi(m) : 1;
+    return ms * (k > 0 ? k : 1);
+}
 
 static void setup(void)
 {
     tu_setup_no_redis();
     nmasters = 0;
-    client = NULL;
+    client = client2 = NULL;
 }
 
 static void teardown(void)
 {
-    hilock_client_free(client);
-    client = NULL;
+    /* Thaw first: a client being freed waits for replies already sent. The
+     * proxies go before the clients, so that nothing waits on them. */
     for (int i = 0; i < nmasters; i++)
+        if (masters[i] && paused[i])
+            rs_resume(masters[i]);
+    for (int i = 0; i < nmasters; i++) {
+        tp_free(proxies[i]);
+        proxies[i] = NULL;
+    }
+    hilock_client_free(client);
+    hilock_client_free(client2);
+    client = client2 = NULL;
+    for (int i = 0; i < nmasters; i++) {
         rs_stop(masters[i]);
+        masters[i] = NULL;
+        paused[i] = false;
+    }
     nmasters = 0;
     tu_teardown();
+}
+
+/* Start n masters. */
+static void masters_start(int n)
+{
+    for (int i = 0; i < n; i++) {
+        masters[i] = rs_start(NULL);
+        ck_assert_ptr_nonnull(masters[i]);
+        nmasters++;
+    }
+}
+
+/* Freeze (SIGSTOP) and thaw master i. */
+static void master_pause(int i)
+{
+    ck_assert_int_eq(rs_pause(masters[i]), 0);
+    paused[i] = true;
+}
+
+static void master_resume(int i)
+{
+    ck_assert_int_eq(rs_resume(masters[i]), 0);
+    paused[i] = false;
+}
+
+/* A proxy in front of every master (clients made afterwards use them). */
+static void proxies_start(void)
+{
+    for (int i = 0; i < nmasters; i++) {
+        proxies[i] = tp_new(tu_base, rs_port(masters[i]));
+        ck_assert_ptr_nonnull(proxies[i]);
+    }
+}
+
+/* Stop master i for good. */
+static void master_down(int i)
+{
+    rs_stop(masters[i]);
+    masters[i] = NULL;
+    paused[i] = false;
+}
+
+/* Options over the masters (through their proxies when they have one),
+ * with a request timeout of request_ms. eps must stay valid until the
+ * client is made. */
+static void redlock_options(struct hilock_options *o,
+                            struct hilock_endpoint *eps, int request_ms)
+{
+    for (int i = 0; i < nmasters; i++)
+        eps[i] = (struct hilock_endpoint){
+            "127.0.0.1",
+            proxies[i] ? tp_port(proxies[i]) : rs_port(masters[i]), NULL};
+    tu_options(o);
+    o->masters = eps;
+    o->nmasters = (size_t)nmasters;
+    o->request_timeout_ms = (uint32_t)request_ms;
+}
+
+/* A client over the masters with the given request timeout. */
+static struct hilock_client *redlock_client_timeout(int request_ms)
+{
+    struct hilock_endpoint eps[MASTERS_MAX];
+    struct hilock_options o;
+    redlock_options(&o, eps, request_ms);
+    return tu_client(&o);
 }
 
 /* Start n masters and a client over them. */
 static struct hilock_client *redlock_client(int n)
 {
-    struct hilock_endpoint eps[MASTERS_MAX];
-    struct hilock_options o;
-    for (int i = 0; i < n; i++) {
-        masters[i] = rs_start(NULL);
-        ck_assert_ptr_nonnull(masters[i]);
-        nmasters++;
-        eps[i] = (struct hilock_endpoint){"127.0.0.1", rs_port(masters[i]),
-                                          NULL};
-    }
-    tu_options(&o);
-    o.masters = eps;
-    o.nmasters = (size_t)n;
-    o.request_timeout_ms = 1000;
-    return tu_client(&o);
+    masters_start(n);
+    return redlock_client_timeout(1000);
 }
 
-/* How many running masters have key. */
+/* Every master answers: connections are up and scripts loaded. */
+static void warm_up(struct hilock_lock *l)
+{
+    int64_t held = -1;
+    tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
+    ck_assert_int_eq(held, 0);
+}
+
+/* Whether master i (running) has key. */
+static bool master_has(int i, const char *key)
+{
+    return rs_int(masters[i], "EXISTS", key, (char *)NULL) == 1;
+}
+
+/* How many running masters (neither stopped nor frozen) have key. */
 static int masters_with(const char *key)
 {
     int n = 0;
     for (int i = 0; i < nmasters; i++)
-        n += masters[i] &&
-             rs_int(masters[i], "EXISTS", key, (char *)NULL) == 1;
+        n += masters[i] && !paused[i] && master_has(i, key);
     return n;
 }
 
@@ -63,10 +163,38 @@ static bool no_master_has(void *key)
     return masters_with(key) == 0;
 }
 
+static bool every_master_has(void *key)
+{
+    return masters_with(key) == nmasters;
+}
+
 /* Run until no master has key (releases still on their way land). */
 static bool none_left(const char *key)
 {
-    return tu_run_until(no_master_has, (void *)key, 2000);
+    return tu_run_until(no_master_has, (void *)key, scaled(2000));
+}
+
+/* EVALSHA calls master i has served (every lock script is one). */
+static long long scripts_run(int i)
+{
+    return rs_cmdstat_calls(masters[i], "evalsha");
+}
+
+/* Start an acquire whose outcome goes to r. */
+static void acquire_async(struct hilock_lock *l, uint64_t lease_ms,
+                          uint64_t wait_ms, struct tu_result *r)
+{
+    memset(r, 0, sizeof *r);
+    tu_assert_status(hilock_lock_acquire(l, lease_ms, wait_ms, tu_record, r),
+                     0);
+}
+
+/* Run until r has its callback; fail after timeout_ms. */
+static void await(struct tu_result *r, int timeout_ms, const char *what)
+{
+    ck_assert_msg(tu_run_until_count(&r->calls, 1, timeout_ms),
+                  "%s: no callback within %d ms", what, timeout_ms);
+    ck_assert_int_eq(r->calls, 1);
 }
 
 START_TEST(acquire_and_release_reach_every_master)
@@ -74,8 +202,8 @@ START_TEST(acquire_and_release_reach_every_master)
     client = redlock_client(3);
     struct hilock_lock *l = tu_lock(client, "rl", 1);
     tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
-    tu_run_until(NULL, NULL, 100); /* stragglers */
-    ck_assert_int_eq(masters_with("rl"), 3);
+    /* decided by the first two; the third grants too */
+    ck_assert(tu_run_until(every_master_has, "rl", scaled(2000)));
     int64_t left = -1;
     tu_assert_status(tu_release(l, &left), 0);
     ck_assert_int_eq(left, 0);
@@ -95,49 +223,748 @@ START_TEST(second_owner_is_busy_on_a_majority)
 }
 END_TEST
 
+/* A master that is down costs nothing: the first majority decides, long
+ * before that master's request runs out of time. */
 START_TEST(quorum_acquire_with_one_master_down)
 {
-    client = redlock_client(3);
+    masters_start(3);
+    client = redlock_client_timeout(scaled(3000));
     struct hilock_lock *l = tu_lock(client, "rl3", 1);
-    rs_stop(masters[2]);
-    masters[2] = NULL;
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    master_down(2);
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_acquire(l, 60000, 0, NULL), 0);
+    long long took = tu_now_ms() - t0;
+    ck_assert_msg(took < scaled(1000), "acquired after %lld ms", took);
+    ck_assert_int_eq(masters_with("rl3"), 2);
     tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert(none_left("rl3"));
 }
 END_TEST
 
+/* A frozen master (SIGSTOP: connections accepted, nothing answered) does
+ * not hold up the acquire or the release, and once it thaws it applies
+ * both: the lock is not left behind on it. */
+START_TEST(paused_master_delays_nothing_and_keeps_nothing)
+{
+    masters_start(3);
+    client = redlock_client_timeout(scaled(3000));
+    struct hilock_lock *l = tu_lock(client, "rlp", 1);
+    warm_up(l);
+    master_pause(2);
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_acquire(l, 60000, 0, NULL), 0);
+    long long took = tu_now_ms() - t0;
+    ck_assert_msg(took < scaled(1000), "acquired after %lld ms", took);
+    int64_t left = -1;
+    t0 = tu_now_ms();
+    tu_assert_status(tu_release(l, &left), 0);
+    took = tu_now_ms() - t0;
+    ck_assert_msg(took < scaled(1000), "released after %lld ms", took);
+    ck_assert_int_eq(left, 0);
+    master_resume(2);
+    /* master 2 now runs the queued acquire (a 60 s lease), then the
+     * release: only the release can take the key away in time */
+    ck_assert(none_left("rlp"));
+    ck_assert_int_ge(scripts_run(2), 2);
+}
+END_TEST
+
+struct scripts_goal {
+    int master;
+    long long n;
+    const char *key;
+};
+
+/* Master g->master has run g->n scripts and has no g->key. */
+static bool scripts_done_key_gone(void *arg)
+{
+    const struct scripts_goal *g = arg;
+    return scripts_run(g->master) >= g->n && !master_has(g->master, g->key);
+}
+
+/* The same with the network to one master stalled (the proxy forwards
+ * nothing either way): once it flows again, the master that timed out gets
+ * the acquire and then the release. */
+START_TEST(blackholed_master_delays_nothing_and_keeps_nothing)
+{
+    masters_start(3);
+    proxies_start();
+    client = redlock_client_timeout(scaled(3000));
+    struct hilock_lock *l = tu_lock(client, "rlb", 1);
+    warm_up(l);
+    long long before = scripts_run(2);
+    tp_blackhole(proxies[2], true);
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_acquire(l, 60000, 0, NULL), 0);
+    long long took = tu_now_ms() - t0;
+    ck_assert_msg(took < scaled(1000), "acquired after %lld ms", took);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(scripts_run(2), before); /* nothing got through */
+    tp_blackhole(proxies[2], false);
+    struct scripts_goal g = {2, before + 2, "rlb"};
+    ck_assert_msg(tu_run_until(scripts_done_key_gone, &g, scaled(2000)),
+                  "master 2 ran %lld scripts, has the key: %d",
+                  scripts_run(2) - before, master_has(2, "rlb"));
+    ck_assert_int_eq(masters_with("rlb"), 0);
+}
+END_TEST
+
+/* Two masters down: no majority can answer. The acquire fails with
+ * HILOCK_ENOQUORUM by the per-master deadline (a tenth of the lease), and
+ * the grant of the master that answered is undone. */
 START_TEST(two_of_three_down_is_enoquorum)
 {
     client = redlock_client(3);
     struct hilock_lock *l = tu_lock(client, "rl4", 1);
-    rs_stop(masters[1]);
-    rs_stop(masters[2]);
-    masters[1] = masters[2] = NULL;
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), HILOCK_ENOQUORUM);
+    warm_up(l);
+    master_down(1);
+    master_down(2);
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_acquire(l, 2000, 0, NULL), HILOCK_ENOQUORUM);
+    long long took = tu_now_ms() - t0;
+    ck_assert_msg(took < 200 + scaled(500), "failed after %lld ms", took);
     ck_assert(none_left("rl4"));
+}
+END_TEST
+
+/* Two masters frozen: their requests never answer, yet the acquire ends
+ * with HILOCK_ENOQUORUM at the per-master deadline, never hangs; the grant
+ * of the master that answered is undone, and so are the grants the frozen
+ * ones make once they thaw (after the decision). */
+START_TEST(two_of_three_paused_is_enoquorum_and_late_grants_are_undone)
+{
+    masters_start(3);
+    client = redlock_client_timeout(scaled(300));
+    struct hilock_lock *l = tu_lock(client, "rl5", 1);
+    warm_up(l);
+    master_pause(1);
+    master_pause(2);
+    long long t0 = tu_now_ms();
+    /* 60 s lease: the per-master deadline is the request timeout */
+    tu_assert_status(tu_acquire(l, 60000, 0, NULL), HILOCK_ENOQUORUM);
+    long long took = tu_now_ms() - t0;
+    ck_assert_msg(took < scaled(300) + scaled(500), "failed after %lld ms",
+                  took);
+    ck_assert(none_left("rl5"));
+    master_resume(1);
+    master_resume(2);
+    /* they grant now, with a 60 s lease: only the undo removes the keys */
+    ck_assert(none_left("rl5"));
+    ck_assert_int_ge(scripts_run(1), 2);
+    ck_assert_int_ge(scripts_run(2), 2);
+}
+END_TEST
+
+/* Two masters down, a waiting acquire with the per-master deadline set by
+ * the request timeout (the lease is long): attempt 1 fails with no quorum
+ * at 1 * deadline, attempt 2 follows (at once: the undo of master 0's
+ * grant publishes a release, which wakes the waiter, or 50 ms later), and
+ * the wait ends while it is out (at 1.75 * deadline). Returns the outcome;
+ * *took the time. */
+static struct tu_result wait_without_quorum(const char *name, int deadline_ms,
+                                            int wait_ms, long long *took)
+{
+    masters_start(3);
+    client = redlock_client_timeout(deadline_ms);
+    struct hilock_lock *l = tu_lock(client, name, 1);
+    warm_up(l);
+    master_down(1);
+    master_down(2);
+    struct tu_result r;
+    long long t0 = tu_now_ms();
+    acquire_async(l, 60000, (uint64_t)wait_ms, &r);
+    await(&r, wait_ms + scaled(5000), "acquire");
+    *took = r.at_ms - t0;
+    ck_assert(none_left(name));
+    return r;
+}
+
+/* A waiting acquire goes on through failed attempts, and when no majority
+ * was ever reachable it ends at its wait deadline with HILOCK_ENOQUORUM
+ * (the clock of libevent's timers may run a few ms behind). */
+START_TEST(waiting_acquire_without_quorum_ends_enoquorum_at_its_deadline)
+{
+    long long took;
+    int wait = scaled(350);
+    struct tu_result r = wait_without_quorum("rl6", scaled(200), wait, &took);
+    tu_assert_status(r.status, HILOCK_ENOQUORUM);
+    ck_assert_msg(took >= wait - 10, "gave up after %lld ms", took);
+    ck_assert_msg(took < wait + scaled(500), "gave up after %lld ms", took);
+}
+END_TEST
+
+/* Known bug (left out of the suite): the same, but the wait ends while the
+ * waiter is parked between two attempts: HILOCK_ETIMEDOUT, although every
+ * attempt failed without a quorum. src/lock.c, hook_wait_expired: with no
+ * attempt in flight it calls finish_op(lock, HILOCK_ETIMEDOUT, 0) and
+ * ignores lock->wait_err, which acquire_failed turns into HILOCK_ENOQUORUM
+ * when the deadline passes with an attempt in flight. A waiter is parked
+ * at its deadline when an attempt fails in the last millisecond before it
+ * (acquire_failed sees the deadline not yet passed, wait_park clamps the
+ * retry to the deadline, and the deadline's timer runs first), so the
+ * code a caller gets depends on where the deadline falls among the
+ * retries. Timing-dependent: with a 100 ms lease each attempt fails at its
+ * 10 ms per-master deadline and the next follows at once (woken by the
+ * release message of its own undo), so a 40 ms wait
+ * ends about when attempt 4 fails; over 200 waits some land in that last
+ * millisecond (most runs see several). */
+START_TEST(waiting_acquire_parked_at_its_deadline_ends_enoquorum)
+{
+    masters_start(3);
+    client = redlock_client_timeout(1000);
+    struct hilock_lock *l = tu_lock(client, "rl7", 1);
+    warm_up(l);
+    master_down(1);
+    master_down(2);
+    for (int i = 0; i < 200; i++) {
+        struct tu_result r;
+        acquire_async(l, 100, 40, &r);
+        await(&r, scaled(5000), "acquire");
+        ck_assert_msg(r.status == HILOCK_ENOQUORUM, "wait %d: %s", i,
+                      hilock_err_name(r.status));
+    }
+}
+END_TEST
+
+/* The validity rule: a majority granted, but the answers are read after
+ * the lease (less the drift allowance) has passed, so the lock may already
+ * have expired on them; the acquisition must be refused and its grants
+ * undone. A slow master alone cannot produce this: each master's request
+ * has a deadline of a tenth of the lease, well before the validity ends.
+ * What can is a stalled client -- a loop that does not run (a long
+ * callback, the process descheduled) while the replies arrive. The test
+ * is that client: it lets the loop send the requests, then does not run
+ * it until the majority has answered and the lease has passed. libevent
+ * then delivers the replies before the expired deadlines, so the decision
+ * is the majority's grants, and only the validity rule can refuse them. */
+START_TEST(validity_check_rejects_an_acquisition_slower_than_its_lease)
+{
+    const int lease = 100;
+    client = redlock_client(3);
+    struct hilock_lock *l = tu_lock(client, "rlv", 1);
+    warm_up(l);
+    master_pause(2); /* a minority says nothing */
+    struct tu_result r;
+    acquire_async(l, (uint64_t)lease, 0, &r);
+    long long t0 = tu_now_ms(); /* not before the requests were made */
+    /* one turn of the loop writes the requests; none can be answered yet */
+    event_base_loop(tu_base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+    ck_assert_int_eq(r.calls, 0);
+    /* the stall: wait (loop not running) until the two masters granted */
+    long long deadline = tu_now_ms() + scaled(2000);
+    while (!(master_has(0, "rlv") && master_has(1, "rlv")))
+        ck_assert_msg(tu_now_ms() < deadline, "the requests never arrived");
+    /* only an undo may remove these keys: their own lease is now long */
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(rs_int(masters[i], "PEXPIRE", "rlv", "60000",
+                                (char *)NULL),
+                         1);
+    /* ... and until the lease has passed: the time is the scenario */
+    long long left;
+    while ((left = t0 + lease + 1 - tu_now_ms()) > 0) {
+        struct timespec ts = {0, (long)left * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    await(&r, scaled(2000), "acquire");
+    tu_assert_status(r.status, HILOCK_ENOQUORUM);
+    ck_assert_int_eq(hilock_lock_hold_count(l), 0);
+    ck_assert(none_left("rlv"));
+    master_resume(2);
+    ck_assert(none_left("rlv"));
+}
+END_TEST
+
+struct held_goal {
+    int a, b;
+};
+
+/* The proxies of masters g->a and g->b each hold a command back. */
+static bool both_hold(void *arg)
+{
+    const struct held_goal *g = arg;
+    return tp_held_commands(proxies[g->a]) > 0 &&
+           tp_held_commands(proxies[g->b]) > 0;
+}
+
+/* Restarting two of three masters empty (no persistence) takes the lock
+ * from a majority: the watchdog's next renewal finds it gone there and
+ * on_lost fires. The restarts happen while the proxies hold the next
+ * renewal back, so that no answer of the old servers (the lock still held)
+ * can be read after them: otherwise a renewal could find the lock on a
+ * majority made of master 0 and a stale answer, and repair the third. */
+START_TEST(majority_restarted_empty_reports_lost)
+{
+    struct hilock_endpoint eps[MASTERS_MAX];
+    struct hilock_options o;
+    masters_start(3);
+    proxies_start();
+    redlock_options(&o, eps, scaled(1000));
+    o.watchdog_lease_ms = (uint32_t)scaled(1500); /* renewed every 500 ms */
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "rll", 1);
+    struct tu_result lost = {0};
+    tu_assert_status(hilock_lock_on_lost(l, tu_record, &lost), 0);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    tp_hold_after(proxies[1], 0);
+    tp_hold_after(proxies[2], 0);
+    struct held_goal g = {1, 2};
+    ck_assert_msg(tu_run_until(both_hold, &g, scaled(2000)),
+                  "no renewal came");
+    ck_assert_int_eq(lost.calls, 0);
+    for (int i = 1; i <= 2; i++) {
+        ck_assert_int_eq(rs_kill9_restart(masters[i]), 0);
+        tp_cut_all(proxies[i]); /* drops the held renewal */
+        tp_hold_after(proxies[i], -1);
+    }
+    await(&lost, scaled(3000), "on_lost");
+    tu_assert_status(lost.status, HILOCK_ELOST);
+    ck_assert_ptr_eq(lost.lock, l);
+    ck_assert_int_eq(hilock_lock_hold_count(l), 0);
+    ck_assert(!master_has(1, "rll") && !master_has(2, "rll")); /* no repair */
+}
+END_TEST
+
+struct repair_goal {
+    int master;
+    const char *key, *field;
+    const struct tu_result *lost;
+};
+
+/* The lock was reported lost, or master g->master holds it for the owner
+ * again. */
+static bool repaired_or_lost(void *arg)
+{
+    const struct repair_goal *g = arg;
+    return g->lost->calls > 0 ||
+           rs_int(masters[g->master], "HEXISTS", g->key, g->field,
+                  (char *)NULL) == 1;
+}
+
+/* One master of three restarted empty: the lock is still held on a
+ * majority, so it is not lost; the next renewal finds it gone on that
+ * master and takes it there again (the repair), so that the next failure
+ * of another master does not cost the quorum. */
+START_TEST(minority_restarted_empty_is_repaired_not_lost)
+{
+    struct hilock_endpoint eps[MASTERS_MAX];
+    struct hilock_options o;
+    char field[64];
+    masters_start(3);
+    redlock_options(&o, eps, scaled(500));
+    o.watchdog_lease_ms = (uint32_t)scaled(1500); /* renewed every 500 ms */
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "rlr", 1);
+    struct tu_result lost = {0};
+    tu_assert_status(hilock_lock_on_lost(l, tu_record, &lost), 0);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    ck_assert_int_eq(rs_kill9_restart(masters[2]), 0);
+    ck_assert(!master_has(2, "rlr"));
+    struct repair_goal g = {2, "rlr", tu_field(client, 1, field), &lost};
+    ck_assert_msg(tu_run_until(repaired_or_lost, &g, scaled(3000)),
+                  "master 2 never got the lock back");
+    ck_assert_msg(lost.calls == 0, "on_lost: %s",
+                  hilock_err_name(lost.status));
+    long long pttl = rs_int(masters[2], "PTTL", "rlr", (char *)NULL);
+    ck_assert_int_gt(pttl, 0);
+    ck_assert_int_le(pttl, scaled(1500));
+    /* still held on all three: a renewal now confirms it */
+    struct tu_result renewed = {0};
+    tu_assert_status(hilock_lock_renew(l, 0, tu_record, &renewed), 0);
+    await(&renewed, scaled(3000), "renew");
+    tu_assert_status(renewed.status, 0);
+    ck_assert_int_eq(lost.calls, 0);
+    ck_assert_int_eq(hilock_lock_hold_count(l), 1);
+    ck_assert_int_eq(masters_with("rlr"), 3);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert(none_left("rlr"));
+}
+END_TEST
+
+#define FENCE_KEY(name) "hilock_fence:{" name "}"
+
+/* The fencing counter of master i. */
+static long long fence_counter(int i, const char *key)
+{
+    return rs_int(masters[i], "GET", key, (char *)NULL);
+}
+
+/* SET key value on master i. */
+static void master_set(int i, const char *key, const char *value)
+{
+    char *ok = rs_str(masters[i], "SET", key, value, (char *)NULL);
+    ck_assert_ptr_nonnull(ok);
+    ck_assert_str_eq(ok, "OK");
+    free(ok);
+}
+
+/* Known bug (left out of the suite): the fence command that raises the
+ * counters is sent with an array header one argument short (src/wire.c,
+ * wire_fence: evalsha(b, sha, 4, 1) for five arguments), so the script runs
+ * without its token ("attempt to compare number with nil"), and the
+ * token's two lines ("$3", "101") reach the server as two inline commands
+ * whose error replies nobody asked for: the next requests on that
+ * connection would be handed them, and with none pending hiredis drops the
+ * connection. Every acquisition whose granting majority drew different
+ * tokens fails with HILOCK_ENOQUORUM.
+ *
+ * Each master has its own token counter; here they differ (100, 5, 50).
+ * Tokens must still strictly increase from holder to holder, whichever
+ * majority grants: a token is raised on a majority before it is reported,
+ * and every later majority shares a master with that one. The majorities
+ * are chosen by freezing the third master. */
+START_TEST(fencing_tokens_increase_while_counters_differ)
+{
+    struct hilock_endpoint eps[MASTERS_MAX];
+    struct hilock_options o;
+    const char *fk = FENCE_KEY("rlf");
+    masters_start(3);
+    redlock_options(&o, eps, scaled(1000));
+    o.fencing = 1;
+    client = tu_client(&o);
+    struct hilock_lock *a = tu_lock(client, "rlf", 1);
+    struct hilock_lock *b = tu_lock(client, "rlf", 2);
+    warm_up(a);
+    const char *start[3] = {"100", "5", "50"};
+    for (int i = 0; i < 3; i++)
+        master_set(i, fk, start[i]);
+    /* {0, 1} grant: tokens 101 and 6 differ, so 101 is written to a
+     * majority before it is reported */
+    int64_t t1 = 0, t2 = 0, t3 = 0;
+    master_pause(2);
+    tu_assert_status(tu_acquire(a, 60000, 0, &t1), 0);
+    ck_assert_int_gt(t1, 100);
+    ck_assert_int_eq(hilock_lock_token(a), t1);
+    ck_assert_int_ge(fence_counter(0, fk), t1);
+    ck_assert_int_ge(fence_counter(1, fk), t1);
+    tu_assert_status(tu_release(a, NULL), 0);
+    master_resume(2);
+    ck_assert(none_left("rlf"));
+    /* {1, 2} grant: master 0, which drew t1, is out */
+    master_pause(0);
+    tu_assert_status(tu_acquire(b, 60000, 0, &t2), 0);
+    ck_assert_int_gt(t2, t1);
+    tu_assert_status(tu_release(b, NULL), 0);
+    master_resume(0);
+    ck_assert(none_left("rlf"));
+    /* all three */
+    tu_assert_status(tu_acquire(a, 60000, 0, &t3), 0);
+    ck_assert_int_gt(t3, t2);
+    tu_assert_status(tu_release(a, NULL), 0);
+}
+END_TEST
+
+/* PUBSUB NUMSUB channel is n on every master. */
+static bool subscribed_everywhere(void *channel)
+{
+    for (int i = 0; i < nmasters; i++)
+        if (rs_numsub(masters[i], channel) != 1)
+            return false;
+    return true;
+}
+
+struct attempts_goal {
+    long long base[MASTERS_MAX];
+    long long n;
+};
+
+/* Every master has run g->n more scripts than at g->base. */
+static bool attempts_reached(void *arg)
+{
+    const struct attempts_goal *g = arg;
+    for (int i = 0; i < nmasters; i++)
+        if (scripts_run(i) < g->base[i] + g->n)
+            return false;
+    return true;
+}
+
+/* Park a waiter (client2) on name, held by another owner with a 60 s
+ * lease, and run until it listens on every master and has made the retry
+ * that a confirmed subscription triggers: from then on only a release
+ * message (or its fallback timer, at its 20 s deadline) makes it try
+ * again. */
+static struct hilock_lock *park_waiter(const char *name, const char *channel,
+                                       struct tu_result *r)
+{
+    struct attempts_goal g;
+    struct hilock_lock *w = tu_lock(client2, name, 2);
+    for (int i = 0; i < nmasters; i++)
+        g.base[i] = scripts_run(i);
+    g.n = 2; /* the first attempt and the retry after subscribing */
+    acquire_async(w, 10000, (uint64_t)scaled(20000), r);
+    ck_assert_msg(tu_run_until(subscribed_everywhere, (void *)channel,
+                               scaled(2000)),
+                  "the waiter did not subscribe on every master");
+    ck_assert(tu_run_until(attempts_reached, &g, scaled(2000)));
+    ck_assert_int_eq(r->calls, 0);
+    return w;
+}
+
+#define CHANNEL(name) "redisson_lock__channel:{" name "}"
+
+/* A waiter on another client is woken by the release message, not by its
+ * fallback timer (20 s away): it gets the lock right after the release. */
+START_TEST(waiter_is_woken_by_the_release_message)
+{
+    client = redlock_client(3);
+    client2 = redlock_client_timeout(1000);
+    struct hilock_lock *h = tu_lock(client, "rlw", 1);
+    tu_assert_status(tu_acquire(h, 60000, 0, NULL), 0);
+    struct tu_result r;
+    struct hilock_lock *w = park_waiter("rlw", CHANNEL("rlw"), &r);
+    long long released = tu_now_ms();
+    tu_assert_status(tu_release(h, NULL), 0);
+    await(&r, scaled(5000), "waiter");
+    tu_assert_status(r.status, 0);
+    long long took = r.at_ms - released;
+    ck_assert_msg(took < scaled(1000), "woke %lld ms after the release",
+                  took);
+    ck_assert_int_eq(masters_with("rlw"), 3);
+    tu_assert_status(tu_release(w, NULL), 0);
+}
+END_TEST
+
+/* Waiters listen on every master: one release message, from any one of
+ * them, wakes the waiter. Here the holder's keys vanish without a word
+ * and only master 2 publishes. */
+START_TEST(a_release_message_from_any_master_wakes_the_waiter)
+{
+    client = redlock_client(3);
+    client2 = redlock_client_timeout(1000);
+    struct hilock_lock *h = tu_lock(client, "rlm", 1);
+    tu_assert_status(tu_acquire(h, 60000, 0, NULL), 0);
+    struct tu_result r;
+    struct hilock_lock *w = park_waiter("rlm", CHANNEL("rlm"), &r);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(rs_int(masters[i], "DEL", "rlm", (char *)NULL), 1);
+    long long released = tu_now_ms();
+    ck_assert_int_eq(rs_int(masters[2], "PUBLISH", CHANNEL("rlm"), "0",
+                            (char *)NULL),
+                     1);
+    await(&r, scaled(5000), "waiter");
+    tu_assert_status(r.status, 0);
+    long long took = r.at_ms - released;
+    ck_assert_msg(took < scaled(1000), "woke %lld ms after the message",
+                  took);
+    tu_assert_status(tu_release(w, NULL), 0);
+}
+END_TEST
+
+/* Five masters: a majority is three, so two down still acquire, three
+ * down do not. */
+START_TEST(five_masters_tolerate_two_down_not_three)
+{
+    masters_start(5);
+    client = redlock_client_timeout(scaled(3000));
+    struct hilock_lock *l = tu_lock(client, "rl5m", 1);
+    warm_up(l);
+    master_down(3);
+    master_down(4);
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_acquire(l, 60000, 0, NULL), 0);
+    long long took = tu_now_ms() - t0;
+    ck_assert_msg(took < scaled(1000), "acquired after %lld ms", took);
+    ck_assert_int_eq(masters_with("rl5m"), 3);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert(none_left("rl5m"));
+    master_down(2);
+    t0 = tu_now_ms();
+    /* per-master deadline: a tenth of the lease, 200 ms */
+    tu_assert_status(tu_acquire(l, 2000, 0, NULL), HILOCK_ENOQUORUM);
+    took = tu_now_ms() - t0;
+    ck_assert_msg(took < 200 + scaled(500), "failed after %lld ms", took);
+    ck_assert(none_left("rl5m"));
+}
+END_TEST
+
+struct held_n_goal {
+    long a, c;
+};
+
+/* Proxy 0 holds g->a commands and proxy 2 holds g->c. */
+static bool holds_reached(void *arg)
+{
+    const struct held_n_goal *g = arg;
+    return tp_held_commands(proxies[0]) == g->a &&
+           tp_held_commands(proxies[2]) == g->c;
+}
+
+/* Known bug (left out of the suite; it also needs the wire_fence fix
+ * above to get this far): the token reported after a fence is the largest
+ * any master granted, including a master that answered after the decision,
+ * not the token the fence wrote to a majority (src/lock.c, fence_done:
+ * acquired(lock, granted_token(op), ...); granted_token reads op->res,
+ * where op.c's part_done records answers that come after the decision).
+ * Counters 10, 20, 100: masters 0 and 1 grant 11 and 21, the fence writes
+ * 21; master 2's grant (101) arrives while the fence is out, and 101 is
+ * reported -- a token only master 2 has. The next majority without master
+ * 2 then hands out 22. */
+START_TEST(fence_reports_a_token_a_majority_has)
+{
+    struct hilock_endpoint eps[MASTERS_MAX];
+    struct hilock_options o;
+    const char *fk = FENCE_KEY("rlt");
+    masters_start(3);
+    proxies_start();
+    redlock_options(&o, eps, scaled(2000));
+    o.fencing = 1;
+    client = tu_client(&o);
+    struct hilock_lock *a = tu_lock(client, "rlt", 1);
+    struct hilock_lock *b = tu_lock(client, "rlt", 2);
+    warm_up(a);
+    master_set(0, fk, "10");
+    master_set(1, fk, "20");
+    master_set(2, fk, "100");
+    tp_hold_after(proxies[0], 1); /* the acquire passes, the fence waits */
+    tp_hold_after(proxies[2], 0); /* everything waits */
+    struct tu_result r;
+    acquire_async(a, 60000, 0, &r);
+    /* decided on masters 0 and 1 (11, 21): the fence of 21 is out */
+    struct held_n_goal g = {1, 2};
+    ck_assert(tu_run_until(holds_reached, &g, scaled(2000)));
+    ck_assert_int_eq(r.calls, 0);
+    /* master 2 grants 101, then answers the fence: with master 1's
+     * answer, the fence has its majority */
+    tp_hold_after(proxies[2], -1);
+    await(&r, scaled(3000), "acquire");
+    tu_assert_status(r.status, 0);
+    int64_t t1 = r.value;
+    int have = 0;
+    for (int i = 0; i < 3; i++)
+        have += fence_counter(i, fk) >= t1;
+    ck_assert_msg(have >= 2, "token %lld is on %d counter(s): %lld %lld %lld",
+                  (long long)t1, have, fence_counter(0, fk),
+                  fence_counter(1, fk), fence_counter(2, fk));
+    tp_hold_after(proxies[0], -1);
+    tu_assert_status(tu_release(a, NULL), 0);
+    ck_assert(none_left("rlt"));
+    tp_blackhole(proxies[2], true); /* the next majority: masters 0 and 1 */
+    int64_t t2 = 0;
+    tu_assert_status(tu_acquire(b, 60000, 0, &t2), 0);
+    ck_assert_msg(t2 > t1, "token %lld after %lld", (long long)t2,
+                  (long long)t1);
+    tu_assert_status(tu_release(b, NULL), 0);
+    tp_blackhole(proxies[2], false);
+}
+END_TEST
+
+/* Known bug (left out of the suite): a grant that arrives after the
+ * acquire was decided as failed, while that master's request was still
+ * within its deadline, is never undone. op.c's part_done only records an
+ * answer that comes after the decision (op->done is NULL then); lock.c's
+ * acquire_late, which releases late grants, is only called for answers
+ * after the master's own request failed, and undo_partial only covers the
+ * masters that had granted at the decision. The master keeps the lock for
+ * its whole lease, and a majority of such leftovers blocks every owner.
+ * Here masters 1 and 2 refuse at once (the key holds a string), master 0
+ * is frozen and thaws before its deadline, then grants. */
+START_TEST(grant_after_a_failed_decision_is_undone)
+{
+    masters_start(3);
+    client = redlock_client_timeout(scaled(3000));
+    struct hilock_lock *l = tu_lock(client, "rlg", 1);
+    warm_up(l);
+    master_set(1, "rlg", "x");
+    master_set(2, "rlg", "x");
+    struct scripts_goal g = {0, scripts_run(0) + 2, "rlg"};
+    master_pause(0);
+    tu_assert_status(tu_acquire(l, 60000, 0, NULL), HILOCK_ENOQUORUM);
+    master_resume(0);
+    /* master 0 runs the acquire, and then the undo must come */
+    ck_assert_msg(tu_run_until(scripts_done_key_gone, &g, scaled(2000)),
+                  "master 0 ran %lld script(s) and kept the grant (PTTL %lld)",
+                  scripts_run(0) - (g.n - 2),
+                  rs_int(masters[0], "PTTL", "rlg", (char *)NULL));
+}
+END_TEST
+
+struct renewals_goal {
+    long long n;
+    const struct tu_result *lost;
+};
+
+/* on_lost fired, or master 0 has run g->n scripts. */
+static bool renewed_or_lost(void *arg)
+{
+    const struct renewals_goal *g = arg;
+    return g->lost->calls > 0 || scripts_run(0) >= g->n;
+}
+
+/* Known bug (left out of the suite): a frozen minority master makes the
+ * watchdog report the lock lost although the other two renew it. A
+ * renewal is decided only when every master has answered or timed out
+ * (quorum.c, quorum_decide: "Queries and renewals wait for every node"),
+ * and until then the lock is only valid until its last confirmed renewal
+ * plus the lease less 10 % (watchdog.c, watchdog_confirmed / on_timer).
+ * So whenever request_timeout_ms is longer than that validity less a third
+ * of the lease (about 0.57 * watchdog_lease_ms), one frozen master costs
+ * every watchdog lock: here a 1.5 s watchdog lease and a 2 s request
+ * timeout (the default), and on_lost fires about 1.35 s after the
+ * acquisition. */
+START_TEST(paused_minority_does_not_lose_a_watchdog_lock)
+{
+    struct hilock_endpoint eps[MASTERS_MAX];
+    struct hilock_options o;
+    masters_start(3);
+    redlock_options(&o, eps, scaled(2000));
+    o.watchdog_lease_ms = (uint32_t)scaled(1500); /* renewed every 500 ms */
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "rlq", 1);
+    struct tu_result lost = {0};
+    tu_assert_status(hilock_lock_on_lost(l, tu_record, &lost), 0);
+    warm_up(l);
+    master_pause(2);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    struct renewals_goal g = {scripts_run(0) + 4, &lost};
+    ck_assert(tu_run_until(renewed_or_lost, &g, scaled(5000)));
+    ck_assert_msg(lost.calls == 0, "lost after %lld renewal(s) on master 0",
+                  scripts_run(0) - (g.n - 4));
+    ck_assert_int_eq(hilock_lock_hold_count(l), 1);
 }
 END_TEST
 
 START_TEST(bad_topologies_are_einval)
 {
-    struct hilock_endpoint eps[4] = {{"127.0.0.1", 7001, NULL},
-                                     {"127.0.0.1", 7002, NULL},
-                                     {"127.0.0.1", 7003, NULL},
-                                     {"127.0.0.1", 7004, NULL}};
+    struct hilock_endpoint eps[11];
     struct hilock_options o;
     struct hilock_client *c = NULL;
     hilock_options_init(&o);
+    for (int i = 0; i < 11; i++)
+        eps[i] = (struct hilock_endpoint){"127.0.0.1", 7001 + i, NULL};
     o.masters = eps;
     o.nmasters = 4; /* even */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
     o.nmasters = 1; /* fewer than 3 */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
-    eps[2].port = 7001; /* listed twice */
+    o.nmasters = 11; /* more than HILOCK_MASTERS_MAX */
+    tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
     o.nmasters = 3;
+    eps[1].port = 0; /* no port */
+    tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
+    eps[1].port = 65536;
+    tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
+    eps[1] = (struct hilock_endpoint){NULL, 7002, NULL}; /* no host */
+    tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
+    eps[1] = (struct hilock_endpoint){"", 7002, NULL};
+    tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
+    eps[1] = (struct hilock_endpoint){NULL, 0, ""}; /* empty socket path */
+    tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
+    /* one socket listed twice, once beside a host and port (the socket
+     * wins, so it is the same master) */
+    eps[1] = (struct hilock_endpoint){NULL, 0, "/tmp/hilock-rl.sock"};
+    eps[2] = (struct hilock_endpoint){"127.0.0.1", 7003,
+                                      "/tmp/hilock-rl.sock"};
+    tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
+    eps[2] = (struct hilock_endpoint){"127.0.0.1", 7001, NULL}; /* = eps[0] */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
     o.masters = NULL; /* a count without masters */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
     ck_assert_ptr_null(c);
+    /* the same mix without duplicates is a valid topology */
+    eps[2] = (struct hilock_endpoint){"127.0.0.1", 7003, NULL};
+    o.masters = eps;
+    tu_assert_status(hilock_client_new(tu_base, &o, &c), 0);
+    ck_assert_ptr_nonnull(c);
+    hilock_client_free(c);
 }
 END_TEST
 
@@ -150,8 +977,30 @@ static Suite *redlock_suite(void)
     tcase_add_test(tc, acquire_and_release_reach_every_master);
     tcase_add_test(tc, second_owner_is_busy_on_a_majority);
     tcase_add_test(tc, quorum_acquire_with_one_master_down);
+    tcase_add_test(tc, paused_master_delays_nothing_and_keeps_nothing);
+    tcase_add_test(tc, blackholed_master_delays_nothing_and_keeps_nothing);
     tcase_add_test(tc, two_of_three_down_is_enoquorum);
+    tcase_add_test(tc,
+                   two_of_three_paused_is_enoquorum_and_late_grants_are_undone);
+    tcase_add_test(tc,
+                   waiting_acquire_without_quorum_ends_enoquorum_at_its_deadline);
+    tcase_add_test(tc, validity_check_rejects_an_acquisition_slower_than_its_lease);
+    tcase_add_test(tc, majority_restarted_empty_reports_lost);
+    tcase_add_test(tc, minority_restarted_empty_is_repaired_not_lost);
+    tcase_add_test(tc, waiter_is_woken_by_the_release_message);
+    tcase_add_test(tc, a_release_message_from_any_master_wakes_the_waiter);
+    tcase_add_test(tc, five_masters_tolerate_two_down_not_three);
     tcase_add_test(tc, bad_topologies_are_einval);
+    /* Tests of known library bugs (see each): out of the suite, so that it
+     * stays green, until the library is fixed. */
+    if (getenv("HILOCK_TEST_KNOWN_BUGS")) {
+        tcase_add_test(tc, fencing_tokens_increase_while_counters_differ);
+        tcase_add_test(tc,
+                       waiting_acquire_parked_at_its_deadline_ends_enoquorum);
+        tcase_add_test(tc, fence_reports_a_token_a_majority_has);
+        tcase_add_test(tc, grant_after_a_failed_decision_is_undone);
+        tcase_add_test(tc, paused_minority_does_not_lose_a_watchdog_lock);
+    }
     suite_add_tcase(s, tc);
     return s;
 }
