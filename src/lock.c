@@ -166,7 +166,9 @@ static void hook_wait_expired(struct hilock_lock *lock)
     if (lock->op_pending)
         op_complete(lock->op_pending, HILOCK_ETIMEDOUT);
     else if (lock->op == OP_ACQUIRE)
-        finish_op(lock, HILOCK_ETIMEDOUT, 0);
+        finish_op(lock, lock->wait_err == HILOCK_ENOQUORUM ? HILOCK_ENOQUORUM
+                                                          : HILOCK_ETIMEDOUT,
+                  0);
 }
 
 /* The acquire succeeded (sent at sent_ms): record the hold, start its

@@ -201,6 +201,26 @@ static void decided(struct op *op, int status, const struct op_result *res)
     op->busy--;
 }
 
+/* A renewal over several nodes is settled before every node answered
+ * once each of its locks is renewed, or gone, on a majority: a frozen
+ * master must not hold the others' confirmation back past the locks'
+ * validity. */
+static int renewal_settled(const struct op *op)
+{
+    unsigned char out[1];
+    if (op->kind != OP_KIND_RENEW || op->n == 1)
+        return 0;
+    for (uint32_t k = 0; k < op->nlocks; k++) {
+        unsigned char col[QUORUM_NODES_MAX];
+        for (size_t i = 0; i < op->n; i++)
+            col[i] = op->renew[i * op->nlocks + k];
+        quorum_renew(op->n, 1, col, out);
+        if (out[0] == RENEW_UNKNOWN)
+            return 0;
+    }
+    return 1;
+}
+
 static void part_done(struct req *r, int status, redisReply *reply)
 {
     struct op *op = r->ctx;
@@ -220,6 +240,8 @@ static void part_done(struct req *r, int status, redisReply *reply)
     }
     if (quorum_decide(op->kind, op->n, op->res, op->got, &out))
         decided(op, out.status, &out);
+    else if (renewal_settled(op))
+        decided(op, 0, &(struct op_result){0, 0, 0});
 }
 
 static void part_late(struct req *r, redisReply *reply)

@@ -393,21 +393,12 @@ START_TEST(waiting_acquire_without_quorum_ends_enoquorum_at_its_deadline)
 }
 END_TEST
 
-/* Known bug (left out of the suite): the same, but the wait ends while the
- * waiter is parked between two attempts: HILOCK_ETIMEDOUT, although every
- * attempt failed without a quorum. src/lock.c, hook_wait_expired: with no
- * attempt in flight it calls finish_op(lock, HILOCK_ETIMEDOUT, 0) and
- * ignores lock->wait_err, which acquire_failed turns into HILOCK_ENOQUORUM
- * when the deadline passes with an attempt in flight. A waiter is parked
- * at its deadline when an attempt fails in the last millisecond before it
- * (acquire_failed sees the deadline not yet passed, wait_park clamps the
- * retry to the deadline, and the deadline's timer runs first), so the
- * code a caller gets depends on where the deadline falls among the
- * retries. Timing-dependent: with a 100 ms lease each attempt fails at its
- * 10 ms per-master deadline and the next follows at once (woken by the
- * release message of its own undo), so a 40 ms wait
- * ends about when attempt 4 fails; over 200 waits some land in that last
- * millisecond (most runs see several). */
+/* The same, but the wait ends while the waiter is parked between two
+ * attempts: still HILOCK_ENOQUORUM, since every attempt failed without a
+ * quorum. Timing-dependent by nature: with a 100 ms lease each attempt
+ * fails at its 10 ms per-master deadline and the next follows at once, so
+ * over 200 waits of 40 ms some deadlines land while the waiter is parked
+ * (most runs see several). */
 START_TEST(waiting_acquire_parked_at_its_deadline_ends_enoquorum)
 {
     masters_start(3);
@@ -597,21 +588,11 @@ static void master_set(int i, const char *key, const char *value)
     free(ok);
 }
 
-/* Known bug (left out of the suite): the fence command that raises the
- * counters is sent with an array header one argument short (src/wire.c,
- * wire_fence: evalsha(b, sha, 4, 1) for five arguments), so the script runs
- * without its token ("attempt to compare number with nil"), and the
- * token's two lines ("$3", "101") reach the server as two inline commands
- * whose error replies nobody asked for: the next requests on that
- * connection would be handed them, and with none pending hiredis drops the
- * connection. Every acquisition whose granting majority drew different
- * tokens fails with HILOCK_ENOQUORUM.
- *
- * Each master has its own token counter; here they differ (100, 5, 50).
+/* Each master has its own token counter; here they differ (100, 5, 50).
  * Tokens must still strictly increase from holder to holder, whichever
- * majority grants: a token is raised on a majority before it is reported,
- * and every later majority shares a master with that one. The majorities
- * are chosen by freezing the third master. */
+ * majority grants: a token is raised on a majority (the fence script)
+ * before it is reported, and every later majority shares a master with
+ * that one. The majorities are chosen by freezing the third master. */
 START_TEST(fencing_tokens_increase_while_counters_differ)
 {
     struct hilock_endpoint eps[MASTERS_MAX];
@@ -788,16 +769,12 @@ static bool holds_reached(void *arg)
            tp_held_commands(proxies[2]) == g->c;
 }
 
-/* Known bug (left out of the suite; it also needs the wire_fence fix
- * above to get this far): the token reported after a fence is the largest
- * any master granted, including a master that answered after the decision,
- * not the token the fence wrote to a majority (src/lock.c, fence_done:
- * acquired(lock, granted_token(op), ...); granted_token reads op->res,
- * where op.c's part_done records answers that come after the decision).
- * Counters 10, 20, 100: masters 0 and 1 grant 11 and 21, the fence writes
- * 21; master 2's grant (101) arrives while the fence is out, and 101 is
- * reported -- a token only master 2 has. The next majority without master
- * 2 then hands out 22. */
+/* The token reported after a fence is the one the fence wrote to a
+ * majority, not a larger one from a master that granted after the
+ * decision. Counters 10, 20, 100: masters 0 and 1 grant 11 and 21, the
+ * fence writes 21; master 2's grant (101) arrives while the fence is out
+ * and must not be reported -- only master 2 has it, and the next majority
+ * without master 2 would hand out 22. */
 START_TEST(fence_reports_a_token_a_majority_has)
 {
     struct hilock_endpoint eps[MASTERS_MAX];
@@ -847,16 +824,12 @@ START_TEST(fence_reports_a_token_a_majority_has)
 }
 END_TEST
 
-/* Known bug (left out of the suite): a grant that arrives after the
- * acquire was decided as failed, while that master's request was still
- * within its deadline, is never undone. op.c's part_done only records an
- * answer that comes after the decision (op->done is NULL then); lock.c's
- * acquire_late, which releases late grants, is only called for answers
- * after the master's own request failed, and undo_partial only covers the
- * masters that had granted at the decision. The master keeps the lock for
- * its whole lease, and a majority of such leftovers blocks every owner.
- * Here masters 1 and 2 refuse at once (the key holds a string), master 0
- * is frozen and thaws before its deadline, then grants. */
+/* A grant that arrives after the acquire was decided as failed, while
+ * that master's request was still within its deadline, is undone: else
+ * the master keeps the lock for its whole lease, and a majority of such
+ * leftovers blocks every owner. Here masters 1 and 2 refuse at once (the
+ * key holds a string), master 0 is frozen and thaws before its deadline,
+ * then grants. */
 START_TEST(grant_after_a_failed_decision_is_undone)
 {
     masters_start(3);
@@ -889,17 +862,11 @@ static bool renewed_or_lost(void *arg)
     return g->lost->calls > 0 || scripts_run(0) >= g->n;
 }
 
-/* Known bug (left out of the suite): a frozen minority master makes the
- * watchdog report the lock lost although the other two renew it. A
- * renewal is decided only when every master has answered or timed out
- * (quorum.c, quorum_decide: "Queries and renewals wait for every node"),
- * and until then the lock is only valid until its last confirmed renewal
- * plus the lease less 10 % (watchdog.c, watchdog_confirmed / on_timer).
- * So whenever request_timeout_ms is longer than that validity less a third
- * of the lease (about 0.57 * watchdog_lease_ms), one frozen master costs
- * every watchdog lock: here a 1.5 s watchdog lease and a 2 s request
- * timeout (the default), and on_lost fires about 1.35 s after the
- * acquisition. */
+/* A frozen minority master does not cost a watchdog lock that the other
+ * two renew: a renewal is settled as soon as a majority answered for every
+ * lock, not when the frozen master's request times out -- which, with a
+ * 1.5 s watchdog lease and the default 2 s request timeout, would come
+ * after the lock's validity (about 1.35 s). */
 START_TEST(paused_minority_does_not_lose_a_watchdog_lock)
 {
     struct hilock_endpoint eps[MASTERS_MAX];
@@ -982,25 +949,22 @@ static Suite *redlock_suite(void)
     tcase_add_test(tc, two_of_three_down_is_enoquorum);
     tcase_add_test(tc,
                    two_of_three_paused_is_enoquorum_and_late_grants_are_undone);
-    tcase_add_test(tc,
-                   waiting_acquire_without_quorum_ends_enoquorum_at_its_deadline);
-    tcase_add_test(tc, validity_check_rejects_an_acquisition_slower_than_its_lease);
+    tcase_add_test(
+        tc, waiting_acquire_without_quorum_ends_enoquorum_at_its_deadline);
+    tcase_add_test(
+        tc, validity_check_rejects_an_acquisition_slower_than_its_lease);
     tcase_add_test(tc, majority_restarted_empty_reports_lost);
     tcase_add_test(tc, minority_restarted_empty_is_repaired_not_lost);
     tcase_add_test(tc, waiter_is_woken_by_the_release_message);
     tcase_add_test(tc, a_release_message_from_any_master_wakes_the_waiter);
     tcase_add_test(tc, five_masters_tolerate_two_down_not_three);
     tcase_add_test(tc, bad_topologies_are_einval);
-    /* Tests of known library bugs (see each): out of the suite, so that it
-     * stays green, until the library is fixed. */
-    if (getenv("HILOCK_TEST_KNOWN_BUGS")) {
-        tcase_add_test(tc, fencing_tokens_increase_while_counters_differ);
-        tcase_add_test(tc,
-                       waiting_acquire_parked_at_its_deadline_ends_enoquorum);
-        tcase_add_test(tc, fence_reports_a_token_a_majority_has);
-        tcase_add_test(tc, grant_after_a_failed_decision_is_undone);
-        tcase_add_test(tc, paused_minority_does_not_lose_a_watchdog_lock);
-    }
+    tcase_add_test(tc, fencing_tokens_increase_while_counters_differ);
+    tcase_add_test(tc,
+                   waiting_acquire_parked_at_its_deadline_ends_enoquorum);
+    tcase_add_test(tc, fence_reports_a_token_a_majority_has);
+    tcase_add_test(tc, grant_after_a_failed_decision_is_undone);
+    tcase_add_test(tc, paused_minority_does_not_lose_a_watchdog_lock);
     suite_add_tcase(s, tc);
     return s;
 }
