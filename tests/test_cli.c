@@ -7,6 +7,10 @@
  * hilock killed by SIGKILL, a command that daemonizes, hundreds of inherited
  * descriptors, contradictory options, keys that are not locks, control bytes
  * in names, a Redis that stalls or refuses, and the README's ACL recipe.
+ * Last, --redlock over three masters: the lock on every master while the
+ * command runs, status master by master, release --force everywhere, no
+ * quorum with two masters down, the password for each master, and the
+ * lists that are usage errors.
  *
  * The command under test is $HILOCK_CLI (meson passes the built tools/hilock;
  * HILOCK_README the README, whose ACL line is run as written). Each test gets
@@ -922,6 +926,316 @@ START_TEST(release_that_redis_refuses_fails_loudly)
 }
 END_TEST
 
+/* ---- several masters (--redlock) ---------------------------------------- */
+
+#define NMASTERS 3
+
+static struct rs_server *masters[NMASTERS];
+static char masters_arg[128];  /* "127.0.0.1:P,127.0.0.1:P,127.0.0.1:P" */
+
+/* A scratch directory and three masters, no single server (tu_srv NULL). */
+static void setup_redlock(void)
+{
+    size_t len = 0;
+    tu_setup_no_redis();
+    snprintf(dir, sizeof(dir), "%s/cli-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    for (int i = 0; i < NMASTERS; i++) {
+        masters[i] = rs_start(NULL);
+        ck_assert_msg(masters[i] != NULL, "could not start redis-server");
+        len += (size_t)snprintf(masters_arg + len, sizeof(masters_arg) - len,
+                                "%s127.0.0.1:%d", i ? "," : "",
+                                rs_port(masters[i]));
+    }
+}
+
+static void teardown_redlock(void)
+{
+    for (int i = 0; i < NMASTERS; i++) {
+        rs_stop(masters[i]);
+        masters[i] = NULL;
+    }
+    teardown();
+}
+
+/* Stop master i (it no longer answers). */
+static void master_stop(int i)
+{
+    rs_stop(masters[i]);
+    masters[i] = NULL;
+}
+
+/* How many masters have the key "job". */
+static int masters_with_job(void)
+{
+    int n = 0;
+    for (int i = 0; i < NMASTERS; i++)
+        n += masters[i] &&
+             rs_int(masters[i], "EXISTS", "job", (char *)NULL) == 1;
+    return n;
+}
+
+/* Run the loop until n masters have "job"; whether they did in time. */
+static bool masters_with_job_become(int n, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    while (masters_with_job() != n) {
+        if (tu_now_ms() >= deadline)
+            return false;
+        tu_run_for(10);
+    }
+    return true;
+}
+
+/* Run the loop until master i's channel of "job" has n subscribers. */
+static bool master_waiters_become(int i, long long n, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    while (rs_numsub(masters[i], CHANNEL) != n) {
+        if (tu_now_ms() >= deadline)
+            return false;
+        tu_run_for(10);
+    }
+    return true;
+}
+
+/* A client over the three masters. */
+static struct hilock_client *redlock_client(void)
+{
+    struct hilock_endpoint eps[NMASTERS];
+    struct hilock_options o;
+    for (int i = 0; i < NMASTERS; i++)
+        eps[i] = (struct hilock_endpoint){"127.0.0.1", rs_port(masters[i]),
+                                          NULL};
+    tu_options(&o);
+    o.masters = eps;
+    o.nmasters = NMASTERS;
+    return tu_client(&o);
+}
+
+/* "  127.0.0.1:<port of master i>: <what>" in a static buffer. */
+static const char *master_line(int i, const char *what)
+{
+    static char line[128];
+    snprintf(line, sizeof(line), "  127.0.0.1:%d: %s", rs_port(masters[i]),
+             what);
+    return line;
+}
+
+START_TEST(redlock_run_holds_the_lock_on_every_master_while_the_command_runs)
+{
+    const char *run[] = {"run", "--redlock", masters_arg, "job", "--", "sh",
+                         "-c",
+                         "touch READY; while [ ! -e GO ]; do sleep 0.02; done",
+                         NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears("READY", scaled(5000)));
+    int held = masters_with_job();
+    long long ttl = rs_int(masters[2], "PTTL", "job", (char *)NULL);
+    touch("GO");
+    ck_assert_int_eq(held, NMASTERS);
+    ck_assert_msg(ttl > 20000 && ttl <= 30000, "watchdog lease ttl %lld", ttl);
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
+    ck_assert_int_eq(masters_with_job(), 0);
+    const char *seven[] = {"run", "--redlock", masters_arg, "job", "--", "sh",
+                           "-c", "exit 7", NULL};
+    ck_assert_int_eq(cli(seven, NULL), 7);
+    ck_assert_int_eq(masters_with_job(), 0);
+}
+END_TEST
+
+START_TEST(redlock_status_shows_each_master_and_calls_a_majority_held)
+{
+    struct hilock_client *c = redlock_client();
+    struct hilock_lock *l = tu_lock(c, "job", 9);
+    tu_assert_status(tu_acquire(l, 20000, 0, NULL), 0);
+    /* A majority answered; the third master's grant lands too. */
+    ck_assert(masters_with_job_become(NMASTERS, scaled(2000)));
+    const char *status[] = {"status", "--redlock", masters_arg, "job", NULL};
+    char field[64], holder[128];
+    snprintf(holder, sizeof(holder), "    holder %s  holds 1\n",
+             tu_field(c, 9, field));
+
+    ck_assert_int_eq(cli(status, "out"), 0);
+    const char *text = file_text("out");
+    ck_assert_msg(strncmp(text, "job: held on 3 of 3 masters\n", 28) == 0 &&
+                  strstr(text, master_line(0, "held, ttl ")) &&
+                  strstr(text, master_line(2, "held, ttl ")) &&
+                  strstr(text, holder), "status printed: %s", text);
+
+    /* One master lost it: still held by a majority. */
+    ck_assert_int_eq(rs_int(masters[0], "DEL", "job", (char *)NULL), 1);
+    ck_assert_int_eq(cli(status, "out"), 0);
+    text = file_text("out");
+    ck_assert_msg(strstr(text, "job: held on 2 of 3 masters\n") &&
+                  strstr(text, master_line(0, "free\n")),
+                  "status printed: %s", text);
+
+    /* Two lost it: no owner holds a majority, so it is free. */
+    ck_assert_int_eq(rs_int(masters[1], "DEL", "job", (char *)NULL), 1);
+    ck_assert_int_eq(cli(status, "out"), 1);
+    ck_assert_msg(strstr(file_text("out"), "job: free: "),
+                  "status printed: %s", file_text("out"));
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(redlock_release_force_breaks_the_lock_on_every_master)
+{
+    struct hilock_client *c = redlock_client();
+    struct hilock_lock *l = tu_lock(c, "job", 1);
+    tu_assert_status(tu_acquire(l, 20000, 0, NULL), 0);
+    const char *run[] = {"run", "-w", "10000", "--redlock", masters_arg,
+                         "job", "--", "touch", "RAN", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    for (int i = 0; i < NMASTERS; i++)
+        ck_assert(master_waiters_become(i, 1, scaled(5000)));
+    ck_assert_int_eq(masters_with_job(), NMASTERS);
+
+    const char *force[] = {"release", "--force", "--redlock", masters_arg,
+                           "job", NULL};
+    ck_assert_int_eq(cli(force, "out"), 0);
+    const char *text = file_text("out");
+    ck_assert_msg(strstr(text, "job: released on 3 of 3 masters; waiters "
+                               "notified\n") &&
+                  strstr(text, master_line(1, "released\n")),
+                  "release printed: %s", text);
+    /* The waiting run wakes, runs and lets go. */
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
+    ck_assert(exists("RAN"));
+    ck_assert_int_eq(masters_with_job(), 0);
+    ck_assert_int_eq(cli(force, "out"), 1);
+    ck_assert_msg(strstr(file_text("out"), "job: was free on every master\n"),
+                  "release printed: %s", file_text("out"));
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(redlock_run_with_one_master_down_runs_and_without_a_quorum_exits_125)
+{
+    /* One master down: two of three are a majority. */
+    master_stop(2);
+    const char *ok[] = {"run", "-n", "--redlock", masters_arg, "job", "--",
+                        "touch", "DONE", NULL};
+    ck_assert_int_eq(cli(ok, NULL), 0);
+    ck_assert(exists("DONE"));
+    ck_assert_int_eq(masters_with_job(), 0);
+
+    master_stop(1);
+    const char *run[] = {"run", "-n", "--redlock", masters_arg, "job", "--",
+                         "touch", "RAN", NULL};
+    long long t0 = tu_now_ms();
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    long long took = tu_now_ms() - t0;
+    ck_assert_msg(took < scaled(5000), "took %lld ms", took);
+    ck_assert_msg(strstr(file_text("err"), "no quorum: fewer than 2 of the 3 "
+                                           "Redis masters"),
+                  "said: %s", file_text("err"));
+    ck_assert(!exists("RAN"));
+    ck_assert_int_eq(masters_with_job(), 0);
+
+    /* Without -n it does not wait for the masters either. */
+    const char *wait[] = {"run", "--redlock", masters_arg, "job", "--",
+                          "touch", "RAN", NULL};
+    ck_assert_int_eq(cli_err(wait), EXIT_FAILURE_);
+    ck_assert(!exists("RAN"));
+
+    /* status cannot tell; release --force cannot reach them all. */
+    const char *status[] = {"status", "--redlock", masters_arg, "job", NULL};
+    ck_assert_int_eq(cli(status, "out"), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("out"), "job: unknown: 2 of the 3 "
+                                           "masters did not answer\n"),
+                  "status printed: %s", file_text("out"));
+    const char *force[] = {"release", "--force", "--redlock", masters_arg,
+                           "job", NULL};
+    ck_assert_int_eq(cli(force, NULL), EXIT_FAILURE_);
+}
+END_TEST
+
+START_TEST(redlock_password_applies_to_every_master)
+{
+    for (int i = 0; i < NMASTERS; i++) {
+        char *ok = rs_str(masters[i], "CONFIG", "SET", "requirepass", "pw",
+                          (char *)NULL);
+        ck_assert_str_eq(ok ? ok : "(null)", "OK");
+        free(ok);
+    }
+    const char *run[] = {"run", "-a", "pw", "--redlock", masters_arg, "job",
+                         "--", "touch", "RAN", NULL};
+    ck_assert_int_eq(cli_err(run), 0);
+    ck_assert(exists("RAN"));
+    /* status reads each master on its own: each one took the password. */
+    const char *status[] = {"status", "-a", "pw", "--redlock", masters_arg,
+                            "job", NULL};
+    ck_assert_int_eq(cli(status, "out"), 1);
+    const char *text = file_text("out");
+    ck_assert_msg(strncmp(text, "job: free\n", 10) == 0, "printed: %s", text);
+    for (int i = 0; i < NMASTERS; i++)
+        ck_assert_msg(strstr(text, master_line(i, "free\n")), "printed: %s",
+                      text);
+    const char *nopass[] = {"status", "--redlock", masters_arg, "job", NULL};
+    ck_assert_int_eq(cli(nopass, NULL), EXIT_FAILURE_);
+}
+END_TEST
+
+/* Run the CLI with args; it must exit 125 saying what (in stderr) without
+ * running anything. */
+static void assert_usage_error(const char *const *args, const char *what)
+{
+    ck_assert_int_eq(cli_err(args), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), what), "said: %s (wanted: %s)",
+                  file_text("err"), what);
+    ck_assert(!exists("RAN"));
+}
+
+START_TEST(bad_redlock_lists_are_usage_errors)
+{
+    static const char *const lists[][2] = {
+        {"127.0.0.1:7001,127.0.0.1:7002", "odd number of masters"},
+        {"a:1,b:2,c:3,d:4", "odd number of masters from 3 to 9"},
+        {"a:1", "not 1"},
+        {"a:1,b:1,c:1,d:1,e:1,f:1,g:1,h:1,i:1,j:1,k:1", "not 11"},
+        {"a:1,b:2,a:1", "'a:1' is listed twice"},
+        {"127.0.0.1:7001,LOCALHOST:7002,localhost:7002", "listed twice"},
+        {"a:1,,b:2", "empty entry"},
+        {"a:1,b:2,c:3,", "empty entry"},
+        {"a:1,b:2,c", "'c' is not host:port"},
+        {"a:x,b:1,c:2", "'a:x': the port is not a number"},
+        {"a:0,b:1,c:2", "'a:0': the port"},
+        {"a:65536,b:1,c:2", "'a:65536': the port"},
+        {"a: 1,b:1,c:1", "the port"},
+        {"10.0.0.256:1,b:2,c:3", "neither an IPv4 address nor a host name"},
+        {"-a:1,b:2,c:3", "neither an IPv4 address nor a host name"},
+        {"a_b:1,b:2,c:3", "neither an IPv4 address nor a host name"},
+        {"::1:5,b:1,c:1", "IPv6"},
+    };
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        const char *run[] = {"run", "--redlock", lists[i][0], "job", "--",
+                             "touch", "RAN", NULL};
+        assert_usage_error(run, lists[i][1]);
+    }
+    const char *status[] = {"status", "--redlock", "a:1,b:2", "job", NULL};
+    assert_usage_error(status, "odd number");
+    const char *force[] = {"release", "--force", "--redlock", "a:1,b:2,x:y",
+                           "job", NULL};
+    assert_usage_error(force, "'x:y'");
+    const char *with_h[] = {"run", "-H", "127.0.0.1", "--redlock",
+                            masters_arg, "job", "--", "touch", "RAN", NULL};
+    assert_usage_error(with_h, "-H/-p and --redlock exclude each other");
+    const char *with_p[] = {"status", "--redlock", masters_arg, "-p", "6379",
+                            "job", NULL};
+    assert_usage_error(with_p, "-H/-p and --redlock exclude each other");
+    const char *twice[] = {"run", "--redlock", masters_arg, "--redlock",
+                           masters_arg, "job", "--", "touch", "RAN", NULL};
+    assert_usage_error(twice, "--redlock given twice");
+    const char *help[] = {"--help", NULL};
+    ck_assert_int_eq(cli(help, "out"), 0);
+    ck_assert_ptr_nonnull(strstr(file_text("out"), "--redlock h:p,h:p,h:p"));
+    ck_assert_int_eq(masters_with_job(), 0);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -972,6 +1286,17 @@ static Suite *cli_suite(void)
     tcase_add_test(admin, status_and_release_force_refuse_a_hash_that_is_not_a_lock);
     tcase_add_test(admin, names_and_fields_are_printed_with_control_bytes_escaped);
     suite_add_tcase(s, admin);
+
+    TCase *redlock = tcase_create("redlock");
+    tcase_add_checked_fixture(redlock, setup_redlock, teardown_redlock);
+    tcase_set_timeout(redlock, 30);
+    tcase_add_test(redlock, redlock_run_holds_the_lock_on_every_master_while_the_command_runs);
+    tcase_add_test(redlock, redlock_status_shows_each_master_and_calls_a_majority_held);
+    tcase_add_test(redlock, redlock_release_force_breaks_the_lock_on_every_master);
+    tcase_add_test(redlock, redlock_run_with_one_master_down_runs_and_without_a_quorum_exits_125);
+    tcase_add_test(redlock, redlock_password_applies_to_every_master);
+    tcase_add_test(redlock, bad_redlock_lists_are_usage_errors);
+    suite_add_tcase(s, redlock);
     return s;
 }
 

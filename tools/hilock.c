@@ -5,8 +5,10 @@
  *   hilock status [options] NAME
  *   hilock release --force [options] NAME
  *
- * This file parses what the subcommands share and dispatches; run.c holds
- * the lock while a child runs, inspect.c reads and breaks locks. Keys follow
+ * Each takes one Redis endpoint (-H, -p) or, with --redlock, the Redlock
+ * masters. This file parses what the subcommands share and dispatches;
+ * masters.c parses the --redlock list, run.c holds the lock while a child
+ * runs, inspect.c reads and breaks locks. Keys follow
  * the library's (Redisson's) layout, so the command interoperates with any
  * hilock or Redisson client guarding the same name. */
 #include <errno.h>
@@ -23,11 +25,13 @@ void cli_usage(int to_stderr)
 {
     FILE *f = to_stderr ? stderr : stdout;
     fprintf(f,
-"usage: hilock run [-H host] [-p port] [-u user] [-a password] [-w wait_ms]\n"
-"                  [-l lease_ms | -L watchdog_ms] [-n] NAME [--] CMD [ARG...]\n"
-"       hilock status [-H host] [-p port] [-u user] [-a password] NAME\n"
-"       hilock release --force [-H host] [-p port] [-u user] [-a password] NAME\n"
+"usage: hilock run [REDIS] [-w wait_ms] [-l lease_ms | -L watchdog_ms] [-n]\n"
+"                  NAME [--] CMD [ARG...]\n"
+"       hilock status [REDIS] NAME\n"
+"       hilock release --force [REDIS] NAME\n"
 "       hilock --help | --version\n"
+"  REDIS is [-H host] [-p port] [-u user] [-a password]\n"
+"        or --redlock h:p,h:p,h:p[,...] [-u user] [-a password]\n"
 "\n"
 "run      take the Redis lock NAME, run CMD while holding it, release it when\n"
 "         CMD and everything it started have exited, and exit with CMD's\n"
@@ -45,13 +49,18 @@ void cli_usage(int to_stderr)
 "         it while CMD runs, and what is left to others if hilock dies\n"
 "         (default 30000)\n"
 "status   print the holders of NAME (owner field: client id and owner tag,\n"
-"         which is the pid of a hilock run), their hold counts and the ttl\n"
+"         which is the pid of a hilock run), their hold counts and the ttl;\n"
+"         with --redlock, what each master holds\n"
 "release  --force: delete NAME whoever holds it and publish the release on\n"
-"         its channel, so that waiters wake\n"
+"         its channel, so that waiters wake; with --redlock, on every master\n"
 "\n"
 "  -H host  Redis host (default 127.0.0.1)     -p port  (default 6379)\n"
 "  -u user  ACL user name (needs a password)\n"
 "  -a password  (or the HILOCK_AUTH variable)\n"
+"  --redlock host:port,...  Redlock: an odd number (3 to 9) of independent\n"
+"           masters, instead of -H/-p; a lock is held when a majority of\n"
+"           them grant it. Hosts are IPv4 addresses or names; -u and -a\n"
+"           apply to every master.\n"
 "\n"
 "exit status:\n"
 "  run:     CMD's own exit status; 128+N when signal N killed CMD\n"
@@ -63,7 +72,10 @@ void cli_usage(int to_stderr)
 "           128+N  a signal N arrived while waiting for the lock\n"
 "  status:  0 held, 1 free          release: 0 released, 1 was free\n"
 "  all:     125 usage error; Redis unreachable, refusing or failing; a\n"
-"           failed release; status, release: the key is not a lock\n");
+"           failed release; status, release: the key is not a lock;\n"
+"           --redlock: no quorum (fewer than a majority of the masters\n"
+"           answered), or status cannot tell, or release --force could\n"
+"           not reach every master\n");
 }
 
 void cli_error(const char *fmt, ...)
@@ -83,6 +95,8 @@ void cli_redis_init(struct cli_redis *r)
     r->port = 6379;
     r->username = NULL;
     r->password = auth && *auth ? auth : NULL;
+    r->host_given = 0;
+    r->nmasters = 0;
 }
 
 int cli_redis_option(struct cli_redis *r, int opt, const char *value)
@@ -96,7 +110,10 @@ int cli_redis_option(struct cli_redis *r, int opt, const char *value)
             return -1;
         }
         r->host = value;
+        r->host_given = 1;
         return 0;
+    case CLI_OPT_REDLOCK:
+        return cli_masters_parse(r, value);
     case 'u': r->username = value; return 0;
     case 'a': r->password = value; return 0;
     case 'p':
@@ -107,6 +124,7 @@ int cli_redis_option(struct cli_redis *r, int opt, const char *value)
             return -1;
         }
         r->port = (int)port;
+        r->host_given = 1;
         return 0;
     default:
         return -1;
@@ -119,7 +137,43 @@ int cli_redis_check(const struct cli_redis *r)
         cli_error("-u needs a password (-a, or the HILOCK_AUTH variable)");
         return -1;
     }
+    if (r->nmasters && r->host_given) {
+        cli_error("-H/-p and --redlock exclude each other: --redlock names "
+                  "every master with its port");
+        return -1;
+    }
     return 0;
+}
+
+const struct hilock_endpoint *cli_endpoints(const struct cli_redis *r,
+                                            struct hilock_endpoint *one,
+                                            size_t *n)
+{
+    if (r->nmasters) {
+        *n = r->nmasters;
+        return r->masters;
+    }
+    *one = (struct hilock_endpoint){r->host, r->port, NULL};
+    *n = 1;
+    return one;
+}
+
+const char *cli_redis_where(const struct cli_redis *r, char *buf,
+                            size_t size)
+{
+    struct hilock_endpoint one;
+    size_t n, len = 0;
+    const struct hilock_endpoint *eps = cli_endpoints(r, &one, &n);
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && len + 16 < size; i++) {
+        if (i)
+            buf[len++] = ',';
+        cli_escape(buf + len, size - len - 8, eps[i].host,
+                   strlen(eps[i].host));
+        len += strlen(buf + len);
+        len += (size_t)snprintf(buf + len, size - len, ":%d", eps[i].port);
+    }
+    return buf;
 }
 
 /* Bytes that c takes in cli_escape()'s output. */

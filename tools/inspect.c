@@ -9,7 +9,16 @@
  * release publishes "0" on "redisson_lock__channel:{NAME}". The scripts check
  * that layout first: a key that does not have it is some other program's
  * data, shown as such and never deleted. Names, fields and server texts are
- * printed escaped (cli_escape), since they are anyone's bytes. */
+ * printed escaped (cli_escape), since they are anyone's bytes.
+ *
+ * With --redlock the same script runs on each master in turn, one
+ * connection after the other (each bounded by TIMEOUT_MS): status shows what
+ * every master holds and calls the lock held when one owner holds it on a
+ * majority of them, free when no owner can (counting the masters that did
+ * not answer as possibly holding it), and says it cannot tell otherwise;
+ * release --force deletes it on every master that answers, each master
+ * checking its own key. What a master said is not what it says a moment
+ * later: these are a snapshot, master by master, not one atomic step. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,14 +99,17 @@ static redisReply *command(redisContext *c, int argc, const char **argv,
     return reply;
 }
 
-/* A connection to the endpoint in r, authenticated; NULL with a message. */
-static redisContext *connect_to(const struct cli_redis *r)
+/* A connection to ep, authenticated as r says; NULL with a message. */
+static redisContext *connect_to(const struct cli_redis *r,
+                                const struct hilock_endpoint *ep)
 {
     struct timeval tv = {TIMEOUT_MS / 1000, (TIMEOUT_MS % 1000) * 1000};
-    redisContext *c = redisConnectWithTimeout(r->host, r->port, tv);
+    char host[CLI_ESCAPED_SIZE(64)];
+    redisContext *c = redisConnectWithTimeout(ep->host, ep->port, tv);
     if (!c || c->err) {
-        cli_error("cannot connect to Redis at %s:%d: %s", r->host, r->port,
-                  c ? c->errstr : "out of memory");
+        cli_error("cannot connect to Redis at %s:%d: %s",
+                  cli_escape(host, sizeof(host), ep->host, strlen(ep->host)),
+                  ep->port, c ? c->errstr : "out of memory");
         redisFree(c);
         return NULL;
     }
@@ -119,14 +131,16 @@ static redisContext *connect_to(const struct cli_redis *r)
     return c;
 }
 
-/* Parse [-H -p -u -a] [--force] NAME; 0, 1 for --help, -1 on a usage error.
- * force may be NULL when --force is not an option of the subcommand. */
+/* Parse [-H -p -u -a | --redlock] [--force] NAME; 0, 1 for --help, -1 on a
+ * usage error. force may be NULL when --force is not an option of the
+ * subcommand. */
 static int parse_args(struct cli_redis *r, int *force, const char **name,
                       int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"force", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
+        {"redlock", required_argument, NULL, CLI_OPT_REDLOCK},
         {NULL, 0, NULL, 0}};
     int c;
     cli_redis_init(r);
@@ -147,17 +161,23 @@ static int parse_args(struct cli_redis *r, int *force, const char **name,
     return cli_redis_check(r);
 }
 
+/* Whether f, a field of a lock's HGETALL array, is ":rid" bookkeeping. */
+static int is_rid(const redisReply *f)
+{
+    return f->len >= 4 && memcmp(f->str + f->len - 4, ":rid", 4) == 0;
+}
+
 /* Print the owner fields of a lock's HGETALL array (not the ":rid" ones),
- * escaped. */
-static void print_holders(const redisReply *all)
+ * escaped, each on a line after indent. */
+static void print_holders(const char *indent, const redisReply *all)
 {
     char field[CLI_ESCAPED_SIZE(64)], count[CLI_ESCAPED_SIZE(24)];
     for (size_t i = 0; i + 1 < all->elements; i += 2) {
         const redisReply *f = all->element[i], *v = all->element[i + 1];
         if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
-            (f->len >= 4 && memcmp(f->str + f->len - 4, ":rid", 4) == 0))
+            is_rid(f))
             continue;
-        printf("  holder %s  holds %s\n",
+        printf("%sholder %s  holds %s\n", indent,
                cli_escape(field, sizeof(field), f->str, f->len),
                cli_escape(count, sizeof(count), v->str, v->len));
     }
@@ -197,19 +217,24 @@ static int not_a_lock(const char *shown, const char *kind, const redisReply *r)
     return CLI_EXIT_FAILURE;
 }
 
-/* Print what the status script returned for the name shown; the exit
- * code. */
-static int print_status(const char *shown, const redisReply *r)
+/* Print what the status script returned, as "<label>: held, ttl N ms" (or
+ * free) and the holders below it after indent; a key that is not a lock is
+ * reported under the name shown. The exit code. */
+static int print_status(const char *shown, const char *label,
+                        const char *indent, const redisReply *r)
 {
     const char *kind = reply_kind(r);
     if (!kind)
         return CLI_EXIT_FAILURE;
     if (strcmp(kind, "none") == 0) {
-        printf("%s: free\n", shown);
+        printf("%s: free\n", label);
         return CLI_EXIT_NO;
     }
-    if (strcmp(kind, "lock") != 0)
+    if (strcmp(kind, "lock") != 0) {
+        if (strcmp(label, shown) != 0)
+            printf("%s: not a lock; left alone\n", label);
         return not_a_lock(shown, kind, r);
+    }
     if (r->elements != 3 || r->element[1]->type != REDIS_REPLY_ARRAY ||
         r->element[2]->type != REDIS_REPLY_INTEGER) {
         cli_error("unexpected reply from Redis");
@@ -217,21 +242,23 @@ static int print_status(const char *shown, const redisReply *r)
     }
     long long ttl = r->element[2]->integer;
     if (ttl >= 0)
-        printf("%s: held, ttl %lld ms\n", shown, ttl);
+        printf("%s: held, ttl %lld ms\n", label, ttl);
     else
-        printf("%s: held, no expiry\n", shown);
-    print_holders(r->element[1]);
+        printf("%s: held, no expiry\n", label);
+    print_holders(indent, r->element[1]);
     return CLI_EXIT_OK;
 }
 
-/* Run script with the lock key (and its channel when with_channel) as KEYS;
- * the reply, or NULL with a message. */
-static redisReply *run_script(const struct cli_redis *r, const char *script,
-                              const char *name, int with_channel)
+/* Run script on ep with the lock key (and its channel when with_channel)
+ * as KEYS; the reply, or NULL with a message. */
+static redisReply *run_script(const struct cli_redis *r,
+                              const struct hilock_endpoint *ep,
+                              const char *script, const char *name,
+                              int with_channel)
 {
     size_t nlen = strlen(name);
     char *channel = malloc(sizeof(CHANNEL_HEAD) + nlen + 1);
-    redisContext *c = channel ? connect_to(r) : NULL;
+    redisContext *c = channel ? connect_to(r, ep) : NULL;
     redisReply *reply = NULL;
     if (c) {
         sprintf(channel, "%s%s}", CHANNEL_HEAD, name);
@@ -244,10 +271,195 @@ static redisReply *run_script(const struct cli_redis *r, const char *script,
     return reply;
 }
 
+/* Run script on ep and check the shape of its reply: the reply and its kind
+ * in *kind, or NULL (message printed) when the master gave none that
+ * fits. */
+static redisReply *run_checked(const struct cli_redis *r,
+                               const struct hilock_endpoint *ep,
+                               const char *script, const char *name,
+                               int with_channel, const char **kind)
+{
+    redisReply *reply = run_script(r, ep, script, name, with_channel);
+    if (reply && !(*kind = reply_kind(reply))) {
+        freeReplyObject(reply);
+        reply = NULL;
+    }
+    return reply;
+}
+
+/* ---- several masters (--redlock) ---------------------------------------- */
+
+/* The HGETALL array of a status reply for a lock, else NULL. */
+static const redisReply *lock_fields(const redisReply *r)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING ||
+        strcmp(r->element[0]->str, "lock") != 0 ||
+        r->element[1]->type != REDIS_REPLY_ARRAY)
+        return NULL;
+    return r->element[1];
+}
+
+/* Whether the HGETALL array all has the owner field f. */
+static int has_owner(const redisReply *all, const redisReply *f)
+{
+    for (size_t i = 0; i + 1 < all->elements; i += 2) {
+        const redisReply *g = all->element[i];
+        if (g->type == REDIS_REPLY_STRING && g->len == f->len &&
+            memcmp(g->str, f->str, f->len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The most masters, among the n status replies rep (NULL: no answer), on
+ * which one and the same owner holds the lock. */
+static size_t most_held(redisReply *const *rep, size_t n)
+{
+    size_t best = 0;
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *all = lock_fields(rep[i]);
+        for (size_t k = 0; all && k + 1 < all->elements; k += 2) {
+            const redisReply *f = all->element[k];
+            size_t count = 0;
+            if (f->type != REDIS_REPLY_STRING || is_rid(f))
+                continue;
+            for (size_t j = 0; j < n; j++)
+                count += lock_fields(rep[j]) &&
+                         has_owner(lock_fields(rep[j]), f);
+            best = count > best ? count : best;
+        }
+    }
+    return best;
+}
+
+/* The summary line of a status over n masters; the exit code. Held: one
+ * owner holds it on a majority. Free: no owner could, even if every master
+ * that did not answer held it for that owner. */
+static int status_summary(const char *shown, size_t n, size_t best,
+                          size_t silent, size_t others)
+{
+    size_t q = n / 2 + 1;
+    if (others) {
+        printf("%s: not a lock on %zu of the %zu masters\n", shown, others,
+               n);
+        return CLI_EXIT_FAILURE;
+    }
+    if (best >= q) {
+        printf("%s: held on %zu of %zu masters\n", shown, best, n);
+        return CLI_EXIT_OK;
+    }
+    if (best + silent == 0) {
+        printf("%s: free\n", shown);
+        return CLI_EXIT_NO;
+    }
+    if (best + silent < q) {
+        printf("%s: free: no owner holds it on a majority (%zu of %zu "
+               "masters)\n", shown, q, n);
+        return CLI_EXIT_NO;
+    }
+    printf("%s: unknown: %zu of the %zu masters did not answer\n", shown,
+           silent, n);
+    cli_error("no quorum: cannot tell whether %s is held", shown);
+    return CLI_EXIT_FAILURE;
+}
+
+/* hilock status --redlock: the status script on every master, a summary,
+ * then each master's view. The exit code. */
+static int status_masters(const struct cli_redis *r, const char *name,
+                          const char *shown)
+{
+    redisReply *rep[HILOCK_MASTERS_MAX];
+    size_t n = r->nmasters, silent = 0, others = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *kind = NULL;
+        rep[i] = run_checked(r, &r->masters[i], status_lua, name, 0, &kind);
+        silent += !rep[i];
+        others += rep[i] && strcmp(kind, "none") != 0 &&
+                  strcmp(kind, "lock") != 0;
+    }
+    int rc = status_summary(shown, n, most_held(rep, n), silent, others);
+    for (size_t i = 0; i < n; i++) {
+        char label[CLI_WHERE_SIZE];
+        char where[CLI_ESCAPED_SIZE(HILOCK_NAME_MAX) + CLI_WHERE_SIZE];
+        snprintf(label, sizeof(label), "  %s:%d", r->masters[i].host,
+                 r->masters[i].port);
+        snprintf(where, sizeof(where), "%s on %s:%d", shown,
+                 r->masters[i].host, r->masters[i].port);
+        if (!rep[i]) {
+            printf("%s: no answer\n", label);
+            continue;
+        }
+        print_status(where, label, "    ", rep[i]);
+        freeReplyObject(rep[i]);
+    }
+    return rc;
+}
+
+/* Break the lock on master ep: what happened, as a line for the user;
+ * counted in *released, or in *failed when the master did not answer or
+ * holds something else under the name (said on stderr). */
+static const char *release_one(const struct cli_redis *r,
+                               const struct hilock_endpoint *ep,
+                               const char *name, const char *shown,
+                               size_t *released, size_t *failed)
+{
+    char where[CLI_ESCAPED_SIZE(HILOCK_NAME_MAX) + CLI_WHERE_SIZE];
+    const char *kind = NULL, *said = "was free";
+    redisReply *rep = run_checked(r, ep, release_lua, name, 1, &kind);
+    if (!rep) {
+        (*failed)++;
+        return "no answer: a lock there stays until its lease runs out";
+    }
+    if (strcmp(kind, "released") == 0) {
+        (*released)++;
+        said = "released";
+    } else if (strcmp(kind, "none") != 0) {
+        snprintf(where, sizeof(where), "%s on %s:%d", shown, ep->host,
+                 ep->port);
+        not_a_lock(where, kind, rep);
+        (*failed)++;
+        said = "not a lock; left alone";
+    }
+    freeReplyObject(rep);
+    return said;
+}
+
+/* hilock release --force --redlock: the release script on every master, a
+ * summary, then what each master did. The exit code: 0 when it was
+ * released somewhere and every other master had nothing under the name, 1
+ * when it was free everywhere, CLI_EXIT_FAILURE when a master did not
+ * answer or holds something else under the name. */
+static int release_masters(const struct cli_redis *r, const char *name,
+                           const char *shown)
+{
+    const char *said[HILOCK_MASTERS_MAX];
+    size_t n = r->nmasters, released = 0, failed = 0;
+    for (size_t i = 0; i < n; i++)
+        said[i] = release_one(r, &r->masters[i], name, shown, &released,
+                              &failed);
+    if (failed)
+        printf("%s: released on %zu of %zu masters; %zu failed\n", shown,
+               released, n, failed);
+    else if (released)
+        printf("%s: released on %zu of %zu masters; waiters notified\n",
+               shown, released, n);
+    else
+        printf("%s: was free on every master\n", shown);
+    for (size_t i = 0; i < n; i++)
+        printf("  %s:%d: %s\n", r->masters[i].host, r->masters[i].port,
+               said[i]);
+    return failed ? CLI_EXIT_FAILURE : released ? CLI_EXIT_OK : CLI_EXIT_NO;
+}
+
+/* ---- the subcommands ----------------------------------------------------- */
+
 int cli_status(int argc, char **argv)
 {
     struct cli_redis r;
-    const char *name;
+    struct hilock_endpoint one;
+    size_t n;
+    const char *name, *kind;
     char shown[CLI_ESCAPED_SIZE(HILOCK_NAME_MAX)];
     int rc = parse_args(&r, NULL, &name, argc, argv);
     if (rc != 0) {
@@ -256,10 +468,13 @@ int cli_status(int argc, char **argv)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
     }
     cli_escape(shown, sizeof(shown), name, strlen(name));
-    redisReply *reply = run_script(&r, status_lua, name, 0);
+    if (r.nmasters)
+        return status_masters(&r, name, shown);
+    redisReply *reply = run_checked(&r, cli_endpoints(&r, &one, &n),
+                                    status_lua, name, 0, &kind);
     if (!reply)
         return CLI_EXIT_FAILURE;
-    rc = print_status(shown, reply);
+    rc = print_status(shown, shown, "  ", reply);
     freeReplyObject(reply);
     return rc;
 }
@@ -267,6 +482,8 @@ int cli_status(int argc, char **argv)
 int cli_release(int argc, char **argv)
 {
     struct cli_redis r;
+    struct hilock_endpoint one;
+    size_t n;
     const char *name, *kind;
     char shown[CLI_ESCAPED_SIZE(HILOCK_NAME_MAX)];
     int force = 0;
@@ -282,12 +499,13 @@ int cli_release(int argc, char **argv)
         return CLI_EXIT_FAILURE;
     }
     cli_escape(shown, sizeof(shown), name, strlen(name));
-    redisReply *reply = run_script(&r, release_lua, name, 1);
+    if (r.nmasters)
+        return release_masters(&r, name, shown);
+    redisReply *reply = run_checked(&r, cli_endpoints(&r, &one, &n),
+                                    release_lua, name, 1, &kind);
     if (!reply)
         return CLI_EXIT_FAILURE;
-    if (!(kind = reply_kind(reply))) {
-        rc = CLI_EXIT_FAILURE;
-    } else if (strcmp(kind, "released") == 0) {
+    if (strcmp(kind, "released") == 0) {
         printf("%s: released; waiters notified\n", shown);
         rc = CLI_EXIT_OK;
     } else if (strcmp(kind, "none") == 0) {

@@ -12,7 +12,11 @@
  *
  * Before anything else a query (the lock's ttl) checks that Redis answers,
  * so that a wait that times out (CLI_EXIT_TIMEDOUT) is not confused with a
- * Redis that cannot be reached (CLI_EXIT_FAILURE).
+ * Redis that cannot be reached (CLI_EXIT_FAILURE). With --redlock the client
+ * is given every master and the library decides each step by majority; the
+ * query then fails with HILOCK_ENOQUORUM within the request deadline when
+ * fewer than a majority answer, and that is CLI_EXIT_FAILURE too ("no
+ * quorum"), never a wait without end.
  *
  * At startup hilock takes down what the command should get (descriptors,
  * signal mask, ignored signals) and undoes what a parent may have done to the
@@ -86,6 +90,23 @@ static void on_log(enum hilock_log_level level, const char *msg, void *arg)
         return;
     snprintf(r->last_log, sizeof(r->last_log), "%s", msg);
     cli_error("redis: %s", cli_escape(shown, sizeof(shown), msg, strlen(msg)));
+}
+
+/* Say that doing (a lock step, or NULL for the first query) failed with
+ * status, naming the endpoint or the masters. */
+static void say_failed(const struct runner *r, const char *doing, int status)
+{
+    char where[CLI_WHERE_SIZE];
+    size_t n = r->redis->nmasters;
+    cli_redis_where(r->redis, where, sizeof(where));
+    if (status == HILOCK_ENOQUORUM && n)
+        cli_error("%s%sno quorum: fewer than %zu of the %zu Redis masters "
+                  "(%s) answered", doing ? doing : "", doing ? ": " : "",
+                  n / 2 + 1, n, where);
+    else if (doing)
+        cli_error("%s: %s", doing, hilock_strerror(status));
+    else
+        cli_error("Redis at %s: %s", where, hilock_strerror(status));
 }
 
 /* ---- the loop ---------------------------------------------------------- */
@@ -280,7 +301,9 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
     } else if (status == HILOCK_ECANCELED) {
         finish(r, r->exit_code);  /* a signal: 128+N */
     } else {
-        cli_error("acquiring %s: %s", r->shown, hilock_strerror(status));
+        char doing[sizeof(r->shown) + 16];
+        snprintf(doing, sizeof(doing), "acquiring %s", r->shown);
+        say_failed(r, doing, status);
         finish(r, CLI_EXIT_FAILURE);
     }
 }
@@ -293,8 +316,7 @@ static void on_probe(struct hilock_lock *lock, int status, int64_t ttl,
     if (r->phase != PROBING)
         return;
     if (status != 0) {
-        cli_error("Redis at %s:%d: %s", r->redis->host, r->redis->port,
-                  hilock_strerror(status));
+        say_failed(r, NULL, status);
         finish(r, CLI_EXIT_FAILURE);
         return;
     }
@@ -355,7 +377,9 @@ static int parse_args(struct runner *r, struct cli_redis *redis, int argc,
                       char **argv)
 {
     static const struct option longopts[] = {
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+        {"help", no_argument, NULL, 'h'},
+        {"redlock", required_argument, NULL, CLI_OPT_REDLOCK},
+        {NULL, 0, NULL, 0}};
     int c, lease_given = 0, watchdog_given = 0;
     while ((c = getopt_long(argc, argv, "+H:p:u:a:w:l:L:nh", longopts,
                             NULL)) != -1) {
@@ -445,6 +469,8 @@ static int runner_open(struct runner *r)
     hilock_options_init(&opts);
     opts.host = r->redis->host;
     opts.port = r->redis->port;
+    opts.masters = r->redis->nmasters ? r->redis->masters : NULL;
+    opts.nmasters = r->redis->nmasters;
     opts.username = r->redis->username;
     opts.password = r->redis->password;
     opts.log_cb = on_log;
