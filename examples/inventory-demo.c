@@ -13,14 +13,19 @@
  * two sales reporting the same N would be two buyers who saw the same count:
  * an oversell. That is what "oversold" counts, next to sales beyond the stock.
  *
+ * With --redlock N it starts N redis-servers instead of one (N odd, 3..9):
+ * the servers take the lock on all of them as Redlock masters (a majority
+ * decides) and keep the stock on the first, which is their data store as
+ * well as a master. The result must be the same: exactly the stock sold.
+ *
  * All of it is bounded: --time-limit (60 s) for everything up to the last
  * answer, STOP_MS for the servers to exit after that, and alarm() behind
  * both. The servers are started with
  * PR_SET_PDEATHSIG, so they die with this process whatever happens.
  *
  * Options: --servers N --stock N --purchases N --concurrency N
- * --time-limit S --product P --server PATH (default: hilock-inventory-server
- * next to this executable). */
+ * --time-limit S --product P --redlock N --server PATH (default:
+ * hilock-inventory-server next to this executable). */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -41,11 +46,13 @@
 #include "redis_server.h"
 
 #define SERVERS_MAX 16
+#define MASTERS_MAX 9   /* HILOCK_MASTERS_MAX */
 #define START_MS 10000  /* longest wait for a server to start and answer */
 #define STOP_MS 15000   /* longest wait for a server to exit after SIGTERM */
 
 struct config {
     int servers, stock, purchases, concurrency, time_limit_s;
+    int masters;           /* --redlock N; 0: one redis-server, no Redlock */
     const char *product;
     char server_path[PATH_MAX];
 };
@@ -70,6 +77,7 @@ struct demo {
     char path[128];        /* "/sale?product=P" */
     char stock_path[128];  /* "/stock?product=P" */
     char key[80];          /* "stock:P" */
+    char masters_list[MASTERS_MAX * 24];  /* --redlock for the servers */
     int issued, answered;  /* purchases sent / answered */
     int sold, not_sold, errors;
     int *left_seen;        /* sold answers per "left" value, [0, stock) */
@@ -90,9 +98,10 @@ static double now_s(void)
 /* ---- the servers ------------------------------------------------------- */
 
 /* In the child: die with the parent, send stdout into the pipe, exec the
- * server on a kernel-chosen port. Never returns. */
+ * server on a kernel-chosen port, with the stock on redis_port and the lock
+ * on the masters of masters_list (none when empty). Never returns. */
 static void server_exec(const struct config *cfg, int out_fd, int redis_port,
-                        pid_t parent)
+                        const char *masters_list, pid_t parent)
 {
     char rport[16];
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -101,8 +110,13 @@ static void server_exec(const struct config *cfg, int out_fd, int redis_port,
     dup2(out_fd, STDOUT_FILENO);
     close(out_fd);
     snprintf(rport, sizeof(rport), "%d", redis_port);
-    execl(cfg->server_path, cfg->server_path, "--port", "0", "--redis-port",
-          rport, "--product", cfg->product, (char *)NULL);
+    if (*masters_list)
+        execl(cfg->server_path, cfg->server_path, "--port", "0",
+              "--redis-port", rport, "--redlock", masters_list, "--product",
+              cfg->product, (char *)NULL);
+    else
+        execl(cfg->server_path, cfg->server_path, "--port", "0",
+              "--redis-port", rport, "--product", cfg->product, (char *)NULL);
     fprintf(stderr, "inventory-demo: cannot run %s: %s\n", cfg->server_path,
             strerror(errno));
     _exit(127);
@@ -148,7 +162,7 @@ static int server_start(struct demo *d, int i, int redis_port)
     pid_t pid = fork();
     if (pid == 0) {
         close(fds[0]);
-        server_exec(d->cfg, fds[1], redis_port, parent);
+        server_exec(d->cfg, fds[1], redis_port, d->masters_list, parent);
     }
     close(fds[1]);
     if (pid < 0) {
@@ -450,6 +464,7 @@ static int parse_args(struct config *cfg, int argc, char **argv)
         {"concurrency", required_argument, NULL, 'c'},
         {"time-limit", required_argument, NULL, 't'},
         {"product", required_argument, NULL, 'P'},
+        {"redlock", required_argument, NULL, 'R'},
         {"server", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0}};
     int c, bad = 0;
@@ -461,6 +476,9 @@ static int parse_args(struct config *cfg, int argc, char **argv)
             bad |= (*dst = int_arg(optarg, 1, 1000000)) == INT_MIN;
         else if (c == 'P')
             cfg->product = optarg;
+        else if (c == 'R')
+            bad |= (cfg->masters = int_arg(optarg, 3, MASTERS_MAX)) ==
+                       INT_MIN || cfg->masters % 2 == 0;
         else if (c == 'S')
             snprintf(cfg->server_path, sizeof(cfg->server_path), "%s", optarg);
         else
@@ -472,8 +490,8 @@ static int parse_args(struct config *cfg, int argc, char **argv)
         cfg->concurrency < cfg->servers || strlen(cfg->product) > 64) {
         fprintf(stderr, "usage: hilock-inventory-demo [--servers N<=%d] "
                 "[--stock N] [--purchases N] [--concurrency N>=servers] "
-                "[--time-limit S] [--product P] [--server PATH]\n",
-                SERVERS_MAX);
+                "[--time-limit S] [--product P] [--redlock N (odd, 3..%d)] "
+                "[--server PATH]\n", SERVERS_MAX, MASTERS_MAX);
         return -1;
     }
     return 0;
@@ -492,6 +510,44 @@ static void default_server_path(struct config *cfg)
     self[n] = '\0';
     snprintf(cfg->server_path, sizeof(cfg->server_path),
              "%s/hilock-inventory-server", dirname(self));
+}
+
+/* Start the redis-servers into srv: one, or cfg->masters Redlock masters
+ * whose list goes into d->masters_list; the first holds the stock either
+ * way. Print them. 0, or -1 (message on stderr). */
+static int redis_start(struct demo *d, struct rs_server **srv, int n)
+{
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(srv[i] = rs_start(NULL)))
+            return -1;
+        if (d->cfg->masters)
+            len += (size_t)snprintf(d->masters_list + len,
+                                    sizeof(d->masters_list) - len,
+                                    "%s127.0.0.1:%d", i ? "," : "",
+                                    rs_port(srv[i]));
+    }
+    if (!d->cfg->masters) {
+        printf("redis-server 127.0.0.1:%d (pid %d)\n", rs_port(srv[0]),
+               (int)rs_pid(srv[0]));
+        return 0;
+    }
+    printf("redis-servers");
+    for (int i = 0; i < n; i++)
+        printf(" 127.0.0.1:%d", rs_port(srv[i]));
+    printf(" (Redlock masters; the stock on the first)\n");
+    return 0;
+}
+
+/* How many of the n redis-servers still have the lock key (one that does
+ * not answer counts). */
+static long long lock_keys_left(struct rs_server *const *srv, int n,
+                                const char *product)
+{
+    long long left = 0;
+    for (int i = 0; i < n; i++)
+        left += rs_int(srv[i], "EXISTS", product, (char *)NULL) != 0;
+    return left;
 }
 
 /* Everything between the redis-server start and the servers' stop. */
@@ -539,21 +595,27 @@ int main(int argc, char **argv)
     snprintf(d.key, sizeof(d.key), "stock:%s", cfg.product);
     d.left_seen = calloc((size_t)cfg.stock, sizeof(int));
     d.base = event_base_new();
-    struct rs_server *srv = d.left_seen && d.base ? rs_start(NULL) : NULL;
-    if (!srv)
-        return 1;
-    printf("redis-server 127.0.0.1:%d (pid %d)\n", rs_port(srv),
-           (int)rs_pid(srv));
-    int rc = demo_run(&d, srv);
+    struct rs_server *srv[MASTERS_MAX] = {NULL};
+    int nsrv = cfg.masters ? cfg.masters : 1;
+    if (!d.left_seen || !d.base || redis_start(&d, srv, nsrv) != 0)
+        return 1;  /* the redis-servers started die with us (atexit) */
+    int rc = demo_run(&d, srv[0]);
     buyers_close(&d);
     int bad_exits = servers_stop(&d);
-    long long left = rs_int(srv, "GET", d.key, (char *)NULL);
-    long long locked = rs_int(srv, "EXISTS", cfg.product, (char *)NULL);
+    long long left = rs_int(srv[0], "GET", d.key, (char *)NULL);
+    long long locked = lock_keys_left(srv, nsrv, cfg.product);
     if (rc == 0)
         rc = report(&d, left == RS_NIL ? 0 : left, locked);
-    rs_stop(srv);
+    for (int i = 0; i < nsrv; i++)
+        rs_stop(srv[i]);
     event_base_free(d.base);
     free(d.left_seen);
+    if (rc == 0 && bad_exits == 0 && cfg.masters) {
+        printf("inventory-demo: OK -- exactly %d sold, none oversold, the "
+               "lock on %d Redlock masters; servers and redis-servers "
+               "stopped\n", cfg.stock, cfg.masters);
+        return 0;
+    }
     if (rc == 0 && bad_exits == 0) {
         printf("inventory-demo: OK -- exactly %d sold, none oversold; "
                "servers and redis-server stopped\n", cfg.stock);

@@ -12,7 +12,12 @@
  *   GET  /stock[?product=P]  {"left":N}
  *
  * The stock of product P is the string key "stock:P"; the lock is named P
- * (the README's key layout). SIGINT or SIGTERM stops accepting connections,
+ * (the README's key layout). Both live on the one Redis of --redis-host and
+ * --redis-port, unless --redlock names the Redlock masters: then the lock
+ * is taken on a majority of them and the stock stays on that one Redis,
+ * which may be one of the masters or another server. The stock is data,
+ * not a lock: a majority cannot hold it, it lives in one place, and
+ * Redlock makes the lock survive the loss of a master, not the stock. SIGINT or SIGTERM stops accepting connections,
  * lets the sales in flight finish and their answers go out (at most DRAIN_MS),
  * releases their locks and exits 0. It prints a startup line and errors, nothing else.
  *
@@ -46,6 +51,7 @@
 #define REDIS_STEP_MS 3000  /* longest wait for one stock read or write */
 #define DRAIN_MS 10000      /* longest wait for in-flight sales at shutdown */
 #define PRODUCT_MAX 64
+#define MASTERS_TEXT_MAX 512  /* longest --redlock list */
 
 struct sale;
 
@@ -55,8 +61,11 @@ struct shop {
     struct evhttp_bound_socket *listener;
     struct hilock_client *locks;
     redisAsyncContext *redis;   /* stock reads and writes; NULL: reconnect */
-    const char *redis_host;
-    int redis_port;
+    const char *redis_host;     /* the stock's Redis (and the lock's */
+    int redis_port;             /* without --redlock) */
+    struct hilock_endpoint masters[HILOCK_MASTERS_MAX];  /* --redlock */
+    size_t nmasters;            /* 0: the lock is on the stock's Redis */
+    char masters_text[MASTERS_TEXT_MAX];  /* --redlock, split in place */
     const char *product;        /* default product */
     uint64_t next_tag;          /* owner tag of the next sale's lock */
     int inflight;               /* sales and stock queries not answered */
@@ -528,13 +537,17 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: hilock-inventory-server [--port N] [--redis-host H] "
-        "[--redis-port N] [--product P]\n"
+        "[--redis-port N] [--redlock H:N,H:N,H:N] [--product P]\n"
         "  --port N        HTTP port on 127.0.0.1 (default 8080; 0: any free)\n"
-        "  --redis-host H  Redis host (default 127.0.0.1)\n"
-        "  --redis-port N  Redis port (default 6379)\n"
+        "  --redis-host H  Redis host of the stock, and of the lock without\n"
+        "                  --redlock (default 127.0.0.1)\n"
+        "  --redis-port N  its port (default 6379)\n"
+        "  --redlock LIST  take the lock on these Redlock masters instead\n"
+        "                  (host:port, comma-separated, an odd number 3..%d)\n"
         "  --product P     product of requests without ?product= "
         "(default inventory001)\n"
-        "POST /sale buys one item; GET /stock shows what is left.\n");
+        "POST /sale buys one item; GET /stock shows what is left.\n",
+        HILOCK_MASTERS_MAX);
 }
 
 /* A port number 0..65535 from s, or -1. */
@@ -545,6 +558,34 @@ static int port_arg(const char *s)
     return (*s && !*end && v >= 0 && v <= 65535) ? (int)v : -1;
 }
 
+/* Split the --redlock list "host:port,host:port,..." into shop->masters.
+ * 0, or -1 for an entry without a host or a port 1..65535, or too many;
+ * hilock_client_new() checks the rest (an odd count of 3 or more, no master
+ * twice). */
+static int masters_arg(struct shop *shop, const char *list)
+{
+    size_t len = strlen(list);
+    if (len >= sizeof(shop->masters_text) || shop->nmasters)
+        return -1;
+    memcpy(shop->masters_text, list, len + 1);
+    for (char *entry = shop->masters_text; entry; ) {
+        char *comma = strchr(entry, ',');
+        if (comma)
+            *comma = '\0';
+        char *colon = strrchr(entry, ':');
+        if (!colon || colon == entry || shop->nmasters == HILOCK_MASTERS_MAX)
+            return -1;
+        *colon = '\0';
+        int port = port_arg(colon + 1);
+        if (port <= 0)
+            return -1;
+        shop->masters[shop->nmasters++] =
+            (struct hilock_endpoint){entry, port, NULL};
+        entry = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
 /* Fill shop from argv; 0, 1 for --help, -1 for a usage error. */
 static int parse_args(struct shop *shop, int *port, int argc, char **argv)
 {
@@ -552,17 +593,23 @@ static int parse_args(struct shop *shop, int *port, int argc, char **argv)
         {"port", required_argument, NULL, 'p'},
         {"redis-host", required_argument, NULL, 'H'},
         {"redis-port", required_argument, NULL, 'r'},
+        {"redlock", required_argument, NULL, 'R'},
         {"product", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "p:H:r:P:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:H:r:R:P:h", longopts, NULL)) !=
+           -1) {
         switch (c) {
         case 'p': *port = port_arg(optarg); if (*port < 0) return -1; break;
         case 'H': shop->redis_host = optarg; break;
         case 'r':
             shop->redis_port = port_arg(optarg);
             if (shop->redis_port <= 0)
+                return -1;
+            break;
+        case 'R':
+            if (masters_arg(shop, optarg) != 0)
                 return -1;
             break;
         case 'P': shop->product = optarg; break;
@@ -584,9 +631,14 @@ static int shop_open(struct shop *shop, int port)
     hilock_options_init(&opts);
     opts.host = shop->redis_host;
     opts.port = shop->redis_port;
+    opts.masters = shop->nmasters ? shop->masters : NULL;
+    opts.nmasters = shop->nmasters;
     int rc = hilock_client_new(shop->base, &opts, &shop->locks);
     if (rc != 0) {
-        fprintf(stderr, "inventory-server: hilock: %s\n", hilock_strerror(rc));
+        fprintf(stderr, "inventory-server: hilock: %s%s\n", hilock_strerror(rc),
+                rc == HILOCK_EINVAL && shop->nmasters
+                    ? " (--redlock: an odd number of masters from 3, none "
+                      "twice)" : "");
         return -1;
     }
     shop->sig_int = evsignal_new(shop->base, SIGINT, on_signal, shop);
@@ -655,9 +707,15 @@ int main(int argc, char **argv)
             event_base_free(shop.base);
         return 1;
     }
-    printf("inventory-server: listening on http://127.0.0.1:%d "
-           "(redis %s:%d, product %s)\n", shop_port(&shop), shop.redis_host,
-           shop.redis_port, shop.product);
+    if (shop.nmasters)
+        printf("inventory-server: listening on http://127.0.0.1:%d (stock on "
+               "redis %s:%d, lock on %zu Redlock masters, product %s)\n",
+               shop_port(&shop), shop.redis_host, shop.redis_port,
+               shop.nmasters, shop.product);
+    else
+        printf("inventory-server: listening on http://127.0.0.1:%d "
+               "(redis %s:%d, product %s)\n", shop_port(&shop),
+               shop.redis_host, shop.redis_port, shop.product);
     fflush(stdout);
     rc = event_base_dispatch(shop.base);
     shop_close(&shop);
