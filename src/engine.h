@@ -71,6 +71,8 @@ struct engine {
     struct watchdog wd;
     struct engine_hooks hooks;
     struct multi_state *multi;         /* multi.c's */
+    struct op *op_pool;                /* recycled operations (op.c) */
+    size_t op_pool_len;
 };
 
 #endif

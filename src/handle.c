@@ -21,6 +21,7 @@ struct hilock_lock *handle_new(struct engine *eng, const char *name,
     heap_node_init(&lock->wd_node);
     lock->name_len = len;
     memcpy(lock->name, name, len);
+    lock->name_hash = table_hash(name, len, 0);
     LIST_INSERT_HEAD(&eng->locks, lock, link);
     return lock;
 }
@@ -80,7 +81,8 @@ struct wire_lock handle_wire(const struct hilock_lock *lock)
 
 static uint64_t owner_hash(const struct hilock_lock *lock)
 {
-    return table_hash(lock->name, lock->name_len, lock->owner_tag);
+    uint64_t h = lock->name_hash ^ (lock->owner_tag * 0x9e3779b97f4a7c15u);
+    return h ^ (h >> 31);
 }
 
 void handle_hold_begin(struct hilock_lock *lock)

@@ -49,6 +49,7 @@ struct hilock_lock {
     struct hilock_multi *multi;      /* the MultiLock it is a member of */
     TAILQ_ENTRY(hilock_lock) wlink;
     struct event *wait_timer;        /* deadline, allocated on first wait */
+    uint64_t name_hash;              /* table_hash of the name, once */
     size_t name_len;
     char name[];
 };

@@ -676,6 +676,7 @@ void lock_cancel_all(struct engine *eng)
 
 void lock_engine_free(struct engine *eng)
 {
+    op_pool_free(eng);
     handle_free_all(eng);
     table_free(&eng->owners);
     waits_free(eng);

@@ -29,15 +29,48 @@ static size_t part_index(const struct op *op, const struct req *r)
     return i;
 }
 
+/* Most recycled operations kept per engine: a hot path needs two per lock
+ * and release, and a malloc each is measurable. */
+#define OP_POOL_MAX 4096
+
 /* Free the operation once nothing refers to it any more. */
 static void op_maybe_free(struct op *op)
 {
+    struct engine *eng = op->eng;
     if (op->live || op->done || op->busy)
         return;
     if (op->fini)
         op->fini(op);
     free(op->renew);
-    free(op);
+    if (eng->op_pool_len < OP_POOL_MAX && !eng->guard->closing) {
+        op->data = eng->op_pool;
+        eng->op_pool = op;
+        eng->op_pool_len++;
+    } else {
+        free(op);
+    }
+}
+
+void op_pool_free(struct engine *eng)
+{
+    while (eng->op_pool) {
+        struct op *op = eng->op_pool;
+        eng->op_pool = op->data;
+        free(op);
+    }
+    eng->op_pool_len = 0;
+}
+
+/* A zeroed operation, from the pool when it has one. */
+static struct op *op_alloc(struct engine *eng)
+{
+    struct op *op = eng->op_pool;
+    if (!op)
+        return calloc(1, sizeof(*op));
+    eng->op_pool = op->data;
+    eng->op_pool_len--;
+    memset(op, 0, sizeof(*op));
+    return op;
 }
 
 /* Resent after NOSCRIPT: an acquire attempt that was not applied takes a
@@ -52,7 +85,7 @@ static void part_refresh(struct req *r)
 struct op *op_new(struct engine *eng, enum op_kind kind, int node,
                   uint32_t nlocks, op_done_fn *done)
 {
-    struct op *op = calloc(1, sizeof(*op));
+    struct op *op = op_alloc(eng);
     if (!op)
         return NULL;
     op->eng = eng;

@@ -58,6 +58,8 @@ struct op {
 
 TAILQ_HEAD(op_list, op);
 
+/* Free the recycled operations (engine teardown). */
+void op_pool_free(struct engine *eng);
 /* A new operation of kind on every node (node < 0) or on node only, with
  * nlocks answers per node for a renewal. NULL without memory or when the
  * client is closing. */

@@ -81,10 +81,10 @@ void waits_free(struct engine *eng)
     table_free(&eng->waits);
 }
 
+/* The queue of name (hash h: table_hash of the name), or NULL. */
 static struct wait_queue *queue_find(struct engine *eng, const char *name,
-                                     size_t len)
+                                     size_t len, uint64_t h)
 {
-    uint64_t h = table_hash(name, len, 0);
     for (struct table_node *n = table_first(&eng->waits, h); n;
          n = table_next(n)) {
         struct wait_queue *q = TABLE_ENTRY(n, struct wait_queue, node);
@@ -108,8 +108,7 @@ static struct wait_queue *queue_new(struct hilock_lock *lock)
     memcpy(q->name, lock->name, lock->name_len);
     TAILQ_INIT(&q->waiters);
     evtimer_assign(&q->timer, eng->base, on_queue_timer, q);
-    if (table_insert(&eng->waits, &q->node,
-                     table_hash(q->name, q->name_len, 0))) {
+    if (table_insert(&eng->waits, &q->node, lock->name_hash)) {
         free(q);
         return NULL;
     }
@@ -142,7 +141,8 @@ static size_t listening(const struct wait_queue *q)
 
 int wait_has_waiters(const struct hilock_lock *lock)
 {
-    return queue_find(lock->eng, lock->name, lock->name_len) != NULL;
+    return queue_find(lock->eng, lock->name, lock->name_len,
+                      lock->name_hash) != NULL;
 }
 
 /* Let the head waiter retry now (or as soon as its retry in flight is
@@ -176,7 +176,7 @@ static void on_queue_timer(evutil_socket_t fd, short what, void *arg)
 
 void wait_on_message(struct engine *eng, const char *name, size_t len)
 {
-    struct wait_queue *q = queue_find(eng, name, len);
+    struct wait_queue *q = queue_find(eng, name, len, table_hash(name, len, 0));
     if (q)
         queue_wake(q);
 }
@@ -233,7 +233,8 @@ int wait_park(struct hilock_lock *lock, int64_t ttl_ms)
 {
     struct wait_queue *q = lock->queue;
     if (!q) {
-        q = queue_find(lock->eng, lock->name, lock->name_len);
+        q = queue_find(lock->eng, lock->name, lock->name_len,
+                       lock->name_hash);
         if (!q && !(q = queue_new(lock)))
             return HILOCK_ENOMEM;
         lock->queue = q;
@@ -285,7 +286,8 @@ void wait_hold_off(struct hilock_lock *lock, uint64_t ms)
 void wait_released(struct hilock_lock *lock, int64_t heard)
 {
     struct engine *eng = lock->eng;
-    struct wait_queue *q = queue_find(eng, lock->name, lock->name_len);
+    struct wait_queue *q =
+        queue_find(eng, lock->name, lock->name_len, lock->name_hash);
     if (!q)
         return;
     if (heard <= (int64_t)listening(q)) {
