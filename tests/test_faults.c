@@ -91,19 +91,11 @@ static void await(struct tu_result *r, int timeout_ms, const char *what)
                   "%s: no callback within %d ms", what, timeout_ms);
 }
 
-/* Run until Redis has run a renewal of the watchdog (a script call) and l's
- * client has read its reply: l's hold has been renewed and confirmed. */
-static bool evalsha_above(void *arg)
-{
-    return rs_cmdstat_calls(tu_srv, "evalsha") > *(const long long *)arg;
-}
-
+/* Run until the watchdog has renewed l's hold and l's client has read the
+ * reply. */
 static void await_renewal(struct hilock_lock *l)
 {
-    long long calls = rs_cmdstat_calls(tu_srv, "evalsha");
-    ck_assert_msg(tu_run_until(evalsha_above, &calls, tu_ms(WD_MS)),
-                  "no renewal within a lease");
-    settle(l);
+    tu_await_renewal(l, tu_ms(WD_MS));
 }
 
 /* Run for a whole watchdog period and the quiet window: long enough for a

@@ -328,6 +328,20 @@ long long tu_exists(const char *key)
     return rs_int(tu_srv, "EXISTS", key, (char *)NULL);
 }
 
+static bool evalsha_above(void *arg)
+{
+    return rs_cmdstat_calls(tu_srv, "evalsha") > *(const long long *)arg;
+}
+
+void tu_await_renewal(struct hilock_lock *lock, int timeout_ms)
+{
+    long long calls = rs_cmdstat_calls(tu_srv, "evalsha");
+    ck_assert_int_ge(calls, 0);
+    ck_assert_msg(tu_run_until(evalsha_above, &calls, timeout_ms),
+                  "no script call within %d ms", timeout_ms);
+    tu_assert_status(tu_query(hilock_lock_query_held, lock, NULL), 0);
+}
+
 /* Results of the synchronous wrappers live in a static ring rather than on
  * the stack, so that a buggy second callback after the wrapper returned
  * writes somewhere harmless instead of into a dead frame. */

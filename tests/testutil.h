@@ -113,6 +113,11 @@ long long tu_holds(const char *key, struct hilock_client *client,
                    uint64_t owner_tag);
 /* EXISTS key on tu_srv: 1 or 0 (RS_ERR on error). */
 long long tu_exists(const char *key);
+/* Run until Redis has run one script call more than now (EVALSHA: in the
+ * tests that use it, a renewal by the watchdog) and lock's client has read
+ * its reply (a query sent behind it is answered). Fails the test when that
+ * takes longer than timeout_ms. */
+void tu_await_renewal(struct hilock_lock *lock, int timeout_ms);
 
 /* The release channel of lock name (a string literal), the Redisson layout,
  * and its fencing counter: golden literals, not taken from src/. */
