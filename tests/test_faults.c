@@ -98,12 +98,11 @@ static void await_renewal(struct hilock_lock *l)
     tu_await_renewal(l, tu_ms(WD_MS));
 }
 
-/* Run for a whole watchdog period and the quiet window: long enough for a
- * renewal that should not happen. */
-static void run_one_renewal_period(void)
+/* No renewal (no script call) for a whole watchdog period: for a lock that
+ * must no longer be renewed. */
+static void assert_no_renewal(void)
 {
-    tu_run_for(WD_MS / 3);
-    tu_run_quiet();
+    tu_assert_no_script_call(WD_MS / 3);
 }
 
 /* ---- replies lost after Redis applied the command ----------------------- */
@@ -485,7 +484,7 @@ START_TEST(restart_while_a_watchdog_lock_is_held_reports_it_lost)
     ck_assert_msg(lost.at_ms - t1 < tu_ms(2000),
                   "on_lost came %lld ms after restart", lost.at_ms - t1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
-    run_one_renewal_period();
+    assert_no_renewal();
     ck_assert_int_eq(lost.calls, 1);
     ck_assert_int_eq(tu_exists("k9wd"), 0); /* not recreated by the watchdog */
     tu_assert_status(tu_acquire_eventually(l, 0), 0);
@@ -698,7 +697,7 @@ START_TEST(watchdog_lock_replaced_by_a_string_is_reported_lost_and_left_alone)
     ck_assert_msg(lost.at_ms - t0 < WD_MS + tu_ms(500),
                   "on_lost after %lld ms", lost.at_ms - t0);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
-    run_one_renewal_period();
+    assert_no_renewal();
     ck_assert_int_eq(lost.calls, 1);
     assert_string_untouched("wdstr");
     /* a release now: the string is not ours, whatever the code */

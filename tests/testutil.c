@@ -342,6 +342,17 @@ void tu_await_renewal(struct hilock_lock *lock, int timeout_ms)
     tu_assert_status(tu_query(hilock_lock_query_held, lock, NULL), 0);
 }
 
+void tu_assert_no_script_call(int window_ms)
+{
+    long long calls = rs_cmdstat_calls(tu_srv, "evalsha");
+    ck_assert_int_ge(calls, 0);
+    tu_run_for(window_ms);
+    tu_run_quiet();
+    long long after = rs_cmdstat_calls(tu_srv, "evalsha");
+    ck_assert_msg(after == calls, "%lld script calls in %d ms", after - calls,
+                  window_ms);
+}
+
 /* Results of the synchronous wrappers live in a static ring rather than on
  * the stack, so that a buggy second callback after the wrapper returned
  * writes somewhere harmless instead of into a dead frame. */
