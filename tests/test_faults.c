@@ -18,10 +18,11 @@
 #include <string.h>
 
 #define REQ_MS 500       /* request_timeout_ms of every client here... */
-#define WD_MS 600        /* watchdog_lease_ms */
+#define WD_MS 600        /* ...and watchdog_lease_ms... */
 #define WAITERS 5
 
-static int req_ms;       /* ...as it is set: tu_ms(REQ_MS) */
+static int req_ms;       /* ...as they are set: tu_ms(REQ_MS)... */
+static int wd_ms;        /* ...and tu_ms(WD_MS) */
 
 static struct tp_proxy *proxy;
 static struct hilock_client *client, *other;
@@ -41,7 +42,7 @@ static struct hilock_client *proxied_client_waiting(int fencing,
     o.connect_timeout_ms = (uint32_t)req_ms;
     o.reconnect_min_ms = 20;
     o.reconnect_max_ms = 200;
-    o.watchdog_lease_ms = WD_MS;
+    o.watchdog_lease_ms = (uint32_t)wd_ms;
     o.fencing = fencing;
     return tu_client(&o);
 }
@@ -56,6 +57,7 @@ static void setup(void)
 {
     tu_setup();
     req_ms = tu_ms(REQ_MS);
+    wd_ms = tu_ms(WD_MS);
     proxy = tp_new(tu_base, rs_port(tu_srv));
     ck_assert_ptr_nonnull(proxy);
     client = proxied_client(0);
@@ -95,14 +97,14 @@ static void await(struct tu_result *r, int timeout_ms, const char *what)
  * reply. */
 static void await_renewal(struct hilock_lock *l)
 {
-    tu_await_renewal(l, tu_ms(WD_MS));
+    tu_await_renewal(l, wd_ms);
 }
 
 /* No renewal (no script call) for a whole watchdog period: for a lock that
  * must no longer be renewed. */
 static void assert_no_renewal(void)
 {
-    tu_assert_no_script_call(WD_MS / 3);
+    tu_assert_no_script_call(wd_ms / 3);
 }
 
 /* ---- replies lost after Redis applied the command ----------------------- */
@@ -404,9 +406,9 @@ START_TEST(network_stall_longer_than_the_lease_reports_lost_before_expiry)
     await_renewal(l);
     ck_assert_int_eq(lost.calls, 0);
     long long pttl = rs_int(tu_srv, "PTTL", "bh", (char *)NULL);
-    ck_assert_msg(pttl > 0 && pttl <= WD_MS, "PTTL %lld", pttl);
+    ck_assert_msg(pttl > 0 && pttl <= wd_ms, "PTTL %lld", pttl);
     /* every renewal confirmed so far was sent before this moment, so the
-     * lease may run out on the server WD_MS after it at the earliest */
+     * lease may run out on the server wd_ms after it at the earliest */
     long long t0 = tu_now_ms();
     tp_blackhole(proxy, true);
     bool fired = tu_run_until_count(&lost.calls, 1, tu_ms(3000));
@@ -416,9 +418,9 @@ START_TEST(network_stall_longer_than_the_lease_reports_lost_before_expiry)
     ck_assert_msg(fired, "on_lost did not fire during a %lld ms stall",
                   tu_now_ms() - t0);
     tu_assert_status(lost.status, HILOCK_ELOST);
-    ck_assert_msg(lost.at_ms - t0 <= WD_MS + 100,
+    ck_assert_msg(lost.at_ms - t0 <= wd_ms + 100,
                   "on_lost came %lld ms into the stall (lease %d ms)",
-                  lost.at_ms - t0, WD_MS);
+                  lost.at_ms - t0, wd_ms);
     ck_assert_msg(pttl_at_lost > 0,
                   "on_lost came after the lease ran out (PTTL %lld)",
                   pttl_at_lost);
@@ -450,9 +452,9 @@ START_TEST(refused_reconnects_longer_than_the_lease_report_lost_before_expiry)
     bool fired = tu_run_until_count(&lost.calls, 1, tu_ms(3000));
     ck_assert_msg(fired, "on_lost did not fire while refused");
     tu_assert_status(lost.status, HILOCK_ELOST);
-    ck_assert_msg(lost.at_ms - t0 <= WD_MS + 100,
+    ck_assert_msg(lost.at_ms - t0 <= wd_ms + 100,
                   "on_lost came %lld ms after the link went (lease %d ms)",
-                  lost.at_ms - t0, WD_MS);
+                  lost.at_ms - t0, wd_ms);
     ck_assert_msg(pttl_at_lost > 0,
                   "on_lost came after the lease ran out (PTTL %lld)",
                   pttl_at_lost);
@@ -691,10 +693,10 @@ START_TEST(watchdog_lock_replaced_by_a_string_is_reported_lost_and_left_alone)
     ck_assert_int_eq(rs_int(tu_srv, "DEL", "wdstr", (char *)NULL), 1);
     set_string("wdstr");
     long long t0 = tu_now_ms();
-    ck_assert_msg(tu_run_until_count(&lost.calls, 1, WD_MS + tu_ms(2000)),
+    ck_assert_msg(tu_run_until_count(&lost.calls, 1, wd_ms + tu_ms(2000)),
                   "on_lost never fired for a lock replaced by a string");
     tu_assert_status(lost.status, HILOCK_ELOST);
-    ck_assert_msg(lost.at_ms - t0 < WD_MS + tu_ms(500),
+    ck_assert_msg(lost.at_ms - t0 < wd_ms + tu_ms(500),
                   "on_lost after %lld ms", lost.at_ms - t0);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
     assert_no_renewal();
@@ -724,16 +726,17 @@ static void counting(struct hilock_lock *lock, int status, int64_t value,
     fired_total++;
 }
 
-/* Issue acquires first..last on victim (odd: try once, even: wait 5 s)
- * into res[first..last]. */
+/* Issue acquires first..last on victim (odd: try once, even: wait ten
+ * request timeouts, past the free) into res[first..last]. */
 static void issue_acquires(int first, int last)
 {
     for (int i = first; i <= last; i++) {
         char name[16];
         snprintf(name, sizeof name, "refused%d", i);
         struct hilock_lock *l = tu_lock(victim, name, 1);
-        tu_assert_status(hilock_lock_acquire(l, 30000, i % 2 ? 0 : 5000,
-                                             counting, &res[i]),
+        uint64_t wait_ms = i % 2 ? 0 : (uint64_t)(10 * req_ms);
+        tu_assert_status(hilock_lock_acquire(l, 30000, wait_ms, counting,
+                                             &res[i]),
                          0);
     }
 }
@@ -906,7 +909,7 @@ START_TEST(client_free_inside_on_lost_from_a_renewal_reply_is_safe)
     /* both keys vanish: the next renewal of each finds it gone; the first
      * on_lost frees the client, the second must then not come */
     ck_assert_int_eq(rs_int(tu_srv, "DEL", "fl-a", "fl-b", (char *)NULL), 2);
-    ck_assert_msg(tu_run_until_count(&lost.calls, 1, WD_MS + tu_ms(2000)),
+    ck_assert_msg(tu_run_until_count(&lost.calls, 1, wd_ms + tu_ms(2000)),
                   "on_lost never fired");
     tu_assert_status(lost.status, HILOCK_ELOST);
     ck_assert_ptr_null(client);
@@ -923,7 +926,7 @@ START_TEST(client_free_inside_on_lost_from_the_lease_timer_is_safe)
 {
     /* the query below must outlast the lease, still pending at on_lost */
     hilock_client_free(client);
-    client = proxied_client_waiting(0, WD_MS + tu_ms(200));
+    client = proxied_client_waiting(0, wd_ms + tu_ms(200));
     struct hilock_lock *a = tu_lock(client, "ft-a", 1);
     struct hilock_lock *q = tu_lock(client, "ft-q", 1);
     tu_assert_status(hilock_lock_on_lost(a, free_client_on_lost, &lost), 0);
@@ -932,7 +935,7 @@ START_TEST(client_free_inside_on_lost_from_the_lease_timer_is_safe)
     tp_blackhole(proxy, true);
     /* a request stuck in the stall when the client goes */
     tu_assert_status(hilock_lock_query_count(q, tu_record, &res[0]), 0);
-    ck_assert_msg(tu_run_until_count(&lost.calls, 1, WD_MS + tu_ms(2000)),
+    ck_assert_msg(tu_run_until_count(&lost.calls, 1, wd_ms + tu_ms(2000)),
                   "on_lost never fired during the stall");
     tp_blackhole(proxy, false);
     tu_assert_status(lost.status, HILOCK_ELOST);

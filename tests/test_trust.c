@@ -16,8 +16,9 @@
 #define REQ_MS 1000
 /* A lease shorter than a watchdog period, and how long a test watches a
  * hold under it: two such leases, after which it would be gone unless
- * renewed. */
-#define SHORT_MS 300
+ * renewed. Scaled by CK_TIMEOUT_MULTIPLIER, as are the watchdog leases of
+ * those tests: a client slowed down by valgrind must renew in time. */
+#define SHORT_MS tu_ms(300)
 #define TWO_SHORT_LEASES_MS (2 * SHORT_MS)
 
 static struct tp_proxy *proxy;
@@ -147,17 +148,20 @@ END_TEST
  * lease) must not outrun the watchdog: it renews within the short lease. */
 START_TEST(watchdog_keeps_a_lock_whose_lease_was_shortened)
 {
-    client = new_client(6000);
+    client = new_client((uint32_t)tu_ms(6000));
     struct hilock_lock *l = tu_lock(client, "short", 1);
     tu_assert_status(hilock_lock_on_lost(l, tu_record, &lost), 0);
     tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
-    tu_assert_status(hilock_lock_renew(l, 400, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_renew(l, (uint64_t)tu_ms(400), tu_record,
+                                       &res[0]),
+                     0);
     await(&res[0], 1, tu_ms(2000), "renew");
     tu_assert_status(res[0].status, 0);
-    tu_assert_status(tu_acquire(l, SHORT_MS, 0, NULL), 0); /* re-entry */
+    tu_assert_status(tu_acquire(l, (uint64_t)SHORT_MS, 0, NULL), 0);
+    /* ^ a re-entry */
     tu_run_for(TWO_SHORT_LEASES_MS);
     ck_assert_int_eq(lost.calls, 0);
-    ck_assert_int_gt(rs_int(tu_srv, "PTTL", "short", (char *)NULL), 300);
+    ck_assert_int_gt(rs_int(tu_srv, "PTTL", "short", (char *)NULL), SHORT_MS);
     tu_assert_status(tu_release(l, NULL), 0); /* re-applies a lease */
     tu_run_for(TWO_SHORT_LEASES_MS);
     ck_assert_int_eq(lost.calls, 0);
@@ -191,7 +195,7 @@ START_TEST(twin_reentry_with_a_short_lease_keeps_the_watchdog_hold)
     tu_assert_status(hilock_lock_on_lost(a, tu_record, &lost), 0);
     tu_assert_status(hilock_lock_on_lost(b, tu_record, &lost2), 0);
     tu_assert_status(tu_acquire(a, 0, 0, NULL), 0);
-    tu_assert_status(tu_acquire(b, SHORT_MS, 0, NULL), 0);
+    tu_assert_status(tu_acquire(b, (uint64_t)SHORT_MS, 0, NULL), 0);
     tu_run_for(TWO_SHORT_LEASES_MS);
     ck_assert_int_eq(lost.calls + lost2.calls, 0);
     ck_assert_int_eq(tu_holds("twin2", client, 7), 2);
@@ -227,9 +231,13 @@ static void unblackhole_on_lost(struct hilock_lock *l, int status,
  * it must not extend the key. */
 START_TEST(renewal_arriving_after_the_loss_does_not_extend_the_lock)
 {
+    /* a 900 ms lease, scaled like the bound below: the client's estimate
+     * of the server's clock must err by less than the margin (a tenth),
+     * which a slow run needs more time for */
+    int lease_ms = tu_ms(900);
     proxy = tp_new(tu_base, rs_port(tu_srv));
     ck_assert_ptr_nonnull(proxy);
-    client = new_client(900);
+    client = new_client((uint32_t)lease_ms);
     struct hilock_lock *l = tu_lock(client, "late", 1);
     tu_assert_status(hilock_lock_on_lost(l, unblackhole_on_lost, &lost), 0);
     tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
@@ -237,9 +245,10 @@ START_TEST(renewal_arriving_after_the_loss_does_not_extend_the_lock)
     await(&lost, 1, tu_ms(3000), "on_lost in the stall");
     long long t0 = tu_now_ms();
     /* the key had at most the margin left; an applied renewal would give
-     * it a whole lease again (900 ms): this bound tells the two apart, so
-     * it is not scaled */
-    ck_assert_msg(tu_run_until_redis(0, 400, "EXISTS", "late", (char *)NULL),
+     * it a whole lease again: this bound, 4/9 of the lease (400 ms), lies
+     * between the two */
+    ck_assert_msg(tu_run_until_redis(0, lease_ms * 4 / 9, "EXISTS", "late",
+                                     (char *)NULL),
                   "the lock was extended after its owner gave it up "
                   "(PTTL %lld after %lld ms)",
                   rs_int(tu_srv, "PTTL", "late", (char *)NULL),
@@ -365,6 +374,16 @@ static long long backoff_allows(long long elapsed_ms)
     return n;
 }
 
+/* INFO stats total_connections_received of tu_srv. */
+static long long connections_received(void)
+{
+    char *s = rs_info(tu_srv, "stats", "total_connections_received");
+    ck_assert_ptr_nonnull(s);
+    long long n = atoll(s);
+    free(s);
+    return n;
+}
+
 /* 10: SUBSCRIBE denied: back off, say so, keep waiting right. */
 START_TEST(subscribe_denied_backs_off_reports_enoperm_and_still_waits)
 {
@@ -385,8 +404,7 @@ START_TEST(subscribe_denied_backs_off_reports_enoperm_and_still_waits)
     o.reconnect_max_ms = 2000;
     client = tu_client(&o);
     struct hilock_lock *w = tu_lock(client, "acl", 2);
-    long long conns0 = atoll(rs_info(tu_srv, "stats",
-                                     "total_connections_received"));
+    long long conns0 = connections_received();
     long long t_wait = tu_now_ms();
     tu_assert_status(hilock_lock_acquire(w, 0, 10000, tu_record, &res[0]), 0);
     ck_assert_msg(tu_run_until_state(client, HILOCK_STATE_PUBSUB_DOWN,
@@ -400,8 +418,7 @@ START_TEST(subscribe_denied_backs_off_reports_enoperm_and_still_waits)
     /* a window of 1 s at least; a storm would open 20 or more */
     tu_run_for((int)(t_wait + 1000 - tu_now_ms()));
     long long window = tu_now_ms() - t_wait;
-    long long conns = atoll(rs_info(tu_srv, "stats",
-                                    "total_connections_received")) - conns0;
+    long long conns = connections_received() - conns0;
     ck_assert_msg(conns <= backoff_allows(window), "%lld connections in %lld ms",
                   conns, window);
     long long t0 = tu_now_ms();

@@ -7,20 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WATCHDOG_LEASE_MS 300
-#define PERIOD_MS (WATCHDOG_LEASE_MS / 3) /* between renewals */
+/* The watchdog lease, 300 ms scaled by CK_TIMEOUT_MULTIPLIER: a client
+ * slowed down by valgrind must still renew in time, and every bound below
+ * is built on it. */
+static int lease_ms;
+#define PERIOD_MS (lease_ms / 3) /* between renewals */
 
 static struct hilock_client *client;
 static struct hilock_lock *lock;
 static struct tu_result lost;
 
-static void start(uint32_t request_timeout_ms)
+static void start(int request_timeout_ms)
 {
     struct hilock_options o;
+    lease_ms = tu_ms(300);
     tu_options(&o);
-    o.watchdog_lease_ms = WATCHDOG_LEASE_MS;
+    o.watchdog_lease_ms = (uint32_t)lease_ms;
     if (request_timeout_ms)
-        o.request_timeout_ms = request_timeout_ms;
+        o.request_timeout_ms = (uint32_t)tu_ms(request_timeout_ms);
     client = tu_client(&o);
     lock = tu_lock(client, "wd", 1);
     memset(&lost, 0, sizeof lost);
@@ -56,11 +60,11 @@ START_TEST(watchdog_keeps_the_lock_past_three_leases)
 {
     tu_assert_status(tu_acquire(lock, 0, 0, NULL), 0);
     long long pttl = rs_int(tu_srv, "PTTL", "wd", (char *)NULL);
-    ck_assert_msg(pttl > 0 && pttl <= WATCHDOG_LEASE_MS, "PTTL %lld", pttl);
-    tu_run_for(3 * WATCHDOG_LEASE_MS); /* the time under test */
+    ck_assert_msg(pttl > 0 && pttl <= lease_ms, "PTTL %lld", pttl);
+    tu_run_for(3 * lease_ms); /* the time under test */
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "wd", (char *)NULL), 1);
     pttl = rs_int(tu_srv, "PTTL", "wd", (char *)NULL);
-    ck_assert_msg(pttl > 0 && pttl <= WATCHDOG_LEASE_MS, "PTTL %lld", pttl);
+    ck_assert_msg(pttl > 0 && pttl <= lease_ms, "PTTL %lld", pttl);
     ck_assert_int_eq(field_count(), 1);
     ck_assert_int_eq(lost.calls, 0);
     ck_assert_uint_eq(hilock_lock_hold_count(lock), 1);
@@ -100,11 +104,14 @@ START_TEST(renewals_due_together_go_out_in_one_call)
     }
     ck_assert(tu_run_until(all_called, got, tu_ms(3000)));
     long long before = rs_cmdstat_calls(tu_srv, "evalsha");
-    /* four renewal periods: unbatched that would be about 160 calls; the
-     * keys outlive the window only if renewed */
+    /* four renewal periods: unbatched that would be about 4 * 40 = 160
+     * calls; batched, 4 on a quick machine, a few more when slow ones
+     * spread the 40 acquisitions (and so their due times) apart. The keys
+     * outlive the window only if renewed. */
     tu_run_for(4 * PERIOD_MS);
     long long calls = rs_cmdstat_calls(tu_srv, "evalsha") - before;
-    ck_assert_msg(calls >= 2 && calls <= 14, "%lld renew calls", calls);
+    ck_assert_msg(calls >= 2 && calls <= 4 * N / 5, "%lld renew calls",
+                  calls);
     for (int i = 0; i < N; i++) {
         ck_assert_int_eq(got[i].status, 0);
         ck_assert_int_eq(rs_int(tu_srv, "EXISTS", hilock_lock_name(locks[i], NULL),
@@ -125,7 +132,7 @@ END_TEST
 START_TEST(on_lost_fires_when_the_key_is_deleted_behind_our_back)
 {
     tu_assert_status(tu_acquire(lock, 0, 0, NULL), 0);
-    tu_await_renewal(lock, tu_ms(WATCHDOG_LEASE_MS));
+    tu_await_renewal(lock, lease_ms);
     long long t0 = tu_now_ms();
     ck_assert_int_eq(rs_int(tu_srv, "DEL", "wd", (char *)NULL), 1);
     ck_assert_msg(tu_run_until_count(&lost.calls, 1, tu_ms(3000)),
@@ -191,7 +198,7 @@ START_TEST(renew_of_a_watchdog_lock_uses_the_watchdog_lease)
     tu_assert_status(hilock_lock_renew(lock, 0, tu_record, &r), 0);
     ck_assert(tu_run_until_count(&r.calls, 1, tu_ms(3000)));
     tu_assert_status(r.status, 0);
-    ck_assert_int_eq(r.value, WATCHDOG_LEASE_MS);
+    ck_assert_int_eq(r.value, lease_ms);
 }
 END_TEST
 
@@ -216,7 +223,7 @@ START_TEST(no_on_lost_and_no_renewal_after_release)
 {
     int64_t v = -1;
     tu_assert_status(tu_acquire(lock, 0, 0, NULL), 0);
-    tu_await_renewal(lock, tu_ms(WATCHDOG_LEASE_MS)); /* renewing now */
+    tu_await_renewal(lock, lease_ms); /* renewing now */
     tu_assert_status(tu_release(lock, &v), 0);
     ck_assert_int_eq(v, 0);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "wd", (char *)NULL), 0);
@@ -229,7 +236,7 @@ END_TEST
 START_TEST(no_on_lost_after_the_lock_is_freed)
 {
     tu_assert_status(tu_acquire(lock, 0, 0, NULL), 0);
-    tu_await_renewal(lock, tu_ms(WATCHDOG_LEASE_MS)); /* renewing now */
+    tu_await_renewal(lock, lease_ms); /* renewing now */
     hilock_lock_free(lock);
     lock = NULL;
     ck_assert(tu_run_until_redis(0, tu_ms(2000), "EXISTS", "wd",
@@ -239,7 +246,7 @@ START_TEST(no_on_lost_after_the_lock_is_freed)
 }
 END_TEST
 
-/* The fixture of this test uses request_timeout_ms 200. */
+/* The fixture of this test uses request_timeout_ms 200 (scaled). */
 static void setup_short_timeout(void)
 {
     tu_setup();
@@ -249,7 +256,7 @@ static void setup_short_timeout(void)
 START_TEST(on_lost_fires_while_redis_is_paused_before_the_lease_runs_out)
 {
     tu_assert_status(tu_acquire(lock, 0, 0, NULL), 0);
-    tu_await_renewal(lock, tu_ms(WATCHDOG_LEASE_MS)); /* a confirmed one */
+    tu_await_renewal(lock, lease_ms); /* a confirmed one */
     ck_assert_int_eq(lost.calls, 0);
     long long paused = tu_now_ms();
     ck_assert_int_eq(rs_pause(tu_srv), 0);
@@ -260,10 +267,10 @@ START_TEST(on_lost_fires_while_redis_is_paused_before_the_lease_runs_out)
                   after);
     tu_assert_status(lost.status, HILOCK_ELOST);
     /* the last confirmed renewal was before the pause, so the lease could
-     * run out at most WATCHDOG_LEASE_MS after it; allow timer slack */
-    ck_assert_msg(lost.at_ms - paused < 2 * WATCHDOG_LEASE_MS + 100,
+     * run out at most lease_ms after it; allow timer slack */
+    ck_assert_msg(lost.at_ms - paused < 2 * lease_ms + 100,
                   "on_lost came %lld ms into the pause (lease %d ms)",
-                  lost.at_ms - paused, WATCHDOG_LEASE_MS);
+                  lost.at_ms - paused, lease_ms);
     tu_run_quiet();
     ck_assert_int_eq(lost.calls, 1);
 }
