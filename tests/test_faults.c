@@ -217,8 +217,7 @@ START_TEST(fenced_acquire_whose_reply_is_lost_draws_one_token)
     /* the resend returned the token of the applied acquire, drew no other */
     ck_assert_int_eq(res[0].value, 1);
     ck_assert_int_eq(hilock_lock_token(l), 1);
-    ck_assert_int_eq(rs_int(tu_srv, "GET", "hilock_fence:{cut-fence}",
-                            (char *)NULL), 1);
+    ck_assert_int_eq(tu_fence("cut-fence"), 1);
     ck_assert_int_eq(tu_holds("cut-fence", client, 1), 1);
 }
 END_TEST
@@ -382,7 +381,7 @@ START_TEST(release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true)
     tu_assert_status(res[1].status, 0);
     t2 = res[1].value;
     ck_assert_msg(t2 > t1, "token %lld after %lld", (long long)t2, (long long)t1);
-    ck_assert_int_eq(t2, rs_int(tu_srv, "GET", "hilock_fence:{stale}", (char *)NULL));
+    ck_assert_int_eq(t2, tu_fence("stale"));
     ck_assert_int_eq(hilock_lock_hold_count(l), 1);
     ck_assert_int_eq(tu_holds("stale", client, 1), 1);
 }

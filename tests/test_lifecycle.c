@@ -60,15 +60,6 @@ static void assert_each_canceled_once(int from, int to)
     }
 }
 
-/* The fencing counter of lock name: how many acquisitions Redis granted
- * (RS_NIL: none). */
-static long long granted(const char *name)
-{
-    char key[64];
-    snprintf(key, sizeof key, "hilock_fence:{%s}", name);
-    return rs_int(tu_srv, "GET", key, (char *)NULL);
-}
-
 /* Let the client write the requests it has handed to its live connection,
  * without reading any reply: one turn of the loop that does not wait, in
  * which the socket is writable and no reply can be readable yet. Then wait,
@@ -80,9 +71,9 @@ static void send_and_let_redis_grant(const char *name)
                      0);
     long long deadline = tu_now_ms() + tu_ms(2000);
     struct timespec pause = {0, 1000000};
-    while (granted(name) != 1 && tu_now_ms() < deadline)
+    while (tu_fence(name) != 1 && tu_now_ms() < deadline)
         nanosleep(&pause, NULL);
-    ck_assert_msg(granted(name) == 1, "Redis never granted the acquire of %s",
+    ck_assert_msg(tu_fence(name) == 1, "Redis never granted the acquire of %s",
                   name);
 }
 
@@ -102,7 +93,7 @@ START_TEST(client_free_cancels_every_pending_acquire_once_and_undoes_them)
     for (int i = 0; i < N; i++) {
         char name[32];
         snprintf(name, sizeof name, "free%d", i);
-        ck_assert_msg(granted(name) == 1, "acquire %d never reached Redis", i);
+        ck_assert_msg(tu_fence(name) == 1, "acquire %d never reached Redis", i);
         ck_assert_msg(tu_exists(name) == 0, "acquire %d was left holding", i);
     }
     tu_run_quiet();
@@ -240,7 +231,7 @@ START_TEST(lock_free_with_an_acquire_pending_cancels_it_and_leaves_no_hold)
                   "the acquire granted before the free was left holding");
     tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
-    ck_assert_int_eq(granted("pend"), 1);
+    ck_assert_int_eq(tu_fence("pend"), 1);
 }
 END_TEST
 

@@ -328,6 +328,13 @@ long long tu_exists(const char *key)
     return rs_int(tu_srv, "EXISTS", key, (char *)NULL);
 }
 
+long long tu_fence(const char *name)
+{
+    char key[HILOCK_NAME_MAX + 32];
+    snprintf(key, sizeof key, TU_FENCE("%s"), name);
+    return rs_int(tu_srv, "GET", key, (char *)NULL);
+}
+
 static bool evalsha_above(void *arg)
 {
     return rs_cmdstat_calls(tu_srv, "evalsha") > *(const long long *)arg;

@@ -128,6 +128,9 @@ void tu_assert_no_script_call(int window_ms);
  * and its fencing counter: golden literals, not taken from src/. */
 #define TU_CHANNEL(name) "redisson_lock__channel:{" name "}"
 #define TU_FENCE(name) "hilock_fence:{" name "}"
+/* The fencing counter of lock name (NUL-terminated): how many acquisitions
+ * Redis granted it with fencing on; RS_NIL when none. */
+long long tu_fence(const char *name);
 /* Run the loop until PUBSUB NUMSUB channel reports n subscribers; returns
  * whether it did within timeout_ms. */
 bool tu_numsub_becomes(const char *channel, long long n, int timeout_ms);
