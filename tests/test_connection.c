@@ -144,7 +144,7 @@ START_TEST(unix_socket_path_is_used_instead_of_tcp)
     ck_assert_ptr_nonnull(rs_unix_path(tu_srv));
     struct hilock_options o;
     tu_options(&o);
-    o.port = rs_free_port(); /* nothing there: only the socket can work */
+    o.port = tu_dead_port(); /* nothing there: only the socket can work */
     o.unix_path = rs_unix_path(tu_srv);
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "sock", 1);

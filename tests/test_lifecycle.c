@@ -323,7 +323,7 @@ static struct hilock_client *client_on_dead_port(void)
 {
     struct hilock_options o;
     tu_options(&o);
-    o.port = rs_free_port();
+    o.port = tu_dead_port();
     ck_assert_int_gt(o.port, 0);
     o.request_timeout_ms = DEAD_REQ_MS;
     o.connect_timeout_ms = DEAD_REQ_MS;

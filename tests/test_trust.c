@@ -306,7 +306,7 @@ START_TEST(refused_connection_is_econn)
 {
     struct hilock_options o;
     options(&o, 0);
-    o.port = rs_free_port();
+    o.port = tu_dead_port();
     o.request_timeout_ms = (uint32_t)tu_ms(200); /* the ECONN comes at it */
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "nobody", 1);

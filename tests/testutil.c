@@ -1,7 +1,10 @@
 /* testutil.c -- see testutil.h. */
 #include "testutil.h"
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <stdarg.h>
@@ -12,6 +15,8 @@
 
 struct event_base *tu_base;
 struct rs_server *tu_srv;
+
+static int dead_fd = -1; /* the socket holding tu_dead_port() */
 
 /* Margin added to the deadline of a synchronous wrapper: the callback must
  * fire within the operation's own bounds; this is only a hang guard. */
@@ -51,8 +56,26 @@ void tu_setup(void)
     ck_assert_msg(tu_srv != NULL, "could not start redis-server");
 }
 
+int tu_dead_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    ck_assert_int_lt(dead_fd, 0); /* one a test */
+    dead_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(dead_fd, 0);
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(dead_fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(getsockname(dead_fd, (struct sockaddr *)&sa, &len), 0);
+    return ntohs(sa.sin_port);
+}
+
 void tu_teardown(void)
 {
+    if (dead_fd >= 0)
+        close(dead_fd);
+    dead_fd = -1;
     rs_stop(tu_srv);
     tu_srv = NULL;
     if (tu_base)

@@ -30,6 +30,13 @@ void tu_setup(void);
 void tu_setup_no_redis(void);
 void tu_teardown(void);
 
+/* A loopback TCP port where connections are refused, for a client pointed
+ * at no server: the port stays bound (not listening) until tu_teardown(),
+ * so no server started meanwhile can take it, and no connection to it can
+ * get it as its own source port and connect to itself, as a port that was
+ * merely free a moment ago (rs_free_port) can. Fails the test on error. */
+int tu_dead_port(void);
+
 /* rs_start_opts() with the options every test server gets on top (opts may
  * be NULL): hz 100, so that the server acts on SIGTERM within 10 ms rather
  * than at its next 100 ms cron tick. NULL on failure. */
