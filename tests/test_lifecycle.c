@@ -101,7 +101,7 @@ START_TEST(client_free_cancels_every_pending_acquire_once_and_undoes_them)
 }
 END_TEST
 
-START_TEST(client_free_cancels_pending_release_and_queries_once_and_delivers_the_release)
+START_TEST(client_free_delivers_the_release_and_cancels_pending_callbacks_once)
 {
     struct hilock_lock *l = tu_lock(client, "rq", 1);
     tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
@@ -405,8 +405,7 @@ static Suite *lifecycle_suite(void)
     tcase_add_test(tc,
                    client_free_cancels_every_pending_acquire_once_and_undoes_them);
     tcase_add_test(
-        tc,
-        client_free_cancels_pending_release_and_queries_once_and_delivers_the_release);
+        tc, client_free_delivers_the_release_and_cancels_pending_callbacks_once);
     tcase_add_test(tc, client_free_inside_a_callback_cancels_the_others_once);
     tcase_add_test(tc, lock_free_inside_its_own_acquire_callback_is_safe);
     tcase_add_test(tc, lock_free_of_a_held_lock_releases_it);

@@ -419,8 +419,8 @@ START_TEST(subscribe_denied_backs_off_reports_enoperm_and_still_waits)
     tu_run_for((int)(t_wait + 1000 - tu_now_ms()));
     long long window = tu_now_ms() - t_wait;
     long long conns = connections_received() - conns0;
-    ck_assert_msg(conns <= backoff_allows(window), "%lld connections in %lld ms",
-                  conns, window);
+    ck_assert_msg(conns <= backoff_allows(window),
+                  "%lld connections in %lld ms", conns, window);
     long long t0 = tu_now_ms();
     tu_assert_status(tu_release(holder, NULL), 0);
     await(&res[0], 1, tu_ms(3000), "waiter");

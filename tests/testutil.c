@@ -60,7 +60,7 @@ int tu_dead_port(void)
 {
     struct sockaddr_in sa;
     socklen_t len = sizeof sa;
-    ck_assert_int_lt(dead_fd, 0); /* one a test */
+    ck_assert_int_lt(dead_fd, 0); /* one per test */
     dead_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     ck_assert_int_ge(dead_fd, 0);
     memset(&sa, 0, sizeof sa);
@@ -214,6 +214,8 @@ struct client_rec {
 
 static struct client_rec *client_recs;
 
+/* The state callback tu_client installs: note the news in the record (arg),
+ * then pass it on to the test's own callback, if any. */
 static void record_state(struct hilock_client *c, int status, int state,
                          void *arg)
 {
@@ -229,6 +231,7 @@ static void record_state(struct hilock_client *c, int status, int state,
         r->user_cb(c, status, state, r->user_arg);
 }
 
+/* The record of client c; fails the test when tu_client did not make c. */
 static struct client_rec *client_rec(const struct hilock_client *c)
 {
     for (struct client_rec *r = client_recs; r; r = r->next) {
@@ -358,6 +361,7 @@ long long tu_fence(const char *name)
     return rs_int(tu_srv, "GET", key, (char *)NULL);
 }
 
+/* tu_cond_fn: Redis has counted more EVALSHA calls than *arg. */
 static bool evalsha_above(void *arg)
 {
     return rs_cmdstat_calls(tu_srv, "evalsha") > *(const long long *)arg;

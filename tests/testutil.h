@@ -88,11 +88,13 @@ void tu_record(struct hilock_lock *lock, int status, int64_t value,
  * and connect timeouts. */
 void tu_options(struct hilock_options *opts);
 /* A client from opts (NULL: tu_options); fails the test on error. Its state
- * changes are counted for tu_ups() (and passed on to opts->state_cb). */
+ * changes are recorded for the helpers below (and passed on to
+ * opts->state_cb). */
 struct hilock_client *tu_client(const struct hilock_options *opts);
 /* Run until client is ready: it reported HILOCK_STATE_UP and answered a
  * query, so its scripts are loaded (their SCRIPT LOAD replies come first)
- * and nothing is outstanding on its connection. Fails the test otherwise. */
+ * and whatever it sent before the query has been answered too. Fails the
+ * test otherwise. */
 void tu_client_ready(struct hilock_client *client);
 /* How many times client (made by tu_client) reported HILOCK_STATE_UP. */
 int tu_ups(const struct hilock_client *client);
@@ -131,8 +133,8 @@ void tu_await_renewal(struct hilock_lock *lock, int timeout_ms);
  * renewal period, a third of the watchdog lease. */
 void tu_assert_no_script_call(int window_ms);
 
-/* The release channel of lock name (a string literal), the Redisson layout,
- * and its fencing counter: golden literals, not taken from src/. */
+/* The release channel (the Redisson layout) and the fencing counter of lock
+ * name, a string literal: golden literals, not taken from src/. */
 #define TU_CHANNEL(name) "redisson_lock__channel:{" name "}"
 #define TU_FENCE(name) "hilock_fence:{" name "}"
 /* The fencing counter of lock name (NUL-terminated): how many acquisitions
