@@ -29,7 +29,10 @@ static void teardown(void)
 
 static void start_with_args(const char *const *args)
 {
-    tu_srv = rs_start(args);
+    struct rs_options o;
+    memset(&o, 0, sizeof o);
+    o.args = args;
+    tu_srv = tu_server_start(&o);
     ck_assert_msg(tu_srv != NULL, "could not start redis-server");
 }
 
@@ -38,7 +41,7 @@ static void start_with_conf(const char *conf)
     struct rs_options o;
     memset(&o, 0, sizeof o);
     o.conf = conf;
-    tu_srv = rs_start_opts(&o);
+    tu_srv = tu_server_start(&o);
     ck_assert_msg(tu_srv != NULL, "could not start redis-server");
 }
 
@@ -72,7 +75,7 @@ START_TEST(missing_password_fails_with_eauth)
     struct hilock_lock *l = lock_as(NULL, NULL, "pw");
     long long t0 = tu_now_ms();
     tu_assert_status(tu_acquire(l, 10000, 0, NULL), HILOCK_EAUTH);
-    ck_assert_int_lt(tu_now_ms() - t0, 1000 + 1500);
+    ck_assert_int_lt(tu_now_ms() - t0, 1000 + tu_ms(1500));
 }
 END_TEST
 
@@ -83,7 +86,7 @@ START_TEST(wrong_password_fails_with_eauth)
     struct hilock_lock *l = lock_as(NULL, "wrong", "pw");
     long long t0 = tu_now_ms();
     tu_assert_status(tu_acquire(l, 10000, 0, NULL), HILOCK_EAUTH);
-    ck_assert_int_lt(tu_now_ms() - t0, 1000 + 1500);
+    ck_assert_int_lt(tu_now_ms() - t0, 1000 + tu_ms(1500));
 }
 END_TEST
 
@@ -136,12 +139,12 @@ START_TEST(unix_socket_path_is_used_instead_of_tcp)
     struct rs_options so;
     memset(&so, 0, sizeof so);
     so.unix_socket = 1;
-    tu_srv = rs_start_opts(&so);
+    tu_srv = tu_server_start(&so);
     ck_assert_ptr_nonnull(tu_srv);
     ck_assert_ptr_nonnull(rs_unix_path(tu_srv));
     struct hilock_options o;
     tu_options(&o);
-    o.port = rs_free_port(); /* nothing there: only the socket can work */
+    o.port = tu_dead_port(); /* nothing there: only the socket can work */
     o.unix_path = rs_unix_path(tu_srv);
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "sock", 1);
@@ -167,7 +170,7 @@ END_TEST
 START_TEST(replica_fails_with_ereadonly)
 {
     char port[16];
-    master = rs_start(NULL);
+    master = tu_server_start(NULL);
     ck_assert_ptr_nonnull(master);
     snprintf(port, sizeof port, "%d", rs_port(master));
     const char *args[] = {"--replicaof", "127.0.0.1", port, NULL};

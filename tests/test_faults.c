@@ -3,11 +3,12 @@
  * network stalls, a frozen server, restarts, SCRIPT FLUSH, keys of another
  * type, refused connections, and teardown from inside callbacks.
  *
- * Every client here talks to Redis through the proxy, with a 1 s request
- * deadline and reconnects after 20..200 ms; the synchronous rs_* helpers
- * talk to Redis directly, so they see the server's truth even while the
- * proxy holds or drops the client's bytes. Bounds are generous: a test that
- * fails now and then is a failing test. */
+ * Every client here talks to Redis through the proxy, with a 500 ms request
+ * deadline (scaled by CK_TIMEOUT_MULTIPLIER, like the bounds that depend on
+ * it) and reconnects after 20..200 ms; the synchronous rs_* helpers talk to
+ * Redis directly, so they see the server's truth even while the proxy holds
+ * or drops the client's bytes. Bounds are generous: a test that fails now
+ * and then is a failing test. */
 #include "testutil.h"
 #include "proxy.h"
 
@@ -16,9 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REQ_MS 1000      /* request_timeout_ms of every client here */
-#define WD_MS 600        /* watchdog_lease_ms */
+#define REQ_MS 500       /* request_timeout_ms of every client here... */
+#define WD_MS 600        /* ...and watchdog_lease_ms... */
 #define WAITERS 5
+
+static int req_ms;       /* ...as they are set: tu_ms(REQ_MS)... */
+static int wd_ms;        /* ...and tu_ms(WD_MS) */
 
 static struct tp_proxy *proxy;
 static struct hilock_client *client, *other;
@@ -26,24 +30,34 @@ static struct tu_result res[16];
 static struct tu_result lost;
 static long long pttl_at_lost; /* PTTL seen by lost_with_pttl */
 
-/* A client through the proxy; fencing on or off. */
-static struct hilock_client *proxied_client(int fencing)
+/* A client through the proxy with a request_timeout_ms of request_ms;
+ * fencing on or off. */
+static struct hilock_client *proxied_client_waiting(int fencing,
+                                                    int request_ms)
 {
     struct hilock_options o;
     tu_options(&o);
     o.port = tp_port(proxy);
-    o.request_timeout_ms = REQ_MS;
-    o.connect_timeout_ms = REQ_MS;
+    o.request_timeout_ms = (uint32_t)request_ms;
+    o.connect_timeout_ms = (uint32_t)req_ms;
     o.reconnect_min_ms = 20;
     o.reconnect_max_ms = 200;
-    o.watchdog_lease_ms = WD_MS;
+    o.watchdog_lease_ms = (uint32_t)wd_ms;
     o.fencing = fencing;
     return tu_client(&o);
+}
+
+/* The same with the request timeout of this suite, req_ms. */
+static struct hilock_client *proxied_client(int fencing)
+{
+    return proxied_client_waiting(fencing, req_ms);
 }
 
 static void setup(void)
 {
     tu_setup();
+    req_ms = tu_ms(REQ_MS);
+    wd_ms = tu_ms(WD_MS);
     proxy = tp_new(tu_base, rs_port(tu_srv));
     ck_assert_ptr_nonnull(proxy);
     client = proxied_client(0);
@@ -79,17 +93,18 @@ static void await(struct tu_result *r, int timeout_ms, const char *what)
                   "%s: no callback within %d ms", what, timeout_ms);
 }
 
-/* The re-entry count of owner tag of c in lock hash key (RS_NIL if none). */
-static long long holds_in_redis(const char *key, struct hilock_client *c,
-                                uint64_t tag)
+/* Run until the watchdog has renewed l's hold and l's client has read the
+ * reply. */
+static void await_renewal(struct hilock_lock *l)
 {
-    char field[64];
-    return rs_int(tu_srv, "HGET", key, tu_field(c, tag, field), (char *)NULL);
+    tu_await_renewal(l, wd_ms);
 }
 
-static long long exists(const char *key)
+/* No renewal (no script call) for a whole watchdog period: for a lock that
+ * must no longer be renewed. */
+static void assert_no_renewal(void)
 {
-    return rs_int(tu_srv, "EXISTS", key, (char *)NULL);
+    tu_assert_no_script_call(wd_ms / 3);
 }
 
 /* ---- replies lost after Redis applied the command ----------------------- */
@@ -109,12 +124,12 @@ static void through_a_cut(int (*op)(struct hilock_lock *),
     long accepted = tp_accepted(proxy);
     tp_cut_next_reply(proxy);
     tu_assert_status(op(l), 0);
-    await(&res[0], REQ_MS + 3000, "operation whose reply was cut");
+    await(&res[0], tu_ms(REQ_MS + 3000), "operation whose reply was cut");
     tu_assert_status(res[0].status, 0);
     ck_assert_msg(!tp_cut_pending(proxy), "no reply passed the proxy");
     ck_assert_msg(tp_accepted(proxy) > accepted,
                   "the client did not reconnect after the cut");
-    tu_run_for(300); /* a duplicate callback would come now */
+    tu_run_quiet(); /* a duplicate callback would come now */
     ck_assert_int_eq(res[0].calls, 1);
 }
 
@@ -133,13 +148,13 @@ START_TEST(acquire_whose_reply_is_lost_is_applied_once)
     struct hilock_lock *l = tu_lock(client, "cut-acq", 1);
     settle(l);
     through_a_cut(op_try_acquire, l);
-    ck_assert_int_eq(holds_in_redis("cut-acq", client, 1), 1);
+    ck_assert_int_eq(tu_holds("cut-acq", client, 1), 1);
     ck_assert_int_eq(tu_owner_fields("cut-acq"), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 1);
     int64_t v = -1;
     tu_assert_status(tu_release(l, &v), 0);
     ck_assert_int_eq(v, 0);
-    ck_assert_int_eq(exists("cut-acq"), 0);
+    ck_assert_int_eq(tu_exists("cut-acq"), 0);
 }
 END_TEST
 
@@ -148,7 +163,7 @@ START_TEST(reentrant_acquire_whose_reply_is_lost_counts_one_hold)
     struct hilock_lock *l = tu_lock(client, "cut-re", 1);
     tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
     through_a_cut(op_try_acquire, l);
-    ck_assert_int_eq(holds_in_redis("cut-re", client, 1), 2);
+    ck_assert_int_eq(tu_holds("cut-re", client, 1), 2);
     ck_assert_int_eq(tu_owner_fields("cut-re"), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 2);
     int64_t v = -1;
@@ -156,7 +171,7 @@ START_TEST(reentrant_acquire_whose_reply_is_lost_counts_one_hold)
     ck_assert_int_eq(v, 1);
     tu_assert_status(tu_release(l, &v), 0);
     ck_assert_int_eq(v, 0);
-    ck_assert_int_eq(exists("cut-re"), 0);
+    ck_assert_int_eq(tu_exists("cut-re"), 0);
 }
 END_TEST
 
@@ -172,23 +187,23 @@ START_TEST(twin_handles_acquiring_together_with_replies_lost_count_two_holds)
     tp_cut_next_reply(proxy);
     tu_assert_status(hilock_lock_acquire(a, 30000, 0, tu_record, &res[0]), 0);
     tu_assert_status(hilock_lock_acquire(b, 30000, 0, tu_record, &res[1]), 0);
-    ck_assert(tu_run_until(both_called, NULL, REQ_MS + 3000));
+    ck_assert(tu_run_until(both_called, NULL, tu_ms(REQ_MS + 3000)));
     ck_assert(!tp_cut_pending(proxy));
     ck_assert_int_gt(tp_accepted(proxy), accepted);
-    tu_run_for(300);
+    tu_run_quiet();
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(res[i].calls, 1);
         tu_assert_status(res[i].status, 0);
     }
     ck_assert_uint_eq(hilock_lock_hold_count(a), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(b), 1);
-    ck_assert_int_eq(holds_in_redis("cut-twin", client, 1), 2);
+    ck_assert_int_eq(tu_holds("cut-twin", client, 1), 2);
     /* two releases free it */
     int64_t v = -1;
     tu_assert_status(tu_release(a, &v), 0);
     tu_assert_status(tu_release(b, &v), 0);
     ck_assert_int_eq(v, 0);
-    ck_assert_int_eq(exists("cut-twin"), 0);
+    ck_assert_int_eq(tu_exists("cut-twin"), 0);
 }
 END_TEST
 
@@ -202,9 +217,8 @@ START_TEST(fenced_acquire_whose_reply_is_lost_draws_one_token)
     /* the resend returned the token of the applied acquire, drew no other */
     ck_assert_int_eq(res[0].value, 1);
     ck_assert_int_eq(hilock_lock_token(l), 1);
-    ck_assert_int_eq(rs_int(tu_srv, "GET", "hilock_fence:{cut-fence}",
-                            (char *)NULL), 1);
-    ck_assert_int_eq(holds_in_redis("cut-fence", client, 1), 1);
+    ck_assert_int_eq(tu_fence("cut-fence"), 1);
+    ck_assert_int_eq(tu_holds("cut-fence", client, 1), 1);
 }
 END_TEST
 
@@ -213,15 +227,15 @@ START_TEST(release_whose_reply_is_lost_is_applied_once)
     struct hilock_lock *l = tu_lock(client, "cut-rel", 1);
     tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
     tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
-    ck_assert_int_eq(holds_in_redis("cut-rel", client, 1), 2);
+    ck_assert_int_eq(tu_holds("cut-rel", client, 1), 2);
     through_a_cut(op_release, l);
     ck_assert_int_eq(res[0].value, 1);
-    ck_assert_int_eq(holds_in_redis("cut-rel", client, 1), 1);
+    ck_assert_int_eq(tu_holds("cut-rel", client, 1), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 1);
     int64_t v = -1;
     tu_assert_status(tu_release(l, &v), 0);
     ck_assert_int_eq(v, 0);
-    ck_assert_int_eq(exists("cut-rel"), 0);
+    ck_assert_int_eq(tu_exists("cut-rel"), 0);
 }
 END_TEST
 
@@ -232,7 +246,7 @@ START_TEST(full_release_whose_reply_is_lost_still_reports_none_left)
     /* the resend finds the hash gone: the latch, not ENOTOWNER, answers */
     through_a_cut(op_release, l);
     ck_assert_int_eq(res[0].value, 0);
-    ck_assert_int_eq(exists("cut-full"), 0);
+    ck_assert_int_eq(tu_exists("cut-full"), 0);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
     /* and the lock is free for the next owner */
     struct hilock_lock *l2 = tu_lock(client, "cut-full", 2);
@@ -251,12 +265,12 @@ static bool cut_done(void *arg)
 static void assert_hold_undone(struct hilock_lock *l, const char *key,
                                const char *which)
 {
-    ck_assert_msg(tu_run_until_redis(0, REQ_MS + 2000, "EXISTS", key,
+    ck_assert_msg(tu_run_until_redis(0, tu_ms(REQ_MS + 2000), "EXISTS", key,
                                      (char *)NULL),
                   "%s acquire applied by Redis was left holding the lock "
                   "(PTTL %lld)",
                   which, rs_int(tu_srv, "PTTL", key, (char *)NULL));
-    tu_run_for(200);
+    tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
 }
@@ -274,7 +288,7 @@ START_TEST(canceled_acquire_applied_with_its_reply_lost_leaves_no_hold)
     tu_assert_status(hilock_lock_cancel(l), 0); /* still goes out */
     ck_assert_int_eq(res[0].calls, 1);
     tu_assert_status(res[0].status, HILOCK_ECANCELED);
-    ck_assert_msg(tu_run_until(cut_done, NULL, 2000),
+    ck_assert_msg(tu_run_until(cut_done, NULL, tu_ms(2000)),
                   "the acquire's reply never came back to the proxy");
     ck_assert_int_gt(rs_cmdstat_calls(tu_srv, "evalsha"), evalsha_before);
     assert_hold_undone(l, "cut-cancel", "a canceled");
@@ -289,12 +303,12 @@ START_TEST(timed_out_acquire_applied_with_its_reply_lost_leaves_no_hold)
     settle(l);
     tp_blackhole(proxy, true);
     tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
-    await(&res[0], REQ_MS + 2000, "acquire in a stall");
+    await(&res[0], tu_ms(REQ_MS + 2000), "acquire in a stall");
     tu_assert_status(res[0].status, HILOCK_ETIMEDOUT);
-    ck_assert_int_eq(exists("cut-late"), 0); /* not there yet */
+    ck_assert_int_eq(tu_exists("cut-late"), 0); /* not there yet */
     tp_cut_next_reply(proxy);
     tp_blackhole(proxy, false); /* the acquire reaches Redis now */
-    ck_assert_msg(tu_run_until(cut_done, NULL, 2000),
+    ck_assert_msg(tu_run_until(cut_done, NULL, tu_ms(2000)),
                   "the held acquire never reached Redis");
     assert_hold_undone(l, "cut-late", "a timed-out");
 }
@@ -312,35 +326,35 @@ START_TEST(frozen_server_times_requests_out_once_and_a_late_success_is_undone)
     long long t0 = tu_now_ms();
     tu_assert_status(hilock_lock_query_held(l, tu_record, &res[0]), 0);
     tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[1]), 0);
-    bool done = tu_run_until(both_called, NULL, REQ_MS + 3000);
-    tu_run_for(300); /* still frozen: nothing more may arrive */
+    bool done = tu_run_until(both_called, NULL, tu_ms(REQ_MS + 3000));
+    tu_run_quiet(); /* still frozen: nothing more may arrive */
     ck_assert_int_eq(rs_resume(tu_srv), 0);
     ck_assert_msg(done, "no callback while the server was frozen");
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(res[i].calls, 1);
         tu_assert_status(res[i].status, HILOCK_ETIMEDOUT);
-        ck_assert_msg(res[i].at_ms - t0 >= REQ_MS - 50 &&
-                          res[i].at_ms - t0 < REQ_MS + 1500,
+        ck_assert_msg(res[i].at_ms - t0 >= req_ms - 50 &&
+                          res[i].at_ms - t0 < req_ms + tu_ms(1500),
                       "request %d timed out after %lld ms (deadline %d ms)",
-                      i, res[i].at_ms - t0, REQ_MS);
+                      i, res[i].at_ms - t0, req_ms);
     }
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
     /* Redis now runs the acquire it had buffered (one EVALSHA); its late
      * success must be released (a second one) */
-    long long deadline = tu_now_ms() + 5000;
+    long long deadline = tu_now_ms() + tu_ms(5000);
     while ((rs_cmdstat_calls(tu_srv, "evalsha") < evalsha_before + 2 ||
-            exists("stall") != 0) && tu_now_ms() < deadline)
-        tu_run_for(20);
+            tu_exists("stall") != 0) && tu_now_ms() < deadline)
+        tu_run_for(10);
     ck_assert_msg(rs_cmdstat_calls(tu_srv, "evalsha") >= evalsha_before + 2,
                   "the late acquire success was never released");
-    ck_assert_msg(exists("stall") == 0,
+    ck_assert_msg(tu_exists("stall") == 0,
                   "a late acquire success was left holding the lock");
-    tu_run_for(300);
+    tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
     ck_assert_int_eq(res[1].calls, 1);
     /* and the lock works again on the same connection */
     tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
-    ck_assert_int_eq(holds_in_redis("stall", client, 1), 1);
+    ck_assert_int_eq(tu_holds("stall", client, 1), 1);
 }
 END_TEST
 
@@ -357,19 +371,19 @@ START_TEST(release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true)
     tu_assert_status(tu_acquire(l, 30000, 0, &t1), 0);
     ck_assert_int_eq(rs_pause(tu_srv), 0);
     tu_assert_status(hilock_lock_release(l, tu_record, &res[0]), 0);
-    await(&res[0], REQ_MS + 3000, "release");
+    await(&res[0], tu_ms(REQ_MS + 3000), "release");
     tu_assert_status(res[0].status, HILOCK_ETIMEDOUT);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
     tu_assert_status(hilock_lock_acquire(l, 30000, 10000, tu_record, &res[1]),
                      0);
     ck_assert_int_eq(rs_resume(tu_srv), 0);
-    await(&res[1], 5000, "acquire after the stall");
+    await(&res[1], tu_ms(5000), "acquire after the stall");
     tu_assert_status(res[1].status, 0);
     t2 = res[1].value;
     ck_assert_msg(t2 > t1, "token %lld after %lld", (long long)t2, (long long)t1);
-    ck_assert_int_eq(t2, rs_int(tu_srv, "GET", "hilock_fence:{stale}", (char *)NULL));
+    ck_assert_int_eq(t2, tu_fence("stale"));
     ck_assert_int_eq(hilock_lock_hold_count(l), 1);
-    ck_assert_int_eq(holds_in_redis("stale", client, 1), 1);
+    ck_assert_int_eq(tu_holds("stale", client, 1), 1);
 }
 END_TEST
 
@@ -388,35 +402,37 @@ START_TEST(network_stall_longer_than_the_lease_reports_lost_before_expiry)
     struct hilock_lock *l = tu_lock(client, "bh", 1);
     tu_assert_status(hilock_lock_on_lost(l, lost_with_pttl, &lost), 0);
     tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
-    tu_run_for(WD_MS * 3 / 4); /* a renewal or two went through */
+    await_renewal(l);
     ck_assert_int_eq(lost.calls, 0);
     long long pttl = rs_int(tu_srv, "PTTL", "bh", (char *)NULL);
-    ck_assert_msg(pttl > 0 && pttl <= WD_MS, "PTTL %lld", pttl);
+    ck_assert_msg(pttl > 0 && pttl <= wd_ms, "PTTL %lld", pttl);
     /* every renewal confirmed so far was sent before this moment, so the
-     * lease may run out on the server WD_MS after it at the earliest */
+     * lease may run out on the server wd_ms after it at the earliest */
     long long t0 = tu_now_ms();
     tp_blackhole(proxy, true);
-    bool fired = tu_run_until_count(&lost.calls, 1, 3000);
-    tu_run_until_redis(0, 2000, "EXISTS", "bh", (char *)NULL);
-    long long gone = exists("bh");
+    bool fired = tu_run_until_count(&lost.calls, 1, tu_ms(3000));
+    tu_run_until_redis(0, tu_ms(2000), "EXISTS", "bh", (char *)NULL);
+    long long gone = tu_exists("bh");
     tp_blackhole(proxy, false);
     ck_assert_msg(fired, "on_lost did not fire during a %lld ms stall",
                   tu_now_ms() - t0);
     tu_assert_status(lost.status, HILOCK_ELOST);
-    ck_assert_msg(lost.at_ms - t0 <= WD_MS + 100,
+    ck_assert_msg(lost.at_ms - t0 <= wd_ms + 100,
                   "on_lost came %lld ms into the stall (lease %d ms)",
-                  lost.at_ms - t0, WD_MS);
+                  lost.at_ms - t0, wd_ms);
     ck_assert_msg(pttl_at_lost > 0,
                   "on_lost came after the lease ran out (PTTL %lld)",
                   pttl_at_lost);
     ck_assert_msg(gone == 0, "the stalled lock never expired on the server");
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
-    /* the held renewal now reaches Redis: it must not revive the lock */
-    tu_run_for(500);
+    /* the held renewal now reaches Redis (ahead of the query, if on the
+     * same connection): it must not revive the lock */
+    settle(l);
+    tu_run_quiet();
     ck_assert_int_eq(lost.calls, 1);
-    ck_assert_int_eq(exists("bh"), 0);
+    ck_assert_int_eq(tu_exists("bh"), 0);
     tu_assert_status(tu_acquire_eventually(l, 30000), 0);
-    ck_assert_int_eq(holds_in_redis("bh", client, 1), 1);
+    ck_assert_int_eq(tu_holds("bh", client, 1), 1);
 }
 END_TEST
 
@@ -427,26 +443,27 @@ START_TEST(refused_reconnects_longer_than_the_lease_report_lost_before_expiry)
     struct hilock_lock *l = tu_lock(client, "bh", 1);
     tu_assert_status(hilock_lock_on_lost(l, lost_with_pttl, &lost), 0);
     tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
-    tu_run_for(WD_MS * 3 / 4);
+    await_renewal(l);
     ck_assert_int_eq(lost.calls, 0);
     long long t0 = tu_now_ms();
     tp_refuse(proxy, true);
     tp_cut_all(proxy);
-    bool fired = tu_run_until_count(&lost.calls, 1, 3000);
+    bool fired = tu_run_until_count(&lost.calls, 1, tu_ms(3000));
     ck_assert_msg(fired, "on_lost did not fire while refused");
     tu_assert_status(lost.status, HILOCK_ELOST);
-    ck_assert_msg(lost.at_ms - t0 <= WD_MS + 100,
+    ck_assert_msg(lost.at_ms - t0 <= wd_ms + 100,
                   "on_lost came %lld ms after the link went (lease %d ms)",
-                  lost.at_ms - t0, WD_MS);
+                  lost.at_ms - t0, wd_ms);
     ck_assert_msg(pttl_at_lost > 0,
                   "on_lost came after the lease ran out (PTTL %lld)",
                   pttl_at_lost);
     ck_assert_msg(tp_accepted(proxy) > 2, "no reconnect attempts (%ld)",
                   tp_accepted(proxy));
     tp_refuse(proxy, false);
-    ck_assert(tu_run_until_redis(0, 2000, "EXISTS", "bh", (char *)NULL));
+    ck_assert(tu_run_until_redis(0, tu_ms(2000), "EXISTS", "bh",
+                                 (char *)NULL));
     tu_assert_status(tu_acquire_eventually(l, 30000), 0);
-    tu_run_for(200);
+    tu_run_quiet();
     ck_assert_int_eq(lost.calls, 1);
 }
 END_TEST
@@ -458,22 +475,22 @@ START_TEST(restart_while_a_watchdog_lock_is_held_reports_it_lost)
     struct hilock_lock *l = tu_lock(client, "k9wd", 1);
     tu_assert_status(hilock_lock_on_lost(l, tu_record, &lost), 0);
     tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
-    tu_run_for(250);
+    await_renewal(l);
     long accepted = tp_accepted(proxy);
     ck_assert_int_eq(rs_kill9_restart(tu_srv), 0);
     long long t1 = tu_now_ms();
-    ck_assert_msg(tu_run_until_count(&lost.calls, 1, 4000),
+    ck_assert_msg(tu_run_until_count(&lost.calls, 1, tu_ms(4000)),
                   "on_lost never fired after the restart emptied Redis");
     tu_assert_status(lost.status, HILOCK_ELOST);
-    ck_assert_msg(lost.at_ms - t1 < 2000, "on_lost came %lld ms after restart",
-                  lost.at_ms - t1);
+    ck_assert_msg(lost.at_ms - t1 < tu_ms(2000),
+                  "on_lost came %lld ms after restart", lost.at_ms - t1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
-    tu_run_for(500);
+    assert_no_renewal();
     ck_assert_int_eq(lost.calls, 1);
-    ck_assert_int_eq(exists("k9wd"), 0); /* not recreated by the watchdog */
+    ck_assert_int_eq(tu_exists("k9wd"), 0); /* not recreated by the watchdog */
     tu_assert_status(tu_acquire_eventually(l, 0), 0);
     ck_assert_int_gt(tp_accepted(proxy), accepted);
-    ck_assert_int_eq(holds_in_redis("k9wd", client, 1), 1);
+    ck_assert_int_eq(tu_holds("k9wd", client, 1), 1);
 }
 END_TEST
 
@@ -481,21 +498,22 @@ START_TEST(restart_while_an_explicit_lease_lock_is_held_reports_it_lost_early)
 {
     struct hilock_lock *l = tu_lock(client, "k9lease", 1);
     tu_assert_status(hilock_lock_on_lost(l, tu_record, &lost), 0);
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
-    tu_run_for(100);
+    /* the bound below must stay under the lease, scaled or not */
+    int lease_ms = tu_ms(10000), bound = tu_ms(4000);
+    tu_assert_status(tu_acquire(l, (uint64_t)lease_ms, 0, NULL), 0);
     ck_assert_int_eq(rs_kill9_restart(tu_srv), 0);
     long long t1 = tu_now_ms();
     /* the lease would only run out 10 s from now; the client knows sooner
      * that the key is gone, because it checks held locks on reconnecting */
-    bool fired = tu_run_until_count(&lost.calls, 1, 4000);
-    ck_assert_msg(fired, "on_lost did not fire within 4 s of a restart that "
-                         "emptied Redis (lease 10 s; fired: %d)",
-                  lost.calls);
+    bool fired = tu_run_until_count(&lost.calls, 1, bound);
+    ck_assert_msg(fired, "on_lost did not fire within %d ms of a restart "
+                         "that emptied Redis (lease %d ms; fired: %d)",
+                  bound, lease_ms, lost.calls);
     tu_assert_status(lost.status, HILOCK_ELOST);
-    ck_assert_msg(lost.at_ms - t1 < 4000, "on_lost %lld ms after restart",
+    ck_assert_msg(lost.at_ms - t1 < bound, "on_lost %lld ms after restart",
                   lost.at_ms - t1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
-    tu_run_for(300);
+    tu_run_quiet();
     ck_assert_int_eq(lost.calls, 1);
     tu_assert_status(tu_acquire_eventually(l, 10000), 0);
 }
@@ -554,23 +572,22 @@ START_TEST(waiters_parked_across_a_restart_all_get_the_lock_in_turn)
         w[i] = tu_lock(other, "turns", 10 + (uint64_t)i);
         tu_assert_status(hilock_lock_acquire(w[i], 5000, 15000,
                                              waiter_granted, &waiters[i]),
-                         0);
-        tu_run_for(20); /* issue order is queue order */
+                         0); /* issue order is queue order */
     }
-    tu_run_for(200);
+    tu_client_ready(other); /* answered after the busy replies: parked */
     ck_assert_int_eq(granted, 0);
     ck_assert_int_eq(rs_kill9_restart(tu_srv), 0); /* the holder's key goes */
     long long t1 = tu_now_ms();
-    ck_assert_msg(tu_run_until_count(&granted, WAITERS, 8000),
+    ck_assert_msg(tu_run_until_count(&granted, WAITERS, tu_ms(8000)),
                   "only %d of %d waiters got the lock within 8 s", granted,
                   WAITERS);
-    ck_assert_msg(tu_run_until(all_released, NULL, 3000),
+    ck_assert_msg(tu_run_until(all_released, NULL, tu_ms(3000)),
                   "only %d of %d releases completed", released_count,
                   WAITERS);
     for (int i = 0; i < WAITERS; i++) {
         ck_assert_int_eq(waiters[i].got.calls, 1);
         tu_assert_status(waiters[i].got.status, 0);
-        ck_assert_msg(waiters[i].got.at_ms - t1 < 8000,
+        ck_assert_msg(waiters[i].got.at_ms - t1 < tu_ms(8000),
                       "waiter %d got it %lld ms after the restart", i,
                       waiters[i].got.at_ms - t1);
         ck_assert_msg(waiters[i].owners_at_grant == 1,
@@ -582,9 +599,9 @@ START_TEST(waiters_parked_across_a_restart_all_get_the_lock_in_turn)
         ck_assert_msg(grant_order[i] == i, "turn %d went to waiter %d", i,
                       grant_order[i]);
     }
-    tu_run_for(300);
+    tu_run_quiet();
     ck_assert_int_eq(granted, WAITERS);
-    ck_assert_int_eq(exists("turns"), 0);
+    ck_assert_int_eq(tu_exists("turns"), 0);
 }
 END_TEST
 
@@ -606,17 +623,17 @@ START_TEST(script_flush_between_acquire_and_release_is_transparent)
     script_flush();
     tu_assert_status(tu_release(l, &v), 0);
     ck_assert_int_eq(v, 0);
-    ck_assert_int_eq(exists("flush"), 0);
+    ck_assert_int_eq(tu_exists("flush"), 0);
     script_flush();
     tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
-    ck_assert_int_eq(holds_in_redis("flush", client, 1), 1);
+    ck_assert_int_eq(tu_holds("flush", client, 1), 1);
     script_flush();
     tu_assert_status(hilock_lock_renew(l, 20000, tu_record, &res[0]), 0);
-    await(&res[0], REQ_MS + 2000, "renew after SCRIPT FLUSH");
+    await(&res[0], tu_ms(REQ_MS + 2000), "renew after SCRIPT FLUSH");
     tu_assert_status(res[0].status, 0);
     ck_assert_int_eq(res[0].value, 20000);
     ck_assert_int_gt(rs_int(tu_srv, "PTTL", "flush", (char *)NULL), 10000);
-    tu_run_for(200);
+    tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
 }
 END_TEST
@@ -647,18 +664,18 @@ START_TEST(release_queries_and_waiting_acquire_on_a_string_key_are_ewrongtype)
     tu_assert_status(hilock_lock_query_count(l, tu_record, &res[1]), 0);
     tu_assert_status(hilock_lock_release(l, tu_record, &res[2]), 0);
     for (int i = 0; i < 3; i++)
-        await(&res[i], REQ_MS + 2000, "request on a string key");
+        await(&res[i], tu_ms(REQ_MS + 2000), "request on a string key");
     long long t0 = tu_now_ms();
     tu_assert_status(hilock_lock_acquire(l, 30000, 10000, tu_record, &res[3]),
                      0);
-    await(&res[3], 10000 + 2000, "waiting acquire on a string key");
-    tu_run_for(300);
+    await(&res[3], 10000 + tu_ms(2000), "waiting acquire on a string key");
+    tu_run_quiet();
     for (int i = 0; i < 4; i++) {
         ck_assert_int_eq(res[i].calls, 1);
         tu_assert_status(res[i].status, HILOCK_EWRONGTYPE);
         ck_assert_int_eq(res[i].value, 0);
     }
-    ck_assert_msg(res[3].at_ms - t0 < REQ_MS,
+    ck_assert_msg(res[3].at_ms - t0 < req_ms,
                   "a waiting acquire on a string key took %lld ms",
                   res[3].at_ms - t0);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
@@ -671,23 +688,23 @@ START_TEST(watchdog_lock_replaced_by_a_string_is_reported_lost_and_left_alone)
     struct hilock_lock *l = tu_lock(client, "wdstr", 1);
     tu_assert_status(hilock_lock_on_lost(l, tu_record, &lost), 0);
     tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
-    ck_assert_int_eq(exists("wdstr"), 1);
+    ck_assert_int_eq(tu_exists("wdstr"), 1);
     ck_assert_int_eq(rs_int(tu_srv, "DEL", "wdstr", (char *)NULL), 1);
     set_string("wdstr");
     long long t0 = tu_now_ms();
-    ck_assert_msg(tu_run_until_count(&lost.calls, 1, WD_MS + 2000),
+    ck_assert_msg(tu_run_until_count(&lost.calls, 1, wd_ms + tu_ms(2000)),
                   "on_lost never fired for a lock replaced by a string");
     tu_assert_status(lost.status, HILOCK_ELOST);
-    ck_assert_msg(lost.at_ms - t0 < WD_MS + 500, "on_lost after %lld ms",
-                  lost.at_ms - t0);
+    ck_assert_msg(lost.at_ms - t0 < wd_ms + tu_ms(500),
+                  "on_lost after %lld ms", lost.at_ms - t0);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
-    tu_run_for(300);
+    assert_no_renewal();
     ck_assert_int_eq(lost.calls, 1);
     assert_string_untouched("wdstr");
     /* a release now: the string is not ours, whatever the code */
     tu_assert_status(hilock_lock_release(l, tu_record, &res[0]), 0);
-    await(&res[0], REQ_MS + 2000, "release on a string key");
-    tu_run_for(200);
+    await(&res[0], tu_ms(REQ_MS + 2000), "release on a string key");
+    tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
     ck_assert_int_ne(res[0].status, 0);
     assert_string_untouched("wdstr");
@@ -708,16 +725,17 @@ static void counting(struct hilock_lock *lock, int status, int64_t value,
     fired_total++;
 }
 
-/* Issue acquires first..last on victim (odd: try once, even: wait 5 s)
- * into res[first..last]. */
+/* Issue acquires first..last on victim (odd: try once, even: wait ten
+ * request timeouts, past the free) into res[first..last]. */
 static void issue_acquires(int first, int last)
 {
     for (int i = first; i <= last; i++) {
         char name[16];
         snprintf(name, sizeof name, "refused%d", i);
         struct hilock_lock *l = tu_lock(victim, name, 1);
-        tu_assert_status(hilock_lock_acquire(l, 30000, i % 2 ? 0 : 5000,
-                                             counting, &res[i]),
+        uint64_t wait_ms = i % 2 ? 0 : (uint64_t)(10 * req_ms);
+        tu_assert_status(hilock_lock_acquire(l, 30000, wait_ms, counting,
+                                             &res[i]),
                          0);
     }
 }
@@ -763,22 +781,26 @@ START_TEST(client_free_from_a_timer_while_reconnecting_fires_each_once)
     timer_fired = false;
     long long t0 = tu_now_ms();
     issue_acquires(1, NREQ / 2);
-    tu_run_for(REQ_MS / 2);
+    tu_run_for(req_ms / 2);
+    long long t_second = tu_now_ms();
     issue_acquires(NREQ / 2 + 1, NREQ);
     struct event *ev = evtimer_new(tu_base, free_victim_timer, NULL);
     ck_assert_ptr_nonnull(ev);
-    long long free_at = REQ_MS + REQ_MS / 4 - (tu_now_ms() - t0);
+    long long free_at = req_ms + req_ms / 4 - (tu_now_ms() - t0);
     if (free_at < 0)
         free_at = 0;
     struct timeval tv = {(time_t)(free_at / 1000),
                          (suseconds_t)(free_at % 1000) * 1000};
     evtimer_add(ev, &tv);
-    ck_assert(tu_run_until(timer_done, NULL, 3000));
+    ck_assert(tu_run_until(timer_done, NULL, req_ms + tu_ms(3000)));
     event_free(ev);
     ck_assert_msg(tp_accepted(proxy) >= 2,
                   "the client tried to connect %ld times", tp_accepted(proxy));
     ck_assert_int_eq(fired_total, NREQ); /* all before free returned */
-    tu_run_for(REQ_MS + 300); /* past every deadline */
+    long long last_deadline = t_second + req_ms;
+    if (last_deadline > tu_now_ms())
+        tu_run_for((int)(last_deadline - tu_now_ms()));
+    tu_run_quiet(); /* past every deadline */
     ck_assert_int_eq(fired_total, NREQ);
     assert_each_failed_once();
     /* a try-once acquire fails with the cause at its request deadline; a
@@ -809,11 +831,11 @@ START_TEST(client_free_inside_a_callback_while_reconnecting_fires_each_once)
     struct hilock_lock *q = tu_lock(victim, "refused0", 1);
     tu_assert_status(hilock_lock_query_held(q, free_victim_cb, &res[0]), 0);
     issue_acquires(1, NREQ);
-    await(&res[0], REQ_MS + 2000, "query while refused");
+    await(&res[0], tu_ms(REQ_MS + 2000), "query while refused");
     ck_assert_ptr_null(victim);
     tu_assert_status(res[0].status, HILOCK_ECONN);
     ck_assert_int_eq(fired_total, NREQ);
-    tu_run_for(500);
+    tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
     ck_assert_int_eq(fired_total, NREQ);
     assert_each_failed_once();
@@ -834,7 +856,7 @@ START_TEST(requests_timed_out_in_a_stall_stay_done_when_the_connection_drops)
     tu_assert_status(hilock_lock_query_count(l, tu_record, &res[1]), 0);
     tu_assert_status(hilock_lock_release(held, tu_record, &res[2]), 0);
     for (int i = 0; i < 3; i++)
-        await(&res[i], REQ_MS + 2000, "request in a stall");
+        await(&res[i], tu_ms(REQ_MS + 2000), "request in a stall");
     for (int i = 0; i < 3; i++) {
         ck_assert_int_eq(res[i].calls, 1);
         tu_assert_status(res[i].status, HILOCK_ETIMEDOUT);
@@ -844,16 +866,16 @@ START_TEST(requests_timed_out_in_a_stall_stay_done_when_the_connection_drops)
     tp_blackhole(proxy, false);
     tu_assert_status(tu_query(hilock_lock_query_held, held, NULL), 0);
     ck_assert_int_gt(tp_accepted(proxy), accepted);
-    tu_run_for(500);
+    tu_run_quiet();
     for (int i = 0; i < 3; i++)
         ck_assert_msg(res[i].calls == 1, "request %d: %d callbacks", i,
                       res[i].calls);
-    ck_assert_int_eq(exists("sd"), 0);
+    ck_assert_int_eq(tu_exists("sd"), 0);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
     /* the release timed out: nothing was released, the hold is still ours */
-    ck_assert_int_eq(holds_in_redis("sd-held", client, 1), 1);
+    ck_assert_int_eq(tu_holds("sd-held", client, 1), 1);
     tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
-    ck_assert_int_eq(holds_in_redis("sd", client, 1), 1);
+    ck_assert_int_eq(tu_holds("sd", client, 1), 1);
 }
 END_TEST
 
@@ -881,40 +903,43 @@ START_TEST(client_free_inside_on_lost_from_a_renewal_reply_is_safe)
     /* something pending when the client goes: a parked waiter */
     tu_assert_status(hilock_lock_acquire(w, 30000, 10000, tu_record, &res[0]),
                      0);
-    tu_run_for(200);
+    tu_client_ready(client); /* answered after the busy reply: parked */
     ck_assert_int_eq(res[0].calls, 0);
     /* both keys vanish: the next renewal of each finds it gone; the first
      * on_lost frees the client, the second must then not come */
     ck_assert_int_eq(rs_int(tu_srv, "DEL", "fl-a", "fl-b", (char *)NULL), 2);
-    ck_assert_msg(tu_run_until_count(&lost.calls, 1, WD_MS + 2000),
+    ck_assert_msg(tu_run_until_count(&lost.calls, 1, wd_ms + tu_ms(2000)),
                   "on_lost never fired");
     tu_assert_status(lost.status, HILOCK_ELOST);
     ck_assert_ptr_null(client);
-    await(&res[0], 1000, "the parked waiter of a freed client");
-    tu_run_for(500);
+    await(&res[0], tu_ms(1000), "the parked waiter of a freed client");
+    tu_run_quiet();
     ck_assert_int_eq(lost.calls, 1); /* not again for the other lock */
     ck_assert_int_eq(res[0].calls, 1);
     tu_assert_status(res[0].status, HILOCK_ECANCELED);
-    ck_assert_int_eq(exists("fl-held"), 1); /* the other client's hold */
+    ck_assert_int_eq(tu_exists("fl-held"), 1); /* the other client's hold */
 }
 END_TEST
 
 START_TEST(client_free_inside_on_lost_from_the_lease_timer_is_safe)
 {
+    /* the query below must outlast the lease, still pending at on_lost */
+    hilock_client_free(client);
+    client = proxied_client_waiting(0, wd_ms + tu_ms(200));
     struct hilock_lock *a = tu_lock(client, "ft-a", 1);
     struct hilock_lock *q = tu_lock(client, "ft-q", 1);
     tu_assert_status(hilock_lock_on_lost(a, free_client_on_lost, &lost), 0);
     tu_assert_status(tu_acquire(a, 0, 0, NULL), 0);
-    tu_run_for(250);
+    await_renewal(a);
     tp_blackhole(proxy, true);
     /* a request stuck in the stall when the client goes */
     tu_assert_status(hilock_lock_query_count(q, tu_record, &res[0]), 0);
-    ck_assert_msg(tu_run_until_count(&lost.calls, 1, WD_MS + 2000),
+    ck_assert_msg(tu_run_until_count(&lost.calls, 1, wd_ms + tu_ms(2000)),
                   "on_lost never fired during the stall");
     tp_blackhole(proxy, false);
     tu_assert_status(lost.status, HILOCK_ELOST);
     ck_assert_ptr_null(client);
-    tu_run_for(500);
+    tu_run_quiet();
     ck_assert_int_eq(lost.calls, 1);
     ck_assert_int_eq(res[0].calls, 1);
     tu_assert_status(res[0].status, HILOCK_ECANCELED);
@@ -922,6 +947,12 @@ START_TEST(client_free_inside_on_lost_from_the_lease_timer_is_safe)
 END_TEST
 
 /* ---- the proxy itself --------------------------------------------------- */
+
+static bool accepted_more_than_two(void *arg)
+{
+    (void)arg;
+    return tp_accepted(proxy) > 2;
+}
 
 START_TEST(proxy_forwards_counts_and_cuts_connections)
 {
@@ -937,21 +968,20 @@ START_TEST(proxy_forwards_counts_and_cuts_connections)
     /* a blackhole holds a request without losing it */
     tp_blackhole(proxy, true);
     tu_assert_status(hilock_lock_query_count(l, tu_record, &res[0]), 0);
-    tu_run_for(300);
+    tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 0);
     tp_blackhole(proxy, false);
-    await(&res[0], REQ_MS, "query held by the blackhole");
+    await(&res[0], req_ms, "query held by the blackhole");
     tu_assert_status(res[0].status, 0);
     ck_assert_int_eq(res[0].value, 1);
     /* refusing: connections are accepted and closed */
     tp_refuse(proxy, true);
     tp_cut_all(proxy);
-    tu_run_for(300);
-    ck_assert_int_gt(tp_accepted(proxy), 2);
+    ck_assert(tu_run_until(accepted_more_than_two, NULL, tu_ms(1000)));
     ck_assert_int_eq(tp_connections(proxy), 0);
     tp_refuse(proxy, false);
     tu_assert_status(tu_acquire_eventually(l, 30000), 0);
-    ck_assert_int_eq(holds_in_redis("px", client, 1), 2);
+    ck_assert_int_eq(tu_holds("px", client, 1), 2);
 }
 END_TEST
 

@@ -86,9 +86,9 @@ START_TEST(token_increases_for_a_waiter_woken_by_release)
     int64_t t1 = 0;
     tu_assert_status(tu_acquire(la, 30000, 0, &t1), 0);
     tu_assert_status(hilock_lock_acquire(lb, 10000, 5000, tu_record, &rb), 0);
-    tu_run_for(200);
+    tu_client_ready(b); /* answered after the busy reply: parked */
     tu_assert_status(tu_release(la, NULL), 0);
-    ck_assert(tu_run_until_count(&rb.calls, 1, 6000));
+    ck_assert(tu_run_until_count(&rb.calls, 1, tu_ms(6000)));
     tu_assert_status(rb.status, 0);
     ck_assert_int_gt(rb.value, t1);
     ck_assert_int_eq(hilock_lock_token(lb), rb.value);

@@ -18,9 +18,12 @@
 
 static struct rs_server *srv;
 
+/* hz 100: the server acts on SIGTERM within 10 ms, not at its next 100 ms
+ * cron tick, which makes every stop 90 ms shorter. */
 static void setup(void)
 {
-    srv = rs_start(NULL);
+    static const char *const args[] = {"--hz", "100", NULL};
+    srv = rs_start(args);
     ck_assert_ptr_nonnull(srv);
 }
 

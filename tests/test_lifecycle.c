@@ -1,21 +1,35 @@
 /* test_lifecycle.c -- freeing and cancelling: every pending callback fires
  * exactly once (HILOCK_ECANCELED) when its lock or client goes, freeing from
  * inside callbacks is safe, a freed or cancelled hold does not linger in
- * Redis, and a client with no server fails its requests in bounded time. */
+ * Redis, and a client with no server fails its requests in bounded time.
+ *
+ * Where a test says an acquire was undone, it first proves that the acquire
+ * reached Redis and succeeded there: the clients run with fencing, and the
+ * lock's fencing counter counts the acquisitions Redis granted. */
 #include "testutil.h"
 
+#include <event2/event.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define N 20
 
 static struct hilock_client *client, *holder;
 static struct tu_result res[N];
 
+static struct hilock_client *fencing_client(void)
+{
+    struct hilock_options o;
+    tu_options(&o);
+    o.fencing = 1;
+    return tu_client(&o);
+}
+
 static void setup(void)
 {
     tu_setup();
-    client = tu_client(NULL);
+    client = fencing_client();
     holder = tu_client(NULL);
     memset(res, 0, sizeof res);
 }
@@ -46,8 +60,28 @@ static void assert_each_canceled_once(int from, int to)
     }
 }
 
-START_TEST(client_free_cancels_every_pending_acquire_once)
+/* Let the client write the requests it has handed to its live connection,
+ * without reading any reply: one turn of the loop that does not wait, in
+ * which the socket is writable and no reply can be readable yet. Then wait,
+ * off the loop, until Redis has granted the acquire of lock name. Its
+ * success reply is left unread in the socket. */
+static void send_and_let_redis_grant(const char *name)
 {
+    ck_assert_int_ge(event_base_loop(tu_base, EVLOOP_ONCE | EVLOOP_NONBLOCK),
+                     0);
+    long long deadline = tu_now_ms() + tu_ms(2000);
+    struct timespec pause = {0, 1000000};
+    while (tu_fence(name) != 1 && tu_now_ms() < deadline)
+        nanosleep(&pause, NULL);
+    ck_assert_msg(tu_fence(name) == 1, "Redis never granted the acquire of %s",
+                  name);
+}
+
+/* The acquires are queued on a live connection when the client goes: the
+ * free sends them, and undoes each success before it returns. */
+START_TEST(client_free_cancels_every_pending_acquire_once_and_undoes_them)
+{
+    tu_client_ready(client);
     for (int i = 0; i < N; i++) {
         struct hilock_lock *l = numbered_lock(client, "free", i);
         tu_assert_status(hilock_lock_acquire(l, 10000, 0, tu_record, &res[i]),
@@ -56,12 +90,18 @@ START_TEST(client_free_cancels_every_pending_acquire_once)
     hilock_client_free(client);
     client = NULL;
     assert_each_canceled_once(0, N); /* before free returned */
-    tu_run_for(500);
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "free%d", i);
+        ck_assert_msg(tu_fence(name) == 1, "acquire %d never reached Redis", i);
+        ck_assert_msg(tu_exists(name) == 0, "acquire %d was left holding", i);
+    }
+    tu_run_quiet();
     assert_each_canceled_once(0, N);
 }
 END_TEST
 
-START_TEST(client_free_cancels_pending_release_and_queries_once)
+START_TEST(client_free_delivers_the_release_and_cancels_pending_callbacks_once)
 {
     struct hilock_lock *l = tu_lock(client, "rq", 1);
     tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
@@ -73,7 +113,9 @@ START_TEST(client_free_cancels_pending_release_and_queries_once)
     hilock_client_free(client);
     client = NULL;
     assert_each_canceled_once(0, 4);
-    tu_run_for(500);
+    /* the release already issued was delivered before free returned */
+    ck_assert_int_eq(tu_exists("rq"), 0);
+    tu_run_quiet();
     assert_each_canceled_once(0, 4);
 }
 END_TEST
@@ -111,18 +153,19 @@ START_TEST(client_free_inside_a_callback_cancels_the_others_once)
         tu_assert_status(hilock_lock_acquire(w, 10000, 8000, count_cb, &res[i]),
                          0);
     }
-    tu_run_for(300); /* the waiters are parked now */
+    /* the query is answered after the waiters' busy replies: parked now */
+    tu_client_ready(client);
     for (int i = 1; i < N; i++)
         ck_assert_int_eq(res[i].calls, 0);
     struct hilock_lock *first = tu_lock(client, "free0", 1);
     tu_assert_status(
         hilock_lock_acquire(first, 10000, 0, free_client_cb, &res[0]), 0);
-    ck_assert(tu_run_until_count(&calls_total, N, 3000));
+    ck_assert(tu_run_until_count(&calls_total, N, tu_ms(3000)));
     ck_assert_int_eq(freed_at_call, 1);
     ck_assert_int_eq(res[0].calls, 1);
     tu_assert_status(res[0].status, 0);
     assert_each_canceled_once(1, N);
-    tu_run_for(500);
+    tu_run_quiet();
     ck_assert_int_eq(calls_total, N);
     /* the holder's locks are untouched; free0 is left to its lease */
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "busy7", (char *)NULL), 1);
@@ -143,11 +186,12 @@ START_TEST(lock_free_inside_its_own_acquire_callback_is_safe)
     struct hilock_lock *l = tu_lock(client, "self", 1);
     tu_assert_status(hilock_lock_acquire(l, 30000, 0, free_lock_cb, &res[0]),
                      0);
-    ck_assert(tu_run_until_count(&res[0].calls, 1, 3000));
+    ck_assert(tu_run_until_count(&res[0].calls, 1, tu_ms(3000)));
     tu_assert_status(res[0].status, 0);
     /* freed while held: the hold is released */
-    ck_assert(tu_run_until_redis(0, 2000, "EXISTS", "self", (char *)NULL));
-    tu_run_for(200);
+    ck_assert(tu_run_until_redis(0, tu_ms(2000), "EXISTS", "self",
+                                 (char *)NULL));
+    tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
     /* the client still works */
     struct hilock_lock *next = tu_lock(client, "self", 1);
@@ -161,24 +205,33 @@ START_TEST(lock_free_of_a_held_lock_releases_it)
     tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
     tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0); /* two holds */
     hilock_lock_free(l);
-    ck_assert_msg(tu_run_until_redis(0, 2000, "EXISTS", "held", (char *)NULL),
+    ck_assert_msg(tu_run_until_redis(0, tu_ms(2000), "EXISTS", "held",
+                                     (char *)NULL),
                   "the freed lock's key is still there");
     struct hilock_lock *other = tu_lock(holder, "held", 1);
     tu_assert_status(tu_acquire(other, 10000, 0, NULL), 0);
 }
 END_TEST
 
+/* Redis has granted the acquire, its reply is not read yet: the free must
+ * release what the reply will say it got. */
 START_TEST(lock_free_with_an_acquire_pending_cancels_it_and_leaves_no_hold)
 {
     struct hilock_lock *l = tu_lock(client, "pend", 1);
+    tu_client_ready(client);
     tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
+    send_and_let_redis_grant("pend");
+    ck_assert_int_eq(tu_exists("pend"), 1);
+    ck_assert_int_eq(res[0].calls, 0);
     hilock_lock_free(l);
     ck_assert_int_eq(res[0].calls, 1);
     tu_assert_status(res[0].status, HILOCK_ECANCELED);
-    tu_run_for(300);
+    ck_assert_msg(tu_run_until_redis(0, tu_ms(2000), "EXISTS", "pend",
+                                     (char *)NULL),
+                  "the acquire granted before the free was left holding");
+    tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
-    /* if the acquire reached Redis it must have been undone */
-    ck_assert(tu_run_until_redis(0, 2000, "EXISTS", "pend", (char *)NULL));
+    ck_assert_int_eq(tu_fence("pend"), 1);
 }
 END_TEST
 
@@ -189,15 +242,16 @@ START_TEST(cancel_of_a_waiting_acquire_fires_ecanceled_once)
     tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
     tu_assert_status(hilock_lock_acquire(w, 10000, 8000, tu_record, &res[0]),
                      0);
-    tu_run_for(300);
+    ck_assert_msg(tu_numsub_becomes(TU_CHANNEL("cw"), 1, tu_ms(2000)),
+                  "the waiter never parked");
     ck_assert_int_eq(res[0].calls, 0);
-    long long t0 = tu_now_ms();
     tu_assert_status(hilock_lock_cancel(w), 0);
-    ck_assert(tu_run_until_count(&res[0].calls, 1, 2000));
+    ck_assert_int_eq(res[0].calls, 1); /* before cancel returned */
     tu_assert_status(res[0].status, HILOCK_ECANCELED);
-    ck_assert_int_lt(res[0].at_ms - t0, 1000);
     tu_assert_status(hilock_lock_cancel(w), HILOCK_EINVAL); /* nothing left */
-    tu_run_for(500);
+    ck_assert_msg(tu_numsub_becomes(TU_CHANNEL("cw"), 0, tu_ms(2000)),
+                  "the canceled waiter did not unsubscribe");
+    tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
     ck_assert_uint_eq(hilock_lock_hold_count(w), 0);
     /* the holder is untouched, and the handle can be used again */
@@ -208,23 +262,56 @@ START_TEST(cancel_of_a_waiting_acquire_fires_ecanceled_once)
 }
 END_TEST
 
+/* Canceled before the loop ran: the request was already handed to the
+ * live connection, so it still goes out, and Redis grants it. */
 START_TEST(cancel_right_after_issuing_undoes_a_late_success)
 {
     struct hilock_lock *l = tu_lock(client, "late", 1);
-    tu_run_for(200); /* connected, so the request goes out at once */
+    tu_client_ready(client); /* connected, so the request goes out at once */
     tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
     tu_assert_status(hilock_lock_cancel(l), 0);
-    ck_assert(tu_run_until_count(&res[0].calls, 1, 2000));
+    ck_assert_int_eq(res[0].calls, 1); /* before cancel returned */
     tu_assert_status(res[0].status, HILOCK_ECANCELED);
-    ck_assert_msg(tu_run_until_redis(0, 2000, "EXISTS", "late", (char *)NULL),
+    ck_assert_msg(tu_run_until_redis(1, tu_ms(2000), "GET",
+                                     TU_FENCE("late"), (char *)NULL),
+                  "the canceled acquire never reached Redis");
+    ck_assert_msg(tu_run_until_redis(0, tu_ms(2000), "EXISTS", "late",
+                                     (char *)NULL),
                   "a success after cancel was not released");
-    tu_run_for(300);
+    tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
 }
 END_TEST
 
+/* The same once Redis has granted it: the success reply is in the socket,
+ * unread, when the cancel comes. */
+START_TEST(cancel_after_redis_granted_undoes_the_success)
+{
+    struct hilock_lock *l = tu_lock(client, "granted", 1);
+    tu_client_ready(client);
+    tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
+    send_and_let_redis_grant("granted");
+    ck_assert_int_eq(res[0].calls, 0);
+    tu_assert_status(hilock_lock_cancel(l), 0);
+    ck_assert_int_eq(res[0].calls, 1);
+    tu_assert_status(res[0].status, HILOCK_ECANCELED);
+    ck_assert_msg(tu_run_until_redis(0, tu_ms(2000), "EXISTS", "granted",
+                                     (char *)NULL),
+                  "a success granted before the cancel was not released");
+    tu_run_quiet();
+    ck_assert_int_eq(res[0].calls, 1);
+    ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
+    /* and the handle works again */
+    int64_t token = 0;
+    tu_assert_status(tu_acquire(l, 30000, 0, &token), 0);
+    ck_assert_int_eq(token, 2);
+}
+END_TEST
+
 /* No-server tests: a client pointed at a port nothing listens on. */
+#define DEAD_REQ_MS 300 /* its request (and connect) timeout */
+
 static void setup_no_server(void)
 {
     tu_setup_no_redis();
@@ -236,10 +323,10 @@ static struct hilock_client *client_on_dead_port(void)
 {
     struct hilock_options o;
     tu_options(&o);
-    o.port = rs_free_port();
+    o.port = tu_dead_port();
     ck_assert_int_gt(o.port, 0);
-    o.request_timeout_ms = 500;
-    o.connect_timeout_ms = 500;
+    o.request_timeout_ms = DEAD_REQ_MS;
+    o.connect_timeout_ms = DEAD_REQ_MS;
     o.reconnect_min_ms = 50;
     return tu_client(&o);
 }
@@ -251,17 +338,18 @@ START_TEST(request_without_a_server_fails_in_bounded_time_once)
     long long t0 = tu_now_ms();
     tu_assert_status(hilock_lock_acquire(l, 10000, 0, tu_record, &res[0]), 0);
     tu_assert_status(hilock_lock_query_ttl(l, tu_record, &res[1]), 0);
-    ck_assert(tu_run_until_count(&res[0].calls, 1, 5000));
-    ck_assert(tu_run_until_count(&res[1].calls, 1, 5000));
+    int bound = DEAD_REQ_MS + tu_ms(1500);
+    ck_assert(tu_run_until_count(&res[0].calls, 1, bound));
+    ck_assert(tu_run_until_count(&res[1].calls, 1, bound));
     for (int i = 0; i < 2; i++) {
         ck_assert_msg(res[i].status == HILOCK_ETIMEDOUT ||
                           res[i].status == HILOCK_ECONN,
                       "request %d: %s", i, hilock_err_name(res[i].status));
-        ck_assert_msg(res[i].at_ms - t0 < 500 + 1500,
+        ck_assert_msg(res[i].at_ms - t0 < bound,
                       "request %d failed after %lld ms", i,
                       res[i].at_ms - t0);
     }
-    tu_run_for(800);
+    tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
     ck_assert_int_eq(res[1].calls, 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
@@ -270,18 +358,21 @@ END_TEST
 
 START_TEST(waiting_acquire_without_a_server_ends_by_its_deadline_once)
 {
+    enum { WAIT_MS = 2 * DEAD_REQ_MS }; /* outlasts a request deadline */
     client = client_on_dead_port();
     struct hilock_lock *l = tu_lock(client, "nowhere", 1);
     long long t0 = tu_now_ms();
-    tu_assert_status(hilock_lock_acquire(l, 10000, 1000, tu_record, &res[0]),
+    tu_assert_status(hilock_lock_acquire(l, 10000, WAIT_MS, tu_record,
+                                         &res[0]),
                      0);
-    ck_assert(tu_run_until_count(&res[0].calls, 1, 6000));
+    int bound = WAIT_MS + tu_ms(1500);
+    ck_assert(tu_run_until_count(&res[0].calls, 1, bound));
     ck_assert_msg(res[0].status == HILOCK_ETIMEDOUT ||
                       res[0].status == HILOCK_ECONN,
                   "status %s", hilock_err_name(res[0].status));
-    ck_assert_msg(res[0].at_ms - t0 < 1000 + 1500, "ended after %lld ms",
+    ck_assert_msg(res[0].at_ms - t0 < bound, "ended after %lld ms",
                   res[0].at_ms - t0);
-    tu_run_for(800);
+    tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
 }
 END_TEST
@@ -294,11 +385,13 @@ START_TEST(client_free_without_a_server_cancels_pending_once)
         tu_assert_status(hilock_lock_acquire(l, 10000, 0, tu_record, &res[i]),
                          0);
     }
-    tu_run_for(100);
+    /* freed while it is failing to connect */
+    ck_assert_msg(tu_run_until_state(client, HILOCK_STATE_DOWN, tu_ms(2000)),
+                  "the client never reported the refused connection");
     hilock_client_free(client);
     client = NULL;
     assert_each_canceled_once(0, 4);
-    tu_run_for(800);
+    tu_run_quiet();
     assert_each_canceled_once(0, 4);
 }
 END_TEST
@@ -309,8 +402,10 @@ static Suite *lifecycle_suite(void)
     TCase *tc = tcase_create("free_and_cancel");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, client_free_cancels_every_pending_acquire_once);
-    tcase_add_test(tc, client_free_cancels_pending_release_and_queries_once);
+    tcase_add_test(tc,
+                   client_free_cancels_every_pending_acquire_once_and_undoes_them);
+    tcase_add_test(
+        tc, client_free_delivers_the_release_and_cancels_pending_callbacks_once);
     tcase_add_test(tc, client_free_inside_a_callback_cancels_the_others_once);
     tcase_add_test(tc, lock_free_inside_its_own_acquire_callback_is_safe);
     tcase_add_test(tc, lock_free_of_a_held_lock_releases_it);
@@ -318,6 +413,7 @@ static Suite *lifecycle_suite(void)
                    lock_free_with_an_acquire_pending_cancels_it_and_leaves_no_hold);
     tcase_add_test(tc, cancel_of_a_waiting_acquire_fires_ecanceled_once);
     tcase_add_test(tc, cancel_right_after_issuing_undoes_a_late_success);
+    tcase_add_test(tc, cancel_after_redis_granted_undoes_the_success);
     suite_add_tcase(s, tc);
 
     TCase *ns = tcase_create("no_server");

@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHANNEL(name) "redisson_lock__channel:{" name "}"
-
 static struct hilock_client *a, *b;
 
 static void setup(void)
@@ -25,27 +23,6 @@ static void teardown(void)
     tu_teardown();
 }
 
-/* The hold count Redis has for this owner, RS_NIL when it has none. */
-static long long holds_in_redis(const char *key, struct hilock_client *c,
-                                uint64_t tag)
-{
-    char field[64];
-    return rs_int(tu_srv, "HGET", key, tu_field(c, tag, field), (char *)NULL);
-}
-
-/* Run the loop until PUBSUB NUMSUB channel reports n subscribers. */
-static bool numsub_becomes(const char *channel, long long n, int timeout_ms)
-{
-    long long deadline = tu_now_ms() + timeout_ms;
-    for (;;) {
-        if (rs_numsub(tu_srv, channel) == n)
-            return true;
-        if (tu_now_ms() >= deadline)
-            return false;
-        tu_run_for(20);
-    }
-}
-
 START_TEST(try_acquire_of_a_held_lock_is_ebusy_with_the_holders_ttl)
 {
     struct hilock_lock *la = tu_lock(a, "res", 1);
@@ -58,13 +35,13 @@ START_TEST(try_acquire_of_a_held_lock_is_ebusy_with_the_holders_ttl)
     tu_assert_status(tu_acquire(la2, 10000, 0, &v), HILOCK_EBUSY);
     ck_assert_msg(v > 0 && v <= 10000, "EBUSY value %lld", (long long)v);
     ck_assert_uint_eq(hilock_lock_hold_count(lb), 0);
-    ck_assert_int_eq(holds_in_redis("res", b, 1), RS_NIL);
+    ck_assert_int_eq(tu_holds("res", b, 1), RS_NIL);
 
     tu_assert_status(tu_release(la, &v), 0);
     ck_assert_int_eq(v, 0);
     tu_assert_status(tu_acquire(lb, 10000, 0, NULL), 0);
-    ck_assert_int_eq(holds_in_redis("res", b, 1), 1);
-    ck_assert_int_eq(holds_in_redis("res", a, 1), RS_NIL);
+    ck_assert_int_eq(tu_holds("res", b, 1), 1);
+    ck_assert_int_eq(tu_holds("res", a, 1), RS_NIL);
     tu_assert_status(tu_acquire(la, 10000, 0, NULL), HILOCK_EBUSY);
 }
 END_TEST
@@ -76,16 +53,16 @@ START_TEST(reentrant_acquire_counts_holds_and_release_counts_down)
     for (int i = 1; i <= 3; i++) {
         tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
         ck_assert_uint_eq(hilock_lock_hold_count(l), (unsigned)i);
-        ck_assert_int_eq(holds_in_redis("re", a, 7), i);
+        ck_assert_int_eq(tu_holds("re", a, 7), i);
     }
     tu_assert_status(tu_release(l, &v), 0);
     ck_assert_int_eq(v, 2);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "re", (char *)NULL), 1);
-    ck_assert_int_eq(holds_in_redis("re", a, 7), 2);
+    ck_assert_int_eq(tu_holds("re", a, 7), 2);
     tu_assert_status(tu_release(l, &v), 0);
     ck_assert_int_eq(v, 1);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "re", (char *)NULL), 1);
-    ck_assert_int_eq(holds_in_redis("re", a, 7), 1);
+    ck_assert_int_eq(tu_holds("re", a, 7), 1);
     tu_assert_status(tu_release(l, &v), 0);
     ck_assert_int_eq(v, 0);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "re", (char *)NULL), 0);
@@ -99,7 +76,7 @@ START_TEST(two_handles_with_the_same_name_and_tag_reenter)
     struct hilock_lock *l2 = tu_lock(a, "same", 5);
     tu_assert_status(tu_acquire(l1, 10000, 0, NULL), 0);
     tu_assert_status(tu_acquire(l2, 10000, 0, NULL), 0);
-    ck_assert_int_eq(holds_in_redis("same", a, 5), 2);
+    ck_assert_int_eq(tu_holds("same", a, 5), 2);
 }
 END_TEST
 
@@ -107,7 +84,7 @@ START_TEST(reentry_resets_the_lease)
 {
     struct hilock_lock *l = tu_lock(a, "lease", 1);
     tu_assert_status(tu_acquire(l, 1000, 0, NULL), 0);
-    tu_run_for(500);
+    /* reset to 8000, not added to what was left (up to 9000) nor kept */
     tu_assert_status(tu_acquire(l, 8000, 0, NULL), 0);
     long long pttl = rs_int(tu_srv, "PTTL", "lease", (char *)NULL);
     ck_assert_msg(pttl > 5000 && pttl <= 8000, "PTTL %lld", pttl);
@@ -122,7 +99,7 @@ START_TEST(release_by_another_owner_is_enotowner_and_keeps_the_lock)
     tu_assert_status(tu_acquire(owner, 10000, 0, NULL), 0);
     tu_assert_status(tu_release(other_tag, NULL), HILOCK_ENOTOWNER);
     tu_assert_status(tu_release(other_client, NULL), HILOCK_ENOTOWNER);
-    ck_assert_int_eq(holds_in_redis("mine", a, 1), 1);
+    ck_assert_int_eq(tu_holds("mine", a, 1), 1);
     ck_assert_int_gt(rs_int(tu_srv, "PTTL", "mine", (char *)NULL), 0);
     ck_assert_int_eq(tu_owner_fields("mine"), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(owner), 1);
@@ -148,12 +125,13 @@ START_TEST(expired_lease_frees_the_lock_for_another_client)
     long long t0 = tu_now_ms();
     tu_assert_status(tu_acquire(lb, 10000, 2000, NULL), 0);
     long long took = tu_now_ms() - t0;
-    ck_assert_msg(took < 2000, "acquire after expiry took %lld ms", took);
-    ck_assert_int_eq(holds_in_redis("exp", b, 1), 1);
-    ck_assert_int_eq(holds_in_redis("exp", a, 1), RS_NIL);
+    ck_assert_msg(took < tu_ms(2000), "acquire after expiry took %lld ms",
+                  took);
+    ck_assert_int_eq(tu_holds("exp", b, 1), 1);
+    ck_assert_int_eq(tu_holds("exp", a, 1), RS_NIL);
     /* the old holder's release is refused: its lease ran out */
     tu_assert_status(tu_release(la, NULL), HILOCK_ENOTOWNER);
-    ck_assert_int_eq(holds_in_redis("exp", b, 1), 1);
+    ck_assert_int_eq(tu_holds("exp", b, 1), 1);
 }
 END_TEST
 
@@ -164,17 +142,18 @@ START_TEST(waiting_acquire_succeeds_soon_after_the_holder_releases)
     struct tu_result rb = {0};
     tu_assert_status(tu_acquire(la, 30000, 0, NULL), 0);
     tu_assert_status(hilock_lock_acquire(lb, 10000, 5000, tu_record, &rb), 0);
-    tu_run_for(200);
+    tu_client_ready(b); /* answered after the busy reply: parked */
     ck_assert_int_eq(rb.calls, 0);
     long long released = tu_now_ms();
     tu_assert_status(tu_release(la, NULL), 0);
-    ck_assert(tu_run_until_count(&rb.calls, 1, 6000));
+    ck_assert(tu_run_until_count(&rb.calls, 1, tu_ms(6000)));
+    /* woken by the release, not by the 5 s deadline (which would fail it)
+     * or the 30 s lease */
     tu_assert_status(rb.status, 0);
-    /* woken by the release, not by the 30 s lease or the 5 s deadline */
-    ck_assert_msg(rb.at_ms - released < 2000, "woke %lld ms after release",
-                  rb.at_ms - released);
-    ck_assert_int_eq(holds_in_redis("wait", b, 1), 1);
-    tu_run_for(200);
+    ck_assert_msg(rb.at_ms - released < tu_ms(2000),
+                  "woke %lld ms after release", rb.at_ms - released);
+    ck_assert_int_eq(tu_holds("wait", b, 1), 1);
+    tu_run_quiet();
     ck_assert_int_eq(rb.calls, 1);
 }
 END_TEST
@@ -187,13 +166,14 @@ START_TEST(waiting_acquire_times_out_while_the_holder_keeps_it)
     tu_assert_status(tu_acquire(la, 30000, 0, NULL), 0);
     long long t0 = tu_now_ms();
     tu_assert_status(hilock_lock_acquire(lb, 10000, 300, tu_record, &rb), 0);
-    ck_assert(tu_run_until_count(&rb.calls, 1, 5000));
+    ck_assert(tu_run_until_count(&rb.calls, 1, tu_ms(5000)));
     long long took = rb.at_ms - t0;
     tu_assert_status(rb.status, HILOCK_ETIMEDOUT);
-    ck_assert_msg(took >= 250 && took < 1800, "timed out after %lld ms", took);
-    ck_assert_int_eq(holds_in_redis("keep", a, 1), 1);
+    ck_assert_msg(took >= 250 && took < 300 + tu_ms(1500),
+                  "timed out after %lld ms", took);
+    ck_assert_int_eq(tu_holds("keep", a, 1), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(lb), 0);
-    tu_run_for(300);
+    tu_run_quiet();
     ck_assert_int_eq(rb.calls, 1);
 }
 END_TEST
@@ -205,13 +185,13 @@ START_TEST(waiter_subscribes_to_the_redisson_channel_and_leaves_it)
     struct tu_result rb = {0};
     tu_assert_status(tu_acquire(la, 30000, 0, NULL), 0);
     tu_assert_status(hilock_lock_acquire(lb, 10000, 5000, tu_record, &rb), 0);
-    ck_assert_msg(numsub_becomes(CHANNEL("chan"), 1, 2000),
+    ck_assert_msg(tu_numsub_becomes(TU_CHANNEL("chan"), 1, tu_ms(2000)),
                   "waiter never subscribed");
     ck_assert_int_eq(rb.calls, 0);
     tu_assert_status(tu_release(la, NULL), 0);
-    ck_assert(tu_run_until_count(&rb.calls, 1, 3000));
+    ck_assert(tu_run_until_count(&rb.calls, 1, tu_ms(3000)));
     tu_assert_status(rb.status, 0);
-    ck_assert_msg(numsub_becomes(CHANNEL("chan"), 0, 2000),
+    ck_assert_msg(tu_numsub_becomes(TU_CHANNEL("chan"), 0, tu_ms(2000)),
                   "the last waiter did not unsubscribe");
 }
 END_TEST
@@ -224,17 +204,17 @@ START_TEST(local_waiters_are_served_in_order_and_all_get_the_lock)
     struct tu_result r1 = {0}, r2 = {0};
     tu_assert_status(tu_acquire(la, 30000, 0, NULL), 0);
     tu_assert_status(hilock_lock_acquire(w1, 10000, 8000, tu_record, &r1), 0);
-    tu_run_for(50);
+    tu_client_ready(b); /* w1 is parked */
     tu_assert_status(hilock_lock_acquire(w2, 10000, 8000, tu_record, &r2), 0);
-    tu_run_for(200);
+    tu_client_ready(b); /* and w2 behind it */
     tu_assert_status(tu_release(la, NULL), 0);
-    ck_assert(tu_run_until_count(&r1.calls, 1, 3000));
+    ck_assert(tu_run_until_count(&r1.calls, 1, tu_ms(3000)));
     tu_assert_status(r1.status, 0);
     ck_assert_int_eq(r2.calls, 0); /* the second waits for the first */
     tu_assert_status(tu_release(w1, NULL), 0);
-    ck_assert(tu_run_until_count(&r2.calls, 1, 3000));
+    ck_assert(tu_run_until_count(&r2.calls, 1, tu_ms(3000)));
     tu_assert_status(r2.status, 0);
-    ck_assert_int_eq(holds_in_redis("fifo", b, 3), 1);
+    ck_assert_int_eq(tu_holds("fifo", b, 3), 1);
     ck_assert_int_eq(tu_owner_fields("fifo"), 1);
 }
 END_TEST
@@ -284,7 +264,7 @@ START_TEST(lock_key_is_a_hash_keyed_by_client_id_and_tag)
     char *type = rs_str(tu_srv, "TYPE", "layout", (char *)NULL);
     ck_assert_str_eq(type, "hash");
     free(type);
-    ck_assert_int_eq(holds_in_redis("layout", a, 12345678901234ULL), 1);
+    ck_assert_int_eq(tu_holds("layout", a, 12345678901234ULL), 1);
     long long pttl = rs_int(tu_srv, "PTTL", "layout", (char *)NULL);
     ck_assert_msg(pttl > 0 && pttl <= 5000, "PTTL %lld", pttl);
 }
@@ -300,7 +280,7 @@ START_TEST(key_prefix_puts_the_lock_under_the_prefix)
     tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "app:res", (char *)NULL), 1);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "res", (char *)NULL), 0);
-    ck_assert_int_eq(holds_in_redis("app:res", p, 1), 1);
+    ck_assert_int_eq(tu_holds("app:res", p, 1), 1);
     /* a client without the prefix does not see it */
     struct hilock_lock *plain = tu_lock(a, "res", 1);
     tu_assert_status(tu_acquire(plain, 10000, 0, NULL), 0);
@@ -330,9 +310,9 @@ START_TEST(waiting_works_for_names_of_many_lengths)
         tu_assert_status(tu_acquire(la, 30000, 0, NULL), 0);
         tu_assert_status(hilock_lock_acquire(lb, 10000, 5000, tu_record, &rb),
                          0);
-        tu_run_for(50);
+        tu_client_ready(b); /* answered after the busy reply: parked */
         tu_assert_status(tu_release(la, NULL), 0);
-        ck_assert_msg(tu_run_until_count(&rb.calls, 1, 3000),
+        ck_assert_msg(tu_run_until_count(&rb.calls, 1, tu_ms(3000)),
                       "waiter on a %zu-byte name not woken", lens[i]);
         tu_assert_status(rb.status, 0);
         tu_assert_status(tu_release(lb, NULL), 0);

@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The watchdog lease, scaled by CK_TIMEOUT_MULTIPLIER so that a client
+ * slowed down by valgrind still renews in time. */
+#define WD_MS 600
+
 static struct hilock_client *client, *other;
 static struct tu_result res[4];
 
@@ -16,7 +20,7 @@ static void start(uint32_t request_timeout_ms)
     tu_options(&o);
     o.reconnect_min_ms = 20;
     o.reconnect_max_ms = 200;
-    o.watchdog_lease_ms = 600;
+    o.watchdog_lease_ms = (uint32_t)tu_ms(WD_MS);
     if (request_timeout_ms)
         o.request_timeout_ms = request_timeout_ms;
     client = tu_client(&o);
@@ -38,10 +42,29 @@ static void setup_short_timeout(void)
 
 static void teardown(void)
 {
+    if (tu_srv)
+        rs_resume(tu_srv); /* a test that failed while it was frozen */
     hilock_client_free(client);
     hilock_client_free(other);
     client = other = NULL;
     tu_teardown();
+}
+
+/* Restart the server the way restart() does and run until c has reported
+ * that it is up again. */
+static void restart_and_await_up(int (*restart)(struct rs_server *),
+                                 struct hilock_client *c)
+{
+    int ups = tu_ups(c);
+    ck_assert_int_ge(ups, 1);
+    ck_assert_int_eq(restart(tu_srv), 0);
+    ck_assert_msg(tu_run_until_up(c, ups + 1, tu_ms(3000)),
+                  "the client did not report itself up again");
+}
+
+static bool evalsha_reaches(void *arg)
+{
+    return rs_cmdstat_calls(tu_srv, "evalsha") >= *(const long long *)arg;
 }
 
 START_TEST(script_flush_behind_our_back_is_survived)
@@ -67,12 +90,9 @@ START_TEST(requests_work_again_after_a_kill9_restart)
     struct hilock_lock *l = tu_lock(client, "k9", 1);
     tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
     tu_assert_status(tu_release(l, NULL), 0);
-    ck_assert_int_eq(rs_kill9_restart(tu_srv), 0);
-    tu_run_for(500); /* let the client notice and reconnect */
-    tu_assert_status(tu_acquire_eventually(l, 10000), 0);
-    char field[64];
-    ck_assert_int_eq(rs_int(tu_srv, "HGET", "k9", tu_field(client, 1, field),
-                            (char *)NULL), 1);
+    restart_and_await_up(rs_kill9_restart, client);
+    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    ck_assert_int_eq(tu_holds("k9", client, 1), 1);
 }
 END_TEST
 
@@ -80,11 +100,11 @@ START_TEST(requests_work_again_after_a_graceful_restart)
 {
     struct hilock_lock *l = tu_lock(client, "gr", 1);
     tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
-    ck_assert_int_eq(rs_restart(tu_srv), 0);
-    tu_run_for(500);
+    tu_client_ready(other);
+    restart_and_await_up(rs_restart, other);
     /* the restart lost the hold; a new acquire starts from scratch */
     struct hilock_lock *l2 = tu_lock(other, "gr", 1);
-    tu_assert_status(tu_acquire_eventually(l2, 10000), 0);
+    tu_assert_status(tu_acquire(l2, 10000, 0, NULL), 0);
 }
 END_TEST
 
@@ -95,18 +115,17 @@ START_TEST(parked_waiter_gets_the_lock_after_a_restart_empties_redis)
     tu_assert_status(tu_acquire(h, 60000, 0, NULL), 0);
     tu_assert_status(hilock_lock_acquire(w, 10000, 8000, tu_record, &res[0]),
                      0);
-    tu_run_for(300);
+    tu_client_ready(client); /* answered after the busy reply: parked */
     ck_assert_int_eq(res[0].calls, 0);
     long long t0 = tu_now_ms();
     ck_assert_int_eq(rs_kill9_restart(tu_srv), 0); /* the hold is gone */
-    ck_assert(tu_run_until_count(&res[0].calls, 1, 9000));
+    ck_assert(tu_run_until_count(&res[0].calls, 1, tu_ms(9000)));
+    /* retried after the reconnect, not at the 8 s deadline (which would
+     * fail it) or the 60 s lease */
     tu_assert_status(res[0].status, 0);
-    /* retried after the reconnect, not at the 60 s lease or 8 s deadline */
-    ck_assert_msg(res[0].at_ms - t0 < 4000, "acquired %lld ms after restart",
-                  res[0].at_ms - t0);
-    char field[64];
-    ck_assert_int_eq(rs_int(tu_srv, "HGET", "pw", tu_field(client, 1, field),
-                            (char *)NULL), 1);
+    ck_assert_msg(res[0].at_ms - t0 < tu_ms(4000),
+                  "acquired %lld ms after restart", res[0].at_ms - t0);
+    ck_assert_int_eq(tu_holds("pw", client, 1), 1);
 }
 END_TEST
 
@@ -115,14 +134,15 @@ START_TEST(watchdog_lock_emptied_by_a_restart_is_reported_lost)
     struct hilock_lock *l = tu_lock(client, "wl", 1);
     tu_assert_status(hilock_lock_on_lost(l, tu_record, &res[0]), 0);
     tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
-    tu_run_for(200);
+    tu_await_renewal(l, tu_ms(WD_MS));
     ck_assert_int_eq(rs_kill9_restart(tu_srv), 0);
-    ck_assert_msg(tu_run_until_count(&res[0].calls, 1, 4000),
+    ck_assert_msg(tu_run_until_count(&res[0].calls, 1, tu_ms(4000)),
                   "on_lost never fired after the restart emptied Redis");
     tu_assert_status(res[0].status, HILOCK_ELOST);
-    tu_run_for(500);
+    /* the watchdog must not renew, let alone recreate, the lost lock: no
+     * script call for a renewal period (a third of the lease) */
+    tu_assert_no_script_call(tu_ms(WD_MS) / 3);
     ck_assert_int_eq(res[0].calls, 1);
-    /* the watchdog must not recreate the lost lock */
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "wl", (char *)NULL), 0);
 }
 END_TEST
@@ -131,20 +151,26 @@ END_TEST
 START_TEST(acquire_timing_out_on_a_frozen_server_leaves_no_hold)
 {
     struct hilock_lock *l = tu_lock(client, "late", 1);
-    tu_run_for(200); /* connected */
+    tu_client_ready(client);
+    long long evalsha = rs_cmdstat_calls(tu_srv, "evalsha");
     ck_assert_int_eq(rs_pause(tu_srv), 0);
     long long t0 = tu_now_ms();
     tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
-    bool done = tu_run_until_count(&res[0].calls, 1, 3000);
+    bool done = tu_run_until_count(&res[0].calls, 1, tu_ms(3000));
     ck_assert_int_eq(rs_resume(tu_srv), 0);
     ck_assert_msg(done, "no callback while the server was frozen");
     tu_assert_status(res[0].status, HILOCK_ETIMEDOUT);
-    ck_assert_msg(res[0].at_ms - t0 < 300 + 1000, "timed out after %lld ms",
-                  res[0].at_ms - t0);
-    /* the server now runs the queued acquire; its success must be undone */
-    ck_assert_msg(tu_run_until_redis(0, 3000, "EXISTS", "late", (char *)NULL),
+    ck_assert_msg(res[0].at_ms - t0 < 300 + tu_ms(1000),
+                  "timed out after %lld ms", res[0].at_ms - t0);
+    /* the server now runs the queued acquire (a script call) and must see
+     * its success undone (another) */
+    evalsha += 2;
+    ck_assert_msg(tu_run_until(evalsha_reaches, &evalsha, tu_ms(3000)),
+                  "the late acquire never ran, or was never undone");
+    ck_assert_msg(tu_run_until_redis(0, tu_ms(3000), "EXISTS", "late",
+                                     (char *)NULL),
                   "a late acquire success was left holding the lock");
-    tu_run_for(300);
+    tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
     /* and the lock is usable again */
@@ -156,18 +182,22 @@ END_TEST
 START_TEST(release_with_a_late_reply_is_applied_once)
 {
     struct hilock_lock *l = tu_lock(client, "once", 1);
-    char field[64];
-    tu_field(client, 1, field);
     tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
     tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0); /* count 2 */
     ck_assert_int_eq(rs_pause(tu_srv), 0);
     tu_assert_status(hilock_lock_release(l, tu_record, &res[0]), 0);
-    tu_run_for(700); /* past the request deadline: retries may be queued */
+    /* frozen past the request deadline (its callback ends the freeze
+     * early): retries may be queued */
+    tu_run_until_count(&res[0].calls, 1, 2 * 300);
     ck_assert_int_eq(rs_resume(tu_srv), 0);
-    ck_assert(tu_run_until_count(&res[0].calls, 1, 6000));
-    tu_run_for(1000); /* let any retries land */
+    ck_assert(tu_run_until_count(&res[0].calls, 1, tu_ms(6000)));
+    /* any retry went out ahead of this query, on this connection or the
+     * next one: once it is answered, the retries have landed */
+    struct hilock_lock *probe = tu_lock(client, "probe", 1);
+    tu_assert_status(tu_query(hilock_lock_query_held, probe, NULL), 0);
+    tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
-    long long count = rs_int(tu_srv, "HGET", "once", field, (char *)NULL);
+    long long count = tu_holds("once", client, 1);
     if (res[0].status == 0) {
         ck_assert_int_eq(res[0].value, 1);
         ck_assert_int_eq(count, 1);

@@ -14,6 +14,12 @@
 #include <string.h>
 
 #define REQ_MS 1000
+/* A lease shorter than a watchdog period, and how long a test watches a
+ * hold under it: two such leases, after which it would be gone unless
+ * renewed. Scaled by CK_TIMEOUT_MULTIPLIER, as are the watchdog leases of
+ * those tests: a client slowed down by valgrind must renew in time. */
+#define SHORT_MS tu_ms(300)
+#define TWO_SHORT_LEASES_MS (2 * SHORT_MS)
 
 static struct tp_proxy *proxy;
 static struct hilock_client *client, *other;
@@ -90,22 +96,6 @@ static struct hilock_client *new_client(uint32_t watchdog_ms)
     return tu_client(&o);
 }
 
-/* Connections the server has accepted so far. */
-static long long connections_received(void)
-{
-    char *v = rs_info(tu_srv, "stats", "total_connections_received");
-    long long n = v ? atoll(v) : -1;
-    free(v);
-    return n;
-}
-
-static long long holds_in_redis(const char *key, struct hilock_client *c,
-                                uint64_t tag)
-{
-    char field[64];
-    return rs_int(tu_srv, "HGET", key, tu_field(c, tag, field), (char *)NULL);
-}
-
 static void await(struct tu_result *r, int n, int timeout_ms, const char *what)
 {
     ck_assert_msg(tu_run_until_count(&r->calls, n, timeout_ms),
@@ -134,7 +124,7 @@ START_TEST(noscript_resend_overtaken_by_its_twin_counts_two_holds)
     tp_hold_after(proxy, 1); /* a's attempt passes, then everything waits */
     tu_assert_status(hilock_lock_acquire(a, 30000, 0, tu_record, &res[0]), 0);
     tu_assert_status(hilock_lock_acquire(b, 30000, 0, tu_record, &res[1]), 0);
-    ck_assert_msg(tu_run_until(proxy_holds_three, NULL, 3000),
+    ck_assert_msg(tu_run_until(proxy_holds_three, NULL, tu_ms(3000)),
                   "the NOSCRIPT reload and resend never came");
     /* someone else loads the scripts before b's attempt runs */
     struct tp_proxy *px = proxy;
@@ -144,13 +134,13 @@ START_TEST(noscript_resend_overtaken_by_its_twin_counts_two_holds)
     struct hilock_lock *o = tu_lock(other, "elsewhere", 1);
     tu_assert_status(tu_query(hilock_lock_query_held, o, NULL), 0);
     tp_hold_after(proxy, -1);
-    await(&res[0], 1, 3000, "acquire a");
-    await(&res[1], 1, 3000, "acquire b");
+    await(&res[0], 1, tu_ms(3000), "acquire a");
+    await(&res[1], 1, tu_ms(3000), "acquire b");
     tu_assert_status(res[0].status, 0);
     tu_assert_status(res[1].status, 0);
-    ck_assert_int_eq(holds_in_redis("ns", client, 1), 2);
+    ck_assert_int_eq(tu_holds("ns", client, 1), 2);
     tu_assert_status(tu_release(a, NULL), 0);
-    ck_assert_int_eq(holds_in_redis("ns", client, 1), 1);
+    ck_assert_int_eq(tu_holds("ns", client, 1), 1);
 }
 END_TEST
 
@@ -158,21 +148,24 @@ END_TEST
  * lease) must not outrun the watchdog: it renews within the short lease. */
 START_TEST(watchdog_keeps_a_lock_whose_lease_was_shortened)
 {
-    client = new_client(6000);
+    client = new_client((uint32_t)tu_ms(6000));
     struct hilock_lock *l = tu_lock(client, "short", 1);
     tu_assert_status(hilock_lock_on_lost(l, tu_record, &lost), 0);
     tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
-    tu_assert_status(hilock_lock_renew(l, 400, tu_record, &res[0]), 0);
-    await(&res[0], 1, 2000, "renew");
+    tu_assert_status(hilock_lock_renew(l, (uint64_t)tu_ms(400), tu_record,
+                                       &res[0]),
+                     0);
+    await(&res[0], 1, tu_ms(2000), "renew");
     tu_assert_status(res[0].status, 0);
-    tu_assert_status(tu_acquire(l, 300, 0, NULL), 0); /* re-entry */
-    tu_run_for(1200); /* several short leases */
+    tu_assert_status(tu_acquire(l, (uint64_t)SHORT_MS, 0, NULL), 0);
+    /* ^ a re-entry */
+    tu_run_for(TWO_SHORT_LEASES_MS);
     ck_assert_int_eq(lost.calls, 0);
-    ck_assert_int_gt(rs_int(tu_srv, "PTTL", "short", (char *)NULL), 300);
+    ck_assert_int_gt(rs_int(tu_srv, "PTTL", "short", (char *)NULL), SHORT_MS);
     tu_assert_status(tu_release(l, NULL), 0); /* re-applies a lease */
-    tu_run_for(600);
+    tu_run_for(TWO_SHORT_LEASES_MS);
     ck_assert_int_eq(lost.calls, 0);
-    ck_assert_int_eq(holds_in_redis("short", client, 1), 1);
+    ck_assert_int_eq(tu_holds("short", client, 1), 1);
 }
 END_TEST
 
@@ -187,7 +180,8 @@ START_TEST(twin_handle_ending_the_hold_is_seen_at_once)
     tu_assert_status(tu_acquire(a, 0, 0, NULL), 0);
     tu_assert_status(tu_release(b, NULL), 0); /* the owner's one hold */
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "twin", (char *)NULL), 0);
-    await(&lost, 1, 500, "on_lost of the other handle");
+    /* at once, not at the next renewal, 10 s away */
+    await(&lost, 1, tu_ms(500), "on_lost of the other handle");
     tu_assert_status(lost.status, HILOCK_ELOST);
     ck_assert_uint_eq(hilock_lock_hold_count(a), 0);
 }
@@ -201,14 +195,14 @@ START_TEST(twin_reentry_with_a_short_lease_keeps_the_watchdog_hold)
     tu_assert_status(hilock_lock_on_lost(a, tu_record, &lost), 0);
     tu_assert_status(hilock_lock_on_lost(b, tu_record, &lost2), 0);
     tu_assert_status(tu_acquire(a, 0, 0, NULL), 0);
-    tu_assert_status(tu_acquire(b, 300, 0, NULL), 0);
-    tu_run_for(1000);
+    tu_assert_status(tu_acquire(b, (uint64_t)SHORT_MS, 0, NULL), 0);
+    tu_run_for(TWO_SHORT_LEASES_MS);
     ck_assert_int_eq(lost.calls + lost2.calls, 0);
-    ck_assert_int_eq(holds_in_redis("twin2", client, 7), 2);
+    ck_assert_int_eq(tu_holds("twin2", client, 7), 2);
     tu_assert_status(tu_release(b, NULL), 0);
-    tu_run_for(500);
+    tu_run_for(TWO_SHORT_LEASES_MS);
     ck_assert_int_eq(lost.calls, 0);
-    ck_assert_int_eq(holds_in_redis("twin2", client, 7), 1);
+    ck_assert_int_eq(tu_holds("twin2", client, 7), 1);
 }
 END_TEST
 
@@ -237,19 +231,24 @@ static void unblackhole_on_lost(struct hilock_lock *l, int status,
  * it must not extend the key. */
 START_TEST(renewal_arriving_after_the_loss_does_not_extend_the_lock)
 {
+    /* a 900 ms lease, scaled like the bound below: the client's estimate
+     * of the server's clock must err by less than the margin (a tenth),
+     * which a slow run needs more time for */
+    int lease_ms = tu_ms(900);
     proxy = tp_new(tu_base, rs_port(tu_srv));
     ck_assert_ptr_nonnull(proxy);
-    client = new_client(900);
+    client = new_client((uint32_t)lease_ms);
     struct hilock_lock *l = tu_lock(client, "late", 1);
     tu_assert_status(hilock_lock_on_lost(l, unblackhole_on_lost, &lost), 0);
     tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
-    tu_run_for(50);
     tp_blackhole(proxy, true);
-    await(&lost, 1, 3000, "on_lost in the stall");
+    await(&lost, 1, tu_ms(3000), "on_lost in the stall");
     long long t0 = tu_now_ms();
     /* the key had at most the margin left; an applied renewal would give
-     * it a whole lease again */
-    ck_assert_msg(tu_run_until_redis(0, 400, "EXISTS", "late", (char *)NULL),
+     * it a whole lease again: this bound, 4/9 of the lease (400 ms), lies
+     * between the two */
+    ck_assert_msg(tu_run_until_redis(0, lease_ms * 4 / 9, "EXISTS", "late",
+                                     (char *)NULL),
                   "the lock was extended after its owner gave it up "
                   "(PTTL %lld after %lld ms)",
                   rs_int(tu_srv, "PTTL", "late", (char *)NULL),
@@ -267,12 +266,13 @@ START_TEST(same_owner_acquire_with_a_wait_reenters_past_other_waiters)
     struct hilock_lock *a2 = tu_lock(client, "reent", 1);
     tu_assert_status(tu_acquire(a, 0, 0, NULL), 0);
     tu_assert_status(hilock_lock_acquire(w, 0, 5000, tu_record, &res[0]), 0);
-    tu_run_for(100);
+    tu_client_ready(client); /* answered after w's busy reply: w is parked */
     tu_assert_status(hilock_lock_acquire(a2, 0, 5000, tu_record, &res[1]), 0);
-    await(&res[1], 1, 1000, "re-entry");
+    /* queued behind w, it would wait until w's deadline ends it, 5 s on */
+    await(&res[1], 1, tu_ms(1000), "re-entry");
     tu_assert_status(res[1].status, 0);
     ck_assert_int_eq(res[0].calls, 0);
-    ck_assert_int_eq(holds_in_redis("reent", client, 1), 2);
+    ck_assert_int_eq(tu_holds("reent", client, 1), 2);
 }
 END_TEST
 
@@ -281,19 +281,23 @@ START_TEST(waiting_acquire_outlasts_a_stall_longer_than_the_request_timeout)
 {
     proxy = tp_new(tu_base, rs_port(tu_srv));
     ck_assert_ptr_nonnull(proxy);
-    client = new_client(0);
+    struct hilock_options o;
+    options(&o, 0);
+    o.request_timeout_ms = (uint32_t)tu_ms(300);
+    client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "stall", 1);
-    tu_assert_status(tu_query(hilock_lock_query_held, l, NULL), 0);
+    tu_client_ready(client);
     tp_blackhole(proxy, true);
-    long long t0 = tu_now_ms();
     tu_assert_status(hilock_lock_acquire(l, 0, 8000, tu_record, &res[0]), 0);
-    tu_run_for(REQ_MS + 600);
+    /* a stall of twice the request timeout */
+    tu_run_for(2 * (int)o.request_timeout_ms);
     ck_assert_int_eq(res[0].calls, 0);
+    long long stall_end = tu_now_ms();
     tp_blackhole(proxy, false);
     tp_cut_all(proxy); /* and a reconnect on top */
-    await(&res[0], 1, 6000, "acquire after the stall");
+    await(&res[0], 1, tu_ms(6000), "acquire after the stall");
     tu_assert_status(res[0].status, 0);
-    ck_assert_int_ge(res[0].at_ms - t0, REQ_MS + 600);
+    ck_assert_int_ge(res[0].at_ms, stall_end);
 }
 END_TEST
 
@@ -302,7 +306,8 @@ START_TEST(refused_connection_is_econn)
 {
     struct hilock_options o;
     options(&o, 0);
-    o.port = rs_free_port();
+    o.port = tu_dead_port();
+    o.request_timeout_ms = (uint32_t)tu_ms(200); /* the ECONN comes at it */
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "nobody", 1);
     tu_assert_status(tu_acquire(l, 0, 0, NULL), HILOCK_ECONN);
@@ -318,7 +323,7 @@ START_TEST(server_error_text_reaches_the_log)
     struct rs_options so;
     memset(&so, 0, sizeof so);
     so.conf = "rename-command EVALSHA \"\"\nrename-command EVAL \"\"";
-    tu_srv = rs_start_opts(&so);
+    tu_srv = tu_server_start(&so);
     ck_assert_ptr_nonnull(tu_srv);
     client = new_client(0);
     struct hilock_lock *l = tu_lock(client, "renamed", 1);
@@ -355,6 +360,30 @@ START_TEST(password_refused_by_a_server_without_one_fails_with_eauth)
 }
 END_TEST
 
+/* The most connections a client (reconnect_min_ms 50, reconnect_max_ms
+ * 2000) can open in elapsed_ms when its subscriber is refused each time:
+ * the command connection, a first subscriber, and one more each time the
+ * shortest next delay (half of 50, 100, 200 .. 2000 ms) has passed. */
+static long long backoff_allows(long long elapsed_ms)
+{
+    long long n = 2, at = 0, delay = 50;
+    while ((at += delay / 2) <= elapsed_ms) {
+        n++;
+        delay = delay * 2 > 2000 ? 2000 : delay * 2;
+    }
+    return n;
+}
+
+/* INFO stats total_connections_received of tu_srv. */
+static long long connections_received(void)
+{
+    char *s = rs_info(tu_srv, "stats", "total_connections_received");
+    ck_assert_ptr_nonnull(s);
+    long long n = atoll(s);
+    free(s);
+    return n;
+}
+
 /* 10: SUBSCRIBE denied: back off, say so, keep waiting right. */
 START_TEST(subscribe_denied_backs_off_reports_enoperm_and_still_waits)
 {
@@ -362,7 +391,7 @@ START_TEST(subscribe_denied_backs_off_reports_enoperm_and_still_waits)
     struct rs_options so;
     memset(&so, 0, sizeof so);
     so.conf = "user nochan on >pw ~* resetchannels +@all";
-    tu_srv = rs_start_opts(&so);
+    tu_srv = tu_server_start(&so);
     ck_assert_ptr_nonnull(tu_srv);
     other = new_client(0);
     struct hilock_lock *holder = tu_lock(other, "acl", 1);
@@ -376,20 +405,27 @@ START_TEST(subscribe_denied_backs_off_reports_enoperm_and_still_waits)
     client = tu_client(&o);
     struct hilock_lock *w = tu_lock(client, "acl", 2);
     long long conns0 = connections_received();
+    long long t_wait = tu_now_ms();
     tu_assert_status(hilock_lock_acquire(w, 0, 10000, tu_record, &res[0]), 0);
-    tu_run_for(1500);
-    long long conns = connections_received() - conns0;
-    ck_assert_msg(conns <= 8, "%lld connections in 1.5 s", conns);
+    ck_assert_msg(tu_run_until_state(client, HILOCK_STATE_PUBSUB_DOWN,
+                                     tu_ms(2000)),
+                  "the denied subscriber was never reported");
     int reported = 0;
     for (int i = 0; i < nstates; i++)
         reported |= states[i] == HILOCK_STATE_PUBSUB_DOWN &&
                     state_status[i] == HILOCK_ENOPERM;
     ck_assert_msg(reported, "ENOPERM on the subscriber never reported");
+    /* a window of 1 s at least; a storm would open 20 or more */
+    tu_run_for((int)(t_wait + 1000 - tu_now_ms()));
+    long long window = tu_now_ms() - t_wait;
+    long long conns = connections_received() - conns0;
+    ck_assert_msg(conns <= backoff_allows(window),
+                  "%lld connections in %lld ms", conns, window);
     long long t0 = tu_now_ms();
     tu_assert_status(tu_release(holder, NULL), 0);
-    await(&res[0], 1, 3000, "waiter");
+    await(&res[0], 1, tu_ms(3000), "waiter");
     tu_assert_status(res[0].status, 0);
-    ck_assert_int_lt(res[0].at_ms - t0, 1500);
+    ck_assert_int_lt(res[0].at_ms - t0, tu_ms(1500));
 }
 END_TEST
 
@@ -425,10 +461,12 @@ START_TEST(state_callback_reports_up_then_down_with_the_cause)
     tu_assert_status(state_status[0], 0);
     rs_stop(tu_srv);
     tu_srv = NULL;
-    ck_assert_msg(tu_run_until_count(&nstates, 2, 3000), "no DOWN");
+    ck_assert_msg(tu_run_until_count(&nstates, 2, tu_ms(3000)), "no DOWN");
     ck_assert_int_eq(states[1], HILOCK_STATE_DOWN);
     tu_assert_status(state_status[1], HILOCK_ECONN);
-    tu_run_for(300); /* failed reconnects do not repeat the same news */
+    /* failed reconnects (after 10..20, 20..40, 40..80, 80..160 ms) do not
+     * repeat the same news: a window over several of them */
+    tu_run_for(300);
     ck_assert_int_eq(nstates, 2);
 }
 END_TEST

@@ -11,15 +11,16 @@
  *
  * Timing bounds are generous: each one separates the path under test from
  * the next slower path (a fallback of 10 s or more, a deadline of 5 s or a
- * reconnect of at least 1 s), not from a fast machine. */
+ * reconnect of at least 1 s), not from a fast machine. Under valgrind the
+ * bounds stretch with CK_TIMEOUT_MULTIPLIER, and so do the leases and
+ * reconnect delays of those slower paths, so that they stay apart. */
 #include "testutil.h"
 
 #include <string.h>
 
-#define CHANNEL(name) "redisson_lock__channel:{" name "}"
-#define FENCE(name) "hilock_fence:{" name "}"
-
 #define MAX_WAITERS 50
+#define WAITER_LEASE_MS 10000 /* before tu_ms() */
+#define HOLDER_LEASE_MS 30000 /* before tu_ms() */
 
 /* One waiting handle: what its acquire and release callbacks saw. */
 struct waiter {
@@ -58,25 +59,20 @@ static void teardown(void)
     tu_teardown();
 }
 
-/* Run the loop until PUBSUB NUMSUB channel reports n subscribers. */
-static bool numsub_becomes(const char *channel, long long n, int timeout_ms)
+/* Run until PUBSUB NUMSUB channel reports n subscribers, failing the test
+ * after a bound. */
+static void await_numsub(const char *channel, long long n, const char *what)
 {
-    long long deadline = tu_now_ms() + timeout_ms;
-    for (;;) {
-        if (rs_numsub(tu_srv, channel) == n)
-            return true;
-        if (tu_now_ms() >= deadline)
-            return false;
-        tu_run_for(20);
-    }
+    ck_assert_msg(tu_numsub_becomes(channel, n, tu_ms(2000)), "%s", what);
 }
 
-/* The hold count Redis has for this owner, RS_NIL when it has none. */
-static long long holds_in_redis(const char *key, struct hilock_client *c,
-                                uint64_t tag)
+/* The holder of name on client a, for a scaled HOLDER_LEASE_MS. */
+static struct hilock_lock *hold(const char *name)
 {
-    char field[64];
-    return rs_int(tu_srv, "HGET", key, tu_field(c, tag, field), (char *)NULL);
+    struct hilock_lock *h = tu_lock(a, name, 1);
+    tu_assert_status(tu_acquire(h, (uint64_t)tu_ms(HOLDER_LEASE_MS), 0, NULL),
+                     0);
+    return h;
 }
 
 static void on_released(struct hilock_lock *lock, int status, int64_t value,
@@ -119,8 +115,9 @@ static void start_waiters(struct hilock_client *c, const char *name,
     for (int i = from; i < to; i++) {
         ws[i].idx = i;
         ws[i].lock = tu_lock(c, name, 100 + (uint64_t)i);
-        tu_assert_status(hilock_lock_acquire(ws[i].lock, 10000, wait_ms,
-                                             on_acquired, &ws[i]),
+        tu_assert_status(hilock_lock_acquire(ws[i].lock,
+                                             (uint64_t)tu_ms(WAITER_LEASE_MS),
+                                             wait_ms, on_acquired, &ws[i]),
                          0);
     }
 }
@@ -154,21 +151,19 @@ static void assert_served_once_in_order(int n)
 
 START_TEST(release_on_another_client_wakes_the_waiter_by_message)
 {
-    struct hilock_lock *h = tu_lock(a, "msg", 1);
-    tu_assert_status(tu_acquire(h, 10000, 0, NULL), 0);
+    struct hilock_lock *h = hold("msg");
     start_waiters(b, "msg", 0, 1, 5000);
-    ck_assert_msg(numsub_becomes(CHANNEL("msg"), 1, 2000),
-                  "the waiter never subscribed");
-    tu_run_for(100);
+    await_numsub(TU_CHANNEL("msg"), 1, "the waiter never subscribed");
+    tu_client_ready(b); /* answered after the busy reply: parked */
     assert_none_served(0, 1);
     long long released = tu_now_ms();
     tu_assert_status(tu_release(h, NULL), 0);
-    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, 6000));
+    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, tu_ms(6000)));
+    /* the deadline (5 s) would fail it, the fallback is the holder's lease */
     tu_assert_status(ws[0].acq_status, 0);
-    /* the fallback would be the 10 s lease, the deadline 5 s */
     long long took = ws[0].acq_at_ms - released;
-    ck_assert_msg(took < 1000, "woke %lld ms after the release", took);
-    tu_run_for(300);
+    ck_assert_msg(took < tu_ms(1000), "woke %lld ms after the release", took);
+    tu_run_quiet();
     assert_served_once_in_order(1);
 }
 END_TEST
@@ -184,89 +179,84 @@ START_TEST(expired_holder_is_taken_over_by_the_fallback_timer)
                      1);
     long long t0 = tu_now_ms();
     start_waiters(b, "crash", 0, 1, 3000);
-    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, 5000));
-    tu_assert_status(ws[0].acq_status, 0);
+    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, tu_ms(5000)));
+    tu_assert_status(ws[0].acq_status, 0); /* not at its 3 s deadline */
     long long took = ws[0].acq_at_ms - t0;
     ck_assert_msg(took >= 150, "acquired after %lld ms: lock was not held",
                   took);
-    ck_assert_msg(took < 1500, "took over after %lld ms", took);
+    ck_assert_msg(took < tu_ms(1500), "took over after %lld ms", took);
     /* nothing was published (a release would have been), so the waiter
      * woke by its own timer; commands run by scripts are counted too */
     ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "publish"), 0);
-    tu_run_for(300);
+    tu_run_quiet();
     assert_served_once_in_order(1);
 }
 END_TEST
 
 START_TEST(fifty_local_waiters_served_in_order_on_one_subscription)
 {
-    struct hilock_lock *h = tu_lock(a, "many", 1);
-    tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
+    struct hilock_lock *h = hold("many");
     start_waiters(b, "many", 0, MAX_WAITERS, 20000);
-    ck_assert_msg(numsub_becomes(CHANNEL("many"), 1, 2000),
-                  "the waiters never subscribed");
-    tu_run_for(300); /* every busy reply is back: all 50 are parked */
+    await_numsub(TU_CHANNEL("many"), 1, "the waiters never subscribed");
+    tu_client_ready(b); /* every busy reply is back: all 50 are parked */
     assert_none_served(0, MAX_WAITERS);
-    ck_assert_int_eq(rs_numsub(tu_srv, CHANNEL("many")), 1);
+    ck_assert_int_eq(rs_numsub(tu_srv, TU_CHANNEL("many")), 1);
 
     long long released = tu_now_ms();
     tu_assert_status(tu_release(h, NULL), 0);
     /* each hand-off is a local release: a lost wake-up would cost the
      * previous waiter's 10 s lease */
-    ck_assert_msg(tu_run_until_count(&served, MAX_WAITERS, 8000),
+    ck_assert_msg(tu_run_until_count(&served, MAX_WAITERS, tu_ms(8000)),
                   "%d of %d waiters served", served, MAX_WAITERS);
     long long took = tu_now_ms() - released;
-    ck_assert_msg(took < 5000, "50 hand-offs took %lld ms", took);
-    ck_assert(tu_run_until_count(&ws[MAX_WAITERS - 1].rel_calls, 1, 2000));
-    tu_run_for(300);
+    ck_assert_msg(took < tu_ms(5000), "50 hand-offs took %lld ms", took);
+    ck_assert(tu_run_until_count(&ws[MAX_WAITERS - 1].rel_calls, 1,
+                                 tu_ms(2000)));
+    tu_run_quiet();
     assert_served_once_in_order(MAX_WAITERS);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "many", (char *)NULL), 0);
-    ck_assert_msg(numsub_becomes(CHANNEL("many"), 0, 2000),
-                  "the last waiter did not unsubscribe");
+    await_numsub(TU_CHANNEL("many"), 0, "the last waiter did not unsubscribe");
 }
 END_TEST
 
 START_TEST(waiter_times_out_at_its_deadline_once)
 {
-    struct hilock_lock *h = tu_lock(a, "late", 1);
-    tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
+    hold("late");
     long long t0 = tu_now_ms();
     start_waiters(b, "late", 0, 1, 300);
-    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, 5000));
+    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, tu_ms(5000)));
     tu_assert_status(ws[0].acq_status, HILOCK_ETIMEDOUT);
     long long took = ws[0].acq_at_ms - t0;
-    ck_assert_msg(took >= 250 && took < 1500, "timed out after %lld ms",
-                  took);
-    tu_run_for(500);
+    ck_assert_msg(took >= 250 && took < 300 + tu_ms(1200),
+                  "timed out after %lld ms", took);
+    tu_run_quiet();
     ck_assert_int_eq(ws[0].acq_calls, 1);
     ck_assert_uint_eq(hilock_lock_hold_count(ws[0].lock), 0);
-    ck_assert_int_eq(holds_in_redis("late", a, 1), 1);
-    ck_assert_msg(numsub_becomes(CHANNEL("late"), 0, 2000),
-                  "the timed-out waiter did not unsubscribe");
+    ck_assert_int_eq(tu_holds("late", a, 1), 1);
+    await_numsub(TU_CHANNEL("late"), 0,
+                 "the timed-out waiter did not unsubscribe");
 }
 END_TEST
 
 START_TEST(cancel_of_a_parked_waiter_fires_ecanceled_once)
 {
-    struct hilock_lock *h = tu_lock(a, "cancel", 1);
-    tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
+    struct hilock_lock *h = hold("cancel");
     start_waiters(b, "cancel", 0, 1, 10000);
-    ck_assert_msg(numsub_becomes(CHANNEL("cancel"), 1, 2000),
-                  "the waiter never subscribed");
-    tu_run_for(100);
+    await_numsub(TU_CHANNEL("cancel"), 1, "the waiter never subscribed");
+    tu_client_ready(b); /* answered after the busy reply: parked */
     assert_none_served(0, 1);
     tu_assert_status(hilock_lock_cancel(ws[0].lock), 0);
-    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, 1000));
+    ck_assert_int_eq(ws[0].acq_calls, 1); /* before cancel returned */
     tu_assert_status(ws[0].acq_status, HILOCK_ECANCELED);
-    ck_assert_msg(numsub_becomes(CHANNEL("cancel"), 0, 2000),
-                  "the canceled waiter did not unsubscribe");
+    await_numsub(TU_CHANNEL("cancel"), 0,
+                 "the canceled waiter did not unsubscribe");
     /* a release now finds nobody to wake, and nothing fires again */
     tu_assert_status(tu_release(h, NULL), 0);
-    tu_run_for(500);
+    tu_run_quiet();
     ck_assert_int_eq(ws[0].acq_calls, 1);
     ck_assert_int_eq(ws[0].rel_calls, 0);
     ck_assert_uint_eq(hilock_lock_hold_count(ws[0].lock), 0);
-    ck_assert_int_eq(holds_in_redis("cancel", b, 100), RS_NIL);
+    ck_assert_int_eq(tu_holds("cancel", b, 100), RS_NIL);
 }
 END_TEST
 
@@ -283,18 +273,21 @@ static struct hilock_client *fencing_client(void)
 START_TEST(success_after_cancel_is_released_at_once)
 {
     struct hilock_client *c = fencing_client();
-    tu_run_for(200); /* connected: the attempt goes out at once */
+    tu_client_ready(c); /* connected: the attempt goes out at once */
     start_waiters(c, "undo", 0, 1, 3000);
     tu_assert_status(hilock_lock_cancel(ws[0].lock), 0);
-    tu_run_for(500);
     ck_assert_int_eq(ws[0].acq_calls, 1);
     tu_assert_status(ws[0].acq_status, HILOCK_ECANCELED);
     /* the acquire won in Redis (a token was drawn)... */
-    ck_assert_int_eq(rs_int(tu_srv, "GET", FENCE("undo"), (char *)NULL), 1);
+    ck_assert_msg(tu_run_until_redis(1, tu_ms(2000), "GET", TU_FENCE("undo"),
+                                     (char *)NULL),
+                  "the canceled acquire never won in Redis");
     /* ...and was undone */
-    ck_assert_int_eq(holds_in_redis("undo", c, 100), RS_NIL);
-    ck_assert_msg(tu_run_until_redis(0, 2000, "EXISTS", "undo", (char *)NULL),
+    ck_assert_msg(tu_run_until_redis(0, tu_ms(2000), "EXISTS", "undo",
+                                     (char *)NULL),
                   "a success after cancel was not released");
+    ck_assert_int_eq(tu_holds("undo", c, 100), RS_NIL);
+    tu_run_quiet();
     ck_assert_uint_eq(hilock_lock_hold_count(ws[0].lock), 0);
     ck_assert_int_eq(ws[0].acq_calls, 1);
     hilock_client_free(c);
@@ -304,18 +297,21 @@ END_TEST
 START_TEST(success_after_cancel_passes_to_the_next_waiter)
 {
     struct hilock_client *c = fencing_client();
-    tu_run_for(200);
+    tu_client_ready(c);
     start_waiters(c, "pass", 0, 1, 3000);
     tu_assert_status(hilock_lock_cancel(ws[0].lock), 0);
-    /* another client waits for the same, free or not */
+    ck_assert_msg(tu_run_until_redis(1, tu_ms(2000), "GET", TU_FENCE("pass"),
+                                     (char *)NULL),
+                  "the canceled acquire never won in Redis");
+    /* another client waits for the same, free again or not yet */
     start_waiters(b, "pass", 1, 2, 3000);
-    ck_assert(tu_run_until_count(&ws[1].acq_calls, 1, 1500));
+    ck_assert(tu_run_until_count(&ws[1].acq_calls, 1, tu_ms(1500)));
     tu_assert_status(ws[1].acq_status, 0);
-    tu_run_for(500);
+    tu_run_quiet();
     ck_assert_int_eq(ws[0].acq_calls, 1);
     tu_assert_status(ws[0].acq_status, HILOCK_ECANCELED);
     ck_assert_int_eq(ws[1].acq_calls, 1);
-    ck_assert_int_eq(holds_in_redis("pass", c, 100), RS_NIL);
+    ck_assert_int_eq(tu_holds("pass", c, 100), RS_NIL);
     ck_assert_uint_eq(hilock_lock_hold_count(ws[0].lock), 0);
     hilock_client_free(c);
 }
@@ -324,66 +320,62 @@ END_TEST
 START_TEST(waiters_survive_a_killed_subscriber_connection)
 {
     enum { N = 10 };
-    struct hilock_lock *h = tu_lock(a, "kill", 1);
-    tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
+    struct hilock_lock *h = hold("kill");
     start_waiters(b, "kill", 0, N, 20000);
-    ck_assert_msg(numsub_becomes(CHANNEL("kill"), 1, 2000),
-                  "the waiters never subscribed");
-    tu_run_for(200);
+    await_numsub(TU_CHANNEL("kill"), 1, "the waiters never subscribed");
+    tu_client_ready(b); /* answered after the busy replies: parked */
     assert_none_served(0, N);
     ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "subscribe"), 1);
 
     ck_assert_int_eq(rs_int(tu_srv, "CLIENT", "KILL", "TYPE", "pubsub",
                             (char *)NULL),
                      1);
-    ck_assert_int_eq(rs_numsub(tu_srv, CHANNEL("kill")), 0);
-    ck_assert_msg(numsub_becomes(CHANNEL("kill"), 1, 5000),
+    ck_assert_int_eq(rs_numsub(tu_srv, TU_CHANNEL("kill")), 0);
+    ck_assert_msg(tu_numsub_becomes(TU_CHANNEL("kill"), 1, tu_ms(5000)),
                   "the channel was not subscribed again");
     ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "subscribe"), 2);
-    tu_run_for(200);
+    tu_run_quiet();
     assert_none_served(0, N); /* the holder still has it */
 
     long long released = tu_now_ms();
     tu_assert_status(tu_release(h, NULL), 0);
     /* without the new subscription the head would sleep until the
      * holder's 30 s lease ran out */
-    ck_assert_msg(tu_run_until_count(&served, N, 8000), "%d of %d served",
-                  served, N);
+    ck_assert_msg(tu_run_until_count(&served, N, tu_ms(8000)),
+                  "%d of %d served", served, N);
     long long took = tu_now_ms() - released;
-    ck_assert_msg(took < 5000, "%d hand-offs took %lld ms", N, took);
-    ck_assert(tu_run_until_count(&ws[N - 1].rel_calls, 1, 2000));
-    tu_run_for(300);
+    ck_assert_msg(took < tu_ms(5000), "%d hand-offs took %lld ms", N, took);
+    ck_assert(tu_run_until_count(&ws[N - 1].rel_calls, 1, tu_ms(2000)));
+    tu_run_quiet();
     assert_served_once_in_order(N);
-    ck_assert_msg(numsub_becomes(CHANNEL("kill"), 0, 2000),
-                  "the last waiter did not unsubscribe");
+    await_numsub(TU_CHANNEL("kill"), 0, "the last waiter did not unsubscribe");
 }
 END_TEST
 
 START_TEST(new_local_acquire_queues_behind_parked_waiters)
 {
-    struct hilock_lock *h = tu_lock(a, "barge", 1);
-    tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
+    hold("barge");
     start_waiters(b, "barge", 0, 3, 20000);
-    ck_assert_msg(numsub_becomes(CHANNEL("barge"), 1, 2000),
-                  "the waiters never subscribed");
-    tu_run_for(200);
+    await_numsub(TU_CHANNEL("barge"), 1, "the waiters never subscribed");
+    tu_client_ready(b); /* answered after the busy replies: parked */
     assert_none_served(0, 3);
     /* Free the lock behind everyone's back, as an expiry would: the parked
      * waiters sleep on their fallback (the 30 s lease), so a newcomer that
      * sent an attempt now would get the lock past them. */
     ck_assert_int_eq(rs_int(tu_srv, "DEL", "barge", (char *)NULL), 1);
     start_waiters(b, "barge", 3, 4, 20000);
-    tu_run_for(300);
+    tu_client_ready(b); /* an attempt of the newcomer would be answered */
+    tu_run_quiet();
     assert_none_served(0, 4);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "barge", (char *)NULL), 0);
     /* a release message wakes the head; the newcomer comes last */
-    ck_assert_int_eq(rs_int(tu_srv, "PUBLISH", CHANNEL("barge"), "0",
+    ck_assert_int_eq(rs_int(tu_srv, "PUBLISH", TU_CHANNEL("barge"), "0",
                             (char *)NULL),
                      1);
-    ck_assert_msg(tu_run_until_count(&served, 4, 5000), "%d of 4 served",
-                  served);
-    ck_assert(tu_run_until_count(&ws[3].rel_calls, 1, 2000));
-    tu_run_for(300);
+    ck_assert_msg(tu_run_until_count(&served, 4, tu_ms(5000)),
+                  "%d of 4 served", served);
+    ck_assert(tu_run_until_count(&ws[3].rel_calls, 1, tu_ms(2000)));
+    tu_run_quiet();
     assert_served_once_in_order(4);
 }
 END_TEST
@@ -392,29 +384,31 @@ START_TEST(same_client_release_wakes_its_waiter_without_a_message)
 {
     struct hilock_options o;
     tu_options(&o);
-    o.reconnect_min_ms = 2000; /* a re-subscription takes >= 1 s */
-    o.reconnect_max_ms = 4000;
+    /* a re-subscription takes half of reconnect_min_ms at least */
+    o.reconnect_min_ms = (uint32_t)tu_ms(2000);
+    o.reconnect_max_ms = (uint32_t)tu_ms(4000);
     struct hilock_client *c = tu_client(&o);
     struct hilock_lock *h = tu_lock(c, "self", 1);
-    tu_assert_status(tu_acquire(h, 10000, 0, NULL), 0);
-    start_waiters(c, "self", 0, 1, 5000);
-    ck_assert_msg(numsub_becomes(CHANNEL("self"), 1, 2000),
-                  "the waiter never subscribed");
-    tu_run_for(100);
+    tu_assert_status(tu_acquire(h, (uint64_t)tu_ms(HOLDER_LEASE_MS), 0, NULL),
+                     0);
+    start_waiters(c, "self", 0, 1, (uint64_t)tu_ms(5000));
+    await_numsub(TU_CHANNEL("self"), 1, "the waiter never subscribed");
+    tu_client_ready(c); /* answered after the busy reply: parked */
     assert_none_served(0, 1);
     /* Take the message path away: the release reaches no subscriber, and
      * the subscription comes back a second later at the earliest. */
     ck_assert_int_eq(rs_int(tu_srv, "CLIENT", "KILL", "TYPE", "pubsub",
                             (char *)NULL),
                      1);
-    ck_assert_int_eq(rs_numsub(tu_srv, CHANNEL("self")), 0);
+    ck_assert_int_eq(rs_numsub(tu_srv, TU_CHANNEL("self")), 0);
     long long released = tu_now_ms();
     tu_assert_status(tu_release(h, NULL), 0);
-    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, 6000));
+    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, tu_ms(6000)));
     tu_assert_status(ws[0].acq_status, 0);
     long long took = ws[0].acq_at_ms - released;
-    ck_assert_msg(took < 500, "woke %lld ms after the local release", took);
-    tu_run_for(300);
+    ck_assert_msg(took < tu_ms(500), "woke %lld ms after the local release",
+                  took);
+    tu_run_quiet();
     assert_served_once_in_order(1);
     hilock_client_free(c);
 }

@@ -1,7 +1,10 @@
 /* testutil.c -- see testutil.h. */
 #include "testutil.h"
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <stdarg.h>
@@ -13,6 +16,8 @@
 struct event_base *tu_base;
 struct rs_server *tu_srv;
 
+static int dead_fd = -1; /* the socket holding tu_dead_port() */
+
 /* Margin added to the deadline of a synchronous wrapper: the callback must
  * fire within the operation's own bounds; this is only a hang guard. */
 #define TU_MARGIN_MS 5000
@@ -23,15 +28,54 @@ void tu_setup_no_redis(void)
     ck_assert_ptr_nonnull(tu_base);
 }
 
+struct rs_server *tu_server_start(const struct rs_options *opts)
+{
+    static const char *const ours[] = {"--hz", "100"};
+    const char *args[64];
+    size_t n = 0;
+    struct rs_options o;
+    if (opts)
+        o = *opts;
+    else
+        memset(&o, 0, sizeof o);
+    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+        args[n++] = ours[i];
+    for (size_t i = 0; o.args && o.args[i]; i++) {
+        ck_assert_uint_lt(n, sizeof args / sizeof args[0] - 1);
+        args[n++] = o.args[i];
+    }
+    args[n] = NULL;
+    o.args = args; /* rs_start_opts copies them */
+    return rs_start_opts(&o);
+}
+
 void tu_setup(void)
 {
     tu_setup_no_redis();
-    tu_srv = rs_start(NULL);
+    tu_srv = tu_server_start(NULL);
     ck_assert_msg(tu_srv != NULL, "could not start redis-server");
+}
+
+int tu_dead_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    ck_assert_int_lt(dead_fd, 0); /* one per test */
+    dead_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(dead_fd, 0);
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(dead_fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(getsockname(dead_fd, (struct sockaddr *)&sa, &len), 0);
+    return ntohs(sa.sin_port);
 }
 
 void tu_teardown(void)
 {
+    if (dead_fd >= 0)
+        close(dead_fd);
+    dead_fd = -1;
     rs_stop(tu_srv);
     tu_srv = NULL;
     if (tu_base)
@@ -44,6 +88,18 @@ long long tu_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int tu_ms(int ms)
+{
+    static double multiplier;
+    if (multiplier == 0) {
+        const char *env = getenv("CK_TIMEOUT_MULTIPLIER");
+        char *end = NULL;
+        double m = env ? strtod(env, &end) : 1;
+        multiplier = env && end != env && m > 1 ? m : 1;
+    }
+    return (int)(ms * multiplier);
 }
 
 static void tick(evutil_socket_t fd, short what, void *arg)
@@ -70,6 +126,11 @@ bool tu_run_until(tu_cond_fn *cond, void *arg, int timeout_ms)
 void tu_run_for(int ms)
 {
     tu_run_until(NULL, NULL, ms);
+}
+
+void tu_run_quiet(void)
+{
+    tu_run_for(tu_ms(TU_QUIET_MS));
 }
 
 struct count_goal {
@@ -102,7 +163,19 @@ bool tu_run_until_redis(long long expect, int timeout_ms, const char *cmd,
             return true;
         if (tu_now_ms() >= deadline)
             return false;
-        tu_run_for(20);
+        tu_run_for(10);
+    }
+}
+
+bool tu_numsub_becomes(const char *channel, long long n, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    for (;;) {
+        if (rs_numsub(tu_srv, channel) == n)
+            return true;
+        if (tu_now_ms() >= deadline)
+            return false;
+        tu_run_for(10);
     }
 }
 
@@ -125,18 +198,128 @@ void tu_options(struct hilock_options *opts)
     opts->connect_timeout_ms = 1500;
 }
 
+/* What a client made by tu_client reported through its state callback.
+ * Records are never freed (a test makes a handful); the newest comes first,
+ * so a client at the address of a freed one finds its own. */
+struct client_rec {
+    const struct hilock_client *client;
+    int ups;
+    int state;  /* the command connection's last state, 0 before any */
+    int status; /* and its status */
+    int pubsub; /* the subscriber's last state, 0 before any */
+    hilock_state_cb *user_cb;
+    void *user_arg;
+    struct client_rec *next;
+};
+
+static struct client_rec *client_recs;
+
+/* The state callback tu_client installs: note the news in the record (arg),
+ * then pass it on to the test's own callback, if any. */
+static void record_state(struct hilock_client *c, int status, int state,
+                         void *arg)
+{
+    struct client_rec *r = arg;
+    if (state == HILOCK_STATE_UP || state == HILOCK_STATE_DOWN) {
+        r->state = state;
+        r->status = status;
+    } else {
+        r->pubsub = state;
+    }
+    r->ups += state == HILOCK_STATE_UP;
+    if (r->user_cb)
+        r->user_cb(c, status, state, r->user_arg);
+}
+
+/* The record of client c; fails the test when tu_client did not make c. */
+static struct client_rec *client_rec(const struct hilock_client *c)
+{
+    for (struct client_rec *r = client_recs; r; r = r->next) {
+        if (r->client == c)
+            return r;
+    }
+    ck_abort_msg("client %p was not made by tu_client", (const void *)c);
+    return NULL;
+}
+
 struct hilock_client *tu_client(const struct hilock_options *opts)
 {
     struct hilock_options o;
     struct hilock_client *c = NULL;
-    if (!opts) {
+    struct client_rec *r = calloc(1, sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    if (opts)
+        o = *opts;
+    else
         tu_options(&o);
-        opts = &o;
-    }
-    int rc = hilock_client_new(tu_base, opts, &c);
+    r->user_cb = o.state_cb;
+    r->user_arg = o.state_arg;
+    o.state_cb = record_state;
+    o.state_arg = r;
+    int rc = hilock_client_new(tu_base, &o, &c);
+    if (rc)
+        free(r);
     tu_assert_status(rc, 0);
     ck_assert_ptr_nonnull(c);
+    r->client = c;
+    r->next = client_recs;
+    client_recs = r;
     return c;
+}
+
+int tu_ups(const struct hilock_client *client)
+{
+    return client_rec(client)->ups;
+}
+
+struct ups_goal {
+    const struct client_rec *rec;
+    int n;
+};
+
+static bool ups_reached(void *arg)
+{
+    const struct ups_goal *g = arg;
+    return g->rec->ups >= g->n;
+}
+
+bool tu_run_until_up(const struct hilock_client *client, int n,
+                     int timeout_ms)
+{
+    struct ups_goal g = {client_rec(client), n};
+    return tu_run_until(ups_reached, &g, timeout_ms);
+}
+
+struct state_goal {
+    const struct client_rec *rec;
+    int state;
+};
+
+static bool state_reached(void *arg)
+{
+    const struct state_goal *g = arg;
+    if (g->state == HILOCK_STATE_UP || g->state == HILOCK_STATE_DOWN)
+        return g->rec->state == g->state;
+    return g->rec->pubsub == g->state;
+}
+
+bool tu_run_until_state(const struct hilock_client *client, int state,
+                        int timeout_ms)
+{
+    struct state_goal g = {client_rec(client), state};
+    return tu_run_until(state_reached, &g, timeout_ms);
+}
+
+void tu_client_ready(struct hilock_client *client)
+{
+    const struct client_rec *r = client_rec(client);
+    ck_assert_msg(tu_run_until_state(client, HILOCK_STATE_UP,
+                                     tu_ms(TU_MARGIN_MS)),
+                  "client not up: last state %d, %s", r->state,
+                  hilock_err_name(r->status));
+    struct hilock_lock *probe = tu_lock(client, "tu-ready", 0);
+    tu_assert_status(tu_query(hilock_lock_query_held, probe, NULL), 0);
+    hilock_lock_free(probe);
 }
 
 struct hilock_lock *tu_lock(struct hilock_client *client, const char *name,
@@ -158,6 +341,52 @@ const char *tu_field(struct hilock_client *client, uint64_t owner_tag,
     return buf;
 }
 
+long long tu_holds(const char *key, struct hilock_client *client,
+                   uint64_t owner_tag)
+{
+    char field[64];
+    return rs_int(tu_srv, "HGET", key, tu_field(client, owner_tag, field),
+                  (char *)NULL);
+}
+
+long long tu_exists(const char *key)
+{
+    return rs_int(tu_srv, "EXISTS", key, (char *)NULL);
+}
+
+long long tu_fence(const char *name)
+{
+    char key[HILOCK_NAME_MAX + 32];
+    snprintf(key, sizeof key, TU_FENCE("%s"), name);
+    return rs_int(tu_srv, "GET", key, (char *)NULL);
+}
+
+/* tu_cond_fn: Redis has counted more EVALSHA calls than *arg. */
+static bool evalsha_above(void *arg)
+{
+    return rs_cmdstat_calls(tu_srv, "evalsha") > *(const long long *)arg;
+}
+
+void tu_await_renewal(struct hilock_lock *lock, int timeout_ms)
+{
+    long long calls = rs_cmdstat_calls(tu_srv, "evalsha");
+    ck_assert_int_ge(calls, 0);
+    ck_assert_msg(tu_run_until(evalsha_above, &calls, timeout_ms),
+                  "no script call within %d ms", timeout_ms);
+    tu_assert_status(tu_query(hilock_lock_query_held, lock, NULL), 0);
+}
+
+void tu_assert_no_script_call(int window_ms)
+{
+    long long calls = rs_cmdstat_calls(tu_srv, "evalsha");
+    ck_assert_int_ge(calls, 0);
+    tu_run_for(window_ms);
+    tu_run_quiet();
+    long long after = rs_cmdstat_calls(tu_srv, "evalsha");
+    ck_assert_msg(after == calls, "%lld script calls in %d ms", after - calls,
+                  window_ms);
+}
+
 /* Results of the synchronous wrappers live in a static ring rather than on
  * the stack, so that a buggy second callback after the wrapper returned
  * writes somewhere harmless instead of into a dead frame. */
@@ -174,8 +403,8 @@ static struct tu_result *fresh_result(void)
 static int finish(struct tu_result *r, int64_t *value, long long timeout_ms,
                   const char *what)
 {
-    if (timeout_ms > 60000)
-        timeout_ms = 60000; /* a test never waits longer than this */
+    if (timeout_ms > tu_ms(60000))
+        timeout_ms = tu_ms(60000); /* a test never waits longer than this */
     ck_assert_msg(tu_run_until_count(&r->calls, 1, (int)timeout_ms),
                   "%s: no callback within %lld ms", what, timeout_ms);
     ck_assert_int_eq(r->calls, 1);
@@ -190,7 +419,8 @@ int tu_acquire(struct hilock_lock *lock, uint64_t lease_ms, uint64_t wait_ms,
     struct tu_result *r = fresh_result();
     int rc = hilock_lock_acquire(lock, lease_ms, wait_ms, tu_record, r);
     tu_assert_status(rc, 0);
-    return finish(r, value, (long long)wait_ms + TU_MARGIN_MS, "acquire");
+    return finish(r, value, (long long)wait_ms + tu_ms(TU_MARGIN_MS),
+                  "acquire");
 }
 
 int tu_release(struct hilock_lock *lock, int64_t *value)
@@ -198,7 +428,7 @@ int tu_release(struct hilock_lock *lock, int64_t *value)
     struct tu_result *r = fresh_result();
     int rc = hilock_lock_release(lock, tu_record, r);
     tu_assert_status(rc, 0);
-    return finish(r, value, TU_MARGIN_MS, "release");
+    return finish(r, value, tu_ms(TU_MARGIN_MS), "release");
 }
 
 int tu_query(tu_query_fn *fn, struct hilock_lock *lock, int64_t *value)
@@ -206,7 +436,7 @@ int tu_query(tu_query_fn *fn, struct hilock_lock *lock, int64_t *value)
     struct tu_result *r = fresh_result();
     int rc = fn(lock, tu_record, r);
     tu_assert_status(rc, 0);
-    return finish(r, value, TU_MARGIN_MS, "query");
+    return finish(r, value, tu_ms(TU_MARGIN_MS), "query");
 }
 
 int tu_main(Suite *suite)
@@ -242,13 +472,13 @@ long long tu_owner_fields(const char *key)
 
 int tu_acquire_eventually(struct hilock_lock *lock, uint64_t lease_ms)
 {
-    long long deadline = tu_now_ms() + 5000;
+    long long deadline = tu_now_ms() + tu_ms(5000);
     int st;
     do {
         st = tu_acquire(lock, lease_ms, 0, NULL);
         if (st != HILOCK_ECONN && st != HILOCK_ETIMEDOUT)
             return st;
-        tu_run_for(50);
+        tu_run_for(20);
     } while (tu_now_ms() < deadline);
     return st;
 }
