@@ -480,7 +480,7 @@ END_TEST
 START_TEST(unreachable_redis_exits_125_without_running_the_command)
 {
     char nowhere[16];
-    snprintf(nowhere, sizeof(nowhere), "%d", rs_free_port());
+    snprintf(nowhere, sizeof(nowhere), "%d", tu_dead_port());
     const char *run[] = {"run", "-p", nowhere, "job", "--", "touch", "RAN",
                          NULL};
     const char *status[] = {"status", "-p", nowhere, "job", NULL};
