@@ -222,7 +222,7 @@ static void waiter_acquire(struct cwaiter *w)
 {
     w->call_ns = now_ns();
     w->state = W_WAITING;
-    if (hilock_lock_acquire(w->lock, 0, CONTEND_WAIT_MS, on_acquired, w) !=
+    if (hilock_lock_acquire(w->lock, CONTEND_WAIT_MS, 0, on_acquired, w) !=
         0) {
         w->p->st.acq_by_code[CONTEND_ERRS - 1]++;
         waiter_idle(w);

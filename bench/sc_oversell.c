@@ -220,7 +220,7 @@ static void buyer_next(struct buyer *b)
     b->cur.proc = p->index;
     if (p->cfg->no_lock) {
         buyer_section(b);
-    } else if (hilock_lock_acquire(b->lock, 0, O_WAIT_MS, on_acquired, b) !=
+    } else if (hilock_lock_acquire(b->lock, O_WAIT_MS, 0, on_acquired, b) !=
                0) {
         p->st.errors++;
         buyer_idle(b);

@@ -272,7 +272,7 @@ static void slot_start(struct uslot *s)
     struct urun *u = s->run;
     s->t0 = now_ns();
     int rc = u->mode == U_HILOCK
-                 ? hilock_lock_acquire(s->lock, 0, u->wait_ms, h_on_acquired, s)
+                 ? hilock_lock_acquire(s->lock, u->wait_ms, 0, h_on_acquired, s)
                  : c_send_acquire(s) == REDIS_OK ? 0 : -1;
     if (rc != 0) { /* retire rather than retry: no loop without the loop */
         u->errors++;

@@ -197,7 +197,7 @@ static void waiters_issue(evutil_socket_t fd, short what, void *arg)
     (void)what;
     for (int k = 0; k < W_CHUNK && p->next < p->n; k++) {
         struct wslot *s = &p->slots[p->next++];
-        if (hilock_lock_acquire(s->lock, 0, wait_ms, waiter_acquired, s) != 0)
+        if (hilock_lock_acquire(s->lock, wait_ms, 0, waiter_acquired, s) != 0)
             waiter_acquired(s->lock, HILOCK_EINVAL, 0, s);
     }
     if (p->next < p->n) {

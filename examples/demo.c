@@ -94,7 +94,7 @@ static void bob_tried(struct hilock_lock *l, int status, int64_t ttl,
 {
     say("bob", "try-acquire", status, ttl);
     expect(status == HILOCK_EBUSY && ttl > 0, "bob finds it busy with a ttl");
-    hilock_lock_acquire(bob, 0, 5000, bob_acquired, NULL);
+    hilock_lock_acquire(bob, 5000, 0, bob_acquired, NULL);
     hilock_lock_acquire(alice, 0, 0, alice_reentered, NULL);
 }
 

@@ -414,7 +414,7 @@ static void sale_start(struct sale *s, const char *product)
     if (rc == 0) {
         s->lock = lock;
         hilock_lock_on_lost(lock, on_lost, s);
-        rc = hilock_lock_acquire(lock, 0, LOCK_WAIT_MS, on_locked, s);
+        rc = hilock_lock_acquire(lock, LOCK_WAIT_MS, 0, on_locked, s);
     }
     if (rc != 0) {
         s->error = hilock_strerror(rc);

@@ -384,8 +384,8 @@ static int lock_usable(const struct hilock_lock *lock)
     return closing(lock) ? HILOCK_ECANCELED : 0;
 }
 
-int hilock_lock_acquire(struct hilock_lock *lock, uint64_t lease_ms,
-                        uint64_t wait_ms, hilock_lock_cb *cb, void *arg)
+int hilock_lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
+                        uint64_t lease_ms, hilock_lock_cb *cb, void *arg)
 {
     int rc = lock_usable(lock);
     if (rc)

@@ -388,8 +388,8 @@ static int usable(const struct hilock_multi *m)
     return closing(m) ? HILOCK_ECANCELED : 0;
 }
 
-int hilock_multi_acquire(struct hilock_multi *m, uint64_t lease_ms,
-                         uint64_t wait_ms, hilock_multi_cb *cb, void *arg)
+int hilock_multi_acquire(struct hilock_multi *m, uint64_t wait_ms,
+                         uint64_t lease_ms, hilock_multi_cb *cb, void *arg)
 {
     int rc = usable(m);
     if (rc)

@@ -177,21 +177,21 @@ END_TEST
 
 START_TEST(acquire_rejects_bad_arguments_and_sends_nothing)
 {
-    tu_assert_status(hilock_lock_acquire(NULL, 1000, 0, tu_record, &res),
+    tu_assert_status(hilock_lock_acquire(NULL, 0, 1000, tu_record, &res),
                      HILOCK_EINVAL);
-    tu_assert_status(hilock_lock_acquire(lock, 1000, 0, NULL, &res),
+    tu_assert_status(hilock_lock_acquire(lock, 0, 1000, NULL, &res),
                      HILOCK_EINVAL);
     tu_assert_status(
-        hilock_lock_acquire(lock, HILOCK_MS_MAX + 1, 0, tu_record, &res),
+        hilock_lock_acquire(lock, 0, HILOCK_MS_MAX + 1, tu_record, &res),
         HILOCK_EINVAL);
     tu_assert_status(
-        hilock_lock_acquire(lock, UINT64_MAX, 0, tu_record, &res),
+        hilock_lock_acquire(lock, 0, UINT64_MAX, tu_record, &res),
         HILOCK_EINVAL);
     tu_assert_status(
-        hilock_lock_acquire(lock, 1000, HILOCK_MS_MAX + 1, tu_record, &res),
+        hilock_lock_acquire(lock, HILOCK_MS_MAX + 1, 1000, tu_record, &res),
         HILOCK_EINVAL);
     tu_assert_status(
-        hilock_lock_acquire(lock, 1000, UINT64_MAX, tu_record, &res),
+        hilock_lock_acquire(lock, UINT64_MAX, 1000, tu_record, &res),
         HILOCK_EINVAL);
     assert_quiet();
     ck_assert_uint_eq(hilock_lock_hold_count(lock), 0);
@@ -228,7 +228,7 @@ START_TEST(renew_rejects_null_unheld_overlong_and_null_callback)
                      HILOCK_EINVAL); /* not held */
     assert_quiet();
 
-    tu_assert_status(tu_acquire(lock, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(lock, 0, 10000, NULL), 0);
     before = traffic();
     tu_assert_status(
         hilock_lock_renew(lock, HILOCK_MS_MAX + 1, tu_record, &res),
@@ -244,7 +244,7 @@ START_TEST(cancel_rejects_null_and_a_lock_with_nothing_pending)
     tu_assert_status(hilock_lock_cancel(NULL), HILOCK_EINVAL);
     tu_assert_status(hilock_lock_cancel(lock), HILOCK_EINVAL);
     assert_quiet();
-    tu_assert_status(tu_acquire(lock, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(lock, 0, 10000, NULL), 0);
     tu_assert_status(hilock_lock_cancel(lock), HILOCK_EINVAL); /* held */
     ck_assert_uint_eq(hilock_lock_hold_count(lock), 1);
 }
@@ -287,9 +287,9 @@ END_TEST
 START_TEST(acquire_or_release_while_acquire_pending_is_einprogress)
 {
     struct tu_result first = {0};
-    tu_assert_status(hilock_lock_acquire(lock, 10000, 0, tu_record, &first),
+    tu_assert_status(hilock_lock_acquire(lock, 0, 10000, tu_record, &first),
                      0);
-    tu_assert_status(hilock_lock_acquire(lock, 10000, 0, tu_record, &res),
+    tu_assert_status(hilock_lock_acquire(lock, 0, 10000, tu_record, &res),
                      HILOCK_EINPROGRESS);
     tu_assert_status(hilock_lock_release(lock, tu_record, &res),
                      HILOCK_EINPROGRESS);
@@ -305,11 +305,11 @@ END_TEST
 START_TEST(acquire_or_release_while_release_pending_is_einprogress)
 {
     struct tu_result rel = {0};
-    tu_assert_status(tu_acquire(lock, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(lock, 0, 10000, NULL), 0);
     tu_assert_status(hilock_lock_release(lock, tu_record, &rel), 0);
     tu_assert_status(hilock_lock_release(lock, tu_record, &res),
                      HILOCK_EINPROGRESS);
-    tu_assert_status(hilock_lock_acquire(lock, 10000, 0, tu_record, &res),
+    tu_assert_status(hilock_lock_acquire(lock, 0, 10000, tu_record, &res),
                      HILOCK_EINPROGRESS);
     ck_assert(tu_run_until_count(&rel.calls, 1, tu_ms(3000)));
     tu_assert_status(rel.status, 0);

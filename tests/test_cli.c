@@ -223,7 +223,7 @@ static struct hilock_lock *hold_job(struct hilock_client *c, uint64_t tag,
                                     uint64_t lease_ms)
 {
     struct hilock_lock *l = tu_lock(c, "job", tag);
-    tu_assert_status(tu_acquire(l, lease_ms, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, lease_ms, NULL), 0);
     return l;
 }
 
@@ -291,7 +291,7 @@ START_TEST(status_lists_each_holder_with_its_hold_count)
 {
     struct hilock_client *c = tu_client(NULL);
     struct hilock_lock *l = hold_job(c, 9, 20000);
-    tu_assert_status(tu_acquire(l, 20000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
     const char *status[] = {"status", "-p", port, "job", NULL};
     ck_assert_int_eq(cli(status, "out"), 0);
     char field[64], line[128];
@@ -434,7 +434,7 @@ START_TEST(release_force_frees_the_lock_and_wakes_a_waiter)
     hold_job(a, 1, 30000);
     struct hilock_lock *lb = tu_lock(b, "job", 1);
     struct tu_result got = {0};
-    ck_assert_int_eq(hilock_lock_acquire(lb, 30000, 10000, tu_record, &got), 0);
+    ck_assert_int_eq(hilock_lock_acquire(lb, 10000, 30000, tu_record, &got), 0);
     ck_assert(waiters_become(1, 5000));
 
     const char *noforce[] = {"release", "-p", port, "job", NULL};
@@ -747,7 +747,7 @@ START_TEST(names_and_fields_are_printed_with_control_bytes_escaped)
 {
     struct hilock_client *c = tu_client(NULL);
     struct hilock_lock *l = tu_lock(c, "a\033[2Jb", 1);
-    tu_assert_status(tu_acquire(l, 20000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
     const char *held[] = {"status", "-p", port, "a\033[2Jb", NULL};
     ck_assert_int_eq(cli(held, "out"), 0);
     ck_assert_msg(strstr(file_text("out"), "a\\x1b[2Jb: held") &&
@@ -805,7 +805,7 @@ START_TEST(wait_without_bound_outlasts_a_redis_stall)
     struct hilock_client *b = tu_client(&opts);
     struct hilock_lock *lb = tu_lock(b, "job", 2);
     struct tu_result got = {0};
-    ck_assert_int_eq(hilock_lock_acquire(lb, 20000, 4000, tu_record, &got),
+    ck_assert_int_eq(hilock_lock_acquire(lb, 4000, 20000, tu_record, &got),
                      0);
     ck_assert(waiters_become(2, scaled(5000)));
     ck_assert_int_eq(rs_pause(tu_srv), 0);
@@ -1049,7 +1049,7 @@ START_TEST(redlock_status_shows_each_master_and_calls_a_majority_held)
 {
     struct hilock_client *c = redlock_client();
     struct hilock_lock *l = tu_lock(c, "job", 9);
-    tu_assert_status(tu_acquire(l, 20000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
     /* A majority answered; the third master's grant lands too. */
     ck_assert(masters_with_job_become(NMASTERS, scaled(2000)));
     const char *status[] = {"status", "--redlock", masters_arg, "job", NULL};
@@ -1085,7 +1085,7 @@ START_TEST(redlock_release_force_breaks_the_lock_on_every_master)
 {
     struct hilock_client *c = redlock_client();
     struct hilock_lock *l = tu_lock(c, "job", 1);
-    tu_assert_status(tu_acquire(l, 20000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
     const char *run[] = {"run", "-w", "10000", "--redlock", masters_arg,
                          "job", "--", "touch", "RAN", NULL};
     pid_t pid = cli_spawn(run, NULL);

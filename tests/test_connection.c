@@ -63,7 +63,7 @@ START_TEST(password_lets_requests_through)
     const char *args[] = {"--requirepass", "s3cret", NULL};
     start_with_args(args);
     struct hilock_lock *l = lock_as(NULL, "s3cret", "pw");
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     tu_assert_status(tu_release(l, NULL), 0);
 }
 END_TEST
@@ -74,7 +74,7 @@ START_TEST(missing_password_fails_with_eauth)
     start_with_args(args);
     struct hilock_lock *l = lock_as(NULL, NULL, "pw");
     long long t0 = tu_now_ms();
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), HILOCK_EAUTH);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), HILOCK_EAUTH);
     ck_assert_int_lt(tu_now_ms() - t0, 1000 + tu_ms(1500));
 }
 END_TEST
@@ -85,7 +85,7 @@ START_TEST(wrong_password_fails_with_eauth)
     start_with_args(args);
     struct hilock_lock *l = lock_as(NULL, "wrong", "pw");
     long long t0 = tu_now_ms();
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), HILOCK_EAUTH);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), HILOCK_EAUTH);
     ck_assert_int_lt(tu_now_ms() - t0, 1000 + tu_ms(1500));
 }
 END_TEST
@@ -94,7 +94,7 @@ START_TEST(acl_user_lets_requests_through)
 {
     start_with_conf("user alice on >alicepw ~* &* +@all");
     struct hilock_lock *l = lock_as("alice", "alicepw", "acl");
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "acl", (char *)NULL), 1);
 }
 END_TEST
@@ -105,9 +105,9 @@ START_TEST(acl_key_denial_fails_with_enoperm)
      * contain the name too, so one pattern covers a lock and its keys */
     start_with_conf("user bob on >bobpw ~*allowed* &* +@all");
     struct hilock_lock *denied = lock_as("bob", "bobpw", "secret");
-    tu_assert_status(tu_acquire(denied, 10000, 0, NULL), HILOCK_ENOPERM);
+    tu_assert_status(tu_acquire(denied, 0, 10000, NULL), HILOCK_ENOPERM);
     struct hilock_lock *ok = tu_lock(client, "allowed:x", 1);
-    tu_assert_status(tu_acquire(ok, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(ok, 0, 10000, NULL), 0);
 }
 END_TEST
 
@@ -119,7 +119,7 @@ START_TEST(db_option_puts_the_lock_in_that_database)
     o.db = 3;
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "indb", 1);
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "indb", (char *)NULL), 0);
     redisContext *c = rs_connect(tu_srv);
     ck_assert_ptr_nonnull(c);
@@ -148,7 +148,7 @@ START_TEST(unix_socket_path_is_used_instead_of_tcp)
     o.unix_path = rs_unix_path(tu_srv);
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "sock", 1);
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "sock", (char *)NULL), 1);
 }
 END_TEST
@@ -160,7 +160,7 @@ START_TEST(key_of_another_type_fails_with_ewrongtype)
     ck_assert_str_eq(ok, "OK");
     free(ok);
     struct hilock_lock *l = lock_as(NULL, NULL, "str");
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), HILOCK_EWRONGTYPE);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), HILOCK_EWRONGTYPE);
     ok = rs_str(tu_srv, "GET", "str", (char *)NULL);
     ck_assert_str_eq(ok, "value"); /* untouched */
     free(ok);
@@ -176,7 +176,7 @@ START_TEST(replica_fails_with_ereadonly)
     const char *args[] = {"--replicaof", "127.0.0.1", port, NULL};
     start_with_args(args);
     struct hilock_lock *l = lock_as(NULL, NULL, "ro");
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), HILOCK_EREADONLY);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), HILOCK_EREADONLY);
 }
 END_TEST
 
@@ -186,7 +186,7 @@ START_TEST(server_out_of_memory_fails_with_eoom)
                           "noeviction", NULL};
     start_with_args(args);
     struct hilock_lock *l = lock_as(NULL, NULL, "oom");
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), HILOCK_EOOM);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), HILOCK_EOOM);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "oom", (char *)NULL), 0);
 }
 END_TEST

@@ -135,7 +135,7 @@ static void through_a_cut(int (*op)(struct hilock_lock *),
 
 static int op_try_acquire(struct hilock_lock *l)
 {
-    return hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]);
+    return hilock_lock_acquire(l, 0, 30000, tu_record, &res[0]);
 }
 
 static int op_release(struct hilock_lock *l)
@@ -161,7 +161,7 @@ END_TEST
 START_TEST(reentrant_acquire_whose_reply_is_lost_counts_one_hold)
 {
     struct hilock_lock *l = tu_lock(client, "cut-re", 1);
-    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
     through_a_cut(op_try_acquire, l);
     ck_assert_int_eq(tu_holds("cut-re", client, 1), 2);
     ck_assert_int_eq(tu_owner_fields("cut-re"), 1);
@@ -185,8 +185,8 @@ START_TEST(twin_handles_acquiring_together_with_replies_lost_count_two_holds)
     settle(a);
     long accepted = tp_accepted(proxy);
     tp_cut_next_reply(proxy);
-    tu_assert_status(hilock_lock_acquire(a, 30000, 0, tu_record, &res[0]), 0);
-    tu_assert_status(hilock_lock_acquire(b, 30000, 0, tu_record, &res[1]), 0);
+    tu_assert_status(hilock_lock_acquire(a, 0, 30000, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_acquire(b, 0, 30000, tu_record, &res[1]), 0);
     ck_assert(tu_run_until(both_called, NULL, tu_ms(REQ_MS + 3000)));
     ck_assert(!tp_cut_pending(proxy));
     ck_assert_int_gt(tp_accepted(proxy), accepted);
@@ -225,8 +225,8 @@ END_TEST
 START_TEST(release_whose_reply_is_lost_is_applied_once)
 {
     struct hilock_lock *l = tu_lock(client, "cut-rel", 1);
-    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
-    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
     ck_assert_int_eq(tu_holds("cut-rel", client, 1), 2);
     through_a_cut(op_release, l);
     ck_assert_int_eq(res[0].value, 1);
@@ -242,7 +242,7 @@ END_TEST
 START_TEST(full_release_whose_reply_is_lost_still_reports_none_left)
 {
     struct hilock_lock *l = tu_lock(client, "cut-full", 1);
-    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
     /* the resend finds the hash gone: the latch, not ENOTOWNER, answers */
     through_a_cut(op_release, l);
     ck_assert_int_eq(res[0].value, 0);
@@ -250,7 +250,7 @@ START_TEST(full_release_whose_reply_is_lost_still_reports_none_left)
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
     /* and the lock is free for the next owner */
     struct hilock_lock *l2 = tu_lock(client, "cut-full", 2);
-    tu_assert_status(tu_acquire(l2, 30000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l2, 0, 30000, NULL), 0);
 }
 END_TEST
 
@@ -284,7 +284,7 @@ START_TEST(canceled_acquire_applied_with_its_reply_lost_leaves_no_hold)
     settle(l);
     long long evalsha_before = rs_cmdstat_calls(tu_srv, "evalsha");
     tp_cut_next_reply(proxy);
-    tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_acquire(l, 0, 30000, tu_record, &res[0]), 0);
     tu_assert_status(hilock_lock_cancel(l), 0); /* still goes out */
     ck_assert_int_eq(res[0].calls, 1);
     tu_assert_status(res[0].status, HILOCK_ECANCELED);
@@ -302,7 +302,7 @@ START_TEST(timed_out_acquire_applied_with_its_reply_lost_leaves_no_hold)
     struct hilock_lock *l = tu_lock(client, "cut-late", 1);
     settle(l);
     tp_blackhole(proxy, true);
-    tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_acquire(l, 0, 30000, tu_record, &res[0]), 0);
     await(&res[0], tu_ms(REQ_MS + 2000), "acquire in a stall");
     tu_assert_status(res[0].status, HILOCK_ETIMEDOUT);
     ck_assert_int_eq(tu_exists("cut-late"), 0); /* not there yet */
@@ -325,7 +325,7 @@ START_TEST(frozen_server_times_requests_out_once_and_a_late_success_is_undone)
     ck_assert_int_eq(rs_pause(tu_srv), 0);
     long long t0 = tu_now_ms();
     tu_assert_status(hilock_lock_query_held(l, tu_record, &res[0]), 0);
-    tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[1]), 0);
+    tu_assert_status(hilock_lock_acquire(l, 0, 30000, tu_record, &res[1]), 0);
     bool done = tu_run_until(both_called, NULL, tu_ms(REQ_MS + 3000));
     tu_run_quiet(); /* still frozen: nothing more may arrive */
     ck_assert_int_eq(rs_resume(tu_srv), 0);
@@ -353,7 +353,7 @@ START_TEST(frozen_server_times_requests_out_once_and_a_late_success_is_undone)
     ck_assert_int_eq(res[0].calls, 1);
     ck_assert_int_eq(res[1].calls, 1);
     /* and the lock works again on the same connection */
-    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
     ck_assert_int_eq(tu_holds("stall", client, 1), 1);
 }
 END_TEST
@@ -368,13 +368,13 @@ START_TEST(release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true)
     struct hilock_lock *l = tu_lock(client, "stale", 1);
     int64_t t1 = 0, t2 = 0;
     /* a lease that outlives the stall: the hold cannot be lost meanwhile */
-    tu_assert_status(tu_acquire(l, 30000, 0, &t1), 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, &t1), 0);
     ck_assert_int_eq(rs_pause(tu_srv), 0);
     tu_assert_status(hilock_lock_release(l, tu_record, &res[0]), 0);
     await(&res[0], tu_ms(REQ_MS + 3000), "release");
     tu_assert_status(res[0].status, HILOCK_ETIMEDOUT);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
-    tu_assert_status(hilock_lock_acquire(l, 30000, 10000, tu_record, &res[1]),
+    tu_assert_status(hilock_lock_acquire(l, 10000, 30000, tu_record, &res[1]),
                      0);
     ck_assert_int_eq(rs_resume(tu_srv), 0);
     await(&res[1], tu_ms(5000), "acquire after the stall");
@@ -500,7 +500,7 @@ START_TEST(restart_while_an_explicit_lease_lock_is_held_reports_it_lost_early)
     tu_assert_status(hilock_lock_on_lost(l, tu_record, &lost), 0);
     /* the bound below must stay under the lease, scaled or not */
     int lease_ms = tu_ms(10000), bound = tu_ms(4000);
-    tu_assert_status(tu_acquire(l, (uint64_t)lease_ms, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, (uint64_t)lease_ms, NULL), 0);
     ck_assert_int_eq(rs_kill9_restart(tu_srv), 0);
     long long t1 = tu_now_ms();
     /* the lease would only run out 10 s from now; the client knows sooner
@@ -566,11 +566,11 @@ START_TEST(waiters_parked_across_a_restart_all_get_the_lock_in_turn)
     struct hilock_lock *w[WAITERS];
     memset(waiters, 0, sizeof waiters);
     granted = 0;
-    tu_assert_status(tu_acquire(holder, 1000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(holder, 0, 1000, NULL), 0);
     for (int i = 0; i < WAITERS; i++) {
         waiters[i].index = i;
         w[i] = tu_lock(other, "turns", 10 + (uint64_t)i);
-        tu_assert_status(hilock_lock_acquire(w[i], 5000, 15000,
+        tu_assert_status(hilock_lock_acquire(w[i], 15000, 5000,
                                              waiter_granted, &waiters[i]),
                          0); /* issue order is queue order */
     }
@@ -619,13 +619,13 @@ START_TEST(script_flush_between_acquire_and_release_is_transparent)
 {
     struct hilock_lock *l = tu_lock(client, "flush", 1);
     int64_t v = -1;
-    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
     script_flush();
     tu_assert_status(tu_release(l, &v), 0);
     ck_assert_int_eq(v, 0);
     ck_assert_int_eq(tu_exists("flush"), 0);
     script_flush();
-    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
     ck_assert_int_eq(tu_holds("flush", client, 1), 1);
     script_flush();
     tu_assert_status(hilock_lock_renew(l, 20000, tu_record, &res[0]), 0);
@@ -666,7 +666,7 @@ START_TEST(release_queries_and_waiting_acquire_on_a_string_key_are_ewrongtype)
     for (int i = 0; i < 3; i++)
         await(&res[i], tu_ms(REQ_MS + 2000), "request on a string key");
     long long t0 = tu_now_ms();
-    tu_assert_status(hilock_lock_acquire(l, 30000, 10000, tu_record, &res[3]),
+    tu_assert_status(hilock_lock_acquire(l, 10000, 30000, tu_record, &res[3]),
                      0);
     await(&res[3], 10000 + tu_ms(2000), "waiting acquire on a string key");
     tu_run_quiet();
@@ -734,7 +734,7 @@ static void issue_acquires(int first, int last)
         snprintf(name, sizeof name, "refused%d", i);
         struct hilock_lock *l = tu_lock(victim, name, 1);
         uint64_t wait_ms = i % 2 ? 0 : (uint64_t)(10 * req_ms);
-        tu_assert_status(hilock_lock_acquire(l, 30000, wait_ms, counting,
+        tu_assert_status(hilock_lock_acquire(l, wait_ms, 30000, counting,
                                              &res[i]),
                          0);
     }
@@ -850,9 +850,9 @@ START_TEST(requests_timed_out_in_a_stall_stay_done_when_the_connection_drops)
 {
     struct hilock_lock *l = tu_lock(client, "sd", 1);
     struct hilock_lock *held = tu_lock(client, "sd-held", 1);
-    tu_assert_status(tu_acquire(held, 30000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(held, 0, 30000, NULL), 0);
     tp_blackhole(proxy, true);
-    tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_acquire(l, 0, 30000, tu_record, &res[0]), 0);
     tu_assert_status(hilock_lock_query_count(l, tu_record, &res[1]), 0);
     tu_assert_status(hilock_lock_release(held, tu_record, &res[2]), 0);
     for (int i = 0; i < 3; i++)
@@ -874,7 +874,7 @@ START_TEST(requests_timed_out_in_a_stall_stay_done_when_the_connection_drops)
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
     /* the release timed out: nothing was released, the hold is still ours */
     ck_assert_int_eq(tu_holds("sd-held", client, 1), 1);
-    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
     ck_assert_int_eq(tu_holds("sd", client, 1), 1);
 }
 END_TEST
@@ -899,9 +899,9 @@ START_TEST(client_free_inside_on_lost_from_a_renewal_reply_is_safe)
     tu_assert_status(hilock_lock_on_lost(b, free_client_on_lost, &lost), 0);
     tu_assert_status(tu_acquire(a, 0, 0, NULL), 0);
     tu_assert_status(tu_acquire(b, 0, 0, NULL), 0);
-    tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(h, 0, 30000, NULL), 0);
     /* something pending when the client goes: a parked waiter */
-    tu_assert_status(hilock_lock_acquire(w, 30000, 10000, tu_record, &res[0]),
+    tu_assert_status(hilock_lock_acquire(w, 10000, 30000, tu_record, &res[0]),
                      0);
     tu_client_ready(client); /* answered after the busy reply: parked */
     ck_assert_int_eq(res[0].calls, 0);

@@ -291,7 +291,7 @@ static struct hilock_lock *check_case(const struct script *s, uint64_t wait_ms,
     struct hilock_lock *l = lock_on_fake(s);
     memset(&r, 0, sizeof r);
     long long peak0 = vm_peak_kib();
-    tu_assert_status(hilock_lock_acquire(l, 10000, wait_ms, tu_record, &r), 0);
+    tu_assert_status(hilock_lock_acquire(l, wait_ms, 10000, tu_record, &r), 0);
     ck_assert_msg(tu_run_until_count(&r.calls, 1, (int)wait_ms + 5000),
                   "the acquire never completed");
     long long grew = vm_peak_kib() - peak0;
@@ -323,7 +323,7 @@ static void check_unsolicited(const char *extra)
 {
     struct script s = {.first_acquire = BUSY, .after_first_acquire = extra};
     struct hilock_lock *l = check_case(&s, 0, HILOCK_EBUSY, 1);
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     ck_assert_int_eq(fake.accepted, 2);
 }
 

@@ -84,7 +84,7 @@ START_TEST(client_free_cancels_every_pending_acquire_once_and_undoes_them)
     tu_client_ready(client);
     for (int i = 0; i < N; i++) {
         struct hilock_lock *l = numbered_lock(client, "free", i);
-        tu_assert_status(hilock_lock_acquire(l, 10000, 0, tu_record, &res[i]),
+        tu_assert_status(hilock_lock_acquire(l, 0, 10000, tu_record, &res[i]),
                          0);
     }
     hilock_client_free(client);
@@ -104,7 +104,7 @@ END_TEST
 START_TEST(client_free_delivers_the_release_and_cancels_pending_callbacks_once)
 {
     struct hilock_lock *l = tu_lock(client, "rq", 1);
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     tu_assert_status(hilock_lock_release(l, tu_record, &res[0]), 0);
     struct hilock_lock *q = tu_lock(client, "q", 1);
     tu_assert_status(hilock_lock_query_held(q, tu_record, &res[1]), 0);
@@ -146,11 +146,11 @@ START_TEST(client_free_inside_a_callback_cancels_the_others_once)
     /* locks busy1..busy19 are held elsewhere, so their acquires wait */
     for (int i = 1; i < N; i++) {
         struct hilock_lock *h = numbered_lock(holder, "busy", i);
-        tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
+        tu_assert_status(tu_acquire(h, 0, 30000, NULL), 0);
     }
     for (int i = 1; i < N; i++) {
         struct hilock_lock *w = numbered_lock(client, "busy", i);
-        tu_assert_status(hilock_lock_acquire(w, 10000, 8000, count_cb, &res[i]),
+        tu_assert_status(hilock_lock_acquire(w, 8000, 10000, count_cb, &res[i]),
                          0);
     }
     /* the query is answered after the waiters' busy replies: parked now */
@@ -159,7 +159,7 @@ START_TEST(client_free_inside_a_callback_cancels_the_others_once)
         ck_assert_int_eq(res[i].calls, 0);
     struct hilock_lock *first = tu_lock(client, "free0", 1);
     tu_assert_status(
-        hilock_lock_acquire(first, 10000, 0, free_client_cb, &res[0]), 0);
+        hilock_lock_acquire(first, 0, 10000, free_client_cb, &res[0]), 0);
     ck_assert(tu_run_until_count(&calls_total, N, tu_ms(3000)));
     ck_assert_int_eq(freed_at_call, 1);
     ck_assert_int_eq(res[0].calls, 1);
@@ -184,7 +184,7 @@ static void free_lock_cb(struct hilock_lock *lock, int status, int64_t value,
 START_TEST(lock_free_inside_its_own_acquire_callback_is_safe)
 {
     struct hilock_lock *l = tu_lock(client, "self", 1);
-    tu_assert_status(hilock_lock_acquire(l, 30000, 0, free_lock_cb, &res[0]),
+    tu_assert_status(hilock_lock_acquire(l, 0, 30000, free_lock_cb, &res[0]),
                      0);
     ck_assert(tu_run_until_count(&res[0].calls, 1, tu_ms(3000)));
     tu_assert_status(res[0].status, 0);
@@ -195,21 +195,21 @@ START_TEST(lock_free_inside_its_own_acquire_callback_is_safe)
     ck_assert_int_eq(res[0].calls, 1);
     /* the client still works */
     struct hilock_lock *next = tu_lock(client, "self", 1);
-    tu_assert_status(tu_acquire(next, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(next, 0, 10000, NULL), 0);
 }
 END_TEST
 
 START_TEST(lock_free_of_a_held_lock_releases_it)
 {
     struct hilock_lock *l = tu_lock(client, "held", 1);
-    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
-    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0); /* two holds */
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0); /* two holds */
     hilock_lock_free(l);
     ck_assert_msg(tu_run_until_redis(0, tu_ms(2000), "EXISTS", "held",
                                      (char *)NULL),
                   "the freed lock's key is still there");
     struct hilock_lock *other = tu_lock(holder, "held", 1);
-    tu_assert_status(tu_acquire(other, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(other, 0, 10000, NULL), 0);
 }
 END_TEST
 
@@ -219,7 +219,7 @@ START_TEST(lock_free_with_an_acquire_pending_cancels_it_and_leaves_no_hold)
 {
     struct hilock_lock *l = tu_lock(client, "pend", 1);
     tu_client_ready(client);
-    tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_acquire(l, 0, 30000, tu_record, &res[0]), 0);
     send_and_let_redis_grant("pend");
     ck_assert_int_eq(tu_exists("pend"), 1);
     ck_assert_int_eq(res[0].calls, 0);
@@ -239,8 +239,8 @@ START_TEST(cancel_of_a_waiting_acquire_fires_ecanceled_once)
 {
     struct hilock_lock *h = tu_lock(holder, "cw", 1);
     struct hilock_lock *w = tu_lock(client, "cw", 1);
-    tu_assert_status(tu_acquire(h, 30000, 0, NULL), 0);
-    tu_assert_status(hilock_lock_acquire(w, 10000, 8000, tu_record, &res[0]),
+    tu_assert_status(tu_acquire(h, 0, 30000, NULL), 0);
+    tu_assert_status(hilock_lock_acquire(w, 8000, 10000, tu_record, &res[0]),
                      0);
     ck_assert_msg(tu_numsub_becomes(TU_CHANNEL("cw"), 1, tu_ms(2000)),
                   "the waiter never parked");
@@ -258,7 +258,7 @@ START_TEST(cancel_of_a_waiting_acquire_fires_ecanceled_once)
     char field[64];
     ck_assert_int_eq(rs_int(tu_srv, "HGET", "cw", tu_field(holder, 1, field),
                             (char *)NULL), 1);
-    tu_assert_status(tu_acquire(w, 10000, 0, NULL), HILOCK_EBUSY);
+    tu_assert_status(tu_acquire(w, 0, 10000, NULL), HILOCK_EBUSY);
 }
 END_TEST
 
@@ -268,7 +268,7 @@ START_TEST(cancel_right_after_issuing_undoes_a_late_success)
 {
     struct hilock_lock *l = tu_lock(client, "late", 1);
     tu_client_ready(client); /* connected, so the request goes out at once */
-    tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_acquire(l, 0, 30000, tu_record, &res[0]), 0);
     tu_assert_status(hilock_lock_cancel(l), 0);
     ck_assert_int_eq(res[0].calls, 1); /* before cancel returned */
     tu_assert_status(res[0].status, HILOCK_ECANCELED);
@@ -290,7 +290,7 @@ START_TEST(cancel_after_redis_granted_undoes_the_success)
 {
     struct hilock_lock *l = tu_lock(client, "granted", 1);
     tu_client_ready(client);
-    tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_acquire(l, 0, 30000, tu_record, &res[0]), 0);
     send_and_let_redis_grant("granted");
     ck_assert_int_eq(res[0].calls, 0);
     tu_assert_status(hilock_lock_cancel(l), 0);
@@ -304,7 +304,7 @@ START_TEST(cancel_after_redis_granted_undoes_the_success)
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
     /* and the handle works again */
     int64_t token = 0;
-    tu_assert_status(tu_acquire(l, 30000, 0, &token), 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, &token), 0);
     ck_assert_int_eq(token, 2);
 }
 END_TEST
@@ -336,7 +336,7 @@ START_TEST(request_without_a_server_fails_in_bounded_time_once)
     client = client_on_dead_port();
     struct hilock_lock *l = tu_lock(client, "nowhere", 1);
     long long t0 = tu_now_ms();
-    tu_assert_status(hilock_lock_acquire(l, 10000, 0, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_acquire(l, 0, 10000, tu_record, &res[0]), 0);
     tu_assert_status(hilock_lock_query_ttl(l, tu_record, &res[1]), 0);
     int bound = DEAD_REQ_MS + tu_ms(1500);
     ck_assert(tu_run_until_count(&res[0].calls, 1, bound));
@@ -362,7 +362,7 @@ START_TEST(waiting_acquire_without_a_server_ends_by_its_deadline_once)
     client = client_on_dead_port();
     struct hilock_lock *l = tu_lock(client, "nowhere", 1);
     long long t0 = tu_now_ms();
-    tu_assert_status(hilock_lock_acquire(l, 10000, WAIT_MS, tu_record,
+    tu_assert_status(hilock_lock_acquire(l, WAIT_MS, 10000, tu_record,
                                          &res[0]),
                      0);
     int bound = WAIT_MS + tu_ms(1500);
@@ -382,7 +382,7 @@ START_TEST(client_free_without_a_server_cancels_pending_once)
     client = client_on_dead_port();
     for (int i = 0; i < 4; i++) {
         struct hilock_lock *l = numbered_lock(client, "nowhere", i);
-        tu_assert_status(hilock_lock_acquire(l, 10000, 0, tu_record, &res[i]),
+        tu_assert_status(hilock_lock_acquire(l, 0, 10000, tu_record, &res[i]),
                          0);
     }
     /* freed while it is failing to connect */

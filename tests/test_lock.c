@@ -29,20 +29,20 @@ START_TEST(try_acquire_of_a_held_lock_is_ebusy_with_the_holders_ttl)
     struct hilock_lock *lb = tu_lock(b, "res", 1);
     struct hilock_lock *la2 = tu_lock(a, "res", 2); /* same client, other tag */
     int64_t v = 0;
-    tu_assert_status(tu_acquire(la, 10000, 0, NULL), 0);
-    tu_assert_status(tu_acquire(lb, 10000, 0, &v), HILOCK_EBUSY);
+    tu_assert_status(tu_acquire(la, 0, 10000, NULL), 0);
+    tu_assert_status(tu_acquire(lb, 0, 10000, &v), HILOCK_EBUSY);
     ck_assert_msg(v > 0 && v <= 10000, "EBUSY value %lld", (long long)v);
-    tu_assert_status(tu_acquire(la2, 10000, 0, &v), HILOCK_EBUSY);
+    tu_assert_status(tu_acquire(la2, 0, 10000, &v), HILOCK_EBUSY);
     ck_assert_msg(v > 0 && v <= 10000, "EBUSY value %lld", (long long)v);
     ck_assert_uint_eq(hilock_lock_hold_count(lb), 0);
     ck_assert_int_eq(tu_holds("res", b, 1), RS_NIL);
 
     tu_assert_status(tu_release(la, &v), 0);
     ck_assert_int_eq(v, 0);
-    tu_assert_status(tu_acquire(lb, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(lb, 0, 10000, NULL), 0);
     ck_assert_int_eq(tu_holds("res", b, 1), 1);
     ck_assert_int_eq(tu_holds("res", a, 1), RS_NIL);
-    tu_assert_status(tu_acquire(la, 10000, 0, NULL), HILOCK_EBUSY);
+    tu_assert_status(tu_acquire(la, 0, 10000, NULL), HILOCK_EBUSY);
 }
 END_TEST
 
@@ -51,7 +51,7 @@ START_TEST(reentrant_acquire_counts_holds_and_release_counts_down)
     struct hilock_lock *l = tu_lock(a, "re", 7);
     int64_t v = -1;
     for (int i = 1; i <= 3; i++) {
-        tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+        tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
         ck_assert_uint_eq(hilock_lock_hold_count(l), (unsigned)i);
         ck_assert_int_eq(tu_holds("re", a, 7), i);
     }
@@ -74,8 +74,8 @@ START_TEST(two_handles_with_the_same_name_and_tag_reenter)
 {
     struct hilock_lock *l1 = tu_lock(a, "same", 5);
     struct hilock_lock *l2 = tu_lock(a, "same", 5);
-    tu_assert_status(tu_acquire(l1, 10000, 0, NULL), 0);
-    tu_assert_status(tu_acquire(l2, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l1, 0, 10000, NULL), 0);
+    tu_assert_status(tu_acquire(l2, 0, 10000, NULL), 0);
     ck_assert_int_eq(tu_holds("same", a, 5), 2);
 }
 END_TEST
@@ -83,9 +83,9 @@ END_TEST
 START_TEST(reentry_resets_the_lease)
 {
     struct hilock_lock *l = tu_lock(a, "lease", 1);
-    tu_assert_status(tu_acquire(l, 1000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 1000, NULL), 0);
     /* reset to 8000, not added to what was left (up to 9000) nor kept */
-    tu_assert_status(tu_acquire(l, 8000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 8000, NULL), 0);
     long long pttl = rs_int(tu_srv, "PTTL", "lease", (char *)NULL);
     ck_assert_msg(pttl > 5000 && pttl <= 8000, "PTTL %lld", pttl);
 }
@@ -96,7 +96,7 @@ START_TEST(release_by_another_owner_is_enotowner_and_keeps_the_lock)
     struct hilock_lock *owner = tu_lock(a, "mine", 1);
     struct hilock_lock *other_tag = tu_lock(a, "mine", 2);
     struct hilock_lock *other_client = tu_lock(b, "mine", 1);
-    tu_assert_status(tu_acquire(owner, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(owner, 0, 10000, NULL), 0);
     tu_assert_status(tu_release(other_tag, NULL), HILOCK_ENOTOWNER);
     tu_assert_status(tu_release(other_client, NULL), HILOCK_ENOTOWNER);
     ck_assert_int_eq(tu_holds("mine", a, 1), 1);
@@ -121,9 +121,9 @@ START_TEST(expired_lease_frees_the_lock_for_another_client)
 {
     struct hilock_lock *la = tu_lock(a, "exp", 1);
     struct hilock_lock *lb = tu_lock(b, "exp", 1);
-    tu_assert_status(tu_acquire(la, 200, 0, NULL), 0);
+    tu_assert_status(tu_acquire(la, 0, 200, NULL), 0);
     long long t0 = tu_now_ms();
-    tu_assert_status(tu_acquire(lb, 10000, 2000, NULL), 0);
+    tu_assert_status(tu_acquire(lb, 2000, 10000, NULL), 0);
     long long took = tu_now_ms() - t0;
     ck_assert_msg(took < tu_ms(2000), "acquire after expiry took %lld ms",
                   took);
@@ -140,8 +140,8 @@ START_TEST(waiting_acquire_succeeds_soon_after_the_holder_releases)
     struct hilock_lock *la = tu_lock(a, "wait", 1);
     struct hilock_lock *lb = tu_lock(b, "wait", 1);
     struct tu_result rb = {0};
-    tu_assert_status(tu_acquire(la, 30000, 0, NULL), 0);
-    tu_assert_status(hilock_lock_acquire(lb, 10000, 5000, tu_record, &rb), 0);
+    tu_assert_status(tu_acquire(la, 0, 30000, NULL), 0);
+    tu_assert_status(hilock_lock_acquire(lb, 5000, 10000, tu_record, &rb), 0);
     tu_client_ready(b); /* answered after the busy reply: parked */
     ck_assert_int_eq(rb.calls, 0);
     long long released = tu_now_ms();
@@ -163,9 +163,9 @@ START_TEST(waiting_acquire_times_out_while_the_holder_keeps_it)
     struct hilock_lock *la = tu_lock(a, "keep", 1);
     struct hilock_lock *lb = tu_lock(b, "keep", 1);
     struct tu_result rb = {0};
-    tu_assert_status(tu_acquire(la, 30000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(la, 0, 30000, NULL), 0);
     long long t0 = tu_now_ms();
-    tu_assert_status(hilock_lock_acquire(lb, 10000, 300, tu_record, &rb), 0);
+    tu_assert_status(hilock_lock_acquire(lb, 300, 10000, tu_record, &rb), 0);
     ck_assert(tu_run_until_count(&rb.calls, 1, tu_ms(5000)));
     long long took = rb.at_ms - t0;
     tu_assert_status(rb.status, HILOCK_ETIMEDOUT);
@@ -183,8 +183,8 @@ START_TEST(waiter_subscribes_to_the_redisson_channel_and_leaves_it)
     struct hilock_lock *la = tu_lock(a, "chan", 1);
     struct hilock_lock *lb = tu_lock(b, "chan", 1);
     struct tu_result rb = {0};
-    tu_assert_status(tu_acquire(la, 30000, 0, NULL), 0);
-    tu_assert_status(hilock_lock_acquire(lb, 10000, 5000, tu_record, &rb), 0);
+    tu_assert_status(tu_acquire(la, 0, 30000, NULL), 0);
+    tu_assert_status(hilock_lock_acquire(lb, 5000, 10000, tu_record, &rb), 0);
     ck_assert_msg(tu_numsub_becomes(TU_CHANNEL("chan"), 1, tu_ms(2000)),
                   "waiter never subscribed");
     ck_assert_int_eq(rb.calls, 0);
@@ -202,10 +202,10 @@ START_TEST(local_waiters_are_served_in_order_and_all_get_the_lock)
     struct hilock_lock *w1 = tu_lock(b, "fifo", 2);
     struct hilock_lock *w2 = tu_lock(b, "fifo", 3);
     struct tu_result r1 = {0}, r2 = {0};
-    tu_assert_status(tu_acquire(la, 30000, 0, NULL), 0);
-    tu_assert_status(hilock_lock_acquire(w1, 10000, 8000, tu_record, &r1), 0);
+    tu_assert_status(tu_acquire(la, 0, 30000, NULL), 0);
+    tu_assert_status(hilock_lock_acquire(w1, 8000, 10000, tu_record, &r1), 0);
     tu_client_ready(b); /* w1 is parked */
-    tu_assert_status(hilock_lock_acquire(w2, 10000, 8000, tu_record, &r2), 0);
+    tu_assert_status(hilock_lock_acquire(w2, 8000, 10000, tu_record, &r2), 0);
     tu_client_ready(b); /* and w2 behind it */
     tu_assert_status(tu_release(la, NULL), 0);
     ck_assert(tu_run_until_count(&r1.calls, 1, tu_ms(3000)));
@@ -231,8 +231,8 @@ START_TEST(queries_report_held_count_and_ttl)
     tu_assert_status(tu_query(hilock_lock_query_ttl, l, &v), 0);
     ck_assert_int_eq(v, -1);
 
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     tu_assert_status(tu_query(hilock_lock_query_held, l, &v), 0);
     ck_assert_int_eq(v, 1);
     tu_assert_status(tu_query(hilock_lock_query_count, l, &v), 0);
@@ -260,7 +260,7 @@ END_TEST
 START_TEST(lock_key_is_a_hash_keyed_by_client_id_and_tag)
 {
     struct hilock_lock *l = tu_lock(a, "layout", 12345678901234ULL);
-    tu_assert_status(tu_acquire(l, 5000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 5000, NULL), 0);
     char *type = rs_str(tu_srv, "TYPE", "layout", (char *)NULL);
     ck_assert_str_eq(type, "hash");
     free(type);
@@ -277,13 +277,13 @@ START_TEST(key_prefix_puts_the_lock_under_the_prefix)
     o.key_prefix = "app:";
     struct hilock_client *p = tu_client(&o);
     struct hilock_lock *l = tu_lock(p, "res", 1);
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "app:res", (char *)NULL), 1);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "res", (char *)NULL), 0);
     ck_assert_int_eq(tu_holds("app:res", p, 1), 1);
     /* a client without the prefix does not see it */
     struct hilock_lock *plain = tu_lock(a, "res", 1);
-    tu_assert_status(tu_acquire(plain, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(plain, 0, 10000, NULL), 0);
     tu_assert_status(tu_release(plain, NULL), 0);
     tu_assert_status(tu_release(l, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "app:res", (char *)NULL), 0);
@@ -307,8 +307,8 @@ START_TEST(waiting_works_for_names_of_many_lengths)
         memset(name, 'a' + (int)(i % 26), sizeof name);
         tu_assert_status(hilock_lock_new(a, name, lens[i], 1, &la), 0);
         tu_assert_status(hilock_lock_new(b, name, lens[i], 1, &lb), 0);
-        tu_assert_status(tu_acquire(la, 30000, 0, NULL), 0);
-        tu_assert_status(hilock_lock_acquire(lb, 10000, 5000, tu_record, &rb),
+        tu_assert_status(tu_acquire(la, 0, 30000, NULL), 0);
+        tu_assert_status(hilock_lock_acquire(lb, 5000, 10000, tu_record, &rb),
                          0);
         tu_client_ready(b); /* answered after the busy reply: parked */
         tu_assert_status(tu_release(la, NULL), 0);

@@ -59,10 +59,10 @@ static void mrecord(struct hilock_multi *m, int status, int64_t value,
     r->at_ms = tu_now_ms();
 }
 
-static int macquire(struct hilock_multi *m, uint64_t lease, uint64_t wait)
+static int macquire(struct hilock_multi *m, uint64_t wait, uint64_t lease)
 {
     struct mres r = {0};
-    tu_assert_status(hilock_multi_acquire(m, lease, wait, mrecord, &r), 0);
+    tu_assert_status(hilock_multi_acquire(m, wait, lease, mrecord, &r), 0);
     ck_assert(tu_run_until_count(&r.calls, 1, (int)wait + 5000));
     return r.status;
 }
@@ -85,13 +85,13 @@ START_TEST(multilock_takes_every_name_or_none)
     static const char *const names[] = {"ma", "mb", "mc", NULL};
     struct hilock_lock *b = tu_lock(other, "mb", 1);
     struct hilock_multi *m = multi(client, 1, names);
-    tu_assert_status(tu_acquire(b, 30000, 0, NULL), 0);
-    tu_assert_status(macquire(m, 30000, 0), HILOCK_EBUSY);
+    tu_assert_status(tu_acquire(b, 0, 30000, NULL), 0);
+    tu_assert_status(macquire(m, 0, 30000), HILOCK_EBUSY);
     ck_assert_int_eq(exists("ma"), 0);
     ck_assert_int_eq(exists("mc"), 0);
     ck_assert_int_eq(hilock_multi_held(m), 0);
     tu_assert_status(tu_release(b, NULL), 0);
-    tu_assert_status(macquire(m, 30000, 0), 0);
+    tu_assert_status(macquire(m, 0, 30000), 0);
     ck_assert_int_eq(hilock_multi_held(m), 1);
     ck_assert_int_eq(tu_owner_fields("ma") + tu_owner_fields("mb") +
                          tu_owner_fields("mc"),
@@ -149,7 +149,7 @@ static void duel_released(struct hilock_multi *m, int status, int64_t v,
     tu_assert_status(status, 0);
     if (++duel.done[i] < duel.rounds)
         tu_assert_status(
-            hilock_multi_acquire(m, 30000, 10000, duel_acquired, arg), 0);
+            hilock_multi_acquire(m, 10000, 30000, duel_acquired, arg), 0);
 }
 
 START_TEST(multilocks_in_opposite_orders_never_deadlock)
@@ -161,7 +161,7 @@ START_TEST(multilocks_in_opposite_orders_never_deadlock)
     duel.m[0] = multi(client, 1, xy);
     duel.m[1] = multi(other, 1, yx);
     for (intptr_t i = 0; i < 2; i++)
-        tu_assert_status(hilock_multi_acquire(duel.m[i], 30000, 10000,
+        tu_assert_status(hilock_multi_acquire(duel.m[i], 10000, 30000,
                                               duel_acquired, (void *)i),
                          0);
     ck_assert(tu_run_until_count(&duel.done[0], duel.rounds, 20000));
@@ -177,8 +177,8 @@ START_TEST(waiting_multilock_is_woken_by_the_release)
     struct hilock_lock *b = tu_lock(other, "wb", 1);
     struct hilock_multi *m = multi(client, 1, names);
     struct mres r = {0};
-    tu_assert_status(tu_acquire(b, 30000, 0, NULL), 0);
-    tu_assert_status(hilock_multi_acquire(m, 0, 10000, mrecord, &r), 0);
+    tu_assert_status(tu_acquire(b, 0, 30000, NULL), 0);
+    tu_assert_status(hilock_multi_acquire(m, 10000, 0, mrecord, &r), 0);
     tu_run_for(200);
     ck_assert_int_eq(r.calls, 0);
     long long t0 = tu_now_ms();
@@ -194,8 +194,8 @@ START_TEST(multilock_wait_times_out_with_nothing_taken)
     static const char *const names[] = {"ta", "tb", NULL};
     struct hilock_lock *b = tu_lock(other, "tb", 1);
     struct hilock_multi *m = multi(client, 1, names);
-    tu_assert_status(tu_acquire(b, 30000, 0, NULL), 0);
-    tu_assert_status(macquire(m, 0, 300), HILOCK_ETIMEDOUT);
+    tu_assert_status(tu_acquire(b, 0, 30000, NULL), 0);
+    tu_assert_status(macquire(m, 300, 0), HILOCK_ETIMEDOUT);
     ck_assert_int_eq(exists("ta"), 0);
 }
 END_TEST
@@ -238,7 +238,7 @@ START_TEST(multilock_over_three_masters_takes_every_name_on_each)
     o.nmasters = 3;
     struct hilock_client *rl = tu_client(&o);
     struct hilock_multi *m = multi(rl, 1, names);
-    tu_assert_status(macquire(m, 30000, 0), 0);
+    tu_assert_status(macquire(m, 0, 30000), 0);
     tu_run_for(100); /* the third master's answer */
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(rs_int(srv[i], "EXISTS", "ra", "rb", (char *)NULL),

@@ -70,13 +70,13 @@ static bool evalsha_reaches(void *arg)
 START_TEST(script_flush_behind_our_back_is_survived)
 {
     struct hilock_lock *l = tu_lock(client, "sf", 1);
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     tu_assert_status(tu_release(l, NULL), 0);
     char *ok = rs_str(tu_srv, "SCRIPT", "FLUSH", (char *)NULL);
     ck_assert_str_eq(ok, "OK");
     free(ok);
     int64_t v = -1;
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     tu_assert_status(tu_query(hilock_lock_query_count, l, &v), 0);
     ck_assert_int_eq(v, 1);
     tu_assert_status(tu_release(l, &v), 0);
@@ -88,10 +88,10 @@ END_TEST
 START_TEST(requests_work_again_after_a_kill9_restart)
 {
     struct hilock_lock *l = tu_lock(client, "k9", 1);
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     tu_assert_status(tu_release(l, NULL), 0);
     restart_and_await_up(rs_kill9_restart, client);
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     ck_assert_int_eq(tu_holds("k9", client, 1), 1);
 }
 END_TEST
@@ -99,12 +99,12 @@ END_TEST
 START_TEST(requests_work_again_after_a_graceful_restart)
 {
     struct hilock_lock *l = tu_lock(client, "gr", 1);
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     tu_client_ready(other);
     restart_and_await_up(rs_restart, other);
     /* the restart lost the hold; a new acquire starts from scratch */
     struct hilock_lock *l2 = tu_lock(other, "gr", 1);
-    tu_assert_status(tu_acquire(l2, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l2, 0, 10000, NULL), 0);
 }
 END_TEST
 
@@ -112,8 +112,8 @@ START_TEST(parked_waiter_gets_the_lock_after_a_restart_empties_redis)
 {
     struct hilock_lock *h = tu_lock(other, "pw", 1);
     struct hilock_lock *w = tu_lock(client, "pw", 1);
-    tu_assert_status(tu_acquire(h, 60000, 0, NULL), 0);
-    tu_assert_status(hilock_lock_acquire(w, 10000, 8000, tu_record, &res[0]),
+    tu_assert_status(tu_acquire(h, 0, 60000, NULL), 0);
+    tu_assert_status(hilock_lock_acquire(w, 8000, 10000, tu_record, &res[0]),
                      0);
     tu_client_ready(client); /* answered after the busy reply: parked */
     ck_assert_int_eq(res[0].calls, 0);
@@ -155,7 +155,7 @@ START_TEST(acquire_timing_out_on_a_frozen_server_leaves_no_hold)
     long long evalsha = rs_cmdstat_calls(tu_srv, "evalsha");
     ck_assert_int_eq(rs_pause(tu_srv), 0);
     long long t0 = tu_now_ms();
-    tu_assert_status(hilock_lock_acquire(l, 30000, 0, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_acquire(l, 0, 30000, tu_record, &res[0]), 0);
     bool done = tu_run_until_count(&res[0].calls, 1, tu_ms(3000));
     ck_assert_int_eq(rs_resume(tu_srv), 0);
     ck_assert_msg(done, "no callback while the server was frozen");
@@ -182,8 +182,8 @@ END_TEST
 START_TEST(release_with_a_late_reply_is_applied_once)
 {
     struct hilock_lock *l = tu_lock(client, "once", 1);
-    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0);
-    tu_assert_status(tu_acquire(l, 30000, 0, NULL), 0); /* count 2 */
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0); /* count 2 */
     ck_assert_int_eq(rs_pause(tu_srv), 0);
     tu_assert_status(hilock_lock_release(l, tu_record, &res[0]), 0);
     /* frozen past the request deadline (its callback ends the freeze

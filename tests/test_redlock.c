@@ -181,11 +181,11 @@ static long long scripts_run(int i)
 }
 
 /* Start an acquire whose outcome goes to r. */
-static void acquire_async(struct hilock_lock *l, uint64_t lease_ms,
-                          uint64_t wait_ms, struct tu_result *r)
+static void acquire_async(struct hilock_lock *l, uint64_t wait_ms,
+                          uint64_t lease_ms, struct tu_result *r)
 {
     memset(r, 0, sizeof *r);
-    tu_assert_status(hilock_lock_acquire(l, lease_ms, wait_ms, tu_record, r),
+    tu_assert_status(hilock_lock_acquire(l, wait_ms, lease_ms, tu_record, r),
                      0);
 }
 
@@ -201,7 +201,7 @@ START_TEST(acquire_and_release_reach_every_master)
 {
     client = redlock_client(3);
     struct hilock_lock *l = tu_lock(client, "rl", 1);
-    tu_assert_status(tu_acquire(l, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     /* decided by the first two; the third grants too */
     ck_assert(tu_run_until(every_master_has, "rl", scaled(2000)));
     int64_t left = -1;
@@ -217,8 +217,8 @@ START_TEST(second_owner_is_busy_on_a_majority)
     struct hilock_lock *a = tu_lock(client, "rl2", 1);
     struct hilock_lock *b = tu_lock(client, "rl2", 2);
     int64_t ttl = 0;
-    tu_assert_status(tu_acquire(a, 10000, 0, NULL), 0);
-    tu_assert_status(tu_acquire(b, 10000, 0, &ttl), HILOCK_EBUSY);
+    tu_assert_status(tu_acquire(a, 0, 10000, NULL), 0);
+    tu_assert_status(tu_acquire(b, 0, 10000, &ttl), HILOCK_EBUSY);
     ck_assert_int_gt(ttl, 0);
 }
 END_TEST
@@ -232,7 +232,7 @@ START_TEST(quorum_acquire_with_one_master_down)
     struct hilock_lock *l = tu_lock(client, "rl3", 1);
     master_down(2);
     long long t0 = tu_now_ms();
-    tu_assert_status(tu_acquire(l, 60000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 60000, NULL), 0);
     long long took = tu_now_ms() - t0;
     ck_assert_msg(took < scaled(1000), "acquired after %lld ms", took);
     ck_assert_int_eq(masters_with("rl3"), 2);
@@ -252,7 +252,7 @@ START_TEST(paused_master_delays_nothing_and_keeps_nothing)
     warm_up(l);
     master_pause(2);
     long long t0 = tu_now_ms();
-    tu_assert_status(tu_acquire(l, 60000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 60000, NULL), 0);
     long long took = tu_now_ms() - t0;
     ck_assert_msg(took < scaled(1000), "acquired after %lld ms", took);
     int64_t left = -1;
@@ -295,7 +295,7 @@ START_TEST(blackholed_master_delays_nothing_and_keeps_nothing)
     long long before = scripts_run(2);
     tp_blackhole(proxies[2], true);
     long long t0 = tu_now_ms();
-    tu_assert_status(tu_acquire(l, 60000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 60000, NULL), 0);
     long long took = tu_now_ms() - t0;
     ck_assert_msg(took < scaled(1000), "acquired after %lld ms", took);
     tu_assert_status(tu_release(l, NULL), 0);
@@ -320,7 +320,7 @@ START_TEST(two_of_three_down_is_enoquorum)
     master_down(1);
     master_down(2);
     long long t0 = tu_now_ms();
-    tu_assert_status(tu_acquire(l, 2000, 0, NULL), HILOCK_ENOQUORUM);
+    tu_assert_status(tu_acquire(l, 0, 2000, NULL), HILOCK_ENOQUORUM);
     long long took = tu_now_ms() - t0;
     ck_assert_msg(took < 200 + scaled(500), "failed after %lld ms", took);
     ck_assert(none_left("rl4"));
@@ -341,7 +341,7 @@ START_TEST(two_of_three_paused_is_enoquorum_and_late_grants_are_undone)
     master_pause(2);
     long long t0 = tu_now_ms();
     /* 60 s lease: the per-master deadline is the request timeout */
-    tu_assert_status(tu_acquire(l, 60000, 0, NULL), HILOCK_ENOQUORUM);
+    tu_assert_status(tu_acquire(l, 0, 60000, NULL), HILOCK_ENOQUORUM);
     long long took = tu_now_ms() - t0;
     ck_assert_msg(took < scaled(300) + scaled(500), "failed after %lld ms",
                   took);
@@ -372,7 +372,7 @@ static struct tu_result wait_without_quorum(const char *name, int deadline_ms,
     master_down(2);
     struct tu_result r;
     long long t0 = tu_now_ms();
-    acquire_async(l, 60000, (uint64_t)wait_ms, &r);
+    acquire_async(l, (uint64_t)wait_ms, 60000, &r);
     await(&r, wait_ms + scaled(5000), "acquire");
     *took = r.at_ms - t0;
     ck_assert(none_left(name));
@@ -409,7 +409,7 @@ START_TEST(waiting_acquire_parked_at_its_deadline_ends_enoquorum)
     master_down(2);
     for (int i = 0; i < 200; i++) {
         struct tu_result r;
-        acquire_async(l, 100, 40, &r);
+        acquire_async(l, 40, 100, &r);
         await(&r, scaled(5000), "acquire");
         ck_assert_msg(r.status == HILOCK_ENOQUORUM, "wait %d: %s", i,
                       hilock_err_name(r.status));
@@ -436,7 +436,7 @@ START_TEST(validity_check_rejects_an_acquisition_slower_than_its_lease)
     warm_up(l);
     master_pause(2); /* a minority says nothing */
     struct tu_result r;
-    acquire_async(l, (uint64_t)lease, 0, &r);
+    acquire_async(l, 0, (uint64_t)lease, &r);
     long long t0 = tu_now_ms(); /* not before the requests were made */
     /* one turn of the loop writes the requests; none can be answered yet */
     event_base_loop(tu_base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
@@ -612,7 +612,7 @@ START_TEST(fencing_tokens_increase_while_counters_differ)
      * majority before it is reported */
     int64_t t1 = 0, t2 = 0, t3 = 0;
     master_pause(2);
-    tu_assert_status(tu_acquire(a, 60000, 0, &t1), 0);
+    tu_assert_status(tu_acquire(a, 0, 60000, &t1), 0);
     ck_assert_int_gt(t1, 100);
     ck_assert_int_eq(hilock_lock_token(a), t1);
     ck_assert_int_ge(fence_counter(0, fk), t1);
@@ -622,13 +622,13 @@ START_TEST(fencing_tokens_increase_while_counters_differ)
     ck_assert(none_left("rlf"));
     /* {1, 2} grant: master 0, which drew t1, is out */
     master_pause(0);
-    tu_assert_status(tu_acquire(b, 60000, 0, &t2), 0);
+    tu_assert_status(tu_acquire(b, 0, 60000, &t2), 0);
     ck_assert_int_gt(t2, t1);
     tu_assert_status(tu_release(b, NULL), 0);
     master_resume(0);
     ck_assert(none_left("rlf"));
     /* all three */
-    tu_assert_status(tu_acquire(a, 60000, 0, &t3), 0);
+    tu_assert_status(tu_acquire(a, 0, 60000, &t3), 0);
     ck_assert_int_gt(t3, t2);
     tu_assert_status(tu_release(a, NULL), 0);
 }
@@ -671,7 +671,7 @@ static struct hilock_lock *park_waiter(const char *name, const char *channel,
     for (int i = 0; i < nmasters; i++)
         g.base[i] = scripts_run(i);
     g.n = 2; /* the first attempt and the retry after subscribing */
-    acquire_async(w, 10000, (uint64_t)scaled(20000), r);
+    acquire_async(w, (uint64_t)scaled(20000), 10000, r);
     ck_assert_msg(tu_run_until(subscribed_everywhere, (void *)channel,
                                scaled(2000)),
                   "the waiter did not subscribe on every master");
@@ -689,7 +689,7 @@ START_TEST(waiter_is_woken_by_the_release_message)
     client = redlock_client(3);
     client2 = redlock_client_timeout(1000);
     struct hilock_lock *h = tu_lock(client, "rlw", 1);
-    tu_assert_status(tu_acquire(h, 60000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(h, 0, 60000, NULL), 0);
     struct tu_result r;
     struct hilock_lock *w = park_waiter("rlw", CHANNEL("rlw"), &r);
     long long released = tu_now_ms();
@@ -712,7 +712,7 @@ START_TEST(a_release_message_from_any_master_wakes_the_waiter)
     client = redlock_client(3);
     client2 = redlock_client_timeout(1000);
     struct hilock_lock *h = tu_lock(client, "rlm", 1);
-    tu_assert_status(tu_acquire(h, 60000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(h, 0, 60000, NULL), 0);
     struct tu_result r;
     struct hilock_lock *w = park_waiter("rlm", CHANNEL("rlm"), &r);
     for (int i = 0; i < 3; i++)
@@ -741,7 +741,7 @@ START_TEST(five_masters_tolerate_two_down_not_three)
     master_down(3);
     master_down(4);
     long long t0 = tu_now_ms();
-    tu_assert_status(tu_acquire(l, 60000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, 60000, NULL), 0);
     long long took = tu_now_ms() - t0;
     ck_assert_msg(took < scaled(1000), "acquired after %lld ms", took);
     ck_assert_int_eq(masters_with("rl5m"), 3);
@@ -750,7 +750,7 @@ START_TEST(five_masters_tolerate_two_down_not_three)
     master_down(2);
     t0 = tu_now_ms();
     /* per-master deadline: a tenth of the lease, 200 ms */
-    tu_assert_status(tu_acquire(l, 2000, 0, NULL), HILOCK_ENOQUORUM);
+    tu_assert_status(tu_acquire(l, 0, 2000, NULL), HILOCK_ENOQUORUM);
     took = tu_now_ms() - t0;
     ck_assert_msg(took < 200 + scaled(500), "failed after %lld ms", took);
     ck_assert(none_left("rl5m"));
@@ -794,7 +794,7 @@ START_TEST(fence_reports_a_token_a_majority_has)
     tp_hold_after(proxies[0], 1); /* the acquire passes, the fence waits */
     tp_hold_after(proxies[2], 0); /* everything waits */
     struct tu_result r;
-    acquire_async(a, 60000, 0, &r);
+    acquire_async(a, 0, 60000, &r);
     /* decided on masters 0 and 1 (11, 21): the fence of 21 is out */
     struct held_n_goal g = {1, 2};
     ck_assert(tu_run_until(holds_reached, &g, scaled(2000)));
@@ -816,7 +816,7 @@ START_TEST(fence_reports_a_token_a_majority_has)
     ck_assert(none_left("rlt"));
     tp_blackhole(proxies[2], true); /* the next majority: masters 0 and 1 */
     int64_t t2 = 0;
-    tu_assert_status(tu_acquire(b, 60000, 0, &t2), 0);
+    tu_assert_status(tu_acquire(b, 0, 60000, &t2), 0);
     ck_assert_msg(t2 > t1, "token %lld after %lld", (long long)t2,
                   (long long)t1);
     tu_assert_status(tu_release(b, NULL), 0);
@@ -840,7 +840,7 @@ START_TEST(grant_after_a_failed_decision_is_undone)
     master_set(2, "rlg", "x");
     struct scripts_goal g = {0, scripts_run(0) + 2, "rlg"};
     master_pause(0);
-    tu_assert_status(tu_acquire(l, 60000, 0, NULL), HILOCK_ENOQUORUM);
+    tu_assert_status(tu_acquire(l, 0, 60000, NULL), HILOCK_ENOQUORUM);
     master_resume(0);
     /* master 0 runs the acquire, and then the undo must come */
     ck_assert_msg(tu_run_until(scripts_done_key_gone, &g, scaled(2000)),

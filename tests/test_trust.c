@@ -122,8 +122,8 @@ START_TEST(noscript_resend_overtaken_by_its_twin_counts_two_holds)
     char *ok = rs_str(tu_srv, "SCRIPT", "FLUSH", (char *)NULL);
     free(ok);
     tp_hold_after(proxy, 1); /* a's attempt passes, then everything waits */
-    tu_assert_status(hilock_lock_acquire(a, 30000, 0, tu_record, &res[0]), 0);
-    tu_assert_status(hilock_lock_acquire(b, 30000, 0, tu_record, &res[1]), 0);
+    tu_assert_status(hilock_lock_acquire(a, 0, 30000, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_acquire(b, 0, 30000, tu_record, &res[1]), 0);
     ck_assert_msg(tu_run_until(proxy_holds_three, NULL, tu_ms(3000)),
                   "the NOSCRIPT reload and resend never came");
     /* someone else loads the scripts before b's attempt runs */
@@ -157,7 +157,7 @@ START_TEST(watchdog_keeps_a_lock_whose_lease_was_shortened)
                      0);
     await(&res[0], 1, tu_ms(2000), "renew");
     tu_assert_status(res[0].status, 0);
-    tu_assert_status(tu_acquire(l, (uint64_t)SHORT_MS, 0, NULL), 0);
+    tu_assert_status(tu_acquire(l, 0, (uint64_t)SHORT_MS, NULL), 0);
     /* ^ a re-entry */
     tu_run_for(TWO_SHORT_LEASES_MS);
     ck_assert_int_eq(lost.calls, 0);
@@ -195,7 +195,7 @@ START_TEST(twin_reentry_with_a_short_lease_keeps_the_watchdog_hold)
     tu_assert_status(hilock_lock_on_lost(a, tu_record, &lost), 0);
     tu_assert_status(hilock_lock_on_lost(b, tu_record, &lost2), 0);
     tu_assert_status(tu_acquire(a, 0, 0, NULL), 0);
-    tu_assert_status(tu_acquire(b, (uint64_t)SHORT_MS, 0, NULL), 0);
+    tu_assert_status(tu_acquire(b, 0, (uint64_t)SHORT_MS, NULL), 0);
     tu_run_for(TWO_SHORT_LEASES_MS);
     ck_assert_int_eq(lost.calls + lost2.calls, 0);
     ck_assert_int_eq(tu_holds("twin2", client, 7), 2);
@@ -265,9 +265,9 @@ START_TEST(same_owner_acquire_with_a_wait_reenters_past_other_waiters)
     struct hilock_lock *w = tu_lock(client, "reent", 2);
     struct hilock_lock *a2 = tu_lock(client, "reent", 1);
     tu_assert_status(tu_acquire(a, 0, 0, NULL), 0);
-    tu_assert_status(hilock_lock_acquire(w, 0, 5000, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_acquire(w, 5000, 0, tu_record, &res[0]), 0);
     tu_client_ready(client); /* answered after w's busy reply: w is parked */
-    tu_assert_status(hilock_lock_acquire(a2, 0, 5000, tu_record, &res[1]), 0);
+    tu_assert_status(hilock_lock_acquire(a2, 5000, 0, tu_record, &res[1]), 0);
     /* queued behind w, it would wait until w's deadline ends it, 5 s on */
     await(&res[1], 1, tu_ms(1000), "re-entry");
     tu_assert_status(res[1].status, 0);
@@ -288,7 +288,7 @@ START_TEST(waiting_acquire_outlasts_a_stall_longer_than_the_request_timeout)
     struct hilock_lock *l = tu_lock(client, "stall", 1);
     tu_client_ready(client);
     tp_blackhole(proxy, true);
-    tu_assert_status(hilock_lock_acquire(l, 0, 8000, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_acquire(l, 8000, 0, tu_record, &res[0]), 0);
     /* a stall of twice the request timeout */
     tu_run_for(2 * (int)o.request_timeout_ms);
     ck_assert_int_eq(res[0].calls, 0);
@@ -406,7 +406,7 @@ START_TEST(subscribe_denied_backs_off_reports_enoperm_and_still_waits)
     struct hilock_lock *w = tu_lock(client, "acl", 2);
     long long conns0 = connections_received();
     long long t_wait = tu_now_ms();
-    tu_assert_status(hilock_lock_acquire(w, 0, 10000, tu_record, &res[0]), 0);
+    tu_assert_status(hilock_lock_acquire(w, 10000, 0, tu_record, &res[0]), 0);
     ck_assert_msg(tu_run_until_state(client, HILOCK_STATE_PUBSUB_DOWN,
                                      tu_ms(2000)),
                   "the denied subscriber was never reported");

@@ -70,7 +70,7 @@ static void await_numsub(const char *channel, long long n, const char *what)
 static struct hilock_lock *hold(const char *name)
 {
     struct hilock_lock *h = tu_lock(a, name, 1);
-    tu_assert_status(tu_acquire(h, (uint64_t)tu_ms(HOLDER_LEASE_MS), 0, NULL),
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(HOLDER_LEASE_MS), NULL),
                      0);
     return h;
 }
@@ -116,8 +116,8 @@ static void start_waiters(struct hilock_client *c, const char *name,
         ws[i].idx = i;
         ws[i].lock = tu_lock(c, name, 100 + (uint64_t)i);
         tu_assert_status(hilock_lock_acquire(ws[i].lock,
-                                             (uint64_t)tu_ms(WAITER_LEASE_MS),
-                                             wait_ms, on_acquired, &ws[i]),
+                                             wait_ms,
+                                             (uint64_t)tu_ms(WAITER_LEASE_MS), on_acquired, &ws[i]),
                          0);
     }
 }
@@ -389,7 +389,7 @@ START_TEST(same_client_release_wakes_its_waiter_without_a_message)
     o.reconnect_max_ms = (uint32_t)tu_ms(4000);
     struct hilock_client *c = tu_client(&o);
     struct hilock_lock *h = tu_lock(c, "self", 1);
-    tu_assert_status(tu_acquire(h, (uint64_t)tu_ms(HOLDER_LEASE_MS), 0, NULL),
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(HOLDER_LEASE_MS), NULL),
                      0);
     start_waiters(c, "self", 0, 1, (uint64_t)tu_ms(5000));
     await_numsub(TU_CHANNEL("self"), 1, "the waiter never subscribed");

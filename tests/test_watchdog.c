@@ -71,7 +71,7 @@ START_TEST(watchdog_keeps_the_lock_past_three_leases)
     /* and it is really still ours against another client */
     struct hilock_client *other = tu_client(NULL);
     struct hilock_lock *ol = tu_lock(other, "wd", 1);
-    tu_assert_status(tu_acquire(ol, 1000, 0, NULL), HILOCK_EBUSY);
+    tu_assert_status(tu_acquire(ol, 0, 1000, NULL), HILOCK_EBUSY);
     hilock_client_free(other);
 }
 END_TEST
@@ -123,7 +123,7 @@ END_TEST
 
 START_TEST(explicit_lease_is_not_renewed)
 {
-    tu_assert_status(tu_acquire(lock, 200, 0, NULL), 0);
+    tu_assert_status(tu_acquire(lock, 0, 200, NULL), 0);
     ck_assert(tu_run_until_redis(0, tu_ms(2000), "EXISTS", "wd",
                                  (char *)NULL));
 }
@@ -170,7 +170,7 @@ START_TEST(renew_on_demand_sets_the_lease)
 {
     int64_t v = -1;
     struct tu_result r = {0};
-    tu_assert_status(tu_acquire(lock, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(lock, 0, 10000, NULL), 0);
     tu_assert_status(hilock_lock_renew(lock, 0, tu_record, &r), 0);
     ck_assert(tu_run_until_count(&r.calls, 1, tu_ms(3000)));
     tu_assert_status(r.status, 0);
@@ -205,7 +205,7 @@ END_TEST
 START_TEST(renew_of_a_deleted_lock_is_elost_and_fires_on_lost)
 {
     struct tu_result r = {0};
-    tu_assert_status(tu_acquire(lock, 10000, 0, NULL), 0);
+    tu_assert_status(tu_acquire(lock, 0, 10000, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "DEL", "wd", (char *)NULL), 1);
     tu_assert_status(hilock_lock_renew(lock, 0, tu_record, &r), 0);
     ck_assert(tu_run_until_count(&r.calls, 1, tu_ms(3000)));

@@ -413,11 +413,11 @@ static int finish(struct tu_result *r, int64_t *value, long long timeout_ms,
     return r->status;
 }
 
-int tu_acquire(struct hilock_lock *lock, uint64_t lease_ms, uint64_t wait_ms,
+int tu_acquire(struct hilock_lock *lock, uint64_t wait_ms, uint64_t lease_ms,
                int64_t *value)
 {
     struct tu_result *r = fresh_result();
-    int rc = hilock_lock_acquire(lock, lease_ms, wait_ms, tu_record, r);
+    int rc = hilock_lock_acquire(lock, wait_ms, lease_ms, tu_record, r);
     tu_assert_status(rc, 0);
     return finish(r, value, (long long)wait_ms + tu_ms(TU_MARGIN_MS),
                   "acquire");
@@ -475,7 +475,7 @@ int tu_acquire_eventually(struct hilock_lock *lock, uint64_t lease_ms)
     long long deadline = tu_now_ms() + tu_ms(5000);
     int st;
     do {
-        st = tu_acquire(lock, lease_ms, 0, NULL);
+        st = tu_acquire(lock, 0, lease_ms, NULL);
         if (st != HILOCK_ECONN && st != HILOCK_ETIMEDOUT)
             return st;
         tu_run_for(20);

@@ -147,7 +147,7 @@ bool tu_numsub_becomes(const char *channel, long long n, int timeout_ms);
 /* Issue the call, run the loop until its callback fires (failing the test
  * if it does not within the wait plus a margin) and return its status;
  * *value (if not NULL) gets the value. */
-int tu_acquire(struct hilock_lock *lock, uint64_t lease_ms, uint64_t wait_ms,
+int tu_acquire(struct hilock_lock *lock, uint64_t wait_ms, uint64_t lease_ms,
                int64_t *value);
 int tu_release(struct hilock_lock *lock, int64_t *value);
 /* tu_acquire (try once) again while it fails with a connection-level code

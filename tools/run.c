@@ -265,7 +265,7 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
 static int acquire(struct runner *r)
 {
     uint64_t wait_ms = r->nonblock ? 0 : r->wait_ms;
-    int rc = hilock_lock_acquire(r->lock, r->lease_ms, wait_ms, on_acquired,
+    int rc = hilock_lock_acquire(r->lock, wait_ms, r->lease_ms, on_acquired,
                                  r);
     if (rc != 0)
         cli_error("acquiring %s: %s", r->shown, hilock_strerror(rc));

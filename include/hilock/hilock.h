@@ -230,16 +230,17 @@ HILOCK_EXPORT void hilock_lock_free(struct hilock_lock *lock);
 
 /* Acquire, or re-enter when this owner already holds it (a re-entry never
  * waits, not even behind this client's other waiters).
+ * wait_ms: 0 tries once; otherwise how long to wait for the lock, at most
+ *   HILOCK_MS_MAX. A wait goes on through request timeouts, stalls and
+ *   reconnects until wait_ms has passed.
  * lease_ms: the lease, 1..HILOCK_MS_MAX; 0 means watchdog_lease_ms renewed
  *   by the watchdog for as long as the lock is held. While any hold of the
  *   owner is under the watchdog, the watchdog keeps renewing within the
  *   shortest lease set since (a re-entry or hilock_lock_renew() with a
  *   lease does not let it expire).
- * wait_ms: 0 tries once; otherwise how long to wait for the lock, at most
- *   HILOCK_MS_MAX. A wait goes on through request timeouts, stalls and
- *   reconnects until wait_ms has passed.
- * (The order, lease before wait, is the opposite of Redisson's
- * tryLock(wait, lease): mind it when porting.)
+ * Wait comes before lease, as in Redisson's tryLock(waitTime, leaseTime):
+ * the two are adjacent integers of one unit, and code ported from Java
+ * must not swap them silently.
  * cb(lock, status, value, arg):
  *   0                 acquired; value = fencing token (0 without fencing)
  *   HILOCK_EBUSY      held by another owner and wait_ms was 0;
@@ -256,7 +257,7 @@ HILOCK_EXPORT void hilock_lock_free(struct hilock_lock *lock);
  * handle), HILOCK_ECANCELED (the client is being freed), HILOCK_EINPROGRESS
  * (an acquire or release is already pending), HILOCK_ENOMEM. */
 HILOCK_EXPORT int hilock_lock_acquire(struct hilock_lock *lock,
-                                      uint64_t lease_ms, uint64_t wait_ms,
+                                      uint64_t wait_ms, uint64_t lease_ms,
                                       hilock_lock_cb *cb, void *arg);
 
 /* Release one hold of the owner. A release whose reply is lost is retried
@@ -350,13 +351,13 @@ HILOCK_EXPORT int hilock_multi_new(struct hilock_client *client,
 /* Free it; pending callbacks fire with HILOCK_ECANCELED before it returns;
  * if held, every name is released (best effort). NULL is ignored. */
 HILOCK_EXPORT void hilock_multi_free(struct hilock_multi *multi);
-/* Take every name: lease_ms and wait_ms as for hilock_lock_acquire.
+/* Take every name: wait_ms and lease_ms as for hilock_lock_acquire.
  * cb: 0 all taken; HILOCK_EBUSY (wait_ms 0) some name is held by another
  * owner and none was taken; HILOCK_ETIMEDOUT, HILOCK_ECANCELED, or another
  * error, with none taken. Returns 0, HILOCK_EINVAL (also when already
  * held), HILOCK_ECANCELED, HILOCK_EINPROGRESS, HILOCK_ENOMEM. */
 HILOCK_EXPORT int hilock_multi_acquire(struct hilock_multi *multi,
-                                       uint64_t lease_ms, uint64_t wait_ms,
+                                       uint64_t wait_ms, uint64_t lease_ms,
                                        hilock_multi_cb *cb, void *arg);
 /* Release one hold of every name. cb: 0, HILOCK_ENOTOWNER (none was held),
  * or an error. Returns as hilock_multi_acquire. */
