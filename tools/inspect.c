@@ -30,9 +30,9 @@
 #include <hilock/hilock.h>
 
 #include "cli.h"
+#include "keys.h" /* src/: the key layout's names, defined once */
 
 #define TIMEOUT_MS 2000
-#define CHANNEL_HEAD "redisson_lock__channel:{"
 
 /* What KEYS[1] is, read in one atomic step: {'none'}; {'lock', HGETALL}
  * for a hash laid out as a lock (owner fields "<uuid>:<tag>" with a decimal
@@ -54,7 +54,7 @@
     "    if string.find(all[i], owner .. '$') and\n"                        \
     "       string.find(all[i + 1], '^%d+$') then\n"                        \
     "      owners = owners + 1\n"                                           \
-    "    elseif not string.find(all[i], owner .. ':rid$') then\n"           \
+    "    elseif not string.find(all[i], owner .. '" KEYS_RID_SUFFIX "$') then\n" \
     "      return {'field', all[i]}\n"                                      \
     "    end\n"                                                             \
     "  end\n"                                                               \
@@ -164,7 +164,8 @@ static int parse_args(struct cli_redis *r, int *force, const char **name,
 /* Whether f, a field of a lock's HGETALL array, is ":rid" bookkeeping. */
 static int is_rid(const redisReply *f)
 {
-    return f->len >= 4 && memcmp(f->str + f->len - 4, ":rid", 4) == 0;
+    size_t n = sizeof(KEYS_RID_SUFFIX) - 1;
+    return f->len >= n && memcmp(f->str + f->len - n, KEYS_RID_SUFFIX, n) == 0;
 }
 
 /* Print the owner fields of a lock's HGETALL array (not the ":rid" ones),
@@ -257,11 +258,11 @@ static redisReply *run_script(const struct cli_redis *r,
                               int with_channel)
 {
     size_t nlen = strlen(name);
-    char *channel = malloc(sizeof(CHANNEL_HEAD) + nlen + 1);
+    char *channel = malloc(sizeof(KEYS_CHANNEL_HEAD) + nlen + 1);
     redisContext *c = channel ? connect_to(r, ep) : NULL;
     redisReply *reply = NULL;
     if (c) {
-        sprintf(channel, "%s%s}", CHANNEL_HEAD, name);
+        sprintf(channel, "%s%s%s", KEYS_CHANNEL_HEAD, name, KEYS_TAG_TAIL);
         const char *argv[] = {"EVAL", script, with_channel ? "2" : "1", name,
                               channel};
         reply = command(c, with_channel ? 5 : 4, argv, NULL);
