@@ -171,8 +171,8 @@ static void hook_wait_expired(struct hilock_lock *lock)
                   0);
 }
 
-/* The acquire succeeded (sent at sent_ms): record the hold, start its
- * lease tracking, report. */
+/* A hold was granted by a request sent at sent_ms: count it and track its
+ * lease (shared with its twins). */
 void lock_granted(struct hilock_lock *lock, uint64_t sent_ms,
                   uint32_t lease_ms)
 {
@@ -189,6 +189,7 @@ void lock_drop_hold(struct hilock_lock *lock)
         hold_ended(lock);
 }
 
+/* The acquire succeeded (sent at sent_ms): record the hold, report. */
 static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
 {
     lock->token = token; /* on re-entry, Redis returns the current token */
