@@ -19,7 +19,7 @@ struct hilock_lock *handle_new(struct engine *eng, const char *name,
     lock->refs = 1;
     TAILQ_INIT(&lock->ops);
     heap_node_init(&lock->wd_node);
-    lock->name_len = len;
+    lock->name_len = (uint32_t)len;
     memcpy(lock->name, name, len);
     lock->name_hash = table_hash(name, len, 0);
     LIST_INSERT_HEAD(&eng->locks, lock, link);
@@ -79,10 +79,10 @@ struct wire_lock handle_wire(const struct hilock_lock *lock)
     return w;
 }
 
-static uint64_t owner_hash(const struct hilock_lock *lock)
+static uint32_t owner_hash(const struct hilock_lock *lock)
 {
     uint64_t h = lock->name_hash ^ (lock->owner_tag * 0x9e3779b97f4a7c15u);
-    return h ^ (h >> 31);
+    return (uint32_t)(h ^ (h >> 32));
 }
 
 void handle_hold_begin(struct hilock_lock *lock)

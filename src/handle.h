@@ -26,11 +26,14 @@ struct hilock_lock {
     uint32_t holds;                  /* holds taken through this handle */
     int64_t token;
     uint32_t lease_ms;               /* lease of the current hold */
+    uint32_t op_lease_ms;            /* requested lease (0: watchdog) */
     uint8_t auto_renew;              /* watchdog renews the lease */
     uint8_t renewing;                /* a watchdog renewal is in flight */
     uint8_t freeing;                 /* hilock_lock_free() was called */
     uint8_t op;                      /* enum lock_op pending */
     uint8_t in_owners;               /* in eng->owners */
+    uint8_t splits;                  /* split votes in a row (Redlock) */
+    int8_t wait_err;                 /* last busy/no-quorum of the wait */
     struct table_node owner_node;    /* eng->owners */
     struct heap_node wd_node;
     uint64_t valid_until;            /* ms: lease may run out after this */
@@ -40,17 +43,14 @@ struct hilock_lock {
     hilock_lock_cb *op_cb;
     void *op_arg;
     struct op *op_pending;           /* attempt or release in flight */
-    uint32_t op_lease_ms;            /* requested lease (0: watchdog) */
     uint64_t wait_deadline;          /* ms; 0: try once */
-    int wait_err;                    /* last busy/no-quorum of the wait */
-    uint8_t splits;                  /* split votes in a row (Redlock) */
     /* Waiting: place in the name's queue. */
     struct wait_queue *queue;
     struct hilock_multi *multi;      /* the MultiLock it is a member of */
     TAILQ_ENTRY(hilock_lock) wlink;
     struct event *wait_timer;        /* deadline, allocated on first wait */
-    uint64_t name_hash;              /* table_hash of the name, once */
-    size_t name_len;
+    uint32_t name_hash;              /* table_hash of the name, once */
+    uint32_t name_len;               /* at most HILOCK_NAME_MAX */
     char name[];
 };
 

@@ -285,7 +285,7 @@ static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
         return;
     }
     if (status == HILOCK_EBUSY || status == HILOCK_ENOQUORUM)
-        lock->wait_err = status;
+        lock->wait_err = (int8_t)status;
     if (clock_now_ms() >= lock->wait_deadline) {
         finish_op(lock,
                   lock->wait_err == HILOCK_ENOQUORUM ? HILOCK_ENOQUORUM

@@ -41,7 +41,7 @@ struct sub {
 static struct sub *sub_find(const struct sub_set *s, const char *name,
                             size_t len)
 {
-    uint64_t h = table_hash(name, len, 0);
+    uint32_t h = table_hash(name, len, 0);
     for (struct table_node *n = table_first(&s->entries, h); n;
          n = table_next(n)) {
         struct sub *e = TABLE_ENTRY(n, struct sub, node);

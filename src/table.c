@@ -5,13 +5,13 @@
 
 #define TABLE_FIRST_BUCKETS 64
 
-uint64_t table_hash(const void *p, size_t n, uint64_t seed)
+uint32_t table_hash(const void *p, size_t n, uint64_t seed)
 {
     const unsigned char *b = p;
     uint64_t h = 1469598103934665603u ^ seed;
     for (size_t i = 0; i < n; i++)
         h = (h ^ b[i]) * 1099511628211u;
-    return h ^ (h >> 29);
+    return (uint32_t)(h ^ (h >> 32));
 }
 
 void table_init(struct table *t)
@@ -47,7 +47,7 @@ static void table_grow(struct table *t)
     t->nbuckets = n;
 }
 
-int table_insert(struct table *t, struct table_node *n, uint64_t hash)
+int table_insert(struct table *t, struct table_node *n, uint32_t hash)
 {
     if (t->count >= t->nbuckets)
         table_grow(t);
@@ -72,14 +72,14 @@ void table_remove(struct table *t, struct table_node *n)
 }
 
 /* The first node from n on (n included) with hash. */
-static struct table_node *with_hash(struct table_node *n, uint64_t hash)
+static struct table_node *with_hash(struct table_node *n, uint32_t hash)
 {
     while (n && n->hash != hash)
         n = n->next;
     return n;
 }
 
-struct table_node *table_first(const struct table *t, uint64_t hash)
+struct table_node *table_first(const struct table *t, uint32_t hash)
 {
     if (!t->nbuckets)
         return NULL;

@@ -13,7 +13,7 @@
 
 struct table_node {
     struct table_node *next;
-    uint64_t hash;
+    uint32_t hash;
 };
 
 struct table {
@@ -22,8 +22,9 @@ struct table {
     size_t count;
 };
 
-/* FNV-1a of n bytes at p, started from seed (0 for a plain hash). */
-uint64_t table_hash(const void *p, size_t n, uint64_t seed);
+/* FNV-1a of n bytes at p, started from seed (0 for a plain hash), folded
+ * to 32 bits. */
+uint32_t table_hash(const void *p, size_t n, uint64_t seed);
 
 void table_init(struct table *t);
 /* Free the bucket array; the nodes belong to their owners. */
@@ -31,12 +32,12 @@ void table_free(struct table *t);
 /* Insert node n with hash. Returns 0, or -1 when no bucket array could be
  * allocated (n is then not in the table). A failed doubling only makes the
  * chains longer. */
-int table_insert(struct table *t, struct table_node *n, uint64_t hash);
+int table_insert(struct table *t, struct table_node *n, uint32_t hash);
 /* Remove n, which must be in t. */
 void table_remove(struct table *t, struct table_node *n);
 /* The first node with hash, or NULL; table_next() gives the next one with
  * the same hash. The caller compares the keys. */
-struct table_node *table_first(const struct table *t, uint64_t hash);
+struct table_node *table_first(const struct table *t, uint32_t hash);
 struct table_node *table_next(const struct table_node *n);
 /* Call fn(node, arg) on every node; fn may remove the node it is given. */
 void table_each(struct table *t, void (*fn)(struct table_node *n, void *arg),

@@ -83,7 +83,7 @@ void waits_free(struct engine *eng)
 
 /* The queue of name (hash h: table_hash of the name), or NULL. */
 static struct wait_queue *queue_find(struct engine *eng, const char *name,
-                                     size_t len, uint64_t h)
+                                     size_t len, uint32_t h)
 {
     for (struct table_node *n = table_first(&eng->waits, h); n;
          n = table_next(n)) {
