@@ -75,4 +75,18 @@ struct engine {
     size_t op_pool_len;
 };
 
+/* The lease a request asks for: lease_ms, or the watchdog's for 0. */
+static inline uint32_t engine_lease(const struct engine *eng,
+                                    uint32_t lease_ms)
+{
+    return lease_ms ? lease_ms : eng->opts->watchdog_lease_ms;
+}
+
+/* Failures a later attempt may not meet: a wait goes on through them. */
+static inline int engine_transient(int status)
+{
+    return status == HILOCK_ETIMEDOUT || status == HILOCK_ECONN ||
+           status == HILOCK_ENOQUORUM;
+}
+
 #endif

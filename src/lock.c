@@ -101,8 +101,7 @@ static void share_end(struct hilock_lock *lock)
 /* The lease a release sets when holds remain. */
 static uint32_t lock_lease(const struct hilock_lock *lock)
 {
-    return lock->lease_ms ? lock->lease_ms
-                          : lock->eng->opts->watchdog_lease_ms;
+    return engine_lease(lock->eng, lock->lease_ms);
 }
 
 static void acquire_done(struct op *op, int status,
@@ -113,8 +112,7 @@ static void acquire_late(struct op *op, size_t i,
 /* The lease the pending acquire asks for. */
 static uint32_t acquire_lease(const struct hilock_lock *lock)
 {
-    return lock->op_lease_ms ? lock->op_lease_ms
-                             : lock->eng->opts->watchdog_lease_ms;
+    return engine_lease(lock->eng, lock->op_lease_ms);
 }
 
 /* The deadline of each master's part of an acquire: on several masters a
@@ -122,10 +120,10 @@ static uint32_t acquire_lease(const struct hilock_lock *lock)
  * the validity; on one node the request timeout. */
 static uint32_t part_timeout(const struct hilock_lock *lock)
 {
-    uint32_t t = acquire_lease(lock) / 10;
-    uint32_t max = lock->eng->opts->request_timeout_ms;
+    uint32_t t, max = lock->eng->opts->request_timeout_ms;
     if (lock->eng->nnodes == 1)
         return 0;
+    t = acquire_lease(lock) / 10;
     t = t < 10 ? 10 : t;
     return t < max ? t : max;
 }
@@ -179,8 +177,7 @@ void lock_granted(struct hilock_lock *lock, uint64_t sent_ms,
     if (lock->holds++ == 0)
         handle_hold_begin(lock);
     lock->auto_renew |= lease_ms == 0;
-    share_lease(lock, sent_ms,
-                lease_ms ? lease_ms : lock->eng->opts->watchdog_lease_ms);
+    share_lease(lock, sent_ms, engine_lease(lock->eng, lease_ms));
 }
 
 void lock_drop_hold(struct hilock_lock *lock)
@@ -196,13 +193,6 @@ static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
     lock->splits = 0;
     lock_granted(lock, sent_ms, lock->op_lease_ms);
     finish_op(lock, 0, lock->token);
-}
-
-/* Errors that a later attempt may not meet: a wait goes on through them. */
-static int transient(int status)
-{
-    return status == HILOCK_ETIMEDOUT || status == HILOCK_ECONN ||
-           status == HILOCK_ENOQUORUM;
 }
 
 static void cleanup_done(struct op *op, int status,
@@ -280,7 +270,7 @@ static int granted_somewhere(const struct op *op)
 static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
 {
     if (lock->wait_deadline == 0 ||
-        (status != HILOCK_EBUSY && !transient(status))) {
+        (status != HILOCK_EBUSY && !engine_transient(status))) {
         finish_op(lock, status, status == HILOCK_EBUSY ? ttl : 0);
         return;
     }

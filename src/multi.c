@@ -141,8 +141,7 @@ static struct op *send_release(struct hilock_multi *m, int node,
     wire_multi_release(op_cmd(op),
                        node_sha(&eng->nodes[0], SCRIPT_MULTI_RELEASE), w,
                        m->k, eng->request_tag, ++eng->seq,
-                       m->lease_ms ? m->lease_ms
-                                   : eng->opts->watchdog_lease_ms,
+                       engine_lease(eng, m->lease_ms),
                        eng->opts->request_timeout_ms);
     multi_attach(m, op);
     op_submit(op, 0);
@@ -177,10 +176,7 @@ static int send_attempt(struct hilock_multi *m)
     op_eval(op, SCRIPT_MULTI_ACQUIRE);
     wire_multi_acquire(op_cmd(op),
                        node_sha(&eng->nodes[0], SCRIPT_MULTI_ACQUIRE), w,
-                       m->k,
-                       m->lease_ms ? m->lease_ms
-                                   : eng->opts->watchdog_lease_ms,
-                       ++eng->seq);
+                       m->k, engine_lease(eng, m->lease_ms), ++eng->seq);
     multi_attach(m, op);
     m->pending = op;
     if (m->parked)
@@ -210,15 +206,14 @@ static void acquire_done(struct op *op, int status,
                          const struct op_result *res)
 {
     struct hilock_multi *m = op->ctx;
-    uint32_t lease = m->lease_ms;
     m->pending = NULL;
     if (status == 0 && op->n > 1 &&
-        quorum_validity(lease ? lease : m->eng->opts->watchdog_lease_ms,
+        quorum_validity(engine_lease(m->eng, m->lease_ms),
                         clock_now_ms() - op->sent_ms) <= 0)
         status = HILOCK_ENOQUORUM;
     if (status == 0) {
         for (size_t i = 0; i < m->k; i++)
-            lock_granted(m->members[i], op->sent_ms, lease);
+            lock_granted(m->members[i], op->sent_ms, m->lease_ms);
         m->held = 1;
         finish(m, 0);
         return;
@@ -228,8 +223,7 @@ static void acquire_done(struct op *op, int status,
         if (op_node_ok(op, i))
             send_release(m, (int)i, undo_done);
     if (m->deadline == 0 ||
-        (status != HILOCK_EBUSY && status != HILOCK_ETIMEDOUT &&
-         status != HILOCK_ECONN && status != HILOCK_ENOQUORUM)) {
+        (status != HILOCK_EBUSY && !engine_transient(status))) {
         finish(m, status);
     } else if (clock_now_ms() >= m->deadline) {
         finish(m, status == HILOCK_ENOQUORUM ? status : HILOCK_ETIMEDOUT);

@@ -17,8 +17,6 @@ int64_t quorum_validity(uint32_t lease_ms, uint64_t elapsed_ms)
 /* Counts over the results in so far. */
 struct tally {
     size_t got, ok, busy, notowner;
-    int first_error;     /* 0, or the cause shared by every other failure */
-    int mixed;           /* failures have different causes */
     int64_t max_a, max_b, min_busy_ttl;
     int64_t sum_b;
     int64_t busy_b;      /* b of the busy result kept (its blocking lock) */
@@ -47,10 +45,6 @@ static void tally(size_t n, const struct op_result *res,
             }
         } else if (r->status == HILOCK_ENOTOWNER) {
             t->notowner++;
-        } else if (!t->first_error) {
-            t->first_error = r->status;
-        } else if (t->first_error != r->status) {
-            t->mixed = 1;
         }
     }
 }
@@ -75,22 +69,18 @@ static int64_t qth_largest(size_t n, const struct op_result *res,
     return v[q - 1];
 }
 
-/* The failure of an operation whose successes can no longer reach q. */
+/* The failure of an operation over n > 1 nodes whose successes can no
+ * longer reach q: busy when held elsewhere, not owner when no node held it
+ * for us, else no quorum. */
 static void failed(const struct tally *t, size_t n, size_t q,
                    struct op_result *out)
 {
     *out = (struct op_result){HILOCK_ENOQUORUM, 0, 0};
-    if (t->busy > 0 && t->busy + t->ok >= q - (n - t->got) && n > 1) {
-        /* Held elsewhere by enough nodes to block us: busy. */
+    if (t->busy > 0 && (t->busy + t->ok >= q - (n - t->got) ||
+                        t->got - t->ok == t->busy))
         out->status = HILOCK_EBUSY;
-    } else if (t->busy > 0 && t->got - t->ok == t->busy) {
-        out->status = HILOCK_EBUSY; /* every failure is a busy one */
-    } else if (t->notowner > 0 && t->got - t->ok == t->notowner) {
+    else if (t->notowner > 0 && t->got - t->ok == t->notowner)
         out->status = HILOCK_ENOTOWNER;
-    } else if (t->first_error && !t->mixed && t->busy + t->notowner == 0 &&
-               n == 1) {
-        out->status = t->first_error;
-    }
     if (out->status == HILOCK_EBUSY) {
         out->a = t->min_busy_ttl == INT64_MAX ? -1 : t->min_busy_ttl;
         out->b = t->busy_b;
@@ -102,13 +92,13 @@ int quorum_decide(enum op_kind kind, size_t n, const struct op_result *res,
 {
     struct tally t;
     size_t q = quorum_of(n);
-    tally(n, res, got, &t);
-    if (n == 1) {
-        if (!t.got)
+    if (n == 1) { /* one node: its answer, as it is */
+        if (!got[0])
             return 0;
         *out = res[0];
         return 1;
     }
+    tally(n, res, got, &t);
     switch (kind) {
     case OP_KIND_ACQUIRE:
     case OP_KIND_FENCE:
