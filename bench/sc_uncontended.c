@@ -224,7 +224,7 @@ static int c_send_release(struct uslot *s)
     struct resp_buf cmd;
     resp_init(&cmd, inline_cmd, sizeof inline_cmd);
     wire_release(&cmd, u->sha_rel, &s->wire, u->request_tag, ++u->seq,
-                 u->lease_ms, u->request_timeout_ms, 1);
+                 u->lease_ms, u->request_timeout_ms, 1, "publish");
     return c_send(u, &cmd, c_on_released, s);
 }
 

@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "lock.h"
+#include "slot.h"
 #include "multi.h"
 #include "quorum.h"
 #include "wait.h"
@@ -39,6 +40,7 @@ void hilock_options_init(struct hilock_options *opts)
     opts->watchdog_lease_ms = 30000;
     opts->reconnect_min_ms = 50;
     opts->reconnect_max_ms = 2000;
+    opts->wait_timeout_ms = 1000;
 }
 
 /* Whether an endpoint can be connected to at all. */
@@ -58,41 +60,85 @@ static int same_endpoint(const struct hilock_endpoint *a,
     return a->port == b->port && strcmp(a->host, b->host) == 0;
 }
 
-/* Redlock masters: none, or an odd number from 3 to HILOCK_MASTERS_MAX,
- * each usable, none twice. */
-static int masters_check(const struct hilock_options *o)
+/* A list of min..max endpoints, each usable (over TCP when tcp), none
+ * twice. */
+static int endpoints_check(const struct hilock_endpoint *e, size_t n,
+                           size_t min, size_t max, int tcp)
 {
-    size_t n = o->nmasters;
-    if (!o->masters && n == 0)
-        return 0;
-    if (!o->masters || n < 3 || n > HILOCK_MASTERS_MAX || n % 2 == 0)
+    if (!e || n < min || n > max)
         return HILOCK_EINVAL;
     for (size_t i = 0; i < n; i++) {
-        const struct hilock_endpoint *m = &o->masters[i];
-        if (!endpoint_ok(m->host, m->port, m->unix_path))
+        if (!endpoint_ok(e[i].host, e[i].port, e[i].unix_path) ||
+            (tcp && e[i].unix_path))
             return HILOCK_EINVAL;
         for (size_t j = 0; j < i; j++)
-            if (same_endpoint(m, &o->masters[j]))
+            if (same_endpoint(&e[i], &e[j]))
                 return HILOCK_EINVAL;
     }
     return 0;
 }
 
+/* A sentinel master name: it comes back inside space-separated messages. */
+static int master_name_ok(const char *name)
+{
+    if (!name || !*name || strlen(name) >= 256)
+        return 0;
+    for (const char *p = name; *p; p++)
+        if ((unsigned char)*p <= ' ')
+            return 0;
+    return 1;
+}
+
+/* In a cluster every key of a lock must hash to one slot: a prefix does
+ * that only when a hash tag of its own decides the slot. */
+static int cluster_prefix_ok(const char *prefix)
+{
+    return !prefix || !*prefix ||
+           (slot_has_tag(prefix, strlen(prefix)) &&
+            strchr(strchr(prefix, '{'), '}') != NULL);
+}
+
+/* The topology: one endpoint, or Redlock masters (an odd number from 3 to
+ * HILOCK_MASTERS_MAX), or sentinels with a master name, or cluster seeds;
+ * only one of the lists. */
+static int topology_check(const struct hilock_options *o)
+{
+    int lists = (o->masters || o->nmasters) + (o->sentinels || o->nsentinels) +
+                (o->cluster || o->ncluster);
+    if (lists > 1)
+        return HILOCK_EINVAL;
+    if (o->masters || o->nmasters)
+        return o->nmasters % 2 == 0
+                   ? HILOCK_EINVAL
+                   : endpoints_check(o->masters, o->nmasters, 3,
+                                     HILOCK_MASTERS_MAX, 0);
+    if (o->sentinels || o->nsentinels)
+        return master_name_ok(o->master_name)
+                   ? endpoints_check(o->sentinels, o->nsentinels, 1,
+                                     HILOCK_SEEDS_MAX, 0)
+                   : HILOCK_EINVAL;
+    if (o->cluster || o->ncluster)
+        return o->db == 0 && cluster_prefix_ok(o->key_prefix)
+                   ? endpoints_check(o->cluster, o->ncluster, 1,
+                                     HILOCK_SEEDS_MAX, 1)
+                   : HILOCK_EINVAL;
+    return endpoint_ok(o->host, o->port, o->unix_path) ? 0 : HILOCK_EINVAL;
+}
+
 /* Reject options no client could work with. */
 static int options_check(const struct hilock_options *o)
 {
-    if (!o->masters && !o->nmasters &&
-        !endpoint_ok(o->host, o->port, o->unix_path))
-        return HILOCK_EINVAL;
     if (o->db < 0 || o->connect_timeout_ms == 0 ||
         o->request_timeout_ms == 0 ||
         o->watchdog_lease_ms < HILOCK_WATCHDOG_MIN_MS ||
         o->watchdog_lease_ms > HILOCK_MS_MAX || o->reconnect_min_ms == 0 ||
         o->reconnect_max_ms < o->reconnect_min_ms)
         return HILOCK_EINVAL;
-    if (o->username && !o->password)
+    if ((o->username && !o->password) ||
+        (o->wait_replicas && o->wait_timeout_ms == 0) ||
+        o->wait_timeout_ms > HILOCK_MS_MAX)
         return HILOCK_EINVAL;
-    return masters_check(o);
+    return topology_check(o);
 }
 
 /* Copy s (may be NULL) to *p, advancing it; the copy, or NULL. */
@@ -112,14 +158,20 @@ static size_t string_size(const char *s)
 }
 
 /* Copy the options, their strings into one block owned by the client, and
- * the endpoints to connect to: the masters, or the one endpoint. */
+ * the endpoints: the masters, sentinels or cluster seeds, or the one
+ * endpoint. */
 static int options_copy(struct hilock_client *c, const struct hilock_options *o)
 {
     const struct hilock_endpoint single = {o->host, o->port, o->unix_path};
-    const struct hilock_endpoint *eps = o->nmasters ? o->masters : &single;
-    size_t n = o->nmasters ? o->nmasters : 1, total = 1;
+    const struct hilock_endpoint *eps = o->nmasters     ? o->masters
+                                        : o->nsentinels ? o->sentinels
+                                        : o->ncluster   ? o->cluster
+                                                        : &single;
+    size_t n = o->nmasters + o->nsentinels + o->ncluster, total = 1;
+    n = n ? n : 1;
     total += string_size(o->username) + string_size(o->password) +
-             string_size(o->key_prefix);
+             string_size(o->key_prefix) + string_size(o->master_name) +
+             string_size(o->sentinel_password);
     for (size_t i = 0; i < n; i++)
         total += string_size(eps[i].host) + string_size(eps[i].unix_path);
     char *p = c->strings = malloc(total);
@@ -129,7 +181,8 @@ static int options_copy(struct hilock_client *c, const struct hilock_options *o)
     c->opts.username = copy_string(&p, o->username);
     c->opts.password = copy_string(&p, o->password);
     c->opts.key_prefix = copy_string(&p, o->key_prefix);
-    c->nnodes = n;
+    c->opts.master_name = copy_string(&p, o->master_name);
+    c->opts.sentinel_password = copy_string(&p, o->sentinel_password);
     for (size_t i = 0; i < n; i++) {
         c->eps[i].host = copy_string(&p, eps[i].host);
         c->eps[i].port = eps[i].port;
@@ -138,7 +191,9 @@ static int options_copy(struct hilock_client *c, const struct hilock_options *o)
     /* Only the copies are kept: the user's arrays may go. */
     c->opts.host = c->eps[0].host;
     c->opts.unix_path = c->eps[0].unix_path;
-    c->opts.masters = NULL;
+    c->opts.masters = o->nmasters ? c->eps : NULL;
+    c->opts.sentinels = o->nsentinels ? c->eps : NULL;
+    c->opts.cluster = o->ncluster ? c->eps : NULL;
     *p = '\0';
     c->prefix = c->opts.key_prefix ? c->opts.key_prefix : p;
     c->prefix_len = strlen(c->prefix);
@@ -187,79 +242,84 @@ static void client_report(struct hilock_client *c, int state, int status)
         c->opts.state_cb(c, status, state, c->opts.state_arg);
 }
 
-/* The nodes' news. The client is up while a majority of its nodes is
- * (its one node, or most Redlock masters). After a reconnect the server may
- * have lost every key: the locks held are verified at once. */
-/* Mark link l up or down; the number of nodes up now. */
-static size_t links_set(struct client_link *l, int up)
+/* The topology's news. The client is up while a majority of its members
+ * is (its one node or cluster, or most Redlock masters). After a reconnect
+ * or a failover the server may have lost every key: the locks held are
+ * verified at once. */
+/* Mark member i up or down; the number of members up now. */
+static size_t members_set(struct hilock_client *c, size_t i, int up)
 {
-    struct hilock_client *c = l->client;
     size_t n = 0;
-    l->up = up;
-    for (size_t i = 0; i < c->nnodes; i++)
-        n += (size_t)c->links[i].up;
+    c->up[i] = (uint8_t)up;
+    for (size_t k = 0; k < c->eng.nnodes; k++)
+        n += c->up[k];
     return n;
 }
 
-static void on_node_up(void *arg, int reconnected)
+static void on_member_up(void *arg, size_t member, int reconnected)
 {
-    struct client_link *l = arg;
-    struct hilock_client *c = l->client;
-    size_t up = links_set(l, 1);
+    struct hilock_client *c = arg;
+    size_t up = members_set(c, member, 1);
     if (reconnected)
         watchdog_verify_all(&c->eng);
-    if (up == quorum_of(c->nnodes))
+    if (up == quorum_of(c->eng.nnodes))
         client_report(c, HILOCK_STATE_UP, 0);
 }
 
-static void on_node_down(void *arg, int err)
+static void on_member_down(void *arg, size_t member, int err)
 {
-    struct client_link *l = arg;
-    struct hilock_client *c = l->client;
-    if (links_set(l, 0) < quorum_of(c->nnodes))
+    struct hilock_client *c = arg;
+    if (members_set(c, member, 0) < quorum_of(c->eng.nnodes))
         client_report(c, HILOCK_STATE_DOWN,
-                      c->nnodes == 1 ? err : HILOCK_ENOQUORUM);
+                      c->eng.nnodes == 1 ? err : HILOCK_ENOQUORUM);
 }
 
 static void on_pubsub_state(void *arg, int up, int err)
 {
-    struct client_link *l = arg;
-    client_report(l->client,
-                  up ? HILOCK_STATE_PUBSUB_UP : HILOCK_STATE_PUBSUB_DOWN, err);
+    client_report(arg, up ? HILOCK_STATE_PUBSUB_UP : HILOCK_STATE_PUBSUB_DOWN,
+                  err);
 }
 
 /* A release message, or a confirmed subscription (a release may have come
  * before it): the name's head waiter retries. */
 static void on_release_news(void *arg, const char *name, size_t len)
 {
-    struct client_link *l = arg;
-    wait_on_message(&l->client->eng, name, len);
+    struct hilock_client *c = arg;
+    wait_on_message(&c->eng, name, len);
+}
+
+static void on_rewant(void *arg)
+{
+    struct hilock_client *c = arg;
+    wait_rewant_all(&c->eng);
 }
 
 static void client_teardown(void *arg);
 
-/* Wire the client's parts together: the node reports here, the engine
- * sends through the node. */
+/* Wire the client's parts together: the topology reports here, the
+ * engine sends through it. */
 static int client_assemble(struct hilock_client *c, struct event_base *base)
 {
     struct timeval tv = clock_tv(c->opts.request_timeout_ms);
+    int rc;
     reentry_init(&c->guard, client_teardown, c);
     c->cfg = (struct conn_config){base, &c->opts,
                                   event_base_init_common_timeout(base, &tv),
                                   &c->rng, &c->guard};
-    for (size_t i = 0; i < c->nnodes; i++) {
-        struct client_link *l = &c->links[i];
-        l->client = c;
-        l->events = (struct node_events){
-            l, on_node_up, on_node_down,
-            {l, on_release_news, on_release_news, on_pubsub_state}};
-        node_init(&c->nodes[i], &c->cfg, &c->eps[i], c->prefix,
-                  c->prefix_len, &l->events);
-    }
+    c->events = (struct topo_events){c,
+                                     on_member_up,
+                                     on_member_down,
+                                     on_pubsub_state,
+                                     on_release_news,
+                                     on_rewant};
+    if ((rc = topo_init(&c->topo, &c->cfg, &c->opts, c->prefix,
+                        c->prefix_len, &c->events)))
+        return rc;
     c->eng.base = base;
     c->eng.opts = &c->opts;
-    c->eng.nodes = c->nodes;
-    c->eng.nnodes = c->nnodes;
+    c->eng.topo = &c->topo;
+    c->eng.nnodes = c->topo.members;
+    script_set_init(&c->eng.scripts);
     c->eng.guard = &c->guard;
     c->eng.prefix = c->prefix;
     c->eng.prefix_len = c->prefix_len;
@@ -288,13 +348,13 @@ int hilock_client_new(struct event_base *base,
         return rc;
     }
     if ((rc = client_assemble(c, base))) {
+        topo_close(&c->topo, 0);
         lock_engine_free(&c->eng);
         free(c->strings);
         free(c);
         return rc;
     }
-    for (size_t i = 0; i < c->nnodes; i++)
-        node_start(&c->nodes[i]);
+    topo_start(&c->topo);
     *out = c;
     return 0;
 }
@@ -336,8 +396,7 @@ static void client_teardown(void *arg)
                          : CLIENT_DRAIN_MS;
     multi_cancel_all(&c->eng);
     lock_cancel_all(&c->eng);
-    for (size_t i = 0; i < c->nnodes; i++)
-        node_close(&c->nodes[i], drain);
+    topo_close(&c->topo, drain);
     multi_free_all(&c->eng);
     lock_engine_free(&c->eng);
     free(c->strings);

@@ -1,5 +1,5 @@
-/* client.h -- the client: one node (a Redis endpoint) and the lock engine
- * on one event_base, with the options they share. */
+/* client.h -- the client: its topology (the Redis nodes) and the lock
+ * engine on one event_base, with the options they share. */
 #ifndef HILOCK_CLIENT_H
 #define HILOCK_CLIENT_H
 
@@ -8,15 +8,8 @@
 #include "conn.h"
 #include "engine.h"
 #include "hilock/hilock.h"
-#include "node.h"
 #include "reentry.h"
-
-/* One node of the client, as its events know it. */
-struct client_link {
-    struct hilock_client *client;
-    int up;                     /* its command connection is up */
-    struct node_events events;
-};
+#include "topo.h"
 
 struct hilock_client {
     struct hilock_options opts; /* strings point into strings[] */
@@ -30,10 +23,10 @@ struct hilock_client {
                                    command and the subscriber connection */
     struct reentry guard;
     struct conn_config cfg;
-    size_t nnodes;              /* 1, or the Redlock masters */
-    struct conn_endpoint eps[HILOCK_MASTERS_MAX];
-    struct client_link links[HILOCK_MASTERS_MAX];
-    struct node nodes[HILOCK_MASTERS_MAX];
+    struct hilock_endpoint eps[HILOCK_SEEDS_MAX]; /* copies of the lists */
+    uint8_t up[HILOCK_MASTERS_MAX]; /* members up */
+    struct topo_events events;
+    struct topo topo;
     struct engine eng;
 };
 

@@ -51,6 +51,7 @@
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg);
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg);
+static void on_later_timer(evutil_socket_t fd, short what, void *arg);
 
 void conn_init(struct conn *conn, const struct conn_config *cfg,
                const struct conn_endpoint *ep, const struct conn_hooks *hooks,
@@ -65,6 +66,7 @@ void conn_init(struct conn *conn, const struct conn_config *cfg,
     TAILQ_INIT(&conn->queued);
     TAILQ_INIT(&conn->sent);
     evtimer_assign(&conn->retry_timer, cfg->base, on_retry_timer, conn);
+    evtimer_assign(&conn->later_timer, cfg->base, on_later_timer, conn);
 }
 
 void conn_log(const struct conn *conn, enum hilock_log_level level,
@@ -127,10 +129,16 @@ static void req_recycle(struct req *r)
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata);
 
+/* ASKING, whose reply nobody reads: it only lets the next command in. */
+static const char asking_cmd[] = "*1\r\n$6\r\nASKING\r\n";
+
 /* Hand r to hiredis; when the context refuses (going down), queue it. */
 static void send_now(struct conn *conn, struct req *r)
 {
     if (conn->state == CONN_READY &&
+        (!r->asking ||
+         redisAsyncFormattedCommand(conn->ac, NULL, NULL, asking_cmd,
+                                    sizeof(asking_cmd) - 1) == REDIS_OK) &&
         redisAsyncFormattedCommand(conn->ac, on_reply, r, r->cmd.data,
                                    r->cmd.len) == REDIS_OK) {
         r->where = REQ_SENT;
@@ -144,6 +152,37 @@ static void send_now(struct conn *conn, struct req *r)
 void conn_resend(struct conn *conn, struct req *r)
 {
     send_now(conn, r);
+}
+
+void conn_reroute(struct conn *conn, conn_dest_fn *dest, void *arg)
+{
+    struct req *r, *next;
+    for (r = TAILQ_FIRST(&conn->queued); r; r = next) {
+        next = TAILQ_NEXT(r, link);
+        struct conn *d = dest(arg, r);
+        if (d && d != conn && !r->enomem) {
+            TAILQ_REMOVE(&conn->queued, r, link);
+            req_move(r, d, 0);
+        }
+    }
+}
+
+void conn_resend_later(struct conn *conn, struct req *r, uint32_t ms)
+{
+    r->where = REQ_QUEUED;
+    TAILQ_INSERT_TAIL(&conn->queued, r, link);
+    if (!evtimer_pending(&conn->later_timer, NULL)) {
+        struct timeval tv = clock_tv(ms);
+        evtimer_add(&conn->later_timer, &tv);
+    }
+}
+
+void req_move(struct req *r, struct conn *dst, int asking)
+{
+    r->conn = dst;
+    r->asking = (uint8_t)(asking != 0);
+    r->reloaded = 0; /* the new node may lack the script */
+    send_now(dst, r);
 }
 
 void req_submit(struct req *r, uint32_t timeout_ms)
@@ -365,19 +404,44 @@ int conn_send_with(struct conn *conn, struct resp_buf *cmd,
                                      : -1;
 }
 
+int conn_send_as(struct conn *conn, struct resp_buf *cmd,
+                 const struct resp_buf *wire, conn_reply_fn *fn)
+{
+    if (wire->failed || conn_send_with(conn, cmd, fn) != 0)
+        return -1;
+    /* hiredis appended cmd to its output buffer, which nothing has written
+     * yet: put wire in its place. */
+    sds ob = sdsMakeRoomFor(conn->ac->c.obuf, wire->len);
+    if (!ob)
+        return -1;
+    sdssetlen(ob, sdslen(ob) - cmd->len);
+    conn->ac->c.obuf = sdscatlen(ob, wire->data, wire->len); /* has room */
+    return 0;
+}
+
 void conn_send_raw(struct conn *conn, struct resp_buf *cmd)
 {
     conn_send_with(conn, cmd, on_raw_reply);
 }
 
 /* Tags of the handshake replies (privdata of on_gate_reply). */
-static char gate_auth, gate_select;
+static char gate_auth, gate_select, gate_role;
 
 static void conn_ready(struct conn *conn);
-static void conn_abort(struct conn *conn, int err);
+static void conn_abort(struct conn *conn, int err, int fail_queued);
 
-/* A reply to AUTH or SELECT: the last one accepted opens the gate; a
- * refusal fails the waiting requests and drops the connection. */
+/* Whether a ROLE reply names a master. */
+static int role_is_master(const redisReply *rep)
+{
+    return rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
+           rep->element[0]->type == REDIS_REPLY_STRING &&
+           strcmp(rep->element[0]->str, "master") == 0;
+}
+
+/* A reply to AUTH, SELECT or ROLE: the last one accepted opens the gate;
+ * a refusal fails the waiting requests and drops the connection. A server
+ * that is no master (the sentinels' answer is out of date) is only
+ * dropped: the requests wait for the next one. */
 static void on_gate_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
     redisReply *rep = reply;
@@ -386,12 +450,18 @@ static void on_gate_reply(redisAsyncContext *ac, void *reply, void *privdata)
         return; /* the context is going away */
     struct reentry *guard = conn->cfg->guard;
     reentry_enter(guard);
-    if (rep->type == REDIS_REPLY_ERROR) {
+    if (privdata == &gate_role && !role_is_master(rep)) {
+        conn_log(conn, HILOCK_LOG_WARN, "%s:%d is not a master",
+                 conn->ep.host ? conn->ep.host : "", conn->ep.port);
+        conn_abort(conn, HILOCK_EREADONLY, 0);
+    } else if (rep->type == REDIS_REPLY_ERROR) {
         conn_log(conn, HILOCK_LOG_ERROR, "%s refused: %.*s",
                  privdata == &gate_auth ? "AUTH" : "SELECT",
                  (int)(rep->len > 200 ? 200 : rep->len), rep->str);
-        conn_abort(conn, privdata == &gate_auth ? HILOCK_EAUTH
-                                                : reply_error_code(rep));
+        conn_abort(conn,
+                   privdata == &gate_auth ? HILOCK_EAUTH
+                                          : reply_error_code(rep),
+                   1);
     } else if (--conn->gate == 0) {
         conn_ready(conn);
     }
@@ -491,6 +561,11 @@ static unsigned handshake(struct conn *conn)
         resp_arg_u64(&b, (unsigned long long)o->db);
         handshake_send(conn, &b, on_gate_reply, &gate_select);
     }
+    if (conn->want_master) {
+        resp_array(&b, 1);
+        resp_arg(&b, "ROLE", 4);
+        handshake_send(conn, &b, on_gate_reply, &gate_role);
+    }
     if (conn->want_clock) {
         resp_array(&b, 1);
         resp_arg(&b, "TIME", 4);
@@ -510,6 +585,16 @@ static void flush_queue(struct conn *conn)
         TAILQ_REMOVE(&q, r, link);
         send_now(conn, r);
     }
+}
+
+static void on_later_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *conn = arg;
+    struct reentry *guard = conn->cfg->guard;
+    reentry_enter(guard);
+    if (conn->state == CONN_READY)
+        flush_queue(conn); /* else the queue goes when it is ready */
+    reentry_leave(guard);
 }
 
 /* The handshake passed: requests flow. */
@@ -540,9 +625,9 @@ static void fail_queue(struct conn *conn, int err)
 }
 
 /* Give up on the current context (safe inside its own callbacks: hiredis
- * then frees it when the callback returns), fail what waits for it and try
- * again after the backoff. */
-static void conn_abort(struct conn *conn, int err)
+ * then frees it when the callback returns), fail what waits for it when
+ * fail_queued and try again after the backoff. */
+static void conn_abort(struct conn *conn, int err, int fail_queued)
 {
     redisAsyncContext *ac = conn->ac;
     conn->ac = NULL;
@@ -554,7 +639,22 @@ static void conn_abort(struct conn *conn, int err)
     evtimer_del(&conn->retry_timer);
     schedule_retry(conn);
     conn_failed(conn, err);
-    fail_queue(conn, err);
+    if (fail_queued)
+        fail_queue(conn, err);
+}
+
+void conn_restart(struct conn *conn)
+{
+    if (conn->state == CONN_CLOSED)
+        return;
+    if (conn->state != CONN_IDLE) {
+        conn_log(conn, HILOCK_LOG_INFO, "reconnecting");
+        conn_abort(conn, HILOCK_ECONN, 0);
+    }
+    conn->attempt = 0;
+    evtimer_del(&conn->retry_timer);
+    struct timeval now = {0, 0};
+    evtimer_add(&conn->retry_timer, &now);
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -610,7 +710,7 @@ void conn_start(struct conn *conn)
         conn->fail_pending = 1;
         return;
     }
-    if (guard_attach(ac) != 0)
+    if (guard_attach(ac, conn->sharded) != 0)
         conn_log(conn, HILOCK_LOG_WARN, "no reply guard");
     ac->data = conn;
     redisLibeventAttach(ac, conn->cfg->base);
@@ -677,6 +777,7 @@ void conn_close(struct conn *conn)
 {
     conn->state = CONN_CLOSED;
     evtimer_del(&conn->retry_timer);
+    evtimer_del(&conn->later_timer);
     cancel_list(&conn->queued);
     cancel_list(&conn->sent);
     if (conn->ac) {

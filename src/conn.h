@@ -50,6 +50,12 @@ struct req {
     uint8_t where;            /* enum req_where */
     uint8_t retry;            /* resend when the connection drops */
     uint8_t enomem;           /* encoding failed: complete with ENOMEM */
+    uint8_t asking;           /* send ASKING first (a cluster's ASK) */
+    /* The cluster topology's: the slot the request is about, and how
+     * often it was redirected. */
+    uint8_t routed;
+    uint8_t hops;
+    uint16_t slot;
     /* The node's: the script an EVALSHA runs (-1: none), and whether a
      * NOSCRIPT was handled once already. */
     int8_t script;
@@ -120,6 +126,8 @@ struct conn {
     int err;                          /* why it is down (0: it is not) */
     uint8_t fail_pending;             /* a failure not told to on_fail yet */
     uint8_t want_clock;               /* measure the server's clock */
+    uint8_t want_master;              /* ROLE must say master (Sentinel) */
+    uint8_t sharded;                  /* subscriber: SSUBSCRIBE (cluster) */
     uint8_t clock_known;              /* clock_offset_us is measured */
     int64_t clock_offset_us;          /* server's unix time minus our
                                          monotonic time, in us, never larger
@@ -127,6 +135,8 @@ struct conn {
     uint64_t clock_best_ms;           /* when that offset was measured */
     uint64_t clock_asked_ms;          /* when TIME was last sent */
     struct event retry_timer;         /* backoff, and connect deadline */
+    struct event later_timer;         /* sends what conn_resend_later put
+                                         back in the queue */
     struct req_list queued;           /* waiting for a connection */
     struct req_list sent;             /* handed to hiredis */
     struct req *pool;                 /* recycled requests (chained by ctx) */
@@ -164,6 +174,20 @@ void req_submit(struct req *req, uint32_t timeout_ms);
 void req_complete(struct req *req, int status);
 /* Send r again (from on_error), behind what was sent before. */
 void conn_resend(struct conn *conn, struct req *r);
+/* Send r again after ms (from on_error: the cluster is busy or down for a
+ * moment), still within its deadline. */
+void conn_resend_later(struct conn *conn, struct req *r, uint32_t ms);
+/* Send r on dst instead (from on_error of r's connection: a cluster
+ * redirect), preceded by ASKING when asking; its deadline stays. */
+void req_move(struct req *r, struct conn *dst, int asking);
+/* Move each request waiting in conn's queue for which dest(arg, r) names
+ * another connection to that one (a cluster's map changed). */
+typedef struct conn *conn_dest_fn(void *arg, const struct req *r);
+void conn_reroute(struct conn *conn, conn_dest_fn *dest, void *arg);
+/* Drop the current connection, if any, and connect again at once (to
+ * conn->ep, which the owner may have changed): requests in flight are
+ * requeued or failed as after a drop. */
+void conn_restart(struct conn *conn);
 
 /* The connection has shown it is useful (a reply, a confirmed
  * subscription): the next reconnect starts from the shortest delay again. */
@@ -193,6 +217,11 @@ typedef void conn_reply_fn(struct redisAsyncContext *ac, void *reply,
                            void *privdata);
 int conn_send_with(struct conn *conn, struct resp_buf *cmd,
                    conn_reply_fn *fn);
+/* As conn_send_with, but what goes on the wire is wire, a command whose
+ * replies hiredis is to take for those of cmd: SSUBSCRIBE sent as hiredis's
+ * SUBSCRIBE (the reply guard renames the replies; see guard.c). */
+int conn_send_as(struct conn *conn, struct resp_buf *cmd,
+                 const struct resp_buf *wire, conn_reply_fn *fn);
 /* The connection of a hiredis context (from a reply callback), or NULL
  * when the context is going away. */
 struct conn *conn_of(const struct redisAsyncContext *ac);

@@ -16,9 +16,10 @@
 
 #include "heap.h"
 #include "hilock/hilock.h"
-#include "node.h"
 #include "reentry.h"
+#include "script.h"
 #include "table.h"
+#include "topo.h"
 
 struct hilock_lock;
 
@@ -55,9 +56,10 @@ LIST_HEAD(lock_list, hilock_lock);
 struct engine {
     struct event_base *base;
     const struct hilock_options *opts; /* the client's copy */
-    struct node *nodes;                /* the client's; one today unless
-                                          Redlock masters are given */
-    size_t nnodes;
+    struct topo *topo;                 /* the client's: where requests go */
+    size_t nnodes;                     /* its members: the Redlock masters,
+                                          else 1 */
+    struct script_set scripts;         /* digests for EVALSHA */
     struct reentry *guard;
     const char *prefix;                /* never NULL */
     size_t prefix_len;
@@ -86,7 +88,7 @@ static inline uint32_t engine_lease(const struct engine *eng,
 static inline int engine_transient(int status)
 {
     return status == HILOCK_ETIMEDOUT || status == HILOCK_ECONN ||
-           status == HILOCK_ENOQUORUM;
+           status == HILOCK_ENOQUORUM || status == HILOCK_ENOREPLICA;
 }
 
 #endif

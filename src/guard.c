@@ -43,6 +43,7 @@
 #include <ctype.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -102,6 +103,35 @@ static const redisReplyObjectFunctions *fns(void)
     return atomic_load_explicit(&hiredis_fns, memory_order_relaxed);
 }
 
+/* The reader's context; privdata is its address, with the low bit set
+ * when its pub/sub replies are sharded. */
+static const redisAsyncContext *ctx_of(const redisReadTask *t)
+{
+    return (const void *)((uintptr_t)t->privdata & ~(uintptr_t)1);
+}
+
+/* A sharded pub/sub kind (a top-level array's first element on a
+ * subscriber connection that sent SSUBSCRIBE as hiredis's SUBSCRIBE; see
+ * conn_send_as) renamed to the plain one that hiredis dispatches: *s and
+ * *len are replaced when t is one. */
+static void unshard(const redisReadTask *t, char **s, size_t *len)
+{
+    static const char *const kinds[][2] = {{"smessage", "message"},
+                                           {"ssubscribe", "subscribe"},
+                                           {"sunsubscribe", "unsubscribe"}};
+    if (!((uintptr_t)t->privdata & 1) || t->idx != 0 || !t->parent ||
+        t->parent->parent || ctx_of(t)->replies.head)
+        return;
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        if (*len == strlen(kinds[i][0]) &&
+            strncasecmp(*s, kinds[i][0], *len) == 0) {
+            *s = (char *)kinds[i][1];
+            *len = strlen(kinds[i][1]);
+            return;
+        }
+    }
+}
+
 /* Whether hiredis's dict d holds the key s/len (exact bytes). A linear walk:
  * it runs once per subscribe confirmation, over this connection's channels. */
 static int dict_has(const struct dict *d, const char *s, size_t len)
@@ -134,7 +164,7 @@ static int kind_is(const redisReply *k, const char *word)
  * connection over it, or take it apart as a pub/sub reply. */
 static int top_ok(const redisReadTask *t, int type, long long elements)
 {
-    const redisAsyncContext *ac = t->privdata;
+    const redisAsyncContext *ac = ctx_of(t);
     if (ac->replies.head || type == REDIS_REPLY_ERROR ||
         (ac->c.flags & REDIS_MONITORING))
         return 1;
@@ -151,7 +181,7 @@ static int top_ok(const redisReadTask *t, int type, long long elements)
 static int pubsub_ok(const redisReadTask *t, int type, const char *s,
                      size_t len)
 {
-    const redisAsyncContext *ac = t->privdata;
+    const redisAsyncContext *ac = ctx_of(t);
     if (ac->replies.head || !(ac->c.flags & REDIS_SUBSCRIBED))
         return 1;
     if (t->idx == 0)
@@ -194,6 +224,7 @@ static int depth_ok(const redisReadTask *t)
  * each new element into its parent array at once. */
 static void *guard_string(const redisReadTask *t, char *s, size_t len)
 {
+    unshard(t, &s, &len);
     /* RESP3 verbatim strings and big numbers are refused in 1.x */
     if ((t->type != REDIS_REPLY_STRING && t->type != REDIS_REPLY_STATUS &&
          t->type != REDIS_REPLY_ERROR) ||
@@ -259,7 +290,7 @@ static const redisReplyObjectFunctions guard_fns = {
     .freeObject = guard_free,
 };
 
-int guard_attach(struct redisAsyncContext *ac)
+int guard_attach(struct redisAsyncContext *ac, int sharded)
 {
     redisReader *r = ac ? ac->c.reader : NULL;
     if (!r || !r->fn)
@@ -270,7 +301,7 @@ int guard_attach(struct redisAsyncContext *ac)
     if (!atomic_compare_exchange_strong(&hiredis_fns, &seen, r->fn) &&
         seen != r->fn)
         return HILOCK_EINVAL; /* a reader with functions of its own */
-    r->privdata = ac;
+    r->privdata = (void *)((uintptr_t)ac | (sharded ? 1u : 0u));
     r->fn = (redisReplyObjectFunctions *)&guard_fns;
     return 0;
 }

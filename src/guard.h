@@ -10,8 +10,10 @@ struct redisAsyncContext;
  * fails the reader; hiredis then drops the connection as after a read error,
  * so every pending callback runs once with a NULL reply.
  * Call right after the context is created, before any byte is read.
+ * sharded: the context subscribes with SSUBSCRIBE under hiredis's name
+ * SUBSCRIBE, and its sharded pub/sub replies are renamed to the plain ones.
  * Returns 0, or HILOCK_EINVAL (nothing changed) when ac's reader does not
  * build replies with hiredis's own functions. */
-int guard_attach(struct redisAsyncContext *ac);
+int guard_attach(struct redisAsyncContext *ac, int sharded);
 
 #endif

@@ -22,6 +22,7 @@ struct hilock_lock *handle_new(struct engine *eng, const char *name,
     lock->name_len = (uint32_t)len;
     memcpy(lock->name, name, len);
     lock->name_hash = table_hash(name, len, 0);
+    lock->slot = (uint16_t)topo_slot(eng->topo, name, len);
     LIST_INSERT_HEAD(&eng->locks, lock, link);
     return lock;
 }

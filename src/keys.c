@@ -4,19 +4,39 @@
 
 #include <string.h>
 
+#include "slot.h"
+
 #define CHANNEL_PREFIX KEYS_CHANNEL_HEAD
 #define FENCE_PREFIX KEYS_FENCE_HEAD
 #define LATCH_PREFIX KEYS_LATCH_HEAD
 
-/* Append prefix + head + name + tail as one argument. */
+/* Whether name keeps its own hash tag in companion keys: Redisson's rule
+ * wraps a name in braces unless it has one, so that every key of a lock
+ * hashes to the lock key's slot. (Redisson skips the braces for any name
+ * with a '{'; a name whose '{' makes no tag is wrapped here, or its keys
+ * would not share a slot.) */
+static int own_tag(const struct key_src *k)
+{
+    return slot_has_tag(k->name, k->name_len);
+}
+
+int keys_slot_safe(const char *name, size_t len)
+{
+    return slot_has_tag(name, len) || !memchr(name, '}', len);
+}
+
+/* Append prefix + head + name + tail as one argument; head ends with the
+ * '{' and tail starts with the '}' that a name with its own tag goes
+ * without. */
 static void tagged(struct resp_buf *b, const struct key_src *k,
                    const char *head, const char *tail)
 {
+    size_t own = head[0] ? (size_t)own_tag(k) : 0;
     struct resp_part p[4] = {
         {k->prefix, k->prefix_len},
-        {head, strlen(head)},
+        {head, strlen(head) - own},
         {k->name, k->name_len},
-        {tail, strlen(tail)},
+        {tail + own, strlen(tail) - own},
     };
     resp_arg_parts(b, 4, p);
 }
@@ -41,11 +61,12 @@ void keys_latch(struct resp_buf *b, const struct key_src *k, const char *tag,
 {
     char num[21];
     size_t n = resp_u64_str(seq, num);
+    size_t own = (size_t)own_tag(k);
     struct resp_part p[7] = {
         {k->prefix, k->prefix_len},
-        {LATCH_PREFIX, sizeof(LATCH_PREFIX) - 1},
+        {LATCH_PREFIX, sizeof(LATCH_PREFIX) - 1 - own},
         {k->name, k->name_len},
-        {"}:", 2},
+        {"}:" + own, 2 - own},
         {tag, strlen(tag)},
         {":", 1},
         {num, n},
@@ -63,15 +84,26 @@ void keys_field(struct resp_buf *b, const char *client_id,
     resp_arg_parts(b, 3, p);
 }
 
-int keys_channel_name(const char *prefix, size_t prefix_len, const char *ch,
-                      size_t len, const char **name, size_t *name_len)
+int keys_channel_names(const char *prefix, size_t prefix_len,
+                       const char *ch, size_t len, const char *name[2],
+                       size_t name_len[2])
 {
-    size_t head = prefix_len + sizeof(CHANNEL_PREFIX) - 1;
-    if (len < head + 1 || memcmp(ch, prefix, prefix_len) != 0 ||
-        memcmp(ch + prefix_len, CHANNEL_PREFIX, sizeof(CHANNEL_PREFIX) - 1) ||
-        ch[len - 1] != '}')
-        return -1;
-    *name = ch + head;
-    *name_len = len - head - 1;
-    return 0;
+    size_t head = prefix_len + sizeof(CHANNEL_PREFIX) - 2; /* no '{' */
+    if (len <= head || memcmp(ch, prefix, prefix_len) != 0 ||
+        memcmp(ch + prefix_len, CHANNEL_PREFIX, sizeof(CHANNEL_PREFIX) - 2))
+        return 0;
+    const char *rest = ch + head;
+    size_t n = len - head, found = 0;
+    /* "{X}": the name X wrapped, unless X has a tag of its own */
+    if (n >= 3 && rest[0] == '{' && rest[n - 1] == '}' &&
+        !slot_has_tag(rest + 1, n - 2)) {
+        name[found] = rest + 1;
+        name_len[found++] = n - 2;
+    }
+    /* a name with a tag of its own, unwrapped */
+    if (slot_has_tag(rest, n)) {
+        name[found] = rest;
+        name_len[found++] = n;
+    }
+    return (int)found;
 }

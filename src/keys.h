@@ -3,6 +3,8 @@
  * Default layout (Redisson's): the lock key is the name itself, the channel
  * is "redisson_lock__channel:{name}". hilock's companion keys carry the same
  * "{name}" hash tag: "hilock_fence:{name}", "hilock_latch:{name}:<request>".
+ * A name with a hash tag of its own is not wrapped: "a{b}" has the channel
+ * "redisson_lock__channel:a{b}".
  * A key prefix, when configured, is put in front of every one of them. */
 #ifndef HILOCK_KEYS_H
 #define HILOCK_KEYS_H
@@ -13,7 +15,10 @@
 #include "resp.h"
 
 /* The names themselves, for code that builds them outside a command (the
- * bench, the CLI); a key is <prefix><head><name><tail>. */
+ * bench, the CLI): a companion key is <prefix><head><name><tail>, where a
+ * name with a hash tag of its own ("a{b}c") goes without the last byte of
+ * the head and the tail (Redisson's rule): every key of a lock hashes to
+ * the slot of the lock key <prefix><name>. */
 #define KEYS_CHANNEL_HEAD "redisson_lock__channel:{"
 #define KEYS_FENCE_HEAD "hilock_fence:{"
 #define KEYS_LATCH_HEAD "hilock_latch:{"
@@ -30,6 +35,11 @@ struct key_src {
     size_t name_len;
 };
 
+/* Whether every key of lock name hashes to one cluster slot: it has a
+ * hash tag of its own, or no '}' (a name such as "a{}b" can have no
+ * companion key in its slot). */
+int keys_slot_safe(const char *name, size_t len);
+
 /* Append the lock key / channel / fencing counter as one argument. */
 void keys_lock(struct resp_buf *b, const struct key_src *k);
 void keys_channel(struct resp_buf *b, const struct key_src *k);
@@ -42,9 +52,11 @@ void keys_latch(struct resp_buf *b, const struct key_src *k, const char *tag,
 /* Append the owner field "<client_id>:<owner_tag>". */
 void keys_field(struct resp_buf *b, const char *client_id,
                 uint64_t owner_tag);
-/* The lock name inside channel ch (length len) for prefix; 0 with *name
- * and *name_len set, or -1 when ch is not a lock channel of this prefix. */
-int keys_channel_name(const char *prefix, size_t prefix_len, const char *ch,
-                      size_t len, const char **name, size_t *name_len);
+/* The lock names whose channel is ch (length len) for prefix: stores them
+ * in name[]/name_len[] and returns how many (0 when ch is no lock channel
+ * of this prefix). Names "X" and "{X}" share a channel, as in Redisson. */
+int keys_channel_names(const char *prefix, size_t prefix_len,
+                       const char *ch, size_t len, const char *name[2],
+                       size_t name_len[2]);
 
 #endif

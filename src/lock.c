@@ -135,12 +135,12 @@ static int send_attempt(struct hilock_lock *lock)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
-    struct op *op = op_new(eng, OP_KIND_ACQUIRE, -1, 0, acquire_done);
+    struct op *op = op_new(eng, OP_KIND_ACQUIRE, -1, lock->slot, 0, acquire_done);
     if (!op)
         return HILOCK_ENOMEM;
     op->late = acquire_late;
     op_eval(op, SCRIPT_ACQUIRE);
-    wire_acquire(op_cmd(op), node_sha(&eng->nodes[0], SCRIPT_ACQUIRE), &w,
+    wire_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
                  acquire_lease(lock), eng->opts->fencing, ++eng->seq);
     handle_attach(lock, op);
     lock->op_pending = op;
@@ -206,13 +206,14 @@ static struct op *release_op(struct hilock_lock *lock, uint32_t drop,
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
-    struct op *op = op_new(eng, OP_KIND_RELEASE, node, 0, done);
+    struct op *op = op_new(eng, OP_KIND_RELEASE, node, lock->slot, 0, done);
     if (!op)
         return NULL;
     op_eval(op, SCRIPT_RELEASE);
-    wire_release(op_cmd(op), node_sha(&eng->nodes[0], SCRIPT_RELEASE), &w,
+    wire_release(op_cmd(op), eng->scripts.sha[SCRIPT_RELEASE], &w,
                  eng->request_tag, ++eng->seq, lock_lease(lock),
-                 eng->opts->request_timeout_ms, drop);
+                 eng->opts->request_timeout_ms, drop,
+                 topo_publish(eng->topo));
     handle_attach(lock, op);
     return op;
 }
@@ -311,11 +312,11 @@ static int quorum_granted(struct hilock_lock *lock, struct op *op,
     if (!eng->opts->fencing || same >= quorum_of(op->n))
         return 0;
     struct wire_lock w = handle_wire(lock);
-    struct op *f = op_new(eng, OP_KIND_FENCE, -1, 0, fence_done);
+    struct op *f = op_new(eng, OP_KIND_FENCE, -1, lock->slot, 0, fence_done);
     if (!f)
         return HILOCK_ENOMEM;
     op_eval(f, SCRIPT_FENCE);
-    wire_fence(op_cmd(f), node_sha(&eng->nodes[0], SCRIPT_FENCE), &w, res->b);
+    wire_fence(op_cmd(f), eng->scripts.sha[SCRIPT_FENCE], &w, res->b);
     op_hold(op); /* until the fence is decided */
     op->token = res->b; /* the majority's; later grants do not count */
     f->data = op;
@@ -529,7 +530,8 @@ static int query(struct hilock_lock *lock, enum wire_query which,
         return HILOCK_EINVAL;
     struct wire_lock w = handle_wire(lock);
     struct query *q = malloc(sizeof(*q));
-    struct op *op = q ? op_new(lock->eng, kinds[which], -1, 0, query_done)
+    struct op *op = q ? op_new(lock->eng, kinds[which], -1, lock->slot, 0,
+                             query_done)
                       : NULL;
     if (!op) {
         free(q);
@@ -606,7 +608,8 @@ const char *hilock_lock_name(const struct hilock_lock *lock, size_t *len)
 int lock_new(struct engine *eng, const char *name, size_t len,
              uint64_t owner_tag, struct hilock_lock **out)
 {
-    if (!name || !out || len == 0 || len > HILOCK_NAME_MAX)
+    if (!name || !out || len == 0 || len > HILOCK_NAME_MAX ||
+        !topo_name_ok(eng->topo, name, len))
         return HILOCK_EINVAL;
     struct hilock_lock *lock = handle_new(eng, name, len, owner_tag);
     if (!lock)
@@ -630,11 +633,12 @@ static void hook_repair(struct hilock_lock *lock, size_t i)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
-    struct op *op = op_new(eng, OP_KIND_ACQUIRE, (int)i, 0, repair_done);
+    struct op *op = op_new(eng, OP_KIND_ACQUIRE, (int)i, lock->slot, 0,
+                           repair_done);
     if (!op)
         return; /* the next renewal tries again */
     op_eval(op, SCRIPT_ACQUIRE);
-    wire_acquire(op_cmd(op), node_sha(&eng->nodes[0], SCRIPT_ACQUIRE), &w,
+    wire_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
                  lock_lease(lock), eng->opts->fencing, ++eng->seq);
     handle_attach(lock, op);
     op_submit(op, 0);

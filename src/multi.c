@@ -133,16 +133,18 @@ static struct op *send_release(struct hilock_multi *m, int node,
 {
     struct engine *eng = m->eng;
     struct wire_lock w[HILOCK_MULTI_MAX];
-    struct op *op = op_new(eng, OP_KIND_MULTI_RELEASE, node, 0, done);
+    struct op *op = op_new(eng, OP_KIND_MULTI_RELEASE, node,
+                           m->members[0]->slot, 0, done);
     if (!op)
         return NULL;
     multi_wire(m, w);
     op_eval(op, SCRIPT_MULTI_RELEASE);
     wire_multi_release(op_cmd(op),
-                       node_sha(&eng->nodes[0], SCRIPT_MULTI_RELEASE), w,
+                       eng->scripts.sha[SCRIPT_MULTI_RELEASE], w,
                        m->k, eng->request_tag, ++eng->seq,
                        engine_lease(eng, m->lease_ms),
-                       eng->opts->request_timeout_ms);
+                       eng->opts->request_timeout_ms,
+                       topo_publish(eng->topo));
     multi_attach(m, op);
     op_submit(op, 0);
     return op;
@@ -168,14 +170,15 @@ static int send_attempt(struct hilock_multi *m)
 {
     struct engine *eng = m->eng;
     struct wire_lock w[HILOCK_MULTI_MAX];
-    struct op *op = op_new(eng, OP_KIND_MULTI_ACQUIRE, -1, 0, acquire_done);
+    struct op *op = op_new(eng, OP_KIND_MULTI_ACQUIRE, -1,
+                           m->members[0]->slot, 0, acquire_done);
     if (!op)
         return HILOCK_ENOMEM;
     op->late = acquire_late;
     multi_wire(m, w);
     op_eval(op, SCRIPT_MULTI_ACQUIRE);
     wire_multi_acquire(op_cmd(op),
-                       node_sha(&eng->nodes[0], SCRIPT_MULTI_ACQUIRE), w,
+                       eng->scripts.sha[SCRIPT_MULTI_ACQUIRE], w,
                        m->k, engine_lease(eng, m->lease_ms), ++eng->seq);
     multi_attach(m, op);
     m->pending = op;
@@ -358,6 +361,11 @@ int multi_new(struct engine *eng, const char *const *names, const size_t *lens,
         for (size_t j = 0; j < i && !rc; j++)
             if (lens[i] == lens[j] && memcmp(names[i], names[j], lens[i]) == 0)
                 rc = HILOCK_EINVAL; /* a name twice */
+        /* one script takes them all: in a cluster, one slot */
+        if (i > 0 && names[i] && names[0] &&
+            topo_slot(eng->topo, names[i], lens[i]) !=
+                topo_slot(eng->topo, names[0], lens[0]))
+            rc = HILOCK_EINVAL;
         if (rc || (rc = lock_new(eng, names[i], lens[i], owner_tag,
                                  &m->members[i]))) {
             for (size_t j = 0; j < i; j++)

@@ -39,9 +39,25 @@ static void cmd_on_fail(struct conn *conn, int err)
     n->ev->on_down(n->ev->arg, err);
 }
 
-/* NOSCRIPT: load the script r runs, then send r again behind the load. */
+/* How long a request waits before it goes again to a cluster that is
+ * busy (TRYAGAIN: a multi-key command during a slot migration) or down
+ * (CLUSTERDOWN: a failover under way); its deadline still bounds it. */
+#define NODE_RETRY_MS 25
+
+/* A cluster's redirect or retry; NOSCRIPT: load the script r runs, then
+ * send r again behind the load. */
 static int cmd_on_error(struct conn *conn, struct req *r, redisReply *reply)
 {
+    struct node *n = conn->owner;
+    struct reply_redirect to;
+    enum reply_redirect_kind kind = reply_redirect(reply, &to);
+    if (kind == REPLY_RETRY) {
+        conn_resend_later(conn, r, NODE_RETRY_MS);
+        return 1;
+    }
+    if (kind != REPLY_NOT_REDIRECT)
+        return n->ev->on_redirect &&
+               n->ev->on_redirect(n->ev->arg, r, kind == REPLY_ASK, &to);
     if (r->script < 0 || r->reloaded || !reply_is_noscript(reply))
         return 0;
     node_load_script(conn, (enum script_id)r->script);

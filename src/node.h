@@ -2,9 +2,10 @@
  * requests with deadlines), its subscriber connection, its script cache
  * with the NOSCRIPT reload, its reconnects and handshake.
  *
- * A client has one node today; Redlock, Sentinel and Cluster give it
- * several. The node knows the scripts but not the locks: the layers above
- * send requests through it and hear from it only through node_events. */
+ * A client has one node, the N masters of a Redlock, or the masters of a
+ * cluster; Sentinel moves its one node. The node knows the scripts but not
+ * the locks: the layers above send requests through it and hear from it
+ * only through node_events. */
 #ifndef HILOCK_NODE_H
 #define HILOCK_NODE_H
 
@@ -12,6 +13,7 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "reply.h"
 #include "script.h"
 #include "sub.h"
 
@@ -23,6 +25,11 @@ struct node_events {
     void (*on_up)(void *arg, int reconnected);
     /* The command connection failed or dropped with err. */
     void (*on_down)(void *arg, int err);
+    /* A cluster redirect (MOVED, or ASK when ask) answered request r of
+     * this node: return nonzero when r was sent on (req_move), 0 to fail
+     * it with the error. May be NULL. */
+    int (*on_redirect)(void *arg, struct req *r, int ask,
+                       const struct reply_redirect *to);
     struct sub_events pubsub;
 };
 

@@ -83,7 +83,7 @@ static void part_refresh(struct req *r)
 }
 
 struct op *op_new(struct engine *eng, enum op_kind kind, int node,
-                  uint32_t nlocks, op_done_fn *done)
+                  unsigned slot, uint32_t nlocks, op_done_fn *done)
 {
     struct op *op = op_alloc(eng);
     if (!op)
@@ -105,7 +105,7 @@ struct op *op_new(struct engine *eng, enum op_kind kind, int node,
             op->res[i].status = HILOCK_ECANCELED;
             continue;
         }
-        struct req *r = node_request(&eng->nodes[i], part_done);
+        struct req *r = topo_request(eng->topo, i, slot, part_done);
         if (!r)
             goto fail;
         r->ctx = op;
@@ -254,12 +254,12 @@ static int renewal_settled(const struct op *op)
     return 1;
 }
 
-static void part_done(struct req *r, int status, redisReply *reply)
+/* Count node i's answer (op->res[i]; status: its request's, nonzero when
+ * no reply came) towards the decision, or hand it to late when the
+ * operation is decided already. */
+static void part_counted(struct op *op, size_t i, int status)
 {
-    struct op *op = r->ctx;
-    size_t i = part_index(op, r);
     struct op_result out;
-    decode(op, i, status, reply, &op->res[i]);
     op->got[i] = 1;
     if (!op->done) {
         /* Decided already (by a majority, or early): this answer is late,
@@ -275,6 +275,80 @@ static void part_done(struct req *r, int status, redisReply *reply)
         decided(op, out.status, &out);
     else if (renewal_settled(op))
         decided(op, 0, &(struct op_result){0, 0, 0});
+}
+
+/* WAIT (hilock_options.wait_replicas): a write that a failover could lose
+ * counts only once enough replicas have it. Acquisitions and renewals
+ * wait; a release does not (it cannot be taken back). */
+static void wait_done(struct req *w, int status, redisReply *reply)
+{
+    struct op *op = w->ctx;
+    size_t i = (size_t)(uintptr_t)w->data;
+    int64_t acks = -1;
+    if (status == 0)
+        reply_integer(reply, -1, &acks);
+    if (acks >= (int64_t)op->eng->opts->wait_replicas) {
+        part_counted(op, i, 0);
+        return;
+    }
+    /* Not confirmed: the node counts as failed, and a grant it made is
+     * handed to late after the decision, to be undone. */
+    struct op_result grant = op->res[i];
+    op->res[i].status = HILOCK_ENOREPLICA;
+    if (op->renew)
+        memset(op->renew + i * op->nlocks, RENEW_UNKNOWN, op->nlocks);
+    op->busy++;
+    part_counted(op, i, 0);
+    if (op->late && op->kind != OP_KIND_RENEW)
+        op->late(op, i, &grant);
+    op->busy--;
+    op_maybe_free(op);
+}
+
+static void wait_fini(struct req *w)
+{
+    struct op *op = w->ctx;
+    op->live--;
+    op_maybe_free(op);
+}
+
+/* Send WAIT for node i's write on conn (where its reply came from).
+ * Returns 0, or -1 when it cannot (no memory). */
+static int wait_send(struct op *op, size_t i, struct conn *conn)
+{
+    const struct hilock_options *o = op->eng->opts;
+    struct req *w = req_new(conn, wait_done);
+    if (!w)
+        return -1;
+    w->ctx = op;
+    w->data = (void *)(uintptr_t)i;
+    w->fini = wait_fini;
+    op->live++;
+    resp_array(&w->cmd, 3);
+    resp_arg(&w->cmd, "WAIT", 4);
+    resp_arg_u64(&w->cmd, o->wait_replicas);
+    resp_arg_u64(&w->cmd, o->wait_timeout_ms);
+    req_submit(w, o->wait_timeout_ms + o->request_timeout_ms);
+    return 0;
+}
+
+/* Whether node i's answer is a write to confirm with WAIT first. */
+static int wants_wait(const struct op *op, size_t i)
+{
+    return op->eng->opts->wait_replicas && op->done &&
+           op->res[i].status == 0 &&
+           (op->kind == OP_KIND_ACQUIRE || op->kind == OP_KIND_RENEW ||
+            op->kind == OP_KIND_MULTI_ACQUIRE);
+}
+
+static void part_done(struct req *r, int status, redisReply *reply)
+{
+    struct op *op = r->ctx;
+    size_t i = part_index(op, r);
+    decode(op, i, status, reply, &op->res[i]);
+    if (wants_wait(op, i) && wait_send(op, i, r->conn) == 0)
+        return; /* counted when WAIT answers */
+    part_counted(op, i, status);
 }
 
 static void part_late(struct req *r, redisReply *reply)

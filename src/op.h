@@ -60,11 +60,11 @@ TAILQ_HEAD(op_list, op);
 
 /* Free the recycled operations (engine teardown). */
 void op_pool_free(struct engine *eng);
-/* A new operation of kind on every node (node < 0) or on node only, with
- * nlocks answers per node for a renewal. NULL without memory or when the
- * client is closing. */
+/* A new operation of kind on every member (node < 0) or on member node
+ * only, about keys of slot (see topo.h), with nlocks answers per member
+ * for a renewal. NULL without memory or when the client is closing. */
 struct op *op_new(struct engine *eng, enum op_kind kind, int node,
-                  uint32_t nlocks, op_done_fn *done);
+                  unsigned slot, uint32_t nlocks, op_done_fn *done);
 /* The buffer to encode the command into (once, for every node). */
 struct resp_buf *op_cmd(struct op *op);
 /* Node i's own buffer, for a command that differs per node (NULL when

@@ -56,6 +56,60 @@ int reply_is_noscript(const struct redisReply *r)
            r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
+/* Whether error text s (length n) starts with word and a space or ends. */
+static int starts_with_word(const char *s, size_t n, const char *word)
+{
+    size_t w = strlen(word);
+    return n >= w && memcmp(s, word, w) == 0 && (n == w || s[w] == ' ');
+}
+
+enum reply_redirect_kind reply_redirect(const struct redisReply *r,
+                                        struct reply_redirect *to)
+{
+    if (!r || r->type != REDIS_REPLY_ERROR || !r->str)
+        return REPLY_NOT_REDIRECT;
+    const char *s = r->str;
+    size_t n = r->len;
+    if (starts_with_word(s, n, "TRYAGAIN") ||
+        starts_with_word(s, n, "CLUSTERDOWN"))
+        return REPLY_RETRY;
+    enum reply_redirect_kind kind =
+        starts_with_word(s, n, "MOVED") ? REPLY_MOVED
+        : starts_with_word(s, n, "ASK") ? REPLY_ASK
+                                        : REPLY_NOT_REDIRECT;
+    if (kind == REPLY_NOT_REDIRECT)
+        return kind;
+    /* "<KIND> <slot> <host>:<port>"; the host may hold ':' (IPv6) */
+    const char *p = memchr(s, ' ', n), *end = s + n;
+    const char *q = p ? memchr(p + 1, ' ', (size_t)(end - p - 1)) : NULL;
+    if (!q)
+        return REPLY_NOT_REDIRECT;
+    unsigned long slot = 0;
+    for (const char *c = p + 1; c < q; c++) {
+        if (*c < '0' || *c > '9' ||
+            (slot = slot * 10 + (unsigned long)(*c - '0')) >= 16384)
+            return REPLY_NOT_REDIRECT;
+    }
+    const char *colon = NULL;
+    for (const char *c = q + 1; c < end; c++)
+        if (*c == ':')
+            colon = c;
+    size_t hlen = colon ? (size_t)(colon - q - 1) : 0;
+    long port = 0;
+    if (q == p + 1 || hlen == 0 || hlen >= sizeof(to->host) ||
+        colon + 1 == end)
+        return REPLY_NOT_REDIRECT;
+    for (const char *c = colon + 1; c < end; c++) {
+        if (*c < '0' || *c > '9' || (port = port * 10 + (*c - '0')) > 65535)
+            return REPLY_NOT_REDIRECT;
+    }
+    memcpy(to->host, q + 1, hlen);
+    to->host[hlen] = '\0';
+    to->slot = (unsigned)slot;
+    to->port = (int)port;
+    return kind;
+}
+
 /* The result of a reply that is not of the expected type. */
 static int unexpected(const struct redisReply *r)
 {
@@ -129,8 +183,8 @@ int reply_renew(const struct redisReply *r, size_t n, unsigned char *ok)
         return unexpected(r);
     for (size_t i = 0; i < n; i++) {
         const struct redisReply *e = r->element[i];
-        if (!e || e->type != REDIS_REPLY_INTEGER ||
-            (e->integer != 0 && e->integer != 1))
+        if (!e || e->type != REDIS_REPLY_INTEGER || e->integer < 0 ||
+            e->integer > 2)
             return HILOCK_EPROTO;
         ok[i] = (unsigned char)e->integer;
     }

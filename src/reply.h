@@ -18,6 +18,24 @@ int reply_error_code(const struct redisReply *r);
 /* Nonzero when r is a NOSCRIPT error. */
 int reply_is_noscript(const struct redisReply *r);
 
+/* A Redis Cluster error that asks for the command to go elsewhere or
+ * later. */
+enum reply_redirect_kind {
+    REPLY_NOT_REDIRECT = 0,
+    REPLY_MOVED,   /* the slot lives on host:port now */
+    REPLY_ASK,     /* this once, on host:port after ASKING */
+    REPLY_RETRY    /* TRYAGAIN or CLUSTERDOWN: the same node, a bit later */
+};
+struct reply_redirect {
+    unsigned slot;
+    int port;
+    char host[256];
+};
+/* The kind of r, with *to filled for MOVED and ASK ("MOVED <slot>
+ * <host>:<port>"; a malformed one is REPLY_NOT_REDIRECT). */
+enum reply_redirect_kind reply_redirect(const struct redisReply *r,
+                                        struct reply_redirect *to);
+
 /* acquire script: 0 with *holds and *token set when acquired; HILOCK_EBUSY
  * with *ttl_ms (-1 when the holder has no expiry) when held by another. */
 int reply_acquire(const struct redisReply *r, int64_t *holds, int64_t *token,
@@ -29,7 +47,8 @@ int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard);
  * *index (the lock held by another owner) and *ttl_ms (its PTTL). */
 int reply_multi_acquire(const struct redisReply *r, int64_t *index,
                         int64_t *ttl_ms);
-/* renew script for n locks: 0 with ok[i] = 1 (renewed) or 0 (gone);
+/* renew script for n locks: 0 with ok[i] = 1 (renewed), 0 (gone) or 2
+ * (the node could not tell: the key is not served there);
  * HILOCK_ETIMEDOUT when it arrived after its deadline and did nothing. */
 int reply_renew(const struct redisReply *r, size_t n, unsigned char *ok);
 /* An integer reply; nil counts as nil_value. */

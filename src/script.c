@@ -57,7 +57,8 @@ static const char acquire_lua[] =
 /* release
  * KEYS[1] lock, KEYS[2] channel, KEYS[3] latch of this request id
  * ARGV[1] message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4] latch ttl
- * ms, ARGV[5] holds to drop
+ * ms, ARGV[5] holds to drop, ARGV[6] "publish" or "spublish" (sharded
+ * pub/sub in a cluster)
  * Returns {holds left, subscribers that received the release message} (the
  * message goes out when no hold is left), or nil when the owner holds
  * nothing. The latch remembers the first result, so a retried request never
@@ -75,20 +76,22 @@ static const char release_lua[] =
     "else\n"
     "  n = 0\n"
     "  redis.call('del', KEYS[1])\n"
-    "  heard = redis.call('publish', KEYS[2], ARGV[1])\n"
+    "  heard = redis.call(ARGV[6], KEYS[2], ARGV[1])\n"
     "end\n"
     "redis.call('set', KEYS[3], n, 'px', ARGV[4])\n"
     "return {n, heard}\n";
 
 /* renew
- * KEYS[i] locks, ARGV[1] lease ms (0: only check), ARGV[2] deadline: the
- * server's unix time in ms after which the sender has given these locks up
- * (0: none), ARGV[i + 2] the owner field of KEYS[i]
+ * ARGV[1] lease ms (0: only check), ARGV[2] deadline: the server's unix
+ * time in ms after which the sender has given these locks up (0: none),
+ * then a lock key and its owner field per lock. No declared keys: a
+ * cluster master renews all the locks it holds, of many slots, in one call.
  * Returns one integer per lock: 1 held (lease reset), 0 not held by that
- * owner; or the integer -1, with nothing changed, when the deadline has
- * passed: a renewal held up in a stall must not revive a lock its owner
- * has already reported lost. pcall: a key that now holds another type is
- * just not held, and does not fail the other locks of the batch. */
+ * owner, 2 not known here (a cluster node that does not serve the key);
+ * or the integer -1, with nothing changed, when the deadline has passed: a
+ * renewal held up in a stall must not revive a lock its owner has already
+ * reported lost. pcall: a key that now holds another type is just not
+ * held, and does not fail the other locks of the batch. */
 static const char renew_lua[] =
     "if ARGV[2] ~= '0' then\n"
     "  local t = redis.call('time')\n"
@@ -97,12 +100,15 @@ static const char renew_lua[] =
     "  end\n"
     "end\n"
     "local r = {}\n"
-    "for i = 1, #KEYS do\n"
-    "  if redis.pcall('hexists', KEYS[i], ARGV[i + 2]) == 1 then\n"
-    "    if ARGV[1] ~= '0' then redis.call('pexpire', KEYS[i], ARGV[1]) end\n"
-    "    r[i] = 1\n"
+    "for i = 3, #ARGV, 2 do\n"
+    "  local h = redis.pcall('hexists', ARGV[i], ARGV[i + 1])\n"
+    "  if h == 1 then\n"
+    "    if ARGV[1] ~= '0' then redis.call('pexpire', ARGV[i], ARGV[1]) end\n"
+    "    r[#r + 1] = 1\n"
+    "  elseif type(h) == 'table' and not string.find(h.err or '', 'WRONGTYPE') then\n"
+    "    r[#r + 1] = 2\n"
     "  else\n"
-    "    r[i] = 0\n"
+    "    r[#r + 1] = 0\n"
     "  end\n"
     "end\n"
     "return r\n";
@@ -146,7 +152,8 @@ static const char multi_acquire_lua[] =
 
 /* multi_release (MultiLock)
  * KEYS[1..n] locks, KEYS[n+1..2n] their channels, KEYS[2n+1] latch
- * ARGV[1] message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4] latch ttl
+ * ARGV[1] message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4] latch ttl,
+ * ARGV[5] the publish command (as for release)
  * Drops one hold of the owner on every lock it holds (a lock left with
  * none is deleted and its release published, else its lease is set
  * again). Returns how many locks the owner held; the latch keeps that for
@@ -163,7 +170,7 @@ static const char multi_release_lua[] =
     "      redis.call('pexpire', KEYS[i], ARGV[2])\n"
     "    else\n"
     "      redis.call('del', KEYS[i])\n"
-    "      redis.call('publish', KEYS[n + i], ARGV[1])\n"
+    "      redis.call(ARGV[5], KEYS[n + i], ARGV[1])\n"
     "    end\n"
     "  end\n"
     "end\n"

@@ -59,18 +59,35 @@ static void sub_drop(struct sub_set *s, struct sub *e)
 
 static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata);
 
-/* Send SUBSCRIBE or UNSUBSCRIBE for e. Returns 0, or -1 when the
- * connection is not ready. */
-static int sub_send(struct sub_set *s, struct sub *e, const char *cmd)
+/* Append "<cmd> <channel of e>" to b. */
+static void sub_encode(struct resp_buf *b, const struct sub_set *s,
+                       const struct sub *e, const char *cmd)
 {
     struct key_src k = {s->prefix, s->prefix_len, e->name, e->name_len};
-    char small[256];
-    struct resp_buf b;
+    resp_array(b, 2);
+    resp_arg(b, cmd, strlen(cmd));
+    keys_channel(b, &k);
+}
+
+/* Send SUBSCRIBE or UNSUBSCRIBE for e (their sharded forms on a sharded
+ * connection). Returns 0, or -1 when the connection is not ready. */
+static int sub_send(struct sub_set *s, struct sub *e, const char *cmd)
+{
+    char small[256], small2[256];
+    struct resp_buf b, wire;
+    int rc;
     resp_init(&b, small, sizeof(small));
-    resp_array(&b, 2);
-    resp_arg(&b, cmd, strlen(cmd));
-    keys_channel(&b, &k);
-    int rc = conn_send_with(&s->conn, &b, on_sub_reply);
+    sub_encode(&b, s, e, cmd);
+    if (!s->conn.sharded) {
+        rc = conn_send_with(&s->conn, &b, on_sub_reply);
+    } else {
+        char scmd[16] = "S";
+        strcat(scmd, cmd);
+        resp_init(&wire, small2, sizeof(small2));
+        sub_encode(&wire, s, e, scmd);
+        rc = conn_send_as(&s->conn, &b, &wire, on_sub_reply);
+        resp_free(&wire);
+    }
     resp_free(&b);
     return rc;
 }
@@ -184,6 +201,31 @@ int sub_active(const struct sub_set *s, const char *name, size_t len)
     return e && e->state == SUB_ACTIVE;
 }
 
+void sub_rejoin(struct sub_set *s)
+{
+    if (s->conn.state == CONN_READY)
+        table_each(&s->entries, resubscribe_one, s);
+}
+
+struct each_ctx {
+    sub_name_fn *fn;
+    void *arg;
+};
+
+static void wanted_one(struct table_node *n, void *arg)
+{
+    struct each_ctx *c = arg;
+    struct sub *e = TABLE_ENTRY(n, struct sub, node);
+    if (e->wanted)
+        c->fn(c->arg, e->name, e->name_len);
+}
+
+void sub_each_wanted(struct sub_set *s, sub_name_fn *fn, void *arg)
+{
+    struct each_ctx c = {fn, arg};
+    table_each(&s->entries, wanted_one, &c);
+}
+
 /* Apply one "subscribe", "message" or "unsubscribe" reply about name. */
 static void sub_event(struct sub_set *s, const char *kind, const char *name,
                       size_t len)
@@ -206,6 +248,11 @@ static void sub_event(struct sub_set *s, const char *kind, const char *name,
             sub_drop(s, e);
         else
             sub_join(s, e);
+    } else if (strcmp(kind, "unsubscribe") == 0) {
+        /* Not asked for: the server dropped it (its slot moved away). */
+        e->state = SUB_NONE;
+        if (s->ev->on_evicted)
+            s->ev->on_evicted(s->ev->arg, name, len);
     }
 }
 
@@ -213,18 +260,18 @@ static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
     const redisReply *r = reply;
     struct conn *conn = conn_of(ac);
-    const char *name;
-    size_t len;
+    const char *name[2];
+    size_t len[2];
     if (!conn || !r || r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
         r->element[0]->type != REDIS_REPLY_STRING ||
         r->element[1]->type != REDIS_REPLY_STRING)
         return; /* NULL: the context is going away; on_drop handles it */
     struct sub_set *s = conn->owner;
-    if (keys_channel_name(s->prefix, s->prefix_len, r->element[1]->str,
-                          r->element[1]->len, &name, &len) != 0)
-        return;
+    int n = keys_channel_names(s->prefix, s->prefix_len, r->element[1]->str,
+                               r->element[1]->len, name, len);
     struct reentry *guard = conn->cfg->guard;
     reentry_enter(guard);
-    sub_event(s, r->element[0]->str, name, len);
+    for (int i = 0; i < n; i++)
+        sub_event(s, r->element[0]->str, name[i], len[i]);
     reentry_leave(guard);
 }

@@ -18,6 +18,9 @@ struct sub_events {
     /* The subscriber connection works again (up, err 0) or fails (err:
      * HILOCK_ECONN, HILOCK_ENOPERM, ...). */
     void (*on_state)(void *arg, int up, int err);
+    /* The server ended name's subscription by itself (a cluster moved the
+     * channel's slot to another node). May be NULL. */
+    void (*on_evicted)(void *arg, const char *name, size_t len);
 };
 
 struct sub_set {
@@ -40,5 +43,10 @@ int sub_want(struct sub_set *s, const char *name, size_t len);
 void sub_unwant(struct sub_set *s, const char *name, size_t len);
 /* Nonzero when name's channel is confirmed subscribed. */
 int sub_active(const struct sub_set *s, const char *name, size_t len);
+/* Subscribe again every wanted name that is not (after an eviction). */
+void sub_rejoin(struct sub_set *s);
+/* Call fn for every wanted name; fn must not change s. */
+typedef void sub_name_fn(void *arg, const char *name, size_t len);
+void sub_each_wanted(struct sub_set *s, sub_name_fn *fn, void *arg);
 
 #endif

@@ -115,15 +115,27 @@ static struct wait_queue *queue_new(struct hilock_lock *lock)
     /* Without memory for the subscription the head polls instead. A
      * release on any node wakes the head. */
     for (size_t i = 0; i < eng->nnodes; i++)
-        node_want(&eng->nodes[i], q->name, q->name_len);
+        topo_want(eng->topo, i, q->name, q->name_len);
     return q;
+}
+
+static void rewant_one(struct table_node *n, void *arg)
+{
+    struct wait_queue *q = TABLE_ENTRY(n, struct wait_queue, node);
+    for (size_t i = 0; i < q->eng->nnodes; i++)
+        topo_want(q->eng->topo, i, q->name, q->name_len);
+}
+
+void wait_rewant_all(struct engine *eng)
+{
+    table_each(&eng->waits, rewant_one, NULL);
 }
 
 /* The last waiter left: unsubscribe and free. */
 static void queue_drop(struct wait_queue *q)
 {
     for (size_t i = 0; i < q->eng->nnodes; i++)
-        node_unwant(&q->eng->nodes[i], q->name, q->name_len);
+        topo_unwant(q->eng->topo, i, q->name, q->name_len);
     table_remove(&q->eng->waits, &q->node);
     event_del(&q->timer);
     free(q);
@@ -135,7 +147,7 @@ static size_t listening(const struct wait_queue *q)
 {
     size_t n = 0;
     for (size_t i = 0; i < q->eng->nnodes; i++)
-        n += (size_t)node_listening(&q->eng->nodes[i], q->name, q->name_len);
+        n += (size_t)topo_listening(q->eng->topo, i, q->name, q->name_len);
     return n;
 }
 

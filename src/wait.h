@@ -33,5 +33,7 @@ void wait_released(struct hilock_lock *lock, int64_t heard);
 /* The node's news: a release message on name's channel, or the channel's
  * subscription confirmed (a release may have been missed before). */
 void wait_on_message(struct engine *eng, const char *name, size_t len);
+/* Subscribe every waited name again (the topology moved channels). */
+void wait_rewant_all(struct engine *eng);
 
 #endif

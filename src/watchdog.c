@@ -20,10 +20,13 @@
 #define RENEW_BATCH_MAX 512
 
 /* One renew script call; a manual renewal (hilock_lock_renew) is a batch
- * of one with the caller's callback. */
+ * of one with the caller's callback. A batch goes to one node per member:
+ * in a cluster, the master of its locks' slots. */
 struct renew_batch {
     hilock_lock_cb *cb;   /* manual: the caller's; NULL for the watchdog */
     void *arg;
+    struct renew_batch *next; /* open batches of one timer run */
+    const struct node *group; /* the node its locks' slots map to */
     uint64_t sent_ms;
     uint64_t valid_min;   /* earliest validity end among the locks */
     uint32_t lease_ms;
@@ -120,41 +123,39 @@ static void renew_done(struct op *op, int status,
                        const struct op_result *res);
 
 /* Encode the renew script for the locks of b into buf, with the deadline
- * in the clock of node n. Past the earliest validity end of the batch some
- * lock of it has been reported lost here: the server must not extend it
- * any more. */
-static void encode_batch(struct resp_buf *buf, const struct node *n,
-                         const struct renew_batch *b)
+ * in the clock of node n (none while n is not known). Past the earliest
+ * validity end of the batch some lock of it has been reported lost here:
+ * the server must not extend it any more. */
+static void encode_batch(struct resp_buf *buf, const char *sha,
+                         const struct node *n, const struct renew_batch *b)
 {
-    wire_renew_head(buf, node_sha(n, SCRIPT_RENEW), b->n);
+    uint64_t deadline = b->lease_ms && n ? node_server_ms(n, b->valid_min)
+                                         : 0;
+    wire_renew_head(buf, sha, b->n, b->lease_ms, deadline);
     for (size_t i = 0; i < b->n; i++) {
         struct wire_lock w = handle_wire(b->locks[i]);
-        wire_renew_key(buf, &w);
-    }
-    wire_renew_args(buf, b->lease_ms,
-                    b->lease_ms ? node_server_ms(n, b->valid_min) : 0);
-    for (size_t i = 0; i < b->n; i++) {
-        struct wire_lock w = handle_wire(b->locks[i]);
-        wire_renew_field(buf, &w);
+        wire_renew_lock(buf, &w);
     }
 }
 
-/* Send one renew script for the locks of b to every node; a manual
+/* Send one renew script for the locks of b to every member; a manual
  * renewal (b->cb) is attached to its lock so that freeing the lock cancels
  * it. A resend carries the same deadline: harmless. Returns 0, or
  * HILOCK_ENOMEM with nothing sent and b untouched. */
 static int send_batch(struct engine *c, struct renew_batch *b)
 {
+    unsigned slot = b->locks[0]->slot;
     struct op *op =
-        op_new(c, OP_KIND_RENEW, -1, (uint32_t)b->n, renew_done);
+        op_new(c, OP_KIND_RENEW, -1, slot, (uint32_t)b->n, renew_done);
     if (!op)
         return HILOCK_ENOMEM;
     op_eval(op, SCRIPT_RENEW);
     op->data = b;
     for (size_t i = 0; i < c->nnodes; i++) {
-        if (b->lease_ms)
-            node_clock_refresh(&c->nodes[i]);
-        encode_batch(op_cmd_at(op, i), &c->nodes[i], b);
+        struct node *n = topo_node(c->topo, i, slot);
+        if (b->lease_ms && n)
+            node_clock_refresh(n);
+        encode_batch(op_cmd_at(op, i), c->scripts.sha[SCRIPT_RENEW], n, b);
     }
     if (b->cb)
         handle_attach(b->locks[0], op);
@@ -197,6 +198,8 @@ static struct renew_batch *batch_new(size_t cap, uint32_t lease_ms)
     if (b) {
         b->cb = NULL;
         b->arg = NULL;
+        b->next = NULL;
+        b->group = NULL;
         b->n = 0;
         b->valid_min = UINT64_MAX;
         b->lease_ms = lease_ms;
@@ -292,12 +295,46 @@ int watchdog_renew_now(struct hilock_lock *lock, uint32_t lease_ms,
     return rc;
 }
 
-/* Timer: renew what is due, in batches; report what ran out. */
+/* Put lock into the open batch of its node and lease in *open (made when
+ * there is none), sending it when it is full. Returns 0, or -1 without
+ * memory. */
+static int batch_put(struct engine *c, struct renew_batch **open,
+                     uint32_t lease_ms, struct hilock_lock *lock)
+{
+    const struct node *group = topo_node(c->topo, 0, lock->slot);
+    struct renew_batch **p = open;
+    while (*p && ((*p)->group != group || (*p)->lease_ms != lease_ms))
+        p = &(*p)->next;
+    if (!*p) {
+        if (!(*p = batch_new(RENEW_BATCH_MAX, lease_ms)))
+            return -1;
+        (*p)->group = group;
+    }
+    struct renew_batch *b = *p;
+    batch_add(c, b, lock);
+    if (b->n == RENEW_BATCH_MAX) {
+        *p = b->next;
+        flush_batch(c, b);
+    }
+    return 0;
+}
+
+/* Send every batch still open. */
+static void flush_open(struct engine *c, struct renew_batch *open)
+{
+    while (open) {
+        struct renew_batch *b = open;
+        open = b->next;
+        flush_batch(c, b);
+    }
+}
+
+/* Timer: renew what is due, one batch per node; report what ran out. */
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct engine *c = arg;
     struct heap_node *top;
-    struct renew_batch *b = NULL;
+    struct renew_batch *open = NULL;
     uint64_t now = clock_now_ms();
     reentry_enter(c->guard);
     c->wd.armed_ms = 0;
@@ -309,61 +346,36 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
             c->hooks.expired(lock);
             continue;
         }
-        if (!b &&
-            !(b = batch_new(RENEW_BATCH_MAX, c->opts->watchdog_lease_ms))) {
+        if (batch_put(c, &open, c->opts->watchdog_lease_ms, lock) != 0) {
             schedule(lock, now + 1);
             break;
         }
-        batch_add(c, b, lock);
-        if (b->n == RENEW_BATCH_MAX) {
-            flush_batch(c, b);
-            b = NULL;
-        }
     }
-    if (b)
-        flush_batch(c, b);
+    flush_open(c, open);
     if (!c->guard->closing)
         rearm(c);
     reentry_leave(c->guard);
-}
-
-/* Put lock into *b (a renewal, or a check when lease_ms is 0), sending the
- * batch when it is full. */
-static void verify_add(struct engine *c, struct renew_batch **b,
-                       uint32_t lease_ms, struct hilock_lock *lock)
-{
-    if (!*b && !(*b = batch_new(RENEW_BATCH_MAX, lease_ms)))
-        return; /* its own renewal or lease end still catches it */
-    batch_add(c, *b, lock);
-    if ((*b)->n == RENEW_BATCH_MAX) {
-        flush_batch(c, *b);
-        *b = NULL;
-    }
 }
 
 void watchdog_verify_all(struct engine *c)
 {
     size_t n = c->wd.heap.len, k = 0;
     struct hilock_lock **all = n ? malloc(n * sizeof(*all)) : NULL;
-    struct renew_batch *renew = NULL, *check = NULL;
+    struct renew_batch *open = NULL;
     if (!all)
         return;
-    /* Collect first: verify_add reorders the heap. */
+    /* Collect first: batch_put reorders the heap. A lock that finds no
+     * memory is still caught by its own renewal or lease end. */
     for (size_t i = 0; i < n; i++) {
         struct hilock_lock *lock = lock_of(c->wd.heap.items[i]);
         if (!lock->renewing)
             all[k++] = lock;
     }
-    for (size_t i = 0; i < k; i++) {
-        if (all[i]->auto_renew)
-            verify_add(c, &renew, c->opts->watchdog_lease_ms, all[i]);
-        else
-            verify_add(c, &check, 0, all[i]);
-    }
-    if (renew)
-        flush_batch(c, renew);
-    if (check)
-        flush_batch(c, check);
+    for (size_t i = 0; i < k; i++)
+        batch_put(c, &open,
+                  all[i]->auto_renew ? c->opts->watchdog_lease_ms : 0,
+                  all[i]);
+    flush_open(c, open);
     free(all);
     rearm(c);
 }

@@ -43,10 +43,10 @@ void wire_acquire_rid(struct resp_buf *b, uint64_t rid)
 void wire_release(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, const char *tag, uint64_t seq,
                   uint32_t lease_ms, uint32_t request_timeout_ms,
-                  uint32_t drop)
+                  uint32_t drop, const char *publish)
 {
     struct key_src k = key_of(l);
-    evalsha(b, sha, 11, 3);
+    evalsha(b, sha, 12, 3);
     keys_lock(b, &k);
     keys_channel(b, &k);
     keys_latch(b, &k, tag, seq);
@@ -55,28 +55,21 @@ void wire_release(struct resp_buf *b, const char *sha,
     keys_field(b, l->client_id, l->owner_tag);
     resp_arg_u64(b, (uint64_t)request_timeout_ms + WIRE_LATCH_EXTRA_MS);
     resp_arg_u64(b, drop);
+    resp_arg(b, publish, strlen(publish));
 }
 
-void wire_renew_head(struct resp_buf *b, const char *sha, size_t n)
+void wire_renew_head(struct resp_buf *b, const char *sha, size_t n,
+                     uint32_t lease_ms, uint64_t deadline_ms)
 {
-    evalsha(b, sha, 5 + 2 * n, n);
-}
-
-void wire_renew_key(struct resp_buf *b, const struct wire_lock *l)
-{
-    struct key_src k = key_of(l);
-    keys_lock(b, &k);
-}
-
-void wire_renew_args(struct resp_buf *b, uint32_t lease_ms,
-                     uint64_t deadline_ms)
-{
+    evalsha(b, sha, 5 + 2 * n, 0);
     resp_arg_u64(b, lease_ms);
     resp_arg_u64(b, deadline_ms);
 }
 
-void wire_renew_field(struct resp_buf *b, const struct wire_lock *l)
+void wire_renew_lock(struct resp_buf *b, const struct wire_lock *l)
 {
+    struct key_src k = key_of(l);
+    keys_lock(b, &k);
     keys_field(b, l->client_id, l->owner_tag);
 }
 
@@ -106,10 +99,10 @@ void wire_multi_acquire(struct resp_buf *b, const char *sha,
 void wire_multi_release(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, size_t n, const char *tag,
                         uint64_t seq, uint32_t lease_ms,
-                        uint32_t request_timeout_ms)
+                        uint32_t request_timeout_ms, const char *publish)
 {
     struct key_src first = key_of(&l[0]);
-    evalsha(b, sha, 3 + 2 * n + 1 + 4, 2 * n + 1);
+    evalsha(b, sha, 3 + 2 * n + 1 + 5, 2 * n + 1);
     for (size_t i = 0; i < n; i++) {
         struct key_src k = key_of(&l[i]);
         keys_lock(b, &k);
@@ -123,6 +116,7 @@ void wire_multi_release(struct resp_buf *b, const char *sha,
     resp_arg_u64(b, lease_ms);
     keys_field(b, l[0].client_id, l[0].owner_tag);
     resp_arg_u64(b, (uint64_t)request_timeout_ms + WIRE_LATCH_EXTRA_MS);
+    resp_arg(b, publish, strlen(publish));
 }
 
 void wire_query(struct resp_buf *b, enum wire_query q,

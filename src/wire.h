@@ -36,21 +36,21 @@ void wire_acquire_rid(struct resp_buf *b, uint64_t rid);
 
 /* EVALSHA sha of the release script: drop `drop` holds of l's owner; the
  * request id <tag>:<seq> names its latch, kept request_timeout_ms +
- * WIRE_LATCH_EXTRA_MS; lease_ms is set again when holds remain. */
+ * WIRE_LATCH_EXTRA_MS; lease_ms is set again when holds remain; the
+ * release message goes out with publish ("publish" or "spublish"). */
 void wire_release(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, const char *tag, uint64_t seq,
                   uint32_t lease_ms, uint32_t request_timeout_ms,
-                  uint32_t drop);
+                  uint32_t drop, const char *publish);
 
-/* EVALSHA sha of the renew script over n locks: call wire_renew_head, then
- * wire_renew_key for each lock, wire_renew_args once, and wire_renew_field
- * for each lock in the same order. lease_ms 0 only checks; deadline_ms is
- * the server's unix time after which nothing may change (0: none). */
-void wire_renew_head(struct resp_buf *b, const char *sha, size_t n);
-void wire_renew_key(struct resp_buf *b, const struct wire_lock *l);
-void wire_renew_args(struct resp_buf *b, uint32_t lease_ms,
-                     uint64_t deadline_ms);
-void wire_renew_field(struct resp_buf *b, const struct wire_lock *l);
+/* EVALSHA sha of the renew script over n locks: wire_renew_head, then
+ * wire_renew_lock for each lock. lease_ms 0 only checks; deadline_ms is
+ * the server's unix time after which nothing may change (0: none). The
+ * locks are arguments, not declared keys: in a cluster one call renews
+ * every lock a master holds, whatever their slots. */
+void wire_renew_head(struct resp_buf *b, const char *sha, size_t n,
+                     uint32_t lease_ms, uint64_t deadline_ms);
+void wire_renew_lock(struct resp_buf *b, const struct wire_lock *l);
 
 /* EVALSHA sha of the fence script: raise l's fencing counter to token. */
 void wire_fence(struct resp_buf *b, const char *sha,
@@ -65,7 +65,7 @@ void wire_multi_acquire(struct resp_buf *b, const char *sha,
 void wire_multi_release(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, size_t n, const char *tag,
                         uint64_t seq, uint32_t lease_ms,
-                        uint32_t request_timeout_ms);
+                        uint32_t request_timeout_ms, const char *publish);
 
 /* The queries: does l's owner hold it (HEXISTS), how many holds (HGET),
  * the lease left whoever holds it (PTTL). */

@@ -21,6 +21,7 @@ static const struct {
     {-13, "HILOCK_ERANDOM"},   {-14, "HILOCK_EAUTH"},
     {-15, "HILOCK_ENOPERM"},   {-16, "HILOCK_EREADONLY"},
     {-17, "HILOCK_EOOM"},      {-18, "HILOCK_EWRONGTYPE"},
+    {-19, "HILOCK_ENOREPLICA"},
 };
 #define NPINNED ((int)(sizeof pinned / sizeof pinned[0]))
 
@@ -55,7 +56,7 @@ START_TEST(each_code_has_a_message_of_its_own)
 }
 END_TEST
 
-static const int unknown[] = {1, 42, -19, -100, -1000, INT32_MIN, INT32_MAX};
+static const int unknown[] = {1, 42, -20, -100, -1000, INT32_MIN, INT32_MAX};
 
 START_TEST(strerror_of_unknown_values_is_unknown_error)
 {

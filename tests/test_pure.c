@@ -14,6 +14,9 @@
 #include "reply.h"
 #include "resp.h"
 #include "sha1.h"
+#include "slot.h"
+
+static redisReply *parse(const char *resp);
 
 static void check_sha(const void *data, size_t len, const char *expect)
 {
@@ -137,34 +140,132 @@ END_TEST
 
 START_TEST(keys_follow_the_redisson_layout_and_parse_back)
 {
-    char small[256];
+    char small[512];
     struct resp_buf b;
-    struct key_src k = {"p:", 2, "inv{1}", 6};
+    struct key_src k = {"p:", 2, "inv1", 4};
+    struct key_src t = {"p:", 2, "inv{1}", 6}; /* a hash tag of its own */
     resp_init(&b, small, sizeof(small));
     keys_lock(&b, &k);
     keys_channel(&b, &k);
     keys_fence(&b, &k);
     keys_latch(&b, &k, "id", 9);
     keys_field(&b, "uuid", 77);
-    const char expect[] = "$8\r\np:inv{1}\r\n"
-                          "$33\r\np:redisson_lock__channel:{inv{1}}\r\n"
-                          "$23\r\np:hilock_fence:{inv{1}}\r\n"
-                          "$28\r\np:hilock_latch:{inv{1}}:id:9\r\n"
-                          "$7\r\nuuid:77\r\n";
+    keys_lock(&b, &t);
+    keys_channel(&b, &t);
+    keys_fence(&b, &t);
+    keys_latch(&b, &t, "id", 9);
+    const char expect[] = "$6\r\np:inv1\r\n"
+                          "$31\r\np:redisson_lock__channel:{inv1}\r\n"
+                          "$21\r\np:hilock_fence:{inv1}\r\n"
+                          "$26\r\np:hilock_latch:{inv1}:id:9\r\n"
+                          "$7\r\nuuid:77\r\n"
+                          "$8\r\np:inv{1}\r\n"
+                          "$31\r\np:redisson_lock__channel:inv{1}\r\n"
+                          "$21\r\np:hilock_fence:inv{1}\r\n"
+                          "$26\r\np:hilock_latch:inv{1}:id:9\r\n";
     ck_assert_uint_eq(b.len, sizeof(expect) - 1);
     ck_assert(memcmp(b.data, expect, b.len) == 0);
     resp_free(&b);
 
-    const char *name;
-    size_t len;
-    const char *ch = "p:redisson_lock__channel:{inv{1}}";
-    ck_assert_int_eq(keys_channel_name("p:", 2, ch, strlen(ch), &name, &len), 0);
-    ck_assert_uint_eq(len, 6);
-    ck_assert(memcmp(name, "inv{1}", 6) == 0);
-    ck_assert_int_eq(keys_channel_name("q:", 2, ch, strlen(ch), &name, &len), -1);
-    ck_assert_int_eq(keys_channel_name("", 0, "other", 5, &name, &len), -1);
-    ck_assert_int_eq(keys_channel_name("", 0, "redisson_lock__channel:{", 24,
-                                       &name, &len), -1);
+    const char *name[2];
+    size_t len[2];
+    const char *ch = "p:redisson_lock__channel:inv{1}";
+    ck_assert_int_eq(keys_channel_names("p:", 2, ch, strlen(ch), name, len), 1);
+    ck_assert_uint_eq(len[0], 6);
+    ck_assert(memcmp(name[0], "inv{1}", 6) == 0);
+    /* "{x}" is the channel of x and of {x} */
+    ch = "p:redisson_lock__channel:{x}";
+    ck_assert_int_eq(keys_channel_names("p:", 2, ch, strlen(ch), name, len), 2);
+    ck_assert(len[0] == 1 && name[0][0] == 'x');
+    ck_assert(len[1] == 3 && memcmp(name[1], "{x}", 3) == 0);
+    ck_assert_int_eq(keys_channel_names("q:", 2, ch, strlen(ch), name, len), 0);
+    ck_assert_int_eq(keys_channel_names("", 0, "other", 5, name, len), 0);
+    ck_assert_int_eq(keys_channel_names("", 0, "redisson_lock__channel:{", 24,
+                                        name, len), 0);
+    ck_assert_int_eq(keys_channel_names("", 0, "redisson_lock__channel:{}",
+                                        25, name, len), 0);
+}
+END_TEST
+
+/* Every key of a lock hashes to the lock key's slot, whatever braces the
+ * name has. */
+START_TEST(slots_follow_redis_and_keep_a_lock_in_one_slot)
+{
+    ck_assert_uint_eq(slot_crc16("123456789", 9), 0x31C3);
+    ck_assert_uint_eq(slot_of2("foo", 3, "", 0), 12182);
+    ck_assert_uint_eq(slot_of2("", 0, "foo", 3), 12182);
+    ck_assert_uint_eq(slot_of2("{foo}", 5, "bar", 3), 12182);
+    ck_assert_uint_eq(slot_of2("a{f", 3, "oo}b", 4), 12182);
+    ck_assert_uint_eq(slot_of2("x{}{foo}", 8, "", 0),
+                      slot_crc16("x{}{foo}", 8) & 16383);
+    ck_assert(!slot_has_tag("a{", 2) && !slot_has_tag("a{}", 3) &&
+              slot_has_tag("a{b}", 4) && !slot_has_tag("}{", 2));
+    static const char *const names[] = {"inv", "a{b}c", "{x}", "a{",
+                                        "}{a}", "x{y{z}}", "a}b"};
+    /* a '}' without a tag: no companion key can share the slot */
+    ck_assert(!keys_slot_safe("a{}b", 4) && !keys_slot_safe("{}", 2) &&
+              !keys_slot_safe("a}", 2));
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strcmp(names[i], "a}b") == 0) {
+            ck_assert(!keys_slot_safe(names[i], 3));
+            continue;
+        }
+        ck_assert(keys_slot_safe(names[i], strlen(names[i])));
+        struct key_src k = {"", 0, names[i], strlen(names[i])};
+        char small[256];
+        struct resp_buf b;
+        resp_init(&b, small, sizeof(small));
+        keys_channel(&b, &k);
+        keys_fence(&b, &k);
+        keys_latch(&b, &k, "t", 1);
+        unsigned slot = slot_of2("", 0, names[i], strlen(names[i]));
+        /* walk the three bulk strings */
+        const char *p = b.data;
+        for (int a = 0; a < 3; a++) {
+            long n = strtol(p + 1, (char **)&p, 10);
+            p += 2;
+            ck_assert_msg(slot_of2(p, (size_t)n, "", 0) == slot, "%s", names[i]);
+            p += n + 2;
+        }
+        resp_free(&b);
+    }
+}
+END_TEST
+
+START_TEST(cluster_redirects_parse)
+{
+    struct reply_redirect to;
+    redisReply *r = parse("-MOVED 3999 127.0.0.1:6381\r\n");
+    ck_assert_int_eq(reply_redirect(r, &to), REPLY_MOVED);
+    ck_assert_uint_eq(to.slot, 3999);
+    ck_assert_str_eq(to.host, "127.0.0.1");
+    ck_assert_int_eq(to.port, 6381);
+    freeReplyObject(r);
+    r = parse("-ASK 12 ::1:7000\r\n");
+    ck_assert_int_eq(reply_redirect(r, &to), REPLY_ASK);
+    ck_assert_str_eq(to.host, "::1");
+    ck_assert_int_eq(to.port, 7000);
+    freeReplyObject(r);
+    static const char *const retry[] = {
+        "-TRYAGAIN Multiple keys request during rehashing of slot\r\n",
+        "-CLUSTERDOWN The cluster is down\r\n"};
+    for (size_t i = 0; i < 2; i++) {
+        r = parse(retry[i]);
+        ck_assert_int_eq(reply_redirect(r, &to), REPLY_RETRY);
+        freeReplyObject(r);
+    }
+    static const char *const bad[] = {
+        "-MOVED x 1.2.3.4:5\r\n", "-MOVEDX 1 a:1\r\n",
+        "-MOVED 16384 a:1\r\n",  "-MOVED 1 a:\r\n",
+        "-MOVED 1 a:70000\r\n",  "-MOVED 1\r\n",
+        "-MOVED  a:1\r\n",       "-ERR MOVED 1 a:1\r\n",
+        "+MOVED 1 a:1\r\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        r = parse(bad[i]);
+        ck_assert_msg(reply_redirect(r, &to) == REPLY_NOT_REDIRECT, "%s",
+                      bad[i]);
+        freeReplyObject(r);
+    }
 }
 END_TEST
 
@@ -270,7 +371,11 @@ START_TEST(release_renew_and_integer_replies_decode)
     ck_assert(ok[0] == 1 && ok[1] == 0 && ok[2] == 1);
     ck_assert_int_eq(reply_renew(r, 2, ok), HILOCK_EPROTO);
     freeReplyObject(r);
-    r = parse("*2\r\n:1\r\n:2\r\n");
+    r = parse("*2\r\n:1\r\n:2\r\n"); /* 2: that node cannot tell */
+    ck_assert_int_eq(reply_renew(r, 2, ok), 0);
+    ck_assert(ok[0] == 1 && ok[1] == 2);
+    freeReplyObject(r);
+    r = parse("*2\r\n:1\r\n:3\r\n");
     ck_assert_int_eq(reply_renew(r, 2, ok), HILOCK_EPROTO);
     freeReplyObject(r);
     r = parse("$2\r\n42\r\n");
@@ -391,6 +496,8 @@ int main(void)
     tcase_add_test(tc, heap_pops_in_key_order_under_moves_and_removals);
     tcase_add_test(tc, backoff_grows_caps_and_jitters_within_bounds);
     tcase_add_test(tc, keys_follow_the_redisson_layout_and_parse_back);
+    tcase_add_test(tc, slots_follow_redis_and_keep_a_lock_in_one_slot);
+    tcase_add_test(tc, cluster_redirects_parse);
     tcase_add_test(tc, acquire_replies_decode_to_results);
     tcase_add_test(tc, error_replies_map_to_distinct_codes);
     tcase_add_test(tc, release_renew_and_integer_replies_decode);

@@ -71,7 +71,8 @@ extern "C" {
     X(ENOPERM, -15, "Redis ACL denies the command or key")                     \
     X(EREADONLY, -16, "Redis is a read-only replica")                          \
     X(EOOM, -17, "Redis is out of memory")                                     \
-    X(EWRONGTYPE, -18, "the lock key holds a value of another type")
+    X(EWRONGTYPE, -18, "the lock key holds a value of another type")          \
+    X(ENOREPLICA, -19, "the write did not reach enough replicas in time")
 
 enum hilock_errno {
 #define HILOCK_ERRNO_ENUM_(name, value, msg) HILOCK_##name = (value),
@@ -137,6 +138,8 @@ struct hilock_endpoint {
 
 /* Most masters a Redlock client takes. */
 #define HILOCK_MASTERS_MAX 9
+/* Most sentinels, and most cluster seed nodes, a client takes. */
+#define HILOCK_SEEDS_MAX 16
 
 /* Client options. Fill with hilock_options_init(), then set what differs.
  * Strings are copied by hilock_client_new(). */
@@ -168,6 +171,34 @@ struct hilock_options {
      * above. The array and its strings are copied. */
     const struct hilock_endpoint *masters;
     size_t nmasters;
+    /* Sentinel: the master that the sentinels name master_name. It is
+     * asked of the sentinels in turn (SENTINEL get-master-addr-by-name),
+     * confirmed with ROLE, asked again before every reconnect, and at once
+     * when a sentinel announces +switch-master; held locks are then
+     * verified on the new master (see the README). 1..HILOCK_SEEDS_MAX
+     * sentinels; host, port and unix_path above are not used.
+     * sentinel_password: AUTH sent to the sentinels (NULL: none);
+     * username/password/db above apply to the master. */
+    const struct hilock_endpoint *sentinels;
+    size_t nsentinels;
+    const char *master_name;
+    const char *sentinel_password;
+    /* Redis Cluster: 1..HILOCK_SEEDS_MAX nodes of it to learn the slot map
+     * from; each lock goes to the master of its key's slot, MOVED and ASK
+     * are followed. In a cluster, key_prefix must contain a hash tag
+     * ("{app}:"), which puts every lock in that one slot; without a prefix
+     * the locks spread over the cluster. */
+    const struct hilock_endpoint *cluster;
+    size_t ncluster;
+    /* After each acquisition and renewal, WAIT until wait_replicas
+     * replicas have the write, for at most wait_timeout_ms (default 1000)
+     * within the request deadline: an acquisition that does not reach them
+     * is undone and fails with HILOCK_ENOREPLICA, a renewal that does not
+     * counts as not confirmed. 0: no WAIT (default). Each costs one more
+     * round trip; it narrows, not closes, the window in which a failover
+     * loses a lock (see the README). */
+    uint32_t wait_replicas;
+    uint32_t wait_timeout_ms;
 };
 
 /* Fill *opts with the defaults listed in struct hilock_options. */

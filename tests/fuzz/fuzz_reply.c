@@ -27,16 +27,19 @@ static void decode_all(const redisReply *r)
     reply_integer(r, -2, &a);
     reply_error_code(r);
     reply_is_noscript(r);
+    struct reply_redirect to;
+    reply_redirect(r, &to);
     if (r->type == REDIS_REPLY_ARRAY && r->elements <= sizeof(ok))
         reply_renew(r, r->elements, ok);
     reply_renew(r, 1, ok);
     if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_ERROR) {
-        const char *name;
-        size_t len;
+        const char *name[2];
+        size_t len[2];
         size_t cut = r->len / 3;
-        if (keys_channel_name(r->str, cut, r->str, r->len, &name, &len) == 0 &&
-            (name < r->str || name + len > r->str + r->len))
-            abort();
+        int n = keys_channel_names(r->str, cut, r->str, r->len, name, len);
+        for (int i = 0; i < n; i++)
+            if (name[i] < r->str || name[i] + len[i] > r->str + r->len)
+                abort();
     }
 }
 

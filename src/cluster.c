@@ -1,0 +1,451 @@
+/* cluster.c -- see cluster.h. */
+#include "cluster.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "clock.h"
+#include "slot.h"
+
+/* Shortest time between two CLUSTER SLOTS: a failover answers a burst of
+ * requests with MOVED, and one refresh serves them all. */
+#define CLUSTER_REFRESH_GAP_MS 100
+/* How often the map is asked again while a master in it is down: its
+ * replica takes over after the cluster's node timeout. */
+#define CLUSTER_DOWN_POLL_MS 250
+/* Most redirects one request follows (a map changing under it). */
+#define CLUSTER_HOPS_MAX 5
+
+/* One server of the cluster; never moves in memory (its node's connections
+ * borrow host). */
+struct cnode {
+    struct node node;
+    struct cluster *cl;
+    struct node_events events;
+    uint8_t up;
+    int port;
+    char host[];
+};
+
+struct cluster {
+    const struct conn_config *cfg;
+    const struct topo_events *ev;
+    const char *prefix;
+    size_t prefix_len;
+    struct cnode **nodes;
+    size_t n, cap;
+    size_t ups;                   /* nodes whose command connection is up */
+    size_t asked;                 /* round robin of the map's source */
+    uint8_t known;                /* map and pub/sub kind known */
+    uint8_t sharded;              /* servers have sharded pub/sub */
+    uint8_t probed;
+    uint8_t again;                /* refresh once more when this one ends */
+    uint8_t evicted;              /* a server dropped a subscription */
+    struct req *refresh;          /* CLUSTER SLOTS in flight */
+    uint64_t refreshed_ms;
+    struct event refresh_timer;
+    const struct hilock_endpoint *seeds;
+    size_t nseeds;
+    uint16_t owner[SLOT_COUNT];   /* master of each slot: index + 1; 0 not
+                                     known */
+};
+
+static void refresh_soon(struct cluster *cl);
+
+static size_t index_of(const struct cluster *cl, const struct cnode *c)
+{
+    size_t i = 0;
+    while (cl->nodes[i] != c)
+        i++;
+    return i;
+}
+
+static void cn_up(void *arg, int reconnected)
+{
+    struct cnode *c = arg;
+    struct cluster *cl = c->cl;
+    c->up = 1;
+    if (++cl->ups == 1 || reconnected)
+        cl->ev->on_up(cl->ev->arg, 0, reconnected);
+    if (!cl->known)
+        refresh_soon(cl);
+}
+
+static void cn_down(void *arg, int err)
+{
+    struct cnode *c = arg;
+    struct cluster *cl = c->cl;
+    if (c->up) {
+        c->up = 0;
+        if (--cl->ups == 0)
+            cl->ev->on_down(cl->ev->arg, 0, err);
+    } else if (cl->ups == 0) {
+        cl->ev->on_down(cl->ev->arg, 0, err);
+    }
+    refresh_soon(cl); /* its slots may be failing over */
+}
+
+static struct cnode *cnode_get(struct cluster *cl, const char *host,
+                               int port);
+
+/* MOVED fixes the slot's master at once (the full map follows); ASK sends
+ * this one request to the importing node. */
+static int cn_redirect(void *arg, struct req *r, int ask,
+                       const struct reply_redirect *to)
+{
+    struct cnode *c = arg;
+    struct cluster *cl = c->cl;
+    struct cnode *d = cnode_get(cl, to->host, to->port);
+    if (!d || r->hops >= CLUSTER_HOPS_MAX)
+        return 0;
+    r->hops++;
+    if (!ask) {
+        cl->owner[to->slot] = (uint16_t)(index_of(cl, d) + 1);
+        refresh_soon(cl);
+    }
+    req_move(r, &d->node.cmd, ask);
+    return 1;
+}
+
+static void cn_release(void *arg, const char *name, size_t len)
+{
+    struct cnode *c = arg;
+    c->cl->ev->on_release(c->cl->ev->arg, name, len);
+}
+
+static void cn_pubsub(void *arg, int up, int err)
+{
+    struct cnode *c = arg;
+    c->cl->ev->on_pubsub(c->cl->ev->arg, up, err);
+}
+
+static void cn_evicted(void *arg, const char *name, size_t len)
+{
+    struct cnode *c = arg;
+    (void)name;
+    (void)len;
+    c->cl->evicted = 1;
+    refresh_soon(c->cl); /* then the name is subscribed where it lives */
+}
+
+/* The node at host:port, made (and started) when new; NULL without
+ * memory. */
+static struct cnode *cnode_get(struct cluster *cl, const char *host,
+                               int port)
+{
+    size_t len = strlen(host);
+    for (size_t i = 0; i < cl->n; i++)
+        if (cl->nodes[i]->port == port && strcmp(cl->nodes[i]->host, host) == 0)
+            return cl->nodes[i];
+    if (cl->n == UINT16_MAX - 1)
+        return NULL;
+    if (cl->n == cl->cap) {
+        size_t cap = cl->cap ? cl->cap * 2 : 8;
+        struct cnode **p = realloc(cl->nodes, cap * sizeof(*p));
+        if (!p)
+            return NULL;
+        cl->nodes = p;
+        cl->cap = cap;
+    }
+    struct cnode *c = calloc(1, sizeof(*c) + len + 1);
+    if (!c)
+        return NULL;
+    memcpy(c->host, host, len + 1);
+    c->port = port;
+    c->cl = cl;
+    c->events = (struct node_events){
+        c, cn_up, cn_down, cn_redirect,
+        {c, cn_release, cn_release, cn_pubsub, cn_evicted}};
+    struct conn_endpoint ep = {c->host, port, NULL};
+    node_init(&c->node, cl->cfg, &ep, cl->prefix, cl->prefix_len, &c->events);
+    c->node.subs.conn.sharded = cl->sharded;
+    cl->nodes[cl->n++] = c;
+    node_start(&c->node);
+    return c;
+}
+
+/* The node a request about slot goes to now. */
+static struct cnode *route(struct cluster *cl, unsigned slot)
+{
+    unsigned o = cl->owner[slot];
+    if (o)
+        return cl->nodes[o - 1];
+    for (size_t i = 0; i < cl->n; i++) /* not known: any node that is up */
+        if (cl->nodes[i]->up)
+            return cl->nodes[i];
+    return cl->nodes[0];
+}
+
+static struct conn *reroute_dest(void *arg, const struct req *r)
+{
+    return r->routed ? &route(arg, r->slot)->node.cmd : NULL;
+}
+
+/* Names wanted on a node that no longer owns their slot. */
+struct strays {
+    struct cluster *cl;
+    struct cnode *c;
+    size_t n, cap;
+    struct {
+        const char *name;
+        size_t len;
+    } *v;
+};
+
+static void stray_one(void *arg, const char *name, size_t len)
+{
+    struct strays *s = arg;
+    unsigned slot = slot_of2(s->cl->prefix, s->cl->prefix_len, name, len);
+    if (route(s->cl, slot) == s->c)
+        return;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        void *p = realloc(s->v, cap * sizeof(*s->v));
+        if (!p)
+            return; /* it stays there until its waiters end */
+        s->v = p;
+        s->cap = cap;
+    }
+    s->v[s->n].name = name;
+    s->v[s->n++].len = len;
+}
+
+/* The map changed: move queued requests to their slots' masters, drop
+ * subscriptions from nodes that lost their slots, and have the waiters
+ * subscribe where their channels live now. */
+static void map_changed(struct cluster *cl)
+{
+    struct strays s = {cl, NULL, 0, 0, NULL};
+    for (size_t i = 0; i < cl->n; i++) {
+        struct cnode *c = cl->nodes[i];
+        conn_reroute(&c->node.cmd, reroute_dest, cl);
+        s.c = c;
+        s.n = 0;
+        sub_each_wanted(&c->node.subs, stray_one, &s);
+        for (size_t k = 0; k < s.n; k++)
+            node_unwant(&c->node, s.v[k].name, s.v[k].len);
+        sub_rejoin(&c->node.subs);
+    }
+    free(s.v);
+    cl->ev->on_rewant(cl->ev->arg);
+}
+
+/* One CLUSTER SLOTS entry's master: [host, port, ...]; the host is empty
+ * when the server does not know how it is reached: the one asked. */
+static struct cnode *entry_master(struct cluster *cl, const redisReply *m,
+                                  const struct cnode *asked)
+{
+    if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
+        m->element[0]->type != REDIS_REPLY_STRING ||
+        m->element[1]->type != REDIS_REPLY_INTEGER ||
+        m->element[1]->integer <= 0 || m->element[1]->integer > 65535 ||
+        m->element[0]->len >= 256)
+        return NULL;
+    const char *host = m->element[0]->str;
+    if (host[0] == '\0' || strcmp(host, "?") == 0)
+        host = asked->host;
+    return cnode_get(cl, host, (int)m->element[1]->integer);
+}
+
+/* Apply a CLUSTER SLOTS reply; 0, or -1 when it makes no map. */
+static int map_apply(struct cluster *cl, const redisReply *r,
+                     const struct cnode *asked)
+{
+    uint16_t *owner = calloc(SLOT_COUNT, sizeof(*owner));
+    int down = 0;
+    if (!owner || !r || r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
+        free(owner);
+        return -1;
+    }
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+            e->element[0]->type != REDIS_REPLY_INTEGER ||
+            e->element[1]->type != REDIS_REPLY_INTEGER)
+            continue;
+        long long from = e->element[0]->integer, to = e->element[1]->integer;
+        struct cnode *m = entry_master(cl, e->element[2], asked);
+        if (!m || from < 0 || to >= SLOT_COUNT || from > to)
+            continue;
+        down |= !m->up;
+        for (long long s = from; s <= to; s++)
+            owner[s] = (uint16_t)(index_of(cl, m) + 1);
+    }
+    int changed = memcmp(owner, cl->owner, sizeof(cl->owner)) != 0;
+    memcpy(cl->owner, owner, sizeof(cl->owner));
+    free(owner);
+    if (down) { /* a master is down: look again soon for its successor */
+        struct timeval tv = clock_tv(CLUSTER_DOWN_POLL_MS);
+        evtimer_add(&cl->refresh_timer, &tv);
+    }
+    if ((changed || cl->evicted) && cl->known)
+        map_changed(cl);
+    cl->evicted = 0;
+    return 0;
+}
+
+/* PUBSUB SHARDNUMSUB: an (empty) array when the server has sharded
+ * pub/sub, an error when it does not (before Redis 7.0; or an ACL). */
+static void on_probe(struct req *req, int status, redisReply *reply)
+{
+    struct cluster *cl = req->ctx;
+    if (status)
+        return; /* asked again with the next refresh */
+    cl->probed = 1;
+    cl->sharded = reply->type == REDIS_REPLY_ARRAY;
+    for (size_t i = 0; i < cl->n; i++)
+        cl->nodes[i]->node.subs.conn.sharded = cl->sharded;
+}
+
+static void on_slots(struct req *req, int status, redisReply *reply)
+{
+    struct cluster *cl = req->ctx;
+    struct cnode *asked = req->data;
+    cl->refresh = NULL;
+    if (status == HILOCK_ECANCELED)
+        return;
+    cl->refreshed_ms = clock_now_ms();
+    if (status || map_apply(cl, reply, asked) != 0 || !cl->probed) {
+        struct timeval tv = clock_tv(CLUSTER_DOWN_POLL_MS);
+        evtimer_add(&cl->refresh_timer, &tv); /* the error is logged */
+        return;
+    }
+    if (!cl->known) {
+        /* Nothing subscribed before now: every subscriber connection
+         * starts with the right kind. */
+        cl->known = 1;
+        cl->ev->on_rewant(cl->ev->arg);
+    }
+    if (cl->again) {
+        cl->again = 0;
+        refresh_soon(cl);
+    }
+}
+
+/* Send the two-word command "a b" to c with done. */
+static void ask_node(struct cluster *cl, struct cnode *c, const char *a,
+                     const char *b, req_done_fn *done, struct req **out)
+{
+    struct req *r = node_request(&c->node, done);
+    if (!r)
+        return;
+    r->ctx = cl;
+    r->data = c;
+    resp_array(&r->cmd, 2);
+    resp_arg(&r->cmd, a, strlen(a));
+    resp_arg(&r->cmd, b, strlen(b));
+    if (out)
+        *out = r;
+    req_submit(r, 0);
+}
+
+static void refresh_now(struct cluster *cl)
+{
+    struct cnode *c = NULL;
+    for (size_t k = 0; k < cl->n && !c; k++) {
+        struct cnode *x = cl->nodes[(cl->asked + k) % cl->n];
+        if (x->up)
+            c = x;
+    }
+    if (!c) /* none up: queue on the next one; it goes when it connects */
+        c = cl->nodes[cl->asked % cl->n];
+    cl->asked = index_of(cl, c) + 1;
+    if (!cl->probed)
+        ask_node(cl, c, "PUBSUB", "SHARDNUMSUB", on_probe, NULL);
+    ask_node(cl, c, "CLUSTER", "SLOTS", on_slots, &cl->refresh);
+}
+
+static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct cluster *cl = arg;
+    reentry_enter(cl->cfg->guard);
+    if (cl->refresh)
+        cl->again = 1;
+    else
+        refresh_now(cl);
+    reentry_leave(cl->cfg->guard);
+}
+
+/* Ask for the map as soon as the gap since the last answer allows. */
+static void refresh_soon(struct cluster *cl)
+{
+    if (cl->refresh) {
+        cl->again = 1;
+        return;
+    }
+    uint64_t now = clock_now_ms(), due = cl->refreshed_ms +
+                                         CLUSTER_REFRESH_GAP_MS;
+    struct timeval tv = clock_tv(due > now ? due - now : 0);
+    if (!evtimer_pending(&cl->refresh_timer, NULL))
+        evtimer_add(&cl->refresh_timer, &tv);
+}
+
+int cluster_new(struct cluster **out, const struct conn_config *cfg,
+                const struct hilock_endpoint *seeds, size_t n,
+                const char *prefix, size_t prefix_len,
+                const struct topo_events *ev)
+{
+    struct cluster *cl = calloc(1, sizeof(*cl));
+    if (!cl)
+        return HILOCK_ENOMEM;
+    cl->cfg = cfg;
+    cl->ev = ev;
+    cl->prefix = prefix;
+    cl->prefix_len = prefix_len;
+    evtimer_assign(&cl->refresh_timer, cfg->base, on_refresh_timer, cl);
+    cl->seeds = seeds;
+    cl->nseeds = n;
+    *out = cl;
+    return 0;
+}
+
+void cluster_start(struct cluster *cl)
+{
+    for (size_t i = 0; i < cl->nseeds; i++)
+        cnode_get(cl, cl->seeds[i].host, cl->seeds[i].port);
+    if (cl->n)
+        refresh_now(cl);
+}
+
+void cluster_free(struct cluster *cl, uint32_t drain_ms)
+{
+    evtimer_del(&cl->refresh_timer);
+    for (size_t i = 0; i < cl->n; i++)
+        node_close(&cl->nodes[i]->node, drain_ms);
+    for (size_t i = 0; i < cl->n; i++)
+        free(cl->nodes[i]);
+    free(cl->nodes);
+    free(cl);
+}
+
+struct req *cluster_request(struct cluster *cl, unsigned slot,
+                            req_done_fn *done)
+{
+    if (cl->n == 0)
+        return NULL;
+    struct req *r = node_request(&route(cl, slot)->node, done);
+    if (r) {
+        r->routed = 1;
+        r->slot = (uint16_t)slot;
+    }
+    return r;
+}
+
+struct node *cluster_node(struct cluster *cl, unsigned slot)
+{
+    unsigned o = cl->owner[slot];
+    return cl->known && o ? &cl->nodes[o - 1]->node : NULL;
+}
+
+int cluster_sharded(const struct cluster *cl)
+{
+    return cl->sharded;
+}
+
+void cluster_unwant(struct cluster *cl, const char *name, size_t len)
+{
+    for (size_t i = 0; i < cl->n; i++)
+        node_unwant(&cl->nodes[i]->node, name, len);
+}

@@ -1,0 +1,175 @@
+/* topo.c -- see topo.h. The fixed nodes (single, Redlock, Sentinel) live
+ * here; a cluster's are cluster.c's, a sentinel's resolver sentinel.c's. */
+#include "topo.h"
+
+#include <string.h>
+
+#include "cluster.h"
+#include "keys.h"
+#include "sentinel.h"
+#include "slot.h"
+
+static void link_up(void *arg, int reconnected)
+{
+    struct topo_link *l = arg;
+    l->topo->ev->on_up(l->topo->ev->arg, l->member, reconnected);
+}
+
+static void link_down(void *arg, int err)
+{
+    struct topo_link *l = arg;
+    struct topo *t = l->topo;
+    if (t->sentinel)
+        sentinel_resolve(t->sentinel); /* the master may have moved */
+    t->ev->on_down(t->ev->arg, l->member, err);
+}
+
+static void link_pubsub(void *arg, int up, int err)
+{
+    struct topo_link *l = arg;
+    l->topo->ev->on_pubsub(l->topo->ev->arg, up, err);
+}
+
+static void link_release(void *arg, const char *name, size_t len)
+{
+    struct topo_link *l = arg;
+    l->topo->ev->on_release(l->topo->ev->arg, name, len);
+}
+
+/* The sentinels name the master at host:port: when that is a move, point
+ * nodes[0] there and reconnect it (the same master needs nothing: its
+ * connection reconnects by itself). */
+static void on_master(void *arg, const char *host, int port)
+{
+    struct topo *t = arg;
+    struct node *n = &t->nodes[0];
+    size_t len = strlen(host);
+    if (len >= sizeof(t->master_host) ||
+        (n->cmd.ep.port == port && strcmp(t->master_host, host) == 0))
+        return;
+    memcpy(t->master_host, host, len + 1);
+    n->cmd.ep.port = n->subs.conn.ep.port = port;
+    conn_restart(&n->cmd);
+    if (n->subs.conn.state != CONN_IDLE)
+        conn_restart(&n->subs.conn);
+}
+
+static void on_no_master(void *arg, int err)
+{
+    struct topo *t = arg;
+    t->ev->on_down(t->ev->arg, 0, err);
+}
+
+static const struct sentinel_events sentinel_ev = {on_master, on_no_master};
+
+int topo_init(struct topo *t, const struct conn_config *cfg,
+              const struct hilock_options *o, const char *prefix,
+              size_t prefix_len, const struct topo_events *ev)
+{
+    memset(t, 0, sizeof(*t));
+    t->cfg = cfg;
+    t->ev = ev;
+    t->prefix = prefix;
+    t->prefix_len = prefix_len;
+    t->members = o->nmasters ? o->nmasters : 1;
+    if (o->ncluster)
+        return cluster_new(&t->cluster, cfg, o->cluster, o->ncluster, prefix,
+                           prefix_len, ev);
+    const struct hilock_endpoint single = {o->host, o->port, o->unix_path};
+    const struct hilock_endpoint *eps = o->nmasters ? o->masters : &single;
+    for (size_t i = 0; i < t->members; i++) {
+        struct topo_link *l = &t->links[i];
+        struct conn_endpoint ep = {eps[i].host, eps[i].port,
+                                   eps[i].unix_path};
+        l->topo = t;
+        l->member = i;
+        l->events = (struct node_events){
+            l, link_up, link_down, NULL,
+            {l, link_release, link_release, link_pubsub, NULL}};
+        if (o->nsentinels)
+            ep = (struct conn_endpoint){t->master_host, 0, NULL};
+        node_init(&t->nodes[i], cfg, &ep, prefix, prefix_len, &l->events);
+        t->ninit++;
+    }
+    if (o->nsentinels) {
+        t->nodes[0].cmd.want_master = 1;
+        return sentinel_new(&t->sentinel, cfg, o, &sentinel_ev, t);
+    }
+    return 0;
+}
+
+void topo_start(struct topo *t)
+{
+    if (t->cluster)
+        cluster_start(t->cluster);
+    else if (t->sentinel)
+        sentinel_resolve(t->sentinel); /* nodes[0] starts when it answers */
+    else
+        for (size_t i = 0; i < t->members; i++)
+            node_start(&t->nodes[i]);
+}
+
+void topo_close(struct topo *t, uint32_t drain_ms)
+{
+    if (t->cluster)
+        cluster_free(t->cluster, drain_ms);
+    t->cluster = NULL;
+    for (size_t i = 0; i < t->ninit; i++)
+        node_close(&t->nodes[i], drain_ms);
+    t->ninit = 0;
+    sentinel_free(t->sentinel);
+    t->sentinel = NULL;
+}
+
+int topo_name_ok(const struct topo *t, const char *name, size_t len)
+{
+    /* a prefix's own tag (required in a cluster) decides every slot */
+    return !t->cluster || t->prefix_len || keys_slot_safe(name, len);
+}
+
+unsigned topo_slot(const struct topo *t, const char *name, size_t len)
+{
+    return t->cluster ? slot_of2(t->prefix, t->prefix_len, name, len) : 0;
+}
+
+struct req *topo_request(struct topo *t, size_t member, unsigned slot,
+                         req_done_fn *done)
+{
+    if (t->cluster)
+        return cluster_request(t->cluster, slot, done);
+    return node_request(&t->nodes[member], done);
+}
+
+struct node *topo_node(struct topo *t, size_t member, unsigned slot)
+{
+    return t->cluster ? cluster_node(t->cluster, slot) : &t->nodes[member];
+}
+
+const char *topo_publish(const struct topo *t)
+{
+    return t->cluster && cluster_sharded(t->cluster) ? "spublish"
+                                                     : "publish";
+}
+
+int topo_want(struct topo *t, size_t member, const char *name, size_t len)
+{
+    struct node *n = topo_node(t, member, topo_slot(t, name, len));
+    return n ? node_want(n, name, len) : 0; /* no map yet: on_rewant */
+}
+
+void topo_unwant(struct topo *t, size_t member, const char *name,
+                 size_t len)
+{
+    if (t->cluster) {
+        cluster_unwant(t->cluster, name, len);
+        return;
+    }
+    node_unwant(&t->nodes[member], name, len);
+}
+
+int topo_listening(struct topo *t, size_t member, const char *name,
+                   size_t len)
+{
+    struct node *n = topo_node(t, member, topo_slot(t, name, len));
+    return n && node_listening(n, name, len);
+}

@@ -1,0 +1,97 @@
+/* topo.h -- the topology: which node a lock operation goes to.
+ *
+ *  - single: the one node;
+ *  - Redlock: all N masters at once, one member each (the engine decides
+ *    by quorum over the members);
+ *  - Sentinel: one node whose address the sentinels give (sentinel.h);
+ *  - cluster: the master owning the slot of the lock key (cluster.h).
+ * The engine sees members (N for Redlock, else 1) and asks for a request
+ * to member i about a lock name's slot; redirects, failovers and address
+ * changes stay below, and news comes up through topo_events. */
+#ifndef HILOCK_TOPO_H
+#define HILOCK_TOPO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "hilock/hilock.h"
+#include "node.h"
+
+struct cluster;
+struct sentinel;
+struct topo;
+
+/* News for the client; arg is handed back. */
+struct topo_events {
+    void *arg;
+    /* Member i can take commands; reconnected: it came back after a drop
+     * or moved to another server, which may not have the locks. */
+    void (*on_up)(void *arg, size_t member, int reconnected);
+    /* Member i cannot take commands (err says why). */
+    void (*on_down)(void *arg, size_t member, int err);
+    /* A subscriber connection works (up) or fails with err. */
+    void (*on_pubsub)(void *arg, int up, int err);
+    /* A release was published on name's channel, or name's channel was
+     * subscribed (a release may have come before). */
+    void (*on_release)(void *arg, const char *name, size_t len);
+    /* Where names' channels live changed (a cluster's map): subscribe the
+     * waited names again with topo_want. */
+    void (*on_rewant)(void *arg);
+};
+
+/* One fixed node and its events. */
+struct topo_link {
+    struct topo *topo;
+    size_t member;
+    struct node_events events;
+};
+
+struct topo {
+    const struct conn_config *cfg;
+    const struct topo_events *ev;
+    const char *prefix;
+    size_t prefix_len;
+    size_t members;
+    size_t ninit;              /* nodes[] initialised */
+    /* Single, Redlock, Sentinel: the members' nodes. */
+    struct node nodes[HILOCK_MASTERS_MAX];
+    struct topo_link links[HILOCK_MASTERS_MAX];
+    struct sentinel *sentinel; /* Sentinel: steers nodes[0] */
+    char master_host[256];     /* Sentinel: nodes[0]'s address */
+    struct cluster *cluster;   /* cluster: every node */
+};
+
+/* Set up the nodes for the options (o's strings outlive t). Returns 0 or
+ * HILOCK_ENOMEM. */
+int topo_init(struct topo *t, const struct conn_config *cfg,
+              const struct hilock_options *o, const char *prefix,
+              size_t prefix_len, const struct topo_events *ev);
+/* Start connecting. */
+void topo_start(struct topo *t);
+/* Shutdown, as node_close for every node. */
+void topo_close(struct topo *t, uint32_t drain_ms);
+
+/* Whether lock name can be used: in a cluster every key of it must hash
+ * to one slot (see keys_slot_safe). */
+int topo_name_ok(const struct topo *t, const char *name, size_t len);
+/* The slot of lock name's keys (0 outside a cluster). */
+unsigned topo_slot(const struct topo *t, const char *name, size_t len);
+/* A request to member i about keys of slot, or NULL (no memory, closed). */
+struct req *topo_request(struct topo *t, size_t member, unsigned slot,
+                         req_done_fn *done);
+/* The node that member i's requests about slot go to now, or NULL while a
+ * cluster's map is not known. */
+struct node *topo_node(struct topo *t, size_t member, unsigned slot);
+/* The release message command: "publish", or "spublish" in a cluster
+ * whose servers have sharded pub/sub. */
+const char *topo_publish(const struct topo *t);
+
+/* Subscriptions to name's channel on member i (see sub.h). */
+int topo_want(struct topo *t, size_t member, const char *name, size_t len);
+void topo_unwant(struct topo *t, size_t member, const char *name,
+                 size_t len);
+int topo_listening(struct topo *t, size_t member, const char *name,
+                   size_t len);
+
+#endif
