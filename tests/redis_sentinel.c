@@ -24,8 +24,6 @@
 #define RT_POLL_MS 20
 /* Connect and reply timeout of the harness's own queries. */
 #define RT_IO_MS 2000
-#define RT_STR_(x) #x
-#define RT_STR(x) RT_STR_(x)
 
 struct rt_sentinel {
     char name[64];

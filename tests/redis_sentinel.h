@@ -48,7 +48,8 @@ void rt_stop(struct rt_sentinel *t);
 
 /* The name the master is monitored as. */
 const char *rt_master_name(const struct rt_sentinel *t);
-/* Sentinels: count, port of Sentinel i, its server (for rs_* calls). */
+/* Sentinels: count, port of Sentinel i, its server (for rs_* calls; one
+ * restarted with rs_restart() runs with the default periods). */
 int rt_sentinel_count(const struct rt_sentinel *t);
 int rt_sentinel_port(const struct rt_sentinel *t, int i);
 struct rs_server *rt_sentinel_server(struct rt_sentinel *t, int i);
