@@ -33,6 +33,7 @@ struct hilock_lock {
     uint8_t op;                      /* enum lock_op pending */
     uint8_t in_owners;               /* in eng->owners */
     uint8_t splits;                  /* split votes in a row (Redlock) */
+    uint8_t unreleased;              /* a release of it got no answer */
     int8_t wait_err;                 /* last busy/no-quorum of the wait */
     struct table_node owner_node;    /* eng->owners */
     struct heap_node wd_node;

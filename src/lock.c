@@ -341,6 +341,20 @@ static void fence_done(struct op *f, int status, const struct op_result *res)
     op_drop(op);
 }
 
+/* A release of this handle got no answer, and an acquire found more
+ * holds of its owner than the one it took while no handle counts any:
+ * that release never reached Redis (its master failing over, its
+ * connection lost past its deadline), and the holds it left would keep the
+ * lock held after this acquisition's own release. They are dropped at
+ * once (on one node: a Redlock's masters may count differently). */
+static void drop_unreleased(struct hilock_lock *lock, int64_t holds)
+{
+    if (lock->unreleased && lock->eng->nnodes == 1 && holds > 1 &&
+        !handle_owner_holds(lock))
+        send_cleanup(lock, (uint32_t)(holds - 1), -1);
+    lock->unreleased = 0;
+}
+
 static void acquire_done(struct op *op, int status,
                          const struct op_result *res)
 {
@@ -348,6 +362,7 @@ static void acquire_done(struct op *op, int status,
     int64_t ttl = res && status == HILOCK_EBUSY ? res->a : -1;
     lock->op_pending = NULL;
     if (status == 0 && (status = quorum_granted(lock, op, res)) == 0) {
+        drop_unreleased(lock, res->a);
         if (!lock->op_pending)
             acquired(lock, res->b, op->sent_ms);
         return;
@@ -414,9 +429,11 @@ static void release_done(struct op *op, int status,
     int64_t heard = res && status == 0 ? res->b : 0;
     lock->op_pending = NULL;
     int ended = status == HILOCK_ENOTOWNER || (status == 0 && left == 0);
+    lock->unreleased = engine_transient(status);
     /* A release that failed otherwise (timed out, connection lost) gives
-     * the hold up too: it is most likely applied anyway (it stays queued, and
-     * is resent), and if not, the lease runs out once nothing renews it. */
+     * the hold up too: it is most likely applied anyway (it is resent while
+     * its deadline lasts), and if not, the lease runs out once nothing
+     * renews it, or the handle's next acquisition drops it. */
     if (ended || (lock->holds > 0 && --lock->holds == 0))
         hold_ended(lock);
     if (ended)

@@ -14,9 +14,14 @@
 #include "sha1.h"
 
 /* acquire
- * KEYS[1] lock, KEYS[2] fencing counter
+ * KEYS[1] lock
  * ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] "1" to issue tokens,
- * ARGV[4] request id (fixed across resends of one acquire)
+ * ARGV[4] fencing counter, ARGV[5] request id (fixed across resends of one
+ * acquire)
+ * Only the lock is a declared key; the counter is in its slot (see keys.h).
+ * During a cluster's slot migration a command of several declared keys
+ * that are not all there yet is refused (TRYAGAIN) until the migration
+ * ends; one key is taken at once.
  * Returns the holder's PTTL (integer) when another owner holds the lock,
  * else {holds, token}: token is a fresh INCR on a first acquisition, the
  * current counter on re-entry, 0 without fencing.
@@ -35,8 +40,8 @@ static const char acquire_lua[] =
     "local rid = ARGV[2] .. ':rid'\n"
     "local t = 0\n"
     "local last = tonumber(redis.call('hget', KEYS[1], rid) or '0')\n"
-    "if tonumber(ARGV[4]) <= last then\n"
-    "  if ARGV[3] == '1' then t = tonumber(redis.call('get', KEYS[2]) or '0') end\n"
+    "if tonumber(ARGV[5]) <= last then\n"
+    "  if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end\n"
     "  return {tonumber(redis.call('hget', KEYS[1], ARGV[2])), t}\n"
     "end\n"
     "local n\n"
@@ -46,19 +51,20 @@ static const char acquire_lua[] =
     "else\n"
     "  return redis.call('pttl', KEYS[1])\n"
     "end\n"
-    "redis.call('hset', KEYS[1], rid, ARGV[4])\n"
+    "redis.call('hset', KEYS[1], rid, ARGV[5])\n"
     "redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "if ARGV[3] == '1' then\n"
-    "  if n == 1 then t = redis.call('incr', KEYS[2])\n"
-    "  else t = tonumber(redis.call('get', KEYS[2]) or '0') end\n"
+    "  if n == 1 then t = redis.call('incr', ARGV[4])\n"
+    "  else t = tonumber(redis.call('get', ARGV[4]) or '0') end\n"
     "end\n"
     "return {n, t}\n";
 
 /* release
- * KEYS[1] lock, KEYS[2] channel, KEYS[3] latch of this request id
+ * KEYS[1] lock
  * ARGV[1] message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4] latch ttl
  * ms, ARGV[5] holds to drop, ARGV[6] "publish" or "spublish" (sharded
- * pub/sub in a cluster)
+ * pub/sub in a cluster), ARGV[7] channel, ARGV[8] latch of this request id
+ * (in the lock's slot; one declared key, as for acquire)
  * Returns {holds left, subscribers that received the release message} (the
  * message goes out when no hold is left), or nil when the owner holds
  * nothing. The latch remembers the first result, so a retried request never
@@ -66,7 +72,7 @@ static const char acquire_lua[] =
  * ttl (the request timeout plus 5 s). The owner's last hold deletes the
  * whole hash: a lock has one owner, and the acquire request id goes too. */
 static const char release_lua[] =
-    "local done = redis.call('get', KEYS[3])\n"
+    "local done = redis.call('get', ARGV[8])\n"
     "if done then return {tonumber(done), 0} end\n"
     "if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end\n"
     "local n = redis.call('hincrby', KEYS[1], ARGV[3], -tonumber(ARGV[5]))\n"
@@ -76,9 +82,9 @@ static const char release_lua[] =
     "else\n"
     "  n = 0\n"
     "  redis.call('del', KEYS[1])\n"
-    "  heard = redis.call(ARGV[6], KEYS[2], ARGV[1])\n"
+    "  heard = redis.call(ARGV[6], ARGV[7], ARGV[1])\n"
     "end\n"
-    "redis.call('set', KEYS[3], n, 'px', ARGV[4])\n"
+    "redis.call('set', ARGV[8], n, 'px', ARGV[4])\n"
     "return {n, heard}\n";
 
 /* renew

@@ -26,12 +26,12 @@ void wire_acquire(struct resp_buf *b, const char *sha,
                   uint64_t rid)
 {
     struct key_src k = key_of(l);
-    evalsha(b, sha, 9, 2);
+    evalsha(b, sha, 9, 1);
     keys_lock(b, &k);
-    keys_fence(b, &k);
     resp_arg_u64(b, lease_ms);
     keys_field(b, l->client_id, l->owner_tag);
     resp_arg(b, fencing ? "1" : "0", 1);
+    keys_fence(b, &k);
     resp_arg_u64_fixed(b, rid);
 }
 
@@ -46,16 +46,16 @@ void wire_release(struct resp_buf *b, const char *sha,
                   uint32_t drop, const char *publish)
 {
     struct key_src k = key_of(l);
-    evalsha(b, sha, 12, 3);
+    evalsha(b, sha, 12, 1);
     keys_lock(b, &k);
-    keys_channel(b, &k);
-    keys_latch(b, &k, tag, seq);
     resp_arg(b, "0", 1);
     resp_arg_u64(b, lease_ms);
     keys_field(b, l->client_id, l->owner_tag);
     resp_arg_u64(b, (uint64_t)request_timeout_ms + WIRE_LATCH_EXTRA_MS);
     resp_arg_u64(b, drop);
     resp_arg(b, publish, strlen(publish));
+    keys_channel(b, &k);
+    keys_latch(b, &k, tag, seq);
 }
 
 void wire_renew_head(struct resp_buf *b, const char *sha, size_t n,

@@ -1,0 +1,530 @@
+/* test_cluster.c -- hilock on a Redis Cluster (3 masters, 1 replica each,
+ * started by tests/redis_cluster.c): locks spread over every master by the
+ * slot of their key, names with braces and prefixes, MOVED after a slot
+ * migration and ASK during one, waiters woken by sharded pub/sub (also by a
+ * release that another client library publishes), and a manual failover
+ * and a killed master while a lock is contended, with mutual exclusion and
+ * fencing order checked.
+ *
+ * The "cluster" case shares one cluster (an unchecked fixture, started once
+ * in the runner) and each test reads the map as it finds it; the failover
+ * tests start a cluster each. */
+#include "testutil.h"
+
+#include "redis_cluster.h"
+
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct rc_cluster *cluster;
+static struct hilock_client *client, *client2;
+
+static void shared_start(void)
+{
+    rs_init();
+    cluster = rc_start(3, 1);
+    if (!cluster) {
+        fprintf(stderr, "test_cluster: no cluster\n");
+        exit(1);
+    }
+}
+
+static void shared_stop(void)
+{
+    rc_stop(cluster);
+    cluster = NULL;
+}
+
+static void setup(void)
+{
+    tu_setup_no_redis();
+    client = client2 = NULL;
+}
+
+static void teardown(void)
+{
+    hilock_client_free(client);
+    hilock_client_free(client2);
+    client = client2 = NULL;
+    tu_teardown();
+}
+
+static void own_start(void)
+{
+    setup();
+    cluster = rc_start(3, 1);
+    ck_assert_ptr_nonnull(cluster);
+}
+
+static void own_stop(void)
+{
+    teardown();
+    rc_stop(cluster);
+    cluster = NULL;
+}
+
+/* Options for the cluster, seeded with node `seed`. */
+static struct hilock_endpoint seeds[1];
+static void cluster_options(struct hilock_options *o, int seed)
+{
+    tu_options(o);
+    seeds[0] = (struct hilock_endpoint){"127.0.0.1", rc_port(cluster, seed),
+                                        NULL};
+    o->cluster = seeds;
+    o->ncluster = 1;
+}
+
+static struct hilock_client *cluster_client(int seed)
+{
+    struct hilock_options o;
+    cluster_options(&o, seed);
+    struct hilock_client *c = tu_client(&o);
+    tu_client_ready(c);
+    return c;
+}
+
+/* A command on the master that owns key's slot now. */
+static long long on_owner(const char *key, const char *cmd, const char *arg)
+{
+    int node = rc_slot_owner(cluster, rc_key_slot(key, strlen(key)));
+    ck_assert_int_ge(node, 0);
+    return rs_int(rc_server(cluster, node), cmd, key, arg, (char *)NULL);
+}
+
+/* Locks land on the master of their key's slot, all three masters get
+ * some, and a second client is kept out of each. */
+START_TEST(locks_spread_over_every_master_and_exclude_others)
+{
+    enum { N = 48 };
+    struct hilock_lock *a[N], *b[N];
+    char name[N][24];
+    int per_master[64] = {0};
+    client = cluster_client(0);
+    client2 = cluster_client(1);
+    for (int i = 0; i < N; i++) {
+        snprintf(name[i], sizeof(name[i]), "spread-%d", i);
+        a[i] = tu_lock(client, name[i], 0);
+        b[i] = tu_lock(client2, name[i], 0);
+        tu_assert_status(tu_acquire(a[i], 0, 0, NULL), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        int64_t ttl = 0;
+        tu_assert_status(tu_acquire(b[i], 0, 0, &ttl), HILOCK_EBUSY);
+        ck_assert_int_gt(ttl, 0);
+        ck_assert_int_eq(on_owner(name[i], "EXISTS", NULL), 1);
+        per_master[rc_slot_owner(cluster,
+                                 rc_key_slot(name[i], strlen(name[i])))]++;
+    }
+    int masters[8], m = rc_masters(cluster, masters, 8);
+    ck_assert_int_eq(m, 3);
+    for (int i = 0; i < m; i++)
+        ck_assert_msg(per_master[masters[i]] > 0, "master %d got none",
+                      masters[i]);
+    for (int i = 0; i < N; i++) {
+        tu_assert_status(tu_release(a[i], NULL), 0);
+        ck_assert_int_eq(on_owner(name[i], "EXISTS", NULL), 0);
+    }
+}
+END_TEST
+
+/* Every key of a lock lives in one slot, braces or not; names that cannot
+ * and MultiLocks over several slots are refused; a prefix needs a tag. */
+START_TEST(names_with_braces_keep_their_keys_in_one_slot)
+{
+    static const char *const names[] = {"order{42}", "{42}x", "a{", "{x}",
+                                        "plain"};
+    static const char *const fences[] = {"hilock_fence:order{42}",
+                                         "hilock_fence:{42}x",
+                                         "hilock_fence:{a{}",
+                                         "hilock_fence:{x}",
+                                         "hilock_fence:{plain}"};
+    struct hilock_options o;
+    struct hilock_lock *l;
+    cluster_options(&o, 0);
+    o.fencing = 1;
+    client = tu_client(&o);
+    tu_client_ready(client);
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        int64_t token = 0;
+        ck_assert_int_eq(rc_key_slot(fences[i], strlen(fences[i])),
+                         rc_key_slot(names[i], strlen(names[i])));
+        l = tu_lock(client, names[i], 0);
+        tu_assert_status(tu_acquire(l, 0, 0, &token), 0);
+        ck_assert_int_eq(token, on_owner(fences[i], "GET", NULL));
+        tu_assert_status(tu_release(l, NULL), 0);
+    }
+    ck_assert_int_eq(hilock_lock_new(client, "a{}b", 4, 0, &l), HILOCK_EINVAL);
+    ck_assert_int_eq(hilock_lock_new(client, "x}", 2, 0, &l), HILOCK_EINVAL);
+
+    struct hilock_multi *m;
+    const char *same[] = {"{t}a", "{t}b"}, *apart[] = {"a", "b"};
+    size_t lens[] = {4, 4}, lens1[] = {1, 1};
+    ck_assert_int_eq(hilock_multi_new(client, same, lens, 2, 0, &m), 0);
+    hilock_multi_free(m);
+    ck_assert_int_eq(hilock_multi_new(client, apart, lens1, 2, 0, &m),
+                     HILOCK_EINVAL);
+
+    struct hilock_client *c;
+    o.key_prefix = "app:";
+    ck_assert_int_eq(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
+    o.key_prefix = "{app}:";
+    client2 = tu_client(&o);
+    tu_client_ready(client2);
+    l = tu_lock(client2, "a{}b", 0); /* the prefix's tag decides */
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    ck_assert_int_eq(on_owner("{app}:a{}b", "EXISTS", NULL), 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+}
+END_TEST
+
+/* Subscribers of name's channel on the master of its slot (sharded). */
+static long long shard_subscribers(const char *name)
+{
+    char ch[128];
+    snprintf(ch, sizeof(ch), "redisson_lock__channel:{%s}", name);
+    int node = rc_slot_owner(cluster, rc_key_slot(ch, strlen(ch)));
+    redisReply *r = rs_command_argv(
+        rc_server(cluster, node), 3,
+        (const char *[]){"PUBSUB", "SHARDNUMSUB", ch}, NULL);
+    long long n = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2
+                      ? r->element[1]->integer
+                      : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+struct subs_at {
+    const char *name;
+    long long n;
+};
+
+static bool subscribed(void *arg)
+{
+    struct subs_at *s = arg;
+    return shard_subscribers(s->name) == s->n;
+}
+
+/* A waiter subscribes on the master of its channel's slot (SSUBSCRIBE)
+ * and is woken by the release, long before the holder's lease runs out;
+ * a release published by another library (DEL, then SPUBLISH, as a
+ * Redisson client in a Redis 7 cluster does) wakes it too. */
+START_TEST(waiter_is_woken_by_a_sharded_release)
+{
+    struct tu_result got = {0};
+    client = cluster_client(0);
+    client2 = cluster_client(2);
+    struct hilock_lock *holder = tu_lock(client, "woken", 0);
+    struct hilock_lock *waiter = tu_lock(client2, "woken", 0);
+    tu_assert_status(tu_acquire(holder, 0, 30000, NULL), 0);
+    ck_assert_int_eq(hilock_lock_acquire(waiter, 20000, 0, tu_record, &got),
+                     0);
+    struct subs_at s = {"woken", 1};
+    ck_assert(tu_run_until(subscribed, &s, tu_ms(3000)));
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_release(holder, NULL), 0);
+    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(2000)));
+    tu_assert_status(got.status, 0);
+    ck_assert_int_lt(got.at_ms - t0, 1000); /* the lease was 30 s */
+    tu_assert_status(tu_release(waiter, NULL), 0);
+
+    /* Another library holds it (its own owner field), then releases. */
+    int node = rc_slot_owner(cluster, rc_key_slot("woken", 5));
+    struct rs_server *srv = rc_server(cluster, node);
+    ck_assert_int_eq(rs_int(srv, "HSET", "woken", "other:1", "1", (char *)NULL),
+                     1);
+    ck_assert_int_eq(rs_int(srv, "PEXPIRE", "woken", "30000", (char *)NULL),
+                     1);
+    got.calls = 0;
+    ck_assert_int_eq(hilock_lock_acquire(waiter, 20000, 0, tu_record, &got),
+                     0);
+    ck_assert(tu_run_until(subscribed, &s, tu_ms(3000)));
+    tu_run_quiet();
+    ck_assert_int_eq(got.calls, 0);
+    t0 = tu_now_ms();
+    ck_assert_int_eq(rs_int(srv, "DEL", "woken", (char *)NULL), 1);
+    ck_assert_int_eq(rs_int(srv, "SPUBLISH", "redisson_lock__channel:{woken}",
+                            "0", (char *)NULL),
+                     1);
+    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(2000)));
+    tu_assert_status(got.status, 0);
+    ck_assert_int_lt(got.at_ms - t0, 1000);
+    tu_assert_status(tu_release(waiter, NULL), 0);
+}
+END_TEST
+
+/* A master other than node. */
+static int other_master(int node)
+{
+    int masters[8], m = rc_masters(cluster, masters, 8);
+    for (int i = 0; i < m; i++)
+        if (masters[i] != node)
+            return masters[i];
+    ck_abort_msg("no other master");
+    return -1;
+}
+
+/* A held lock whose slot moves to another master: the watchdog's renewals
+ * and the release follow (MOVED), the lock is never lost. */
+START_TEST(moved_after_a_slot_migration_is_followed)
+{
+    struct tu_result lost = {0};
+    struct hilock_options o;
+    cluster_options(&o, 0);
+    o.watchdog_lease_ms = 600;
+    client = tu_client(&o);
+    tu_client_ready(client);
+    struct hilock_lock *l = tu_lock(client, "moving", 0);
+    hilock_lock_on_lost(l, tu_record, &lost);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    int slot = rc_key_slot("moving", 6);
+    int from = rc_slot_owner(cluster, slot), to = other_master(from);
+    ck_assert_int_eq(rc_move_slot(cluster, slot, to), 0);
+    ck_assert_int_eq(rc_slot_owner(cluster, slot), to);
+    tu_run_for(1200); /* two leases: renewals must reach the new master */
+    ck_assert_int_eq(lost.calls, 0);
+    long long ttl = rs_int(rc_server(cluster, to), "PTTL", "moving",
+                           (char *)NULL);
+    ck_assert_int_gt(ttl, 0);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(rs_int(rc_server(cluster, to), "EXISTS", "moving",
+                            (char *)NULL),
+                     0);
+    /* and back, for a fresh acquire that meets MOVED */
+    ck_assert_int_eq(rc_move_slot(cluster, slot, from), 0);
+    tu_assert_status(tu_acquire(l, 0, 5000, NULL), 0);
+    ck_assert_int_eq(on_owner("moving", "EXISTS", NULL), 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+}
+END_TEST
+
+/* While a slot is migrating, a lock whose key is not on the old master
+ * any more is taken on the importing one (ASK, then ASKING). */
+START_TEST(ask_during_a_migration_is_followed)
+{
+    client = cluster_client(0);
+    struct hilock_lock *l = tu_lock(client, "asked", 0);
+    int slot = rc_key_slot("asked", 5);
+    int from = rc_slot_owner(cluster, slot), to = other_master(from);
+    ck_assert_int_eq(rc_migrate_begin(cluster, slot, from, to), 0);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    char s[16];
+    snprintf(s, sizeof(s), "%d", slot);
+    ck_assert_int_eq(rs_int(rc_server(cluster, to), "CLUSTER",
+                            "COUNTKEYSINSLOT", s, (char *)NULL),
+                     1);
+    ck_assert_int_eq(rs_int(rc_server(cluster, from), "CLUSTER",
+                            "COUNTKEYSINSLOT", s, (char *)NULL),
+                     0);
+    tu_assert_status(tu_release(l, NULL), 0);
+    /* the lock is gone from the importing node (a release latch stays) */
+    redisReply *keys = rs_command_argv(
+        rc_server(cluster, to), 4,
+        (const char *[]){"CLUSTER", "GETKEYSINSLOT", s, "10"}, NULL);
+    ck_assert(keys && keys->type == REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i < keys->elements; i++)
+        ck_assert_str_ne(keys->element[i]->str, "asked");
+    freeReplyObject(keys);
+    ck_assert_int_eq(rc_migrate_finish(cluster, slot, to), 0);
+}
+END_TEST
+
+/* ---- failover under contention ---- */
+
+enum { WORKERS = 6 };
+
+/* Workers of two clients take one lock in turns; each holds it a few ms.
+ * Exclusion is checked in-process (both clients live here); the fencing
+ * tokens must rise with every acquisition by another worker. */
+struct contend {
+    struct hilock_lock *lock[WORKERS];
+    struct event *hold[WORKERS];
+    int holding, overlaps, acquired, failed, lost, calls;
+    int64_t last_token, token_drops;
+    int last_worker;
+    int stop;
+};
+static struct contend ct;
+
+static void worker_go(int i);
+
+static void on_released(struct hilock_lock *lock, int status, int64_t value,
+                        void *arg)
+{
+    worker_go((int)(intptr_t)arg);
+}
+
+static void on_hold_end(evutil_socket_t fd, short what, void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    ct.holding--;
+    ck_assert_int_eq(hilock_lock_release(ct.lock[i], on_released, arg), 0);
+}
+
+static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
+                        void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    ct.calls++;
+    if (status != 0) {
+        ct.failed++;
+        worker_go(i);
+        return;
+    }
+    ct.acquired++;
+    if (ct.holding++ > 0)
+        ct.overlaps++;
+    /* Equal only when the last holder takes it again: a release of its
+     * that never reached Redis left its hold, which it re-enters. */
+    if (value < ct.last_token ||
+        (value == ct.last_token && i != ct.last_worker))
+        ct.token_drops++;
+    ct.last_token = value;
+    ct.last_worker = i;
+    struct timeval tv = {0, 2000};
+    evtimer_add(ct.hold[i], &tv);
+}
+
+static void on_lost_cb(struct hilock_lock *lock, int status, int64_t value,
+                       void *arg)
+{
+    ct.lost++;
+}
+
+static void worker_go(int i)
+{
+    if (!ct.stop)
+        ck_assert_int_eq(
+            hilock_lock_acquire(ct.lock[i], 3000, 0, on_acquired,
+                                (void *)(intptr_t)i),
+            0);
+}
+
+static void log_stderr(enum hilock_log_level level, const char *msg,
+                       void *arg)
+{
+    fprintf(stderr, "%lld %s\n", tu_now_ms() % 100000, msg);
+}
+
+static void contend_start(int wait_replicas)
+{
+    struct hilock_options o;
+    memset(&ct, 0, sizeof(ct));
+    cluster_options(&o, 0);
+    if (getenv("HILOCK_TEST_LOG"))
+        o.log_cb = log_stderr;
+    o.fencing = 1;
+    o.watchdog_lease_ms = 3000;
+    o.wait_replicas = (uint32_t)wait_replicas;
+    o.wait_timeout_ms = 500;
+    client = tu_client(&o);
+    tu_client_ready(client);
+    client2 = tu_client(&o);
+    tu_client_ready(client2);
+    for (int i = 0; i < WORKERS; i++) {
+        ct.lock[i] = tu_lock(i % 2 ? client2 : client, "contended",
+                             (uint64_t)i);
+        hilock_lock_on_lost(ct.lock[i], on_lost_cb, NULL);
+        ct.hold[i] = evtimer_new(tu_base, on_hold_end, (void *)(intptr_t)i);
+        worker_go(i);
+    }
+}
+
+static void contend_stop(void)
+{
+    ct.stop = 1;
+    tu_run_for(300);
+    for (int i = 0; i < WORKERS; i++)
+        event_free(ct.hold[i]);
+}
+
+/* Run until `more` further acquisitions happened; whether they did. */
+static bool acquisitions(int more, int timeout_ms)
+{
+    int want = ct.acquired + more;
+    while (ct.acquired < want && timeout_ms > 0) {
+        tu_run_for(50);
+        timeout_ms -= 50;
+    }
+    if (ct.acquired < want)
+        fprintf(stderr,
+                "acquired %d (wanted %d), failed %d, lost %d, holding %d\n",
+                ct.acquired, want, ct.failed, ct.lost, ct.holding);
+    return ct.acquired >= want;
+}
+
+START_TEST(manual_failover_while_contended_keeps_exclusion)
+{
+    contend_start(0);
+    ck_assert(acquisitions(20, tu_ms(5000)));
+    int slot = rc_key_slot("contended", 9);
+    int master = rc_slot_owner(cluster, slot), replica = -1;
+    for (int i = 0; i < rc_count(cluster); i++)
+        if (rc_master_of(cluster, i) == master)
+            replica = i;
+    ck_assert_int_ge(replica, 0);
+    /* Ask for it and keep the loop running while it happens. */
+    ck_assert_ptr_nonnull(rs_str(rc_server(cluster, replica), "CLUSTER",
+                                 "FAILOVER", (char *)NULL));
+    long long t0 = tu_now_ms();
+    while (rc_slot_owner(cluster, slot) != replica &&
+           tu_now_ms() - t0 < tu_ms(10000))
+        tu_run_for(50);
+    ck_assert_int_eq(rc_slot_owner(cluster, slot), replica);
+    ck_assert(acquisitions(20, tu_ms(5000))); /* served by the new master */
+    contend_stop();
+    ck_assert_int_eq(ct.overlaps, 0);
+    ck_assert_int_eq(ct.token_drops, 0);
+}
+END_TEST
+
+/* kill -9 of the lock's master: its replica takes over after the node
+ * timeout, the lock is taken again there. With WAIT 1, an acquisition is
+ * only reported once the replica has it, so none is lost: no overlap. The
+ * new master has no replica until the killed node comes back as one: the
+ * waits go on through HILOCK_ENOREPLICA until then. */
+START_TEST(killed_master_with_wait_keeps_exclusion)
+{
+    contend_start(1);
+    ck_assert(acquisitions(20, tu_ms(5000)));
+    int slot = rc_key_slot("contended", 9);
+    int master = rc_slot_owner(cluster, slot);
+    ck_assert_int_eq(rs_kill9(rc_server(cluster, master)), 0);
+    long long t0 = tu_now_ms();
+    int owner = master;
+    while ((owner == master || owner < 0) && tu_now_ms() - t0 < tu_ms(15000)) {
+        tu_run_for(100);
+        owner = rc_slot_owner(cluster, slot);
+    }
+    ck_assert_int_ne(owner, master);
+    ck_assert_int_eq(rs_kill9_restart(rc_server(cluster, master)), 0);
+    ck_assert(acquisitions(20, tu_ms(15000)));
+    contend_stop();
+    ck_assert_int_eq(ct.overlaps, 0);
+    ck_assert_int_eq(ct.token_drops, 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cluster");
+    TCase *tc = tcase_create("cluster");
+    tcase_add_unchecked_fixture(tc, shared_start, shared_stop);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, locks_spread_over_every_master_and_exclude_others);
+    tcase_add_test(tc, names_with_braces_keep_their_keys_in_one_slot);
+    tcase_add_test(tc, waiter_is_woken_by_a_sharded_release);
+    tcase_add_test(tc, moved_after_a_slot_migration_is_followed);
+    tcase_add_test(tc, ask_during_a_migration_is_followed);
+    suite_add_tcase(s, tc);
+    TCase *fo = tcase_create("failover");
+    tcase_add_checked_fixture(fo, own_start, own_stop);
+    tcase_set_timeout(fo, 90);
+    tcase_add_test(fo, manual_failover_while_contended_keeps_exclusion);
+    tcase_add_test(fo, killed_master_with_wait_keeps_exclusion);
+    suite_add_tcase(s, fo);
+    return tu_main(s);
+}
