@@ -288,7 +288,7 @@ static void on_release_news(void *arg, const char *name, size_t len)
     wait_on_message(&c->eng, name, len);
 }
 
-static void on_rewant(void *arg)
+static void client_rewant(void *arg)
 {
     struct hilock_client *c = arg;
     wait_rewant_all(&c->eng);
@@ -311,7 +311,7 @@ static int client_assemble(struct hilock_client *c, struct event_base *base)
                                      on_member_down,
                                      on_pubsub_state,
                                      on_release_news,
-                                     on_rewant};
+                                     client_rewant};
     if ((rc = topo_init(&c->topo, &c->cfg, &c->opts, c->prefix,
                         c->prefix_len, &c->events)))
         return rc;

@@ -135,7 +135,8 @@ static int send_attempt(struct hilock_lock *lock)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
-    struct op *op = op_new(eng, OP_KIND_ACQUIRE, -1, lock->slot, 0, acquire_done);
+    struct op *op =
+        op_new(eng, OP_KIND_ACQUIRE, -1, lock->slot, 0, acquire_done);
     if (!op)
         return HILOCK_ENOMEM;
     op->late = acquire_late;

@@ -39,7 +39,7 @@ static void link_release(void *arg, const char *name, size_t len)
 /* The sentinels name the master at host:port: when that is a move, point
  * nodes[0] there and reconnect it (the same master needs nothing: its
  * connection reconnects by itself). */
-static void on_master(void *arg, const char *host, int port)
+static void master_named(void *arg, const char *host, int port)
 {
     struct topo *t = arg;
     struct node *n = &t->nodes[0];
@@ -54,13 +54,14 @@ static void on_master(void *arg, const char *host, int port)
         conn_restart(&n->subs.conn);
 }
 
-static void on_no_master(void *arg, int err)
+static void master_unknown(void *arg, int err)
 {
     struct topo *t = arg;
     t->ev->on_down(t->ev->arg, 0, err);
 }
 
-static const struct sentinel_events sentinel_ev = {on_master, on_no_master};
+static const struct sentinel_events sentinel_ev = {master_named,
+                                                   master_unknown};
 
 int topo_init(struct topo *t, const struct conn_config *cfg,
               const struct hilock_options *o, const char *prefix,

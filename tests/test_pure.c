@@ -224,7 +224,8 @@ START_TEST(slots_follow_redis_and_keep_a_lock_in_one_slot)
         for (int a = 0; a < 3; a++) {
             long n = strtol(p + 1, (char **)&p, 10);
             p += 2;
-            ck_assert_msg(slot_of2(p, (size_t)n, "", 0) == slot, "%s", names[i]);
+            ck_assert_msg(slot_of2(p, (size_t)n, "", 0) == slot, "%s",
+                          names[i]);
             p += n + 2;
         }
         resp_free(&b);

@@ -1,8 +1,9 @@
 /* test_sentinel.c -- hilock behind Redis Sentinel (a master, one replica,
  * three sentinels, started by tests/redis_sentinel.c): the master found
- * past a dead sentinel and one that answers garbage, an unknown master name, the client following a
- * failover with a lock held and a waiter parked, a lock whose write did
- * not survive a failover reported lost at once, and WAIT.
+ * past a dead sentinel and one that answers garbage, an unknown master
+ * name, the client following a failover with a lock held and a waiter
+ * parked, a lock whose write did not survive a failover reported lost at
+ * once, and WAIT.
  *
  * Each test starts its own deployment. */
 #include "testutil.h"
@@ -212,7 +213,8 @@ int main(void)
     tcase_set_timeout(tc, 90);
     tcase_add_test(tc, master_is_found_past_a_dead_and_a_wrong_sentinel);
     tcase_add_test(tc, unknown_master_name_fails_with_econn);
-    tcase_add_test(tc, failover_is_followed_with_a_lock_held_and_a_waiter_parked);
+    tcase_add_test(tc,
+                   failover_is_followed_with_a_lock_held_and_a_waiter_parked);
     tcase_add_test(tc, lock_lost_in_a_failover_is_reported_at_once);
     tcase_add_test(tc, wait_for_a_replica_confirms_or_undoes_an_acquisition);
     suite_add_tcase(s, tc);
