@@ -37,7 +37,6 @@
 
 #define U_HARD_S 30        /* a phase that has not drained by then fails */
 #define U_CMD_INLINE 512   /* stack room of one ceiling command */
-#define U_TAG_DIGITS 16    /* hex digits of the request tag, as hilock's */
 #define U_TARGET 0.95
 
 static const char *const mode_name[2] = {"hilock", "ceiling"};
@@ -74,11 +73,9 @@ struct urun {
     int quorum;                                /* of the nac nodes */
     struct event *tick;  /* progress line */
     char uuid[37];
-    char request_tag[U_TAG_DIGITS + 1]; /* the ceiling's release ids */
     char sha_acq[41], sha_rel[41];
     uint32_t wait_ms;
     uint32_t lease_ms;           /* hilock's watchdog lease */
-    uint32_t request_timeout_ms; /* hilock's, for the latch ttl */
     uint64_t seq;
     struct uslot slots[U_KMAX];
     /* The phase running. */
@@ -223,8 +220,8 @@ static int c_send_release(struct uslot *s)
     char inline_cmd[U_CMD_INLINE];
     struct resp_buf cmd;
     resp_init(&cmd, inline_cmd, sizeof inline_cmd);
-    wire_release(&cmd, u->sha_rel, &s->wire, u->request_tag, ++u->seq,
-                 u->lease_ms, u->request_timeout_ms, 1, "publish");
+    wire_release(&cmd, u->sha_rel, &s->wire, ++u->seq, u->lease_ms, 1,
+                 "publish");
     return c_send(u, &cmd, c_on_released, s);
 }
 
@@ -414,12 +411,11 @@ static int ceiling_node(struct urun *u, int j, const char *host, int port)
 }
 
 /* The ceiling mode on the nodes of *ho (its masters, or its endpoint):
- * each set up, owner id and request tag drawn. 0 or -1. */
+ * each set up, owner id drawn. 0 or -1. */
 static int ceiling_setup(struct urun *u, const struct hilock_options *ho)
 {
     int n = ho->nmasters ? (int)ho->nmasters : 1;
-    if (n > HILOCK_MASTERS_MAX || bench_uuid(u->uuid) != 0 ||
-        bench_hex(u->request_tag, U_TAG_DIGITS) != 0)
+    if (n > HILOCK_MASTERS_MAX || bench_uuid(u->uuid) != 0)
         return -1;
     u->nac = n;
     u->quorum = n / 2 + 1;
@@ -439,7 +435,6 @@ static int urun_setup(struct urun *u, struct bench *b,
     struct timeval tick = {0, 200000};
     u->b = b;
     u->lease_ms = ho->watchdog_lease_ms;
-    u->request_timeout_ms = ho->request_timeout_ms;
     if (!(u->base = event_base_new()) ||
         (ceiling && ceiling_setup(u, ho) != 0) ||
         hilock_client_new(u->base, ho, &u->client) != 0 ||

@@ -200,12 +200,11 @@ static int options_copy(struct hilock_client *c, const struct hilock_options *o)
     return 0;
 }
 
-/* Draw the 128-bit client id from the OS and format it as a UUID (v4);
- * draw apart from it the tag of release request ids, which end up in key
- * names that anyone allowed to SCAN can read, and the jitter seed. */
+/* Draw the 128-bit client id from the OS and format it as a UUID (v4),
+ * and the jitter seed. */
 static int client_id_init(struct hilock_client *c)
 {
-    unsigned char b[32];
+    unsigned char b[24];
     size_t got = 0;
     while (got < sizeof(b)) {
         ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
@@ -222,9 +221,7 @@ static int client_id_init(struct hilock_client *c)
              "%02x%02x%02x%02x%02x%02x",
              b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
              b[10], b[11], b[12], b[13], b[14], b[15]);
-    for (int i = 0; i < 8; i++)
-        snprintf(c->request_tag + 2 * i, 3, "%02x", b[16 + i]);
-    memcpy(&c->rng, b + 24, sizeof(c->rng));
+    memcpy(&c->rng, b + 16, sizeof(c->rng));
     c->rng |= 1;
     return 0;
 }
@@ -324,7 +321,6 @@ static int client_assemble(struct hilock_client *c, struct event_base *base)
     c->eng.prefix = c->prefix;
     c->eng.prefix_len = c->prefix_len;
     c->eng.id = c->id;
-    c->eng.request_tag = c->request_tag;
     c->eng.rng = &c->rng;
     lock_engine_init(&c->eng);
     return multi_init(&c->eng);

@@ -17,7 +17,6 @@ struct hilock_client {
     const char *prefix;         /* never NULL */
     size_t prefix_len;
     char id[37];                /* client uuid */
-    char request_tag[17];       /* random, in release request ids */
     uint64_t rng;               /* backoff jitter */
     int reported[4];            /* last state and status told, for the
                                    command and the subscriber connection */

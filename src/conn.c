@@ -326,6 +326,7 @@ static void dropped(struct conn *conn, struct req *r)
     if (r->retry && (r->done || r->late)) {
         if (!r->done)
             evtimer_add(&r->timer, conn->cfg->req_timeout);
+        r->resent = 1;
         r->where = REQ_QUEUED;
         TAILQ_INSERT_TAIL(&conn->queued, r, link);
         return;

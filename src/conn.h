@@ -51,6 +51,8 @@ struct req {
     uint8_t retry;            /* resend when the connection drops */
     uint8_t enomem;           /* encoding failed: complete with ENOMEM */
     uint8_t asking;           /* send ASKING first (a cluster's ASK) */
+    uint8_t resent;           /* sent again after its connection dropped:
+                                 it may have been applied already */
     /* The cluster topology's: the slot the request is about, and how
      * often it was redirected. */
     uint8_t routed;

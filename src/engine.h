@@ -64,7 +64,6 @@ struct engine {
     const char *prefix;                /* never NULL */
     size_t prefix_len;
     const char *id;                    /* client uuid: owner fields */
-    const char *request_tag;           /* random: release request ids */
     uint64_t seq;                      /* request ids */
     uint64_t *rng;                     /* jitter (the client's seed) */
     struct lock_list locks;            /* every handle, for teardown */

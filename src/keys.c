@@ -8,7 +8,6 @@
 
 #define CHANNEL_PREFIX KEYS_CHANNEL_HEAD
 #define FENCE_PREFIX KEYS_FENCE_HEAD
-#define LATCH_PREFIX KEYS_LATCH_HEAD
 
 /* Whether name keeps its own hash tag in companion keys: Redisson's rule
  * wraps a name in braces unless it has one, so that every key of a lock
@@ -54,24 +53,6 @@ void keys_channel(struct resp_buf *b, const struct key_src *k)
 void keys_fence(struct resp_buf *b, const struct key_src *k)
 {
     tagged(b, k, FENCE_PREFIX, KEYS_TAG_TAIL);
-}
-
-void keys_latch(struct resp_buf *b, const struct key_src *k, const char *tag,
-                uint64_t seq)
-{
-    char num[21];
-    size_t n = resp_u64_str(seq, num);
-    size_t own = (size_t)own_tag(k);
-    struct resp_part p[7] = {
-        {k->prefix, k->prefix_len},
-        {LATCH_PREFIX, sizeof(LATCH_PREFIX) - 1 - own},
-        {k->name, k->name_len},
-        {"}:" + own, 2 - own},
-        {tag, strlen(tag)},
-        {":", 1},
-        {num, n},
-    };
-    resp_arg_parts(b, 7, p);
 }
 
 void keys_field(struct resp_buf *b, const char *client_id,

@@ -2,7 +2,7 @@
  *
  * Default layout (Redisson's): the lock key is the name itself, the channel
  * is "redisson_lock__channel:{name}". hilock's companion keys carry the same
- * "{name}" hash tag: "hilock_fence:{name}", "hilock_latch:{name}:<request>".
+ * "{name}" hash tag: "hilock_fence:{name}".
  * A name with a hash tag of its own is not wrapped: "a{b}" has the channel
  * "redisson_lock__channel:a{b}".
  * A key prefix, when configured, is put in front of every one of them. */
@@ -21,7 +21,6 @@
  * the slot of the lock key <prefix><name>. */
 #define KEYS_CHANNEL_HEAD "redisson_lock__channel:{"
 #define KEYS_FENCE_HEAD "hilock_fence:{"
-#define KEYS_LATCH_HEAD "hilock_latch:{"
 #define KEYS_TAG_TAIL "}"
 /* The owner field's companion in the lock hash: <field><suffix> holds the
  * highest acquire request id applied for that owner (see script.c). */
@@ -44,11 +43,6 @@ int keys_slot_safe(const char *name, size_t len);
 void keys_lock(struct resp_buf *b, const struct key_src *k);
 void keys_channel(struct resp_buf *b, const struct key_src *k);
 void keys_fence(struct resp_buf *b, const struct key_src *k);
-/* Append the release latch for request id "<tag>:<seq>"; tag is random
- * per client and unrelated to the owner id, which must not show in key
- * names. */
-void keys_latch(struct resp_buf *b, const struct key_src *k, const char *tag,
-                uint64_t seq);
 /* Append the owner field "<client_id>:<owner_tag>". */
 void keys_field(struct resp_buf *b, const char *client_id,
                 uint64_t owner_tag);

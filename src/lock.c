@@ -200,8 +200,8 @@ static void cleanup_done(struct op *op, int status,
                          const struct op_result *res);
 
 /* A release of drop holds of this owner on every node (node < 0) or on one,
- * with a latch of its own so that resending it is harmless, attached to
- * the lock. NULL: no memory. */
+ * with a request id of its own so that resending it is harmless, attached
+ * to the lock. NULL: no memory. */
 static struct op *release_op(struct hilock_lock *lock, uint32_t drop,
                              int node, op_done_fn *done)
 {
@@ -212,9 +212,7 @@ static struct op *release_op(struct hilock_lock *lock, uint32_t drop,
         return NULL;
     op_eval(op, SCRIPT_RELEASE);
     wire_release(op_cmd(op), eng->scripts.sha[SCRIPT_RELEASE], &w,
-                 eng->request_tag, ++eng->seq, lock_lease(lock),
-                 eng->opts->request_timeout_ms, drop,
-                 topo_publish(eng->topo));
+                 ++eng->seq, lock_lease(lock), drop, topo_publish(eng->topo));
     handle_attach(lock, op);
     return op;
 }

@@ -9,7 +9,7 @@
 #include "engine.h"
 
 /* Set up the engine's tables, wait queues, watchdog and hooks; the caller
- * fills in base, opts, node, guard, prefix, id and request_tag. */
+ * fills in base, opts, topo, guard, prefix and id. */
 void lock_engine_init(struct engine *eng);
 /* hilock_lock_new on eng. Returns 0, HILOCK_EINVAL or HILOCK_ENOMEM. */
 int lock_new(struct engine *eng, const char *name, size_t len,

@@ -139,11 +139,8 @@ static struct op *send_release(struct hilock_multi *m, int node,
         return NULL;
     multi_wire(m, w);
     op_eval(op, SCRIPT_MULTI_RELEASE);
-    wire_multi_release(op_cmd(op),
-                       eng->scripts.sha[SCRIPT_MULTI_RELEASE], w,
-                       m->k, eng->request_tag, ++eng->seq,
-                       engine_lease(eng, m->lease_ms),
-                       eng->opts->request_timeout_ms,
+    wire_multi_release(op_cmd(op), eng->scripts.sha[SCRIPT_MULTI_RELEASE],
+                       w, m->k, ++eng->seq, engine_lease(eng, m->lease_ms),
                        topo_publish(eng->topo));
     multi_attach(m, op);
     op_submit(op, 0);

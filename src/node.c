@@ -51,6 +51,8 @@ static int cmd_on_error(struct conn *conn, struct req *r, redisReply *reply)
     struct node *n = conn->owner;
     struct reply_redirect to;
     enum reply_redirect_kind kind = reply_redirect(reply, &to);
+    if (kind != REPLY_NOT_REDIRECT && r->refresh)
+        r->refresh(r); /* refused unapplied: it goes again as a new one */
     if (kind == REPLY_RETRY) {
         conn_resend_later(conn, r, NODE_RETRY_MS);
         return 1;

@@ -73,13 +73,15 @@ static struct op *op_alloc(struct engine *eng)
     return op;
 }
 
-/* Resent after NOSCRIPT: an acquire attempt that was not applied takes a
- * new request id, above every id sent so far (see lock.c). */
+/* Resent after Redis refused it unapplied (NOSCRIPT, a cluster redirect):
+ * a request with an id takes a new one, above every id sent so far (see
+ * script.c). */
 static void part_refresh(struct req *r)
 {
     struct op *op = r->ctx;
-    if (op->kind == OP_KIND_ACQUIRE)
-        wire_acquire_rid(&r->cmd, ++op->eng->seq);
+    if (op->kind == OP_KIND_ACQUIRE || op->kind == OP_KIND_RELEASE ||
+        op->kind == OP_KIND_MULTI_ACQUIRE || op->kind == OP_KIND_MULTI_RELEASE)
+        wire_rid(&r->cmd, ++op->eng->seq);
 }
 
 struct op *op_new(struct engine *eng, enum op_kind kind, int node,
@@ -341,11 +343,24 @@ static int wants_wait(const struct op *op, size_t i)
             op->kind == OP_KIND_MULTI_ACQUIRE);
 }
 
+/* A release resent after its connection dropped that finds the owner's
+ * hold gone: its first send ended it (see script.c). */
+static void resent_release(const struct op *op, struct op_result *res)
+{
+    if (op->kind == OP_KIND_RELEASE && res->status == HILOCK_ENOTOWNER)
+        *res = (struct op_result){0, 0, 0};
+    else if (op->kind == OP_KIND_MULTI_RELEASE && res->status == 0 &&
+             res->a == 0)
+        res->a = 1;
+}
+
 static void part_done(struct req *r, int status, redisReply *reply)
 {
     struct op *op = r->ctx;
     size_t i = part_index(op, r);
     decode(op, i, status, reply, &op->res[i]);
+    if (r->resent)
+        resent_release(op, &op->res[i]);
     if (wants_wait(op, i) && wait_send(op, i, r->conn) == 0)
         return; /* counted when WAIT answers */
     part_counted(op, i, status);

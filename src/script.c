@@ -18,74 +18,74 @@
  * ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] "1" to issue tokens,
  * ARGV[4] fencing counter, ARGV[5] request id (fixed across resends of one
  * acquire)
- * Only the lock is a declared key; the counter is in its slot (see keys.h).
- * During a cluster's slot migration a command of several declared keys
- * that are not all there yet is refused (TRYAGAIN) until the migration
- * ends; one key is taken at once.
  * Returns the holder's PTTL (integer) when another owner holds the lock,
  * else {holds, token}: token is a fresh INCR on a first acquisition, the
  * current counter on re-entry, 0 without fencing.
  *
- * An acquire whose reply was lost is sent again with the same request id.
- * The highest request id applied for an owner is kept in the lock hash
- * itself, under "<owner field>:rid", and an acquire whose id is not above it
- * is a resend of one already applied: it returns the current result instead
- * of counting a second hold. That holds because a client's requests reach
- * Redis in id order (one connection, and resends go out before anything
- * newer), also when two handles of one owner lose their replies together.
- * Kept in the hash rather than in a latch key, it costs no extra key, needs
- * no expiry that a long stall could outlive, and goes away with the lock.
- * Redisson ignores the extra field. */
+ * Only the lock is a declared key; the counter is in its slot (see keys.h).
+ * During a cluster's slot migration a command of several declared keys
+ * that are not all there yet is refused (TRYAGAIN) until the migration
+ * ends; one key is taken at once.
+ *
+ * A request whose reply was lost is sent again with the same request id.
+ * The highest request id applied for an owner (acquire or release) is kept
+ * in the lock hash itself, under "<owner field>:rid", and a request whose
+ * id is not above it is a resend of one already applied: it returns the
+ * current result instead of counting a hold again. That holds because a
+ * client's requests reach Redis in id order (one connection, resends go out
+ * before anything newer, and a request that Redis refused unapplied --
+ * NOSCRIPT, a cluster redirect -- goes again with a new id), also when two
+ * handles of one owner lose their replies together. Kept in the hash, it
+ * costs no key and goes away with the lock. Redisson ignores the field.
+ *
+ * The common case, a free lock, costs three calls. */
 static const char acquire_lua[] =
-    "local rid = ARGV[2] .. ':rid'\n"
     "local t = 0\n"
-    "local last = tonumber(redis.call('hget', KEYS[1], rid) or '0')\n"
-    "if tonumber(ARGV[5]) <= last then\n"
-    "  if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end\n"
-    "  return {tonumber(redis.call('hget', KEYS[1], ARGV[2])), t}\n"
+    "local rid = ARGV[2] .. ':rid'\n"
+    "if redis.call('exists', KEYS[1]) == 0 then\n"
+    "  redis.call('hset', KEYS[1], ARGV[2], 1, rid, ARGV[5])\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "  if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end\n"
+    "  return {1, t}\n"
     "end\n"
-    "local n\n"
-    "if redis.call('exists', KEYS[1]) == 0 or\n"
-    "   redis.call('hexists', KEYS[1], ARGV[2]) == 1 then\n"
-    "  n = redis.call('hincrby', KEYS[1], ARGV[2], 1)\n"
-    "else\n"
-    "  return redis.call('pttl', KEYS[1])\n"
+    "local v = redis.call('hmget', KEYS[1], ARGV[2], rid)\n"
+    "if not v[1] then return redis.call('pttl', KEYS[1]) end\n"
+    "local n = tonumber(v[1])\n"
+    "if tonumber(ARGV[5]) > tonumber(v[2] or '0') then\n"
+    "  n = n + 1\n"
+    "  redis.call('hset', KEYS[1], ARGV[2], n, rid, ARGV[5])\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "end\n"
-    "redis.call('hset', KEYS[1], rid, ARGV[5])\n"
-    "redis.call('pexpire', KEYS[1], ARGV[1])\n"
-    "if ARGV[3] == '1' then\n"
-    "  if n == 1 then t = redis.call('incr', ARGV[4])\n"
-    "  else t = tonumber(redis.call('get', ARGV[4]) or '0') end\n"
-    "end\n"
+    "if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end\n"
     "return {n, t}\n";
 
 /* release
  * KEYS[1] lock
- * ARGV[1] message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4] latch ttl
- * ms, ARGV[5] holds to drop, ARGV[6] "publish" or "spublish" (sharded
- * pub/sub in a cluster), ARGV[7] channel, ARGV[8] latch of this request id
- * (in the lock's slot; one declared key, as for acquire)
+ * ARGV[1] message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4] holds to
+ * drop, ARGV[5] "publish" or "spublish" (sharded pub/sub in a cluster),
+ * ARGV[6] channel, ARGV[7] request id
  * Returns {holds left, subscribers that received the release message} (the
  * message goes out when no hold is left), or nil when the owner holds
- * nothing. The latch remembers the first result, so a retried request never
- * drops holds twice, as long as the resend reaches Redis within the latch's
- * ttl (the request timeout plus 5 s). The owner's last hold deletes the
- * whole hash: a lock has one owner, and the acquire request id goes too. */
+ * nothing. A resend of a release that was applied and left holds finds its
+ * id in the hash (see acquire) and drops nothing more; one that ended the
+ * hold finds nothing and returns nil, which the client, knowing it sent it
+ * twice, takes as done. The owner's last hold deletes the whole hash: a
+ * lock has one owner. Nothing is left behind. Three calls, as acquire. */
 static const char release_lua[] =
-    "local done = redis.call('get', ARGV[8])\n"
-    "if done then return {tonumber(done), 0} end\n"
-    "if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end\n"
-    "local n = redis.call('hincrby', KEYS[1], ARGV[3], -tonumber(ARGV[5]))\n"
-    "local heard = 0\n"
-    "if n > 0 then\n"
-    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
-    "else\n"
-    "  n = 0\n"
-    "  redis.call('del', KEYS[1])\n"
-    "  heard = redis.call(ARGV[6], ARGV[7], ARGV[1])\n"
+    "local rid = ARGV[3] .. ':rid'\n"
+    "local v = redis.call('hmget', KEYS[1], ARGV[3], rid)\n"
+    "if not v[1] then return nil end\n"
+    "if tonumber(ARGV[7]) <= tonumber(v[2] or '0') then\n"
+    "  return {tonumber(v[1]), 0}\n"
     "end\n"
-    "redis.call('set', ARGV[8], n, 'px', ARGV[4])\n"
-    "return {n, heard}\n";
+    "local n = tonumber(v[1]) - tonumber(ARGV[4])\n"
+    "if n > 0 then\n"
+    "  redis.call('hset', KEYS[1], ARGV[3], n, rid, ARGV[7])\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "  return {n, 0}\n"
+    "end\n"
+    "redis.call('del', KEYS[1])\n"
+    "return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])}\n";
 
 /* renew
  * ARGV[1] lease ms (0: only check), ARGV[2] deadline: the server's unix
@@ -158,30 +158,33 @@ static const char multi_acquire_lua[] =
     "return {1}\n";
 
 /* multi_release (MultiLock)
- * KEYS[1..n] locks, KEYS[n+1..2n] their channels, KEYS[2n+1] latch
- * ARGV[1] message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4] latch ttl,
- * ARGV[5] the publish command (as for release)
+ * KEYS[1..n] locks, KEYS[n+1..2n] their channels
+ * ARGV[1] message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4] the
+ * publish command (as for release), ARGV[5] request id
  * Drops one hold of the owner on every lock it holds (a lock left with
  * none is deleted and its release published, else its lease is set
- * again). Returns how many locks the owner held; the latch keeps that for
- * a resend, as for release. */
+ * again). Returns how many locks the owner held. A resend drops nothing a
+ * second time (the request id, as for release). */
 static const char multi_release_lua[] =
-    "local done = redis.call('get', KEYS[#KEYS])\n"
-    "if done then return tonumber(done) end\n"
-    "local n = (#KEYS - 1) / 2\n"
+    "local n = #KEYS / 2\n"
+    "local rid = ARGV[3] .. ':rid'\n"
     "local held = 0\n"
     "for i = 1, n do\n"
-    "  if redis.pcall('hexists', KEYS[i], ARGV[3]) == 1 then\n"
+    "  local v = redis.pcall('hmget', KEYS[i], ARGV[3], rid)\n"
+    "  if type(v) == 'table' and v[1] then\n"
     "    held = held + 1\n"
-    "    if redis.call('hincrby', KEYS[i], ARGV[3], -1) > 0 then\n"
-    "      redis.call('pexpire', KEYS[i], ARGV[2])\n"
-    "    else\n"
-    "      redis.call('del', KEYS[i])\n"
-    "      redis.call(ARGV[5], KEYS[n + i], ARGV[1])\n"
+    "    if tonumber(ARGV[5]) > tonumber(v[2] or '0') then\n"
+    "      local c = tonumber(v[1]) - 1\n"
+    "      if c > 0 then\n"
+    "        redis.call('hset', KEYS[i], ARGV[3], c, rid, ARGV[5])\n"
+    "        redis.call('pexpire', KEYS[i], ARGV[2])\n"
+    "      else\n"
+    "        redis.call('del', KEYS[i])\n"
+    "        redis.call(ARGV[4], KEYS[n + i], ARGV[1])\n"
+    "      end\n"
     "    end\n"
     "  end\n"
     "end\n"
-    "redis.call('set', KEYS[#KEYS], held, 'px', ARGV[4])\n"
     "return held\n";
 
 static const struct {

@@ -35,27 +35,25 @@ void wire_acquire(struct resp_buf *b, const char *sha,
     resp_arg_u64_fixed(b, rid);
 }
 
-void wire_acquire_rid(struct resp_buf *b, uint64_t rid)
+void wire_rid(struct resp_buf *b, uint64_t rid)
 {
     resp_u64_fixed(rid, b->data + b->len - RESP_U64_WIDTH - 2);
 }
 
 void wire_release(struct resp_buf *b, const char *sha,
-                  const struct wire_lock *l, const char *tag, uint64_t seq,
-                  uint32_t lease_ms, uint32_t request_timeout_ms,
+                  const struct wire_lock *l, uint64_t rid, uint32_t lease_ms,
                   uint32_t drop, const char *publish)
 {
     struct key_src k = key_of(l);
-    evalsha(b, sha, 12, 1);
+    evalsha(b, sha, 11, 1);
     keys_lock(b, &k);
     resp_arg(b, "0", 1);
     resp_arg_u64(b, lease_ms);
     keys_field(b, l->client_id, l->owner_tag);
-    resp_arg_u64(b, (uint64_t)request_timeout_ms + WIRE_LATCH_EXTRA_MS);
     resp_arg_u64(b, drop);
     resp_arg(b, publish, strlen(publish));
     keys_channel(b, &k);
-    keys_latch(b, &k, tag, seq);
+    resp_arg_u64_fixed(b, rid);
 }
 
 void wire_renew_head(struct resp_buf *b, const char *sha, size_t n,
@@ -97,12 +95,10 @@ void wire_multi_acquire(struct resp_buf *b, const char *sha,
 }
 
 void wire_multi_release(struct resp_buf *b, const char *sha,
-                        const struct wire_lock *l, size_t n, const char *tag,
-                        uint64_t seq, uint32_t lease_ms,
-                        uint32_t request_timeout_ms, const char *publish)
+                        const struct wire_lock *l, size_t n, uint64_t rid,
+                        uint32_t lease_ms, const char *publish)
 {
-    struct key_src first = key_of(&l[0]);
-    evalsha(b, sha, 3 + 2 * n + 1 + 5, 2 * n + 1);
+    evalsha(b, sha, 3 + 2 * n + 5, 2 * n);
     for (size_t i = 0; i < n; i++) {
         struct key_src k = key_of(&l[i]);
         keys_lock(b, &k);
@@ -111,12 +107,11 @@ void wire_multi_release(struct resp_buf *b, const char *sha,
         struct key_src k = key_of(&l[i]);
         keys_channel(b, &k);
     }
-    keys_latch(b, &first, tag, seq);
     resp_arg(b, "0", 1);
     resp_arg_u64(b, lease_ms);
     keys_field(b, l[0].client_id, l[0].owner_tag);
-    resp_arg_u64(b, (uint64_t)request_timeout_ms + WIRE_LATCH_EXTRA_MS);
     resp_arg(b, publish, strlen(publish));
+    resp_arg_u64_fixed(b, rid);
 }
 
 void wire_query(struct resp_buf *b, enum wire_query q,

@@ -21,26 +21,22 @@ struct wire_lock {
     uint64_t owner_tag;
 };
 
-/* A release latch lives this much longer than the request's deadline: a
- * resend that arrives later may drop a hold twice (see script.c). */
-#define WIRE_LATCH_EXTRA_MS 5000u
+/* Every acquire and release carries a request id (see script.c) as its
+ * last argument, written with a fixed width so that wire_rid() can change
+ * it in place for a resend that needs a new one. */
+void wire_rid(struct resp_buf *b, uint64_t rid);
 
 /* EVALSHA sha of the acquire script: take or re-enter l with lease_ms,
- * drawing a fencing token when fencing, as request id rid. The id is the
- * last argument, written with a fixed width so that wire_acquire_rid() can
- * change it in place. */
+ * drawing a fencing token when fencing, as request id rid. */
 void wire_acquire(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint32_t lease_ms, int fencing,
                   uint64_t rid);
-void wire_acquire_rid(struct resp_buf *b, uint64_t rid);
 
-/* EVALSHA sha of the release script: drop `drop` holds of l's owner; the
- * request id <tag>:<seq> names its latch, kept request_timeout_ms +
- * WIRE_LATCH_EXTRA_MS; lease_ms is set again when holds remain; the
- * release message goes out with publish ("publish" or "spublish"). */
+/* EVALSHA sha of the release script: drop `drop` holds of l's owner as
+ * request id rid; lease_ms is set again when holds remain; the release
+ * message goes out with publish ("publish" or "spublish"). */
 void wire_release(struct resp_buf *b, const char *sha,
-                  const struct wire_lock *l, const char *tag, uint64_t seq,
-                  uint32_t lease_ms, uint32_t request_timeout_ms,
+                  const struct wire_lock *l, uint64_t rid, uint32_t lease_ms,
                   uint32_t drop, const char *publish);
 
 /* EVALSHA sha of the renew script over n locks: wire_renew_head, then
@@ -60,12 +56,10 @@ void wire_fence(struct resp_buf *b, const char *sha,
 void wire_multi_acquire(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, size_t n,
                         uint32_t lease_ms, uint64_t rid);
-/* EVALSHA sha of multi_release over the n locks l[0..n-1]; the latch is
- * named after the first lock and the request id <tag>:<seq>. */
+/* EVALSHA sha of multi_release over the n locks l[0..n-1], as rid. */
 void wire_multi_release(struct resp_buf *b, const char *sha,
-                        const struct wire_lock *l, size_t n, const char *tag,
-                        uint64_t seq, uint32_t lease_ms,
-                        uint32_t request_timeout_ms, const char *publish);
+                        const struct wire_lock *l, size_t n, uint64_t rid,
+                        uint32_t lease_ms, const char *publish);
 
 /* The queries: does l's owner hold it (HEXISTS), how many holds (HGET),
  * the lease left whoever holds it (PTTL). */

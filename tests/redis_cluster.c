@@ -788,9 +788,19 @@ int rc_failover(struct rc_cluster *c, int replica)
         fprintf(stderr, "rc: the master of node %d owns no slot\n", replica);
         return -1;
     }
-    if (node_ok(c, replica, "CLUSTER", "FAILOVER", (char *)NULL) != 0)
-        return -1;
-    return wait_settled(c, slot, replica, NULL, "failover");
+    /* A manual failover that the replica cannot finish in Redis's 5 s
+     * (it lags on a loaded machine) is dropped: ask again, at most thrice. */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        if (node_ok(c, replica, "CLUSTER", "FAILOVER", (char *)NULL) != 0)
+            return -1;
+        long long until = now_ms() + 6000;
+        while (node_role(c, replica, NULL) != 1 && now_ms() < until)
+            sleep_ms(RC_POLL_MS);
+        if (node_role(c, replica, NULL) == 1)
+            return wait_settled(c, slot, replica, NULL, "failover");
+    }
+    fprintf(stderr, "rc: node %d did not take over\n", replica);
+    return -1;
 }
 
 int rc_kill_master(struct rc_cluster *c, int master)

@@ -243,7 +243,7 @@ START_TEST(full_release_whose_reply_is_lost_still_reports_none_left)
 {
     struct hilock_lock *l = tu_lock(client, "cut-full", 1);
     tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
-    /* the resend finds the hash gone: the latch, not ENOTOWNER, answers */
+    /* the resend finds the hash gone: taken as done, not ENOTOWNER */
     through_a_cut(op_release, l);
     ck_assert_int_eq(res[0].value, 0);
     ck_assert_int_eq(tu_exists("cut-full"), 0);
