@@ -101,7 +101,7 @@ END_TEST
 
 START_TEST(acl_key_denial_fails_with_enoperm)
 {
-    /* the lock's companion keys (hilock_fence:{name}, hilock_latch:{name}..)
+    /* the lock's companion key (hilock_fence:{name})
      * contain the name too, so one pattern covers a lock and its keys */
     start_with_conf("user bob on >bobpw ~*allowed* &* +@all");
     struct hilock_lock *denied = lock_as("bob", "bobpw", "secret");
