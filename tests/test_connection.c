@@ -102,7 +102,7 @@ END_TEST
 START_TEST(acl_key_denial_fails_with_enoperm)
 {
     /* the lock's companion key (hilock_fence:{name})
-     * contain the name too, so one pattern covers a lock and its keys */
+     * contains the name too, so one pattern covers a lock and its keys */
     start_with_conf("user bob on >bobpw ~*allowed* &* +@all");
     struct hilock_lock *denied = lock_as("bob", "bobpw", "secret");
     tu_assert_status(tu_acquire(denied, 0, 10000, NULL), HILOCK_ENOPERM);
