@@ -19,7 +19,7 @@ struct hilock_lock *handle_new(struct engine *eng, const char *name,
     lock->refs = 1;
     TAILQ_INIT(&lock->ops);
     heap_node_init(&lock->wd_node);
-    lock->name_len = (uint32_t)len;
+    lock->name_len = (uint16_t)len;
     memcpy(lock->name, name, len);
     lock->name_hash = table_hash(name, len, 0);
     lock->slot = (uint16_t)topo_slot(eng->topo, name, len);

@@ -51,8 +51,8 @@ struct hilock_lock {
     TAILQ_ENTRY(hilock_lock) wlink;
     struct event *wait_timer;        /* deadline, allocated on first wait */
     uint32_t name_hash;              /* table_hash of the name, once */
+    uint16_t name_len;               /* at most HILOCK_NAME_MAX */
     uint16_t slot;                   /* of its keys, in a cluster */
-    uint32_t name_len;               /* at most HILOCK_NAME_MAX */
     char name[];
 };
 
