@@ -230,6 +230,9 @@ static void map_changed(struct cluster *cl)
     }
     free(s.v);
     cl->ev->on_rewant(cl->ev->arg);
+    /* Slots moved, maybe in a failover that lost writes: the locks held
+     * are checked where they live now. */
+    cl->ev->on_up(cl->ev->arg, 0, 1);
 }
 
 /* One CLUSTER SLOTS entry's master: [host, port, ...]; the host is empty

@@ -26,7 +26,8 @@ struct topo;
 struct topo_events {
     void *arg;
     /* Member i can take commands; reconnected: it came back after a drop
-     * or moved to another server, which may not have the locks. */
+     * or moved to another server (a cluster's slots moved), which may not
+     * have the locks. */
     void (*on_up)(void *arg, size_t member, int reconnected);
     /* Member i cannot take commands (err says why). */
     void (*on_down)(void *arg, size_t member, int err);

@@ -2,9 +2,9 @@
  * started by tests/redis_cluster.c): locks spread over every master by the
  * slot of their key, names with braces and prefixes, MOVED after a slot
  * migration and ASK during one, waiters woken by sharded pub/sub (also by a
- * release that another client library publishes), and a manual failover
- * and a killed master while a lock is contended, with mutual exclusion and
- * fencing order checked.
+ * release that another client library publishes), a manual failover and a
+ * killed master while a lock is contended, with mutual exclusion and
+ * fencing order checked, and a lock lost in a failover reported at once.
  *
  * The "cluster" case shares one cluster (an unchecked fixture, started once
  * in the runner) and each test reads the map as it finds it; the failover
@@ -331,6 +331,30 @@ START_TEST(ask_during_a_migration_is_followed)
 }
 END_TEST
 
+/* A write that did not survive a failover: the master is killed and its
+ * replica promoted while the client's loop does not run, and the lock is
+ * taken out of the new master (as if its write never reached the
+ * replica). Once the client finds the new map it checks its locks there
+ * and reports this one lost at once -- not a third of a 30 s lease later. */
+START_TEST(lock_lost_in_a_failover_is_reported_at_once)
+{
+    struct tu_result lost = {0};
+    client = cluster_client(0);
+    struct hilock_lock *l = tu_lock(client, "gone", 0);
+    hilock_lock_on_lost(l, tu_record, &lost);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    int slot = rc_key_slot("gone", 4);
+    int now = rc_kill_master(cluster, rc_slot_owner(cluster, slot));
+    ck_assert_int_ge(now, 0);
+    ck_assert_int_eq(rc_slot_owner(cluster, slot), now);
+    ck_assert_int_eq(rs_int(rc_server(cluster, now), "DEL", "gone",
+                            (char *)NULL),
+                     1);
+    ck_assert(tu_run_until_count(&lost.calls, 1, tu_ms(5000)));
+    tu_assert_status(lost.status, HILOCK_ELOST);
+}
+END_TEST
+
 /* ---- failover under contention ---- */
 
 enum { WORKERS = 6 };
@@ -540,6 +564,7 @@ int main(void)
     tcase_set_timeout(fo, 90);
     tcase_add_test(fo, manual_failover_while_contended_keeps_exclusion);
     tcase_add_test(fo, killed_master_with_wait_keeps_exclusion);
+    tcase_add_test(fo, lock_lost_in_a_failover_is_reported_at_once);
     suite_add_tcase(s, fo);
     return tu_main(s);
 }
