@@ -611,7 +611,7 @@ static void conn_ready(struct conn *conn)
 
 /* Fail every queued request with err: they must not run on a connection
  * whose handshake was refused. */
-static void fail_queue(struct conn *conn, int err)
+void conn_fail_queued(struct conn *conn, int err)
 {
     struct req *r;
     while ((r = TAILQ_FIRST(&conn->queued)) != NULL) {
@@ -641,7 +641,7 @@ static void conn_abort(struct conn *conn, int err, int fail_queued)
     schedule_retry(conn);
     conn_failed(conn, err);
     if (fail_queued)
-        fail_queue(conn, err);
+        conn_fail_queued(conn, err);
 }
 
 void conn_restart(struct conn *conn)

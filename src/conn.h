@@ -194,6 +194,9 @@ void conn_restart(struct conn *conn);
 /* The connection has shown it is useful (a reply, a confirmed
  * subscription): the next reconnect starts from the shortest delay again. */
 void conn_proven(struct conn *conn);
+/* Fail every request waiting in the queue with err now (there is nowhere
+ * to send them: no sentinel names a master). */
+void conn_fail_queued(struct conn *conn, int err);
 /* Complete every request that still has a callback with HILOCK_ECANCELED;
  * requests already sent stay in flight (their replies go to late). */
 void conn_cancel_all(struct conn *conn);

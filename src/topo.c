@@ -54,9 +54,14 @@ static void master_named(void *arg, const char *host, int port)
         conn_restart(&n->subs.conn);
 }
 
+/* No sentinel named the master in a whole round. Until one is known at
+ * all, waiting requests fail now rather than at their deadline; once one
+ * is, its connection keeps trying it. */
 static void master_unknown(void *arg, int err)
 {
     struct topo *t = arg;
+    if (t->nodes[0].cmd.ep.port == 0)
+        conn_fail_queued(&t->nodes[0].cmd, err);
     t->ev->on_down(t->ev->arg, 0, err);
 }
 

@@ -41,20 +41,6 @@ struct rc_cluster {
     char id[RC_MAX_NODES][41];
 };
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
-}
-
 /* ---- key slots ----------------------------------------------------------- */
 
 /* CRC16-CCITT (XMODEM): polynomial 0x1021, initial value 0, no reflection;
@@ -437,7 +423,7 @@ static int wait_settled(const struct rc_cluster *c, int slot, int want,
                         int *owner_of_slot, const char *what)
 {
     struct views *v = malloc(sizeof *v);
-    long long deadline = now_ms() + RC_WAIT_MS;
+    long long deadline = rs_now_ms() + RC_WAIT_MS;
     int rc = -1;
     if (!v)
         return -1;
@@ -446,9 +432,9 @@ static int wait_settled(const struct rc_cluster *c, int slot, int want,
             rc = 0;
             break;
         }
-        if (now_ms() >= deadline)
+        if (rs_now_ms() >= deadline)
             break;
-        sleep_ms(RC_POLL_MS);
+        rs_sleep_ms(RC_POLL_MS);
     }
     free(v);
     if (rc != 0)
@@ -491,7 +477,7 @@ static int run_logged(const char *const *argv, const char *log,
         execvp(argv[0], (char *const *)argv);
         _exit(127);
     }
-    long long deadline = now_ms() + timeout_ms;
+    long long deadline = rs_now_ms() + timeout_ms;
     int status;
     for (;;) {
         pid_t w = waitpid(pid, &status, WNOHANG);
@@ -499,14 +485,14 @@ static int run_logged(const char *const *argv, const char *log,
             return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
         if (w < 0 && errno != EINTR)
             return -1;
-        if (now_ms() >= deadline) {
+        if (rs_now_ms() >= deadline) {
             kill(pid, SIGKILL);
             waitpid(pid, NULL, 0);
             fprintf(stderr, "rc: %s did not finish in %d ms\n", argv[0],
                     timeout_ms);
             return -1;
         }
-        sleep_ms(10);
+        rs_sleep_ms(10);
     }
 }
 
@@ -793,9 +779,9 @@ int rc_failover(struct rc_cluster *c, int replica)
     for (int attempt = 0; attempt < 3; attempt++) {
         if (node_ok(c, replica, "CLUSTER", "FAILOVER", (char *)NULL) != 0)
             return -1;
-        long long until = now_ms() + 6000;
-        while (node_role(c, replica, NULL) != 1 && now_ms() < until)
-            sleep_ms(RC_POLL_MS);
+        long long until = rs_now_ms() + 6000;
+        while (node_role(c, replica, NULL) != 1 && rs_now_ms() < until)
+            rs_sleep_ms(RC_POLL_MS);
         if (node_role(c, replica, NULL) == 1)
             return wait_settled(c, slot, replica, NULL, "failover");
     }

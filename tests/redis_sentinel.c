@@ -32,20 +32,6 @@ struct rt_sentinel {
     struct rs_server *sentinel[RT_MAX];
 };
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
-}
-
 /* ---- accessors ----------------------------------------------------------- */
 
 const char *rt_master_name(const struct rt_sentinel *t)
@@ -300,13 +286,13 @@ static int wait_for(const struct rt_sentinel *t,
                     bool (*cond)(const struct rt_sentinel *),
                     const char *what)
 {
-    long long deadline = now_ms() + RT_WAIT_MS;
+    long long deadline = rs_now_ms() + RT_WAIT_MS;
     for (;;) {
         if (cond(t))
             return 0;
-        if (now_ms() >= deadline)
+        if (rs_now_ms() >= deadline)
             break;
-        sleep_ms(RT_POLL_MS);
+        rs_sleep_ms(RT_POLL_MS);
     }
     fprintf(stderr, "rt: %s: not done in %d ms\n", what, RT_WAIT_MS);
     return -1;
@@ -320,14 +306,14 @@ int rt_settle(struct rt_sentinel *t)
 /* Poll until a master other than old is named by all; its index or -1. */
 static int wait_new_master(struct rt_sentinel *t, int old, const char *what)
 {
-    long long deadline = now_ms() + RT_WAIT_MS;
+    long long deadline = rs_now_ms() + RT_WAIT_MS;
     for (;;) {
         int m = rt_master(t);
         if (m >= 0 && m != old)
             return m;
-        if (now_ms() >= deadline)
+        if (rs_now_ms() >= deadline)
             break;
-        sleep_ms(RT_POLL_MS);
+        rs_sleep_ms(RT_POLL_MS);
     }
     fprintf(stderr, "rt: %s: no new master in %d ms\n", what, RT_WAIT_MS);
     return -1;
@@ -466,7 +452,7 @@ int rt_failover(struct rt_sentinel *t)
     int old = t ? master_with_replica(t, "failover") : -1;
     if (old < 0)
         return -1;
-    long long deadline = now_ms() + RT_WAIT_MS;
+    long long deadline = rs_now_ms() + RT_WAIT_MS;
     for (;;) {
         struct rs_server *sen = NULL;
         for (int i = 0; i < t->nsentinels && !sen; i++)
@@ -481,16 +467,16 @@ int rt_failover(struct rt_sentinel *t)
         bool again = r && r->type == REDIS_REPLY_ERROR &&
                      (strstr(r->str, "NOGOODSLAVE") ||
                       strstr(r->str, "INPROG"));
-        if (!ok && (!again || now_ms() >= deadline))
+        if (!ok && (!again || rs_now_ms() >= deadline))
             fprintf(stderr, "rt: SENTINEL FAILOVER: %s\n",
                     r && r->str ? r->str : "no reply");
         if (r)
             freeReplyObject(r);
         if (ok)
             break;
-        if (!again || now_ms() >= deadline)
+        if (!again || rs_now_ms() >= deadline)
             return -1;
-        sleep_ms(RT_POLL_MS);
+        rs_sleep_ms(RT_POLL_MS);
     }
     return wait_new_master(t, old, "failover");
 }

@@ -58,14 +58,14 @@ static bool atexit_installed;
 static char session_dir[PATH_MAX - 64];
 static pid_t session_owner;
 
-static long long now_ms(void)
+long long rs_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(int ms)
+void rs_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
@@ -329,9 +329,9 @@ static void dump_log(const struct rs_server *srv)
  * child exited (typically: port taken), -1 on timeout (child killed). */
 static int wait_ready(struct rs_server *srv, long log_offset)
 {
-    long long deadline = now_ms() + srv->start_timeout_ms;
+    long long deadline = rs_now_ms() + srv->start_timeout_ms;
     int status;
-    while (now_ms() < deadline) {
+    while (rs_now_ms() < deadline) {
         pid_t w = waitpid(srv->pid, &status, WNOHANG);
         if (w == srv->pid) {
             srv->pid = 0;
@@ -339,7 +339,7 @@ static int wait_ready(struct rs_server *srv, long log_offset)
         }
         if (log_says_ready(srv, log_offset) && answers(srv, 500))
             return 0;
-        sleep_ms(10);
+        rs_sleep_ms(10);
     }
     fprintf(stderr, "rs: redis-server on port %d did not answer in %d ms\n",
             srv->port, srv->start_timeout_ms);
@@ -371,7 +371,7 @@ static int launch(struct rs_server *srv, bool keep_port)
             return -1;
         /* exited early: the port was probably taken; try again */
         if (keep_port)
-            sleep_ms(100 * (attempt + 1));
+            rs_sleep_ms(100 * (attempt + 1));
     }
     fprintf(stderr, "rs: redis-server kept exiting at start (port %d)\n",
             srv->port);
@@ -388,11 +388,11 @@ static void terminate(struct rs_server *srv, bool hard)
     kill(srv->pid, hard ? SIGKILL : SIGTERM);
     if (srv->paused)
         kill(srv->pid, SIGCONT);
-    long long deadline = now_ms() + RS_STOP_TIMEOUT_MS;
-    while (!hard && now_ms() < deadline) {
+    long long deadline = rs_now_ms() + RS_STOP_TIMEOUT_MS;
+    while (!hard && rs_now_ms() < deadline) {
         if (waitpid(srv->pid, NULL, WNOHANG) == srv->pid)
             goto reaped;
-        sleep_ms(5);
+        rs_sleep_ms(5);
     }
     kill(srv->pid, SIGKILL);
     waitpid(srv->pid, NULL, 0);

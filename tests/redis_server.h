@@ -64,6 +64,10 @@ struct rs_server *rs_start_opts(const struct rs_options *opts);
  * free it. NULL is ignored. */
 void rs_stop(struct rs_server *srv);
 
+/* Milliseconds on the monotonic clock; sleep ms (through signals). */
+long long rs_now_ms(void);
+void rs_sleep_ms(int ms);
+
 /* A loopback TCP port that nothing listened on a moment ago, or -1: for
  * tests of a client pointed at no server. */
 int rs_free_port(void);
