@@ -97,7 +97,8 @@ static int cn_redirect(void *arg, struct req *r, int ask,
 {
     struct cnode *c = arg;
     struct cluster *cl = c->cl;
-    struct cnode *d = cnode_get(cl, to->host, to->port);
+    struct cnode *d = cnode_get(cl, to->host[0] ? to->host : c->host,
+                                to->port);
     if (!d || r->hops >= CLUSTER_HOPS_MAX)
         return 0;
     r->hops++;

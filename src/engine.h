@@ -87,7 +87,7 @@ static inline uint32_t engine_lease(const struct engine *eng,
 static inline int engine_transient(int status)
 {
     return status == HILOCK_ETIMEDOUT || status == HILOCK_ECONN ||
-           status == HILOCK_ENOQUORUM || status == HILOCK_ENOREPLICA;
+           status == HILOCK_ENOQUORUM;
 }
 
 #endif

@@ -293,15 +293,23 @@ static void wait_done(struct req *w, int status, redisReply *reply)
         part_counted(op, i, 0);
         return;
     }
-    /* Not confirmed: the node counts as failed, and a grant it made is
-     * handed to late after the decision, to be undone. */
+    /* Not confirmed: the node counts as failed, and a grant it made goes
+     * to late, to be undone. On one node the decision is this failure:
+     * the undo goes out first, so that nothing sent when the failure is
+     * told (the next attempt) overtakes it. On several, after the
+     * decision, which may still be a success. */
     struct op_result grant = op->res[i];
+    int undo = op->late && op->kind != OP_KIND_RENEW;
     op->res[i].status = HILOCK_ENOREPLICA;
     if (op->renew)
         memset(op->renew + i * op->nlocks, RENEW_UNKNOWN, op->nlocks);
     op->busy++;
+    if (undo && op->n == 1) {
+        op->status = HILOCK_ENOREPLICA;
+        op->late(op, i, &grant);
+    }
     part_counted(op, i, 0);
-    if (op->late && op->kind != OP_KIND_RENEW)
+    if (undo && op->n > 1)
         op->late(op, i, &grant);
     op->busy--;
     op_maybe_free(op);

@@ -96,8 +96,8 @@ enum reply_redirect_kind reply_redirect(const struct redisReply *r,
             colon = c;
     size_t hlen = colon ? (size_t)(colon - q - 1) : 0;
     long port = 0;
-    if (q == p + 1 || hlen == 0 || hlen >= sizeof(to->host) ||
-        colon + 1 == end)
+    /* an empty host: the node that answered (unknown-endpoint) */
+    if (q == p + 1 || !colon || hlen >= sizeof(to->host) || colon + 1 == end)
         return REPLY_NOT_REDIRECT;
     for (const char *c = colon + 1; c < end; c++) {
         if (*c < '0' || *c > '9' || (port = port * 10 + (*c - '0')) > 65535)

@@ -32,7 +32,8 @@ struct reply_redirect {
     char host[256];
 };
 /* The kind of r, with *to filled for MOVED and ASK ("MOVED <slot>
- * <host>:<port>"; a malformed one is REPLY_NOT_REDIRECT). */
+ * <host>:<port>"; a malformed one is REPLY_NOT_REDIRECT). An empty host
+ * means the node that answered. */
 enum reply_redirect_kind reply_redirect(const struct redisReply *r,
                                         struct reply_redirect *to);
 

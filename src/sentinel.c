@@ -160,9 +160,10 @@ static void on_answer(struct req *req, int status, redisReply *reply)
         s->ev->on_master(s->arg, reply->element[0]->str, port);
         return;
     }
-    conn_log(&s->ask, HILOCK_LOG_WARN, "%s:%d did not name master %s",
+    conn_log(&s->ask, HILOCK_LOG_WARN, "%s:%d did not name master %s: %s",
              s->ask.ep.host ? s->ask.ep.host : s->ask.ep.unix_path,
-             s->ask.ep.port, s->name);
+             s->ask.ep.port, s->name,
+             status ? hilock_strerror(status) : "no such master");
     if (++s->tried < s->n) {
         next_sentinel(s);
         sentinel_resolve(s);

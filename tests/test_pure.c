@@ -242,6 +242,11 @@ START_TEST(cluster_redirects_parse)
     ck_assert_str_eq(to.host, "::1");
     ck_assert_int_eq(to.port, 7000);
     freeReplyObject(r);
+    r = parse("-MOVED 12 :7001\r\n"); /* the node that answered */
+    ck_assert_int_eq(reply_redirect(r, &to), REPLY_MOVED);
+    ck_assert_str_eq(to.host, "");
+    ck_assert_int_eq(to.port, 7001);
+    freeReplyObject(r);
     static const char *const retry[] = {
         "-TRYAGAIN Multiple keys request during rehashing of slot\r\n",
         "-CLUSTERDOWN The cluster is down\r\n"};
@@ -252,7 +257,7 @@ START_TEST(cluster_redirects_parse)
     }
     static const char *const bad[] = {
         "-MOVED x 1.2.3.4:5\r\n", "-MOVEDX 1 a:1\r\n",
-        "-MOVED 16384 a:1\r\n",  "-MOVED 1 a:\r\n",
+        "-MOVED 16384 a:1\r\n",  "-MOVED 1 a:\r\n", "-MOVED 1 a\r\n",
         "-MOVED 1 a:70000\r\n",  "-MOVED 1\r\n",
         "-MOVED  a:1\r\n",       "-ERR MOVED 1 a:1\r\n",
         "+MOVED 1 a:1\r\n"};
