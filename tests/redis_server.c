@@ -276,7 +276,8 @@ static long log_size(const struct rs_server *srv)
 
 /* True when the log, past offset, says the server is listening. The log is
  * in our private directory, so this proves our child owns the port, even
- * when a password makes INFO unusable. */
+ * when a password makes INFO unusable. A sentinel logs no "Ready" line; it
+ * logs its ID once it listens. */
 static bool log_says_ready(const struct rs_server *srv, long offset)
 {
     char path[PATH_MAX + 16], line[1024];
@@ -287,7 +288,8 @@ static bool log_says_ready(const struct rs_server *srv, long offset)
         return false;
     if (fseek(f, offset, SEEK_SET) == 0) {
         while (!ready && fgets(line, sizeof line, f))
-            ready = strstr(line, "Ready to accept connections") != NULL;
+            ready = strstr(line, "Ready to accept connections") != NULL ||
+                    strstr(line, "Sentinel ID is ") != NULL;
     }
     fclose(f);
     return ready;
@@ -508,6 +510,14 @@ const char *rs_dir(const struct rs_server *srv)
 const char *rs_unix_path(const struct rs_server *srv)
 {
     return srv && srv->sock_path[0] ? srv->sock_path : NULL;
+}
+
+int rs_kill9(struct rs_server *srv)
+{
+    if (srv->pid <= 0)
+        return -1;
+    terminate(srv, true);
+    return 0;
 }
 
 int rs_kill9_restart(struct rs_server *srv)

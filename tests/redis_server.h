@@ -52,7 +52,8 @@ struct rs_options {
 int rs_init(void);
 
 /* Start a server with extra arguments (NULL-terminated; NULL for none) and
- * wait until it answers PING. Returns NULL (with a message on stderr) on
+ * wait until it answers PING. A Sentinel ("--sentinel" among the arguments,
+ * its configuration as conf) is recognised as started too. Returns NULL (with a message on stderr) on
  * failure. The program "redis-server" is looked up in PATH unless the
  * environment variable HILOCK_REDIS_SERVER names another binary. */
 struct rs_server *rs_start(const char *const *args);
@@ -74,6 +75,10 @@ const char *rs_dir(const struct rs_server *srv);
 /* The unix socket path when started with unix_socket, else NULL. */
 const char *rs_unix_path(const struct rs_server *srv);
 
+/* kill -9 the server and reap it. It stays down (rs_pid() is 0) until
+ * rs_restart() or rs_kill9_restart(); rs_stop() still frees it. 0, or -1
+ * when it was not running. */
+int rs_kill9(struct rs_server *srv);
 /* kill -9 the server, then start it again on the same port and wait for
  * PING. The data set is empty afterwards (nothing is saved). 0 or -1. */
 int rs_kill9_restart(struct rs_server *srv);
