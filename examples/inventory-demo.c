@@ -24,13 +24,17 @@
  * cluster, the stock under "stock:{P}", in the slot of the lock key P, on
  * the master that owns it.
  *
+ * With --sentinel it starts a master and one Sentinel watching it instead
+ * (tests/redis_sentinel.h): the servers get --sentinel and --master, and
+ * the lock and the stock are on the master the Sentinel names.
+ *
  * All of it is bounded: --time-limit (60 s) for everything up to the last
  * answer, STOP_MS for the servers to exit after that, and alarm() behind
  * both. The servers are started with
  * PR_SET_PDEATHSIG, so they die with this process whatever happens.
  *
  * Options: --servers N --stock N --purchases N --concurrency N
- * --time-limit S --product P --redlock N --cluster --server PATH
+ * --time-limit S --product P --redlock N --cluster --sentinel --server PATH
  * (default: hilock-inventory-server next to this executable). */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -50,11 +54,13 @@
 #include <unistd.h>
 
 #include "redis_cluster.h"
+#include "redis_sentinel.h"
 #include "redis_server.h"
 
 #define SERVERS_MAX 16
 #define MASTERS_MAX 9   /* HILOCK_MASTERS_MAX */
 #define CLUSTER_MASTERS 3  /* --cluster: masters, no replicas */
+#define SENTINEL_MASTER "inventory"  /* --sentinel: the master's name */
 #define START_MS 10000  /* longest wait for a server to start and answer */
 #define STOP_MS 15000   /* longest wait for a server to exit after SIGTERM */
 
@@ -62,6 +68,7 @@ struct config {
     int servers, stock, purchases, concurrency, time_limit_s;
     int masters;           /* --redlock N; 0: one redis-server, no Redlock */
     int cluster;           /* --cluster: a Redis Cluster instead */
+    int sentinel;          /* --sentinel: a master and a Sentinel instead */
     const char *product;
     char server_path[PATH_MAX];
 };
@@ -88,6 +95,7 @@ struct demo {
     char key[80];          /* "stock:P", in a cluster "stock:{P}" */
     char masters_list[MASTERS_MAX * 24];  /* --redlock for the servers */
     char cluster_list[CLUSTER_MASTERS * 24];  /* --cluster for them */
+    char sentinel_list[24];                   /* --sentinel for them */
     int issued, answered;  /* purchases sent / answered */
     int sold, not_sold, errors;
     int *left_seen;        /* sold answers per "left" value, [0, stock) */
@@ -109,13 +117,14 @@ static double now_s(void)
 
 /* In the child: die with the parent, send stdout into the pipe, exec the
  * server on a kernel-chosen port, with the lock and the stock in the
- * cluster of cluster_list when it is not empty, else with the stock on
- * redis_port and the lock on the masters of masters_list (none when
- * empty). Never returns. */
-static void server_exec(const struct config *cfg, int out_fd, int redis_port,
-                        const char *masters_list, const char *cluster_list,
+ * cluster of d->cluster_list or on the master of the Sentinel of
+ * d->sentinel_list when one is set, else with the stock on redis_port and
+ * the lock on the masters of d->masters_list (none when empty). Never
+ * returns. */
+static void server_exec(const struct demo *d, int out_fd, int redis_port,
                         pid_t parent)
 {
+    const struct config *cfg = d->cfg;
     char rport[16];
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent)
@@ -123,13 +132,17 @@ static void server_exec(const struct config *cfg, int out_fd, int redis_port,
     dup2(out_fd, STDOUT_FILENO);
     close(out_fd);
     snprintf(rport, sizeof(rport), "%d", redis_port);
-    if (*cluster_list)
+    if (*d->cluster_list)
         execl(cfg->server_path, cfg->server_path, "--port", "0",
-              "--cluster", cluster_list, "--product", cfg->product,
+              "--cluster", d->cluster_list, "--product", cfg->product,
               (char *)NULL);
-    else if (*masters_list)
+    else if (*d->sentinel_list)
         execl(cfg->server_path, cfg->server_path, "--port", "0",
-              "--redis-port", rport, "--redlock", masters_list, "--product",
+              "--sentinel", d->sentinel_list, "--master", SENTINEL_MASTER,
+              "--product", cfg->product, (char *)NULL);
+    else if (*d->masters_list)
+        execl(cfg->server_path, cfg->server_path, "--port", "0",
+              "--redis-port", rport, "--redlock", d->masters_list, "--product",
               cfg->product, (char *)NULL);
     else
         execl(cfg->server_path, cfg->server_path, "--port", "0",
@@ -179,8 +192,7 @@ static int server_start(struct demo *d, int i, int redis_port)
     pid_t pid = fork();
     if (pid == 0) {
         close(fds[0]);
-        server_exec(d->cfg, fds[1], redis_port, d->masters_list,
-                    d->cluster_list, parent);
+        server_exec(d, fds[1], redis_port, parent);
     }
     close(fds[1]);
     if (pid < 0) {
@@ -484,6 +496,7 @@ static int parse_args(struct config *cfg, int argc, char **argv)
         {"product", required_argument, NULL, 'P'},
         {"redlock", required_argument, NULL, 'R'},
         {"cluster", no_argument, NULL, 'C'},
+        {"sentinel", no_argument, NULL, 'T'},
         {"server", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0}};
     int c, bad = 0;
@@ -500,6 +513,8 @@ static int parse_args(struct config *cfg, int argc, char **argv)
                        INT_MIN || cfg->masters % 2 == 0;
         else if (c == 'C')
             cfg->cluster = 1;
+        else if (c == 'T')
+            cfg->sentinel = 1;
         else if (c == 'S')
             snprintf(cfg->server_path, sizeof(cfg->server_path), "%s", optarg);
         else
@@ -509,11 +524,12 @@ static int parse_args(struct config *cfg, int argc, char **argv)
         cfg->concurrency = cfg->purchases;
     if (bad || optind != argc || cfg->servers > SERVERS_MAX ||
         cfg->concurrency < cfg->servers || strlen(cfg->product) > 64 ||
-        (cfg->cluster && cfg->masters)) {
+        (cfg->cluster + cfg->sentinel + (cfg->masters > 0)) > 1) {
         fprintf(stderr, "usage: hilock-inventory-demo [--servers N<=%d] "
                 "[--stock N] [--purchases N] [--concurrency N>=servers] "
                 "[--time-limit S] [--product P] [--redlock N (odd, 3..%d) | "
-                "--cluster] [--server PATH]\n", SERVERS_MAX, MASTERS_MAX);
+                "--cluster | --sentinel] [--server PATH]\n", SERVERS_MAX,
+                MASTERS_MAX);
         return -1;
     }
     return 0;
@@ -596,6 +612,29 @@ static struct rc_cluster *cluster_start(struct demo *d,
     return c;
 }
 
+/* --sentinel: start a master and one Sentinel watching it, list the
+ * Sentinel in d->sentinel_list and put the master into *master. Print
+ * them. The setup, or NULL (message on stderr). */
+static struct rt_sentinel *sentinel_start(struct demo *d,
+                                          struct rs_server **master)
+{
+    struct rt_sentinel *t = rt_start(0, 1, SENTINEL_MASTER);
+    if (!t)
+        return NULL;
+    int m = rt_master(t);
+    if (m < 0) {
+        rt_stop(t);
+        return NULL;
+    }
+    snprintf(d->sentinel_list, sizeof(d->sentinel_list), "127.0.0.1:%d",
+             rt_sentinel_port(t, 0));
+    printf("redis-server 127.0.0.1:%d, the master '%s' of the Sentinel "
+           "127.0.0.1:%d (the lock and the stock on it)\n",
+           rt_server_port(t, m), SENTINEL_MASTER, rt_sentinel_port(t, 0));
+    *master = rt_server(t, m);
+    return t;
+}
+
 /* How many of the n redis-servers still have the lock key (one that does
  * not answer counts). */
 static long long lock_keys_left(struct rs_server *const *srv, int n,
@@ -659,11 +698,13 @@ int main(int argc, char **argv)
      * cluster: on lock_srv, the owner of its slot). */
     struct rs_server *srv[MASTERS_MAX] = {NULL}, *lock_srv = NULL;
     struct rc_cluster *cluster = NULL;
+    struct rt_sentinel *sentinel = NULL;
     int nsrv = cfg.masters ? cfg.masters : 1;
     if (!d.left_seen || !d.base)
         return 1;
     if (cfg.cluster ? !(cluster = cluster_start(&d, &srv[0], &lock_srv))
-                    : redis_start(&d, srv, nsrv) != 0)
+        : cfg.sentinel ? !(sentinel = sentinel_start(&d, &srv[0]))
+                       : redis_start(&d, srv, nsrv) != 0)
         return 1;  /* the redis-servers started die with us (atexit) */
     int rc = demo_run(&d, srv[0]);
     buyers_close(&d);
@@ -675,6 +716,8 @@ int main(int argc, char **argv)
         rc = report(&d, left == RS_NIL ? 0 : left, locked);
     if (cluster)
         rc_stop(cluster);
+    else if (sentinel)
+        rt_stop(sentinel);
     else
         for (int i = 0; i < nsrv; i++)
             rs_stop(srv[i]);
@@ -684,6 +727,12 @@ int main(int argc, char **argv)
         printf("inventory-demo: OK -- exactly %d sold, none oversold, the "
                "lock and the stock in a Redis Cluster of %d masters; "
                "servers and cluster stopped\n", cfg.stock, CLUSTER_MASTERS);
+        return 0;
+    }
+    if (rc == 0 && bad_exits == 0 && cfg.sentinel) {
+        printf("inventory-demo: OK -- exactly %d sold, none oversold, the "
+               "lock and the stock on the master a Sentinel names; servers, "
+               "redis-server and Sentinel stopped\n", cfg.stock);
         return 0;
     }
     if (rc == 0 && bad_exits == 0 && cfg.masters) {

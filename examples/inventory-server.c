@@ -26,6 +26,12 @@
  * replies to the master of that slot (not ASK: a slot being resharded
  * answers 503 until it has moved).
  *
+ * With --sentinel and --master the lock is on the master that the
+ * Sentinels name, and so is the stock: its address is asked of them once,
+ * at startup. hilock follows the master through a failover; this example's
+ * stock connection does not (it would have to ask the Sentinels again, as
+ * hilock does).
+ *
  * SIGINT or SIGTERM stops accepting connections, lets the sales in flight
  * finish and their answers go out (at most DRAIN_MS), releases their locks
  * and exits 0. It prints a startup line and errors, nothing else.
@@ -60,10 +66,16 @@
 #define REDIS_STEP_MS 3000  /* longest wait for one stock read or write */
 #define DRAIN_MS 10000      /* longest wait for in-flight sales at shutdown */
 #define PRODUCT_MAX 64
-#define LIST_TEXT_MAX 1024    /* longest --redlock or --cluster list */
+#define LIST_TEXT_MAX 1024    /* longest --redlock, --sentinel or --cluster
+                                 list */
+#define SENTINEL_ASK_MS 2000  /* longest wait for a Sentinel's answer */
 #define REDIRECTS_MAX 3       /* MOVED replies followed for one command */
 
 struct sale;
+
+/* Where the lock is: on the stock's Redis, on Redlock masters, on the
+ * master that Sentinels name, or in a Redis Cluster. */
+enum topo { TOPO_ONE, TOPO_REDLOCK, TOPO_SENTINEL, TOPO_CLUSTER };
 
 struct shop {
     struct event_base *base;
@@ -72,12 +84,14 @@ struct shop {
     struct hilock_client *locks;
     redisAsyncContext *redis;   /* stock reads and writes; NULL: reconnect */
     const char *redis_host;     /* the stock's Redis (and the lock's */
-    int redis_port;             /* without --redlock or --cluster) */
-    char moved_host[256];       /* --cluster: where MOVED sent the stock */
-    struct hilock_endpoint nodes[HILOCK_SEEDS_MAX];  /* --redlock masters or
-                                                        --cluster nodes */
+    int redis_port;             /* with TOPO_ONE) */
+    char stock_host[256];       /* the master the Sentinels named, or where
+                                   MOVED sent the stock */
+    enum topo topo;
+    struct hilock_endpoint nodes[HILOCK_SEEDS_MAX];  /* --redlock masters,
+                                            --sentinel or --cluster nodes */
     size_t nnodes;              /* 0: the lock is on the stock's Redis */
-    int cluster;                /* nodes are --cluster's */
+    const char *master_name;    /* --master */
     char list_text[LIST_TEXT_MAX];  /* the list, split in place */
     const char *product;        /* default product */
     uint64_t next_tag;          /* owner tag of the next sale's lock */
@@ -289,17 +303,17 @@ static int sale_command(struct sale *s, redisCallbackFn *fn, int argc,
 static int sale_moved(struct sale *s, const redisReply *r)
 {
     struct shop *shop = s->shop;
-    char host[sizeof(shop->moved_host)];
+    char host[sizeof(shop->stock_host)];
     int port;
-    if (!shop->cluster || !r || r->type != REDIS_REPLY_ERROR ||
+    if (shop->topo != TOPO_CLUSTER || !r || r->type != REDIS_REPLY_ERROR ||
         s->redirects >= REDIRECTS_MAX ||
         sscanf(r->str, "MOVED %*d %255[^:]:%d", host, &port) != 2)
         return -1;
     s->redirects++;
     if (port == shop->redis_port && strcmp(host, shop->redis_host) == 0)
         return 0;  /* moved already, by another sale's reply */
-    memcpy(shop->moved_host, host, sizeof(host));
-    shop->redis_host = shop->moved_host;
+    memcpy(shop->stock_host, host, sizeof(host));
+    shop->redis_host = shop->stock_host;
     shop->redis_port = port;
     redisAsyncContext *old = shop->redis;
     shop->redis = NULL;
@@ -461,7 +475,7 @@ static struct sale *sale_new(struct shop *shop, struct evhttp_request *req,
     s->req = req;
     s->kind = kind;
     s->start_ms = now_ms();
-    if (shop->cluster)  /* the slot of the lock key, product */
+    if (shop->topo == TOPO_CLUSTER)  /* the slot of the lock key, product */
         snprintf(s->key, sizeof(s->key), "stock:{%s}", product);
     else
         snprintf(s->key, sizeof(s->key), "stock:%s", product);
@@ -601,18 +615,21 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: hilock-inventory-server [--port N] [--redis-host H] "
-        "[--redis-port N] [--redlock H:N,H:N,H:N | --cluster H:N,...] "
-        "[--product P]\n"
+        "[--redis-port N] [--redlock H:N,H:N,H:N | --sentinel H:N,... "
+        "--master NAME | --cluster H:N,...] [--product P]\n"
         "  --port N        HTTP port on 127.0.0.1 (default 8080; 0: any free)\n"
         "  --redis-host H  Redis host of the stock, and of the lock without\n"
         "                  --redlock (default 127.0.0.1)\n"
         "  --redis-port N  its port (default 6379)\n"
         "  --redlock LIST  take the lock on these Redlock masters instead\n"
         "                  (host:port, comma-separated, an odd number 3..%d)\n"
+        "  --sentinel LIST the lock and the stock on the master that these\n"
+        "  --master NAME   Sentinels (host:port, comma-separated) know as\n"
+        "                  NAME, instead of --redis-host and --redis-port\n"
         "  --cluster LIST  the lock and the stock (key stock:{P}) in the\n"
         "                  Redis Cluster of these nodes (host:port,\n"
-        "                  comma-separated, 1..%d), instead of --redis-host,\n"
-        "                  --redis-port and --redlock\n"
+        "                  comma-separated, 1..%d), instead of --redis-host\n"
+        "                  and --redis-port\n"
         "  --product P     product of requests without ?product= "
         "(default inventory001)\n"
         "POST /sale buys one item; GET /stock shows what is left.\n",
@@ -627,15 +644,18 @@ static int port_arg(const char *s)
     return (*s && !*end && v >= 0 && v <= 65535) ? (int)v : -1;
 }
 
-/* Split the --redlock or --cluster list "host:port,host:port,..." into
- * shop->nodes (only one list). 0, or -1 for an entry without a host or a
- * port 1..65535, or too many; hilock_client_new() checks the rest (for
- * Redlock an odd count of 3 or more; no node twice). */
-static int nodes_arg(struct shop *shop, const char *list, size_t max)
+/* Split the --redlock, --sentinel or --cluster list (topo)
+ * "host:port,host:port,..." into shop->nodes (only one list). 0, or -1 for
+ * an entry without a host or a port 1..65535, or too many;
+ * hilock_client_new() checks the rest (for Redlock an odd count of 3 or
+ * more; no node twice). */
+static int nodes_arg(struct shop *shop, enum topo topo, const char *list)
 {
     size_t len = strlen(list);
+    size_t max = topo == TOPO_REDLOCK ? HILOCK_MASTERS_MAX : HILOCK_SEEDS_MAX;
     if (len >= sizeof(shop->list_text) || shop->nnodes)
         return -1;
+    shop->topo = topo;
     memcpy(shop->list_text, list, len + 1);
     for (char *entry = shop->list_text; entry; ) {
         char *comma = strchr(entry, ',');
@@ -663,12 +683,15 @@ static int parse_args(struct shop *shop, int *port, int argc, char **argv)
         {"redis-host", required_argument, NULL, 'H'},
         {"redis-port", required_argument, NULL, 'r'},
         {"redlock", required_argument, NULL, 'R'},
+        {"sentinel", required_argument, NULL, 'S'},
+        {"master", required_argument, NULL, 'M'},
         {"cluster", required_argument, NULL, 'C'},
         {"product", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c, redis_given = 0;
-    while ((c = getopt_long(argc, argv, "p:H:r:R:C:P:h", longopts, NULL)) !=
+    while ((c = getopt_long(argc, argv, "p:H:r:R:S:M:C:P:h", longopts,
+                            NULL)) !=
            -1) {
         switch (c) {
         case 'p': *port = port_arg(optarg); if (*port < 0) return -1; break;
@@ -680,28 +703,66 @@ static int parse_args(struct shop *shop, int *port, int argc, char **argv)
                 return -1;
             break;
         case 'R':
-            if (nodes_arg(shop, optarg, HILOCK_MASTERS_MAX) != 0)
-                return -1;
-            break;
+        case 'S':
         case 'C':
-            if (nodes_arg(shop, optarg, HILOCK_SEEDS_MAX) != 0)
+            if (nodes_arg(shop, c == 'R'   ? TOPO_REDLOCK
+                                : c == 'S' ? TOPO_SENTINEL
+                                           : TOPO_CLUSTER, optarg) != 0)
                 return -1;
-            shop->cluster = 1;
             break;
+        case 'M': shop->master_name = optarg; break;
         case 'P': shop->product = optarg; break;
         case 'h': return 1;
         default: return -1;
         }
     }
     size_t plen = strlen(shop->product);
+    int elsewhere = shop->topo == TOPO_SENTINEL || shop->topo == TOPO_CLUSTER;
     if (optind != argc || plen == 0 || plen > PRODUCT_MAX ||
-        (shop->cluster && redis_given))
+        (elsewhere && redis_given) ||
+        (shop->topo == TOPO_SENTINEL) != (shop->master_name != NULL))
         return -1;
-    if (shop->cluster) {  /* the stock: first asked of the first node */
+    if (shop->topo == TOPO_CLUSTER) {  /* the stock: first asked of the
+                                          first node */
         shop->redis_host = shop->nodes[0].host;
         shop->redis_port = shop->nodes[0].port;
     }
     return 0;
+}
+
+/* --sentinel: ask the Sentinels in turn for the address of the master
+ * they know as --master, for the stock connection. 0, or -1 with a
+ * message. (A blocking call, before the loop runs.) */
+static int stock_from_sentinels(struct shop *shop)
+{
+    struct timeval tv = {SENTINEL_ASK_MS / 1000,
+                         (SENTINEL_ASK_MS % 1000) * 1000};
+    for (size_t i = 0; i < shop->nnodes; i++) {
+        redisContext *c = redisConnectWithTimeout(shop->nodes[i].host,
+                                                  shop->nodes[i].port, tv);
+        redisReply *r = c && !c->err
+                            ? redisCommand(c, "SENTINEL get-master-addr-by-name %s",
+                                           shop->master_name)
+                            : NULL;
+        int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                 r->element[0]->type == REDIS_REPLY_STRING &&
+                 r->element[1]->type == REDIS_REPLY_STRING &&
+                 r->element[0]->len < sizeof(shop->stock_host);
+        if (ok) {
+            memcpy(shop->stock_host, r->element[0]->str,
+                   r->element[0]->len + 1);
+            shop->redis_host = shop->stock_host;
+            shop->redis_port = port_arg(r->element[1]->str);
+            ok = shop->redis_port > 0;
+        }
+        freeReplyObject(r);
+        redisFree(c);
+        if (ok)
+            return 0;
+    }
+    fprintf(stderr, "inventory-server: no Sentinel named a master %s\n",
+            shop->master_name);
+    return -1;
 }
 
 /* Create the lock client, the signal events and the HTTP listener on
@@ -712,10 +773,14 @@ static int shop_open(struct shop *shop, int port)
     hilock_options_init(&opts);
     opts.host = shop->redis_host;
     opts.port = shop->redis_port;
-    if (shop->cluster) {
+    if (shop->topo == TOPO_CLUSTER) {
         opts.cluster = shop->nodes;
         opts.ncluster = shop->nnodes;
-    } else if (shop->nnodes) {
+    } else if (shop->topo == TOPO_SENTINEL) {
+        opts.sentinels = shop->nodes;
+        opts.nsentinels = shop->nnodes;
+        opts.master_name = shop->master_name;
+    } else if (shop->topo == TOPO_REDLOCK) {
         opts.masters = shop->nodes;
         opts.nmasters = shop->nnodes;
     }
@@ -723,9 +788,10 @@ static int shop_open(struct shop *shop, int port)
     if (rc != 0) {
         fprintf(stderr, "inventory-server: hilock: %s%s\n", hilock_strerror(rc),
                 rc != HILOCK_EINVAL || !shop->nnodes ? ""
-                : shop->cluster ? " (--cluster: nodes listed twice?)"
-                : " (--redlock: an odd number of masters from 3, none "
-                  "twice)");
+                : shop->topo == TOPO_REDLOCK
+                    ? " (--redlock: an odd number of masters from 3, none "
+                      "twice)"
+                    : " (a node listed twice? a bad --master?)");
         return -1;
     }
     shop->sig_int = evsignal_new(shop->base, SIGINT, on_signal, shop);
@@ -787,6 +853,8 @@ int main(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     }
     signal(SIGPIPE, SIG_IGN);  /* a client hanging up must not kill us */
+    if (shop.topo == TOPO_SENTINEL && stock_from_sentinels(&shop) != 0)
+        return 1;
     shop.base = event_base_new();
     if (!shop.base || shop_open(&shop, port) != 0) {
         shop_close(&shop);
@@ -794,12 +862,17 @@ int main(int argc, char **argv)
             event_base_free(shop.base);
         return 1;
     }
-    if (shop.cluster)
+    if (shop.topo == TOPO_SENTINEL)
+        printf("inventory-server: listening on http://127.0.0.1:%d (lock and "
+               "stock on the master %s of the Sentinels, now %s:%d, product "
+               "%s)\n", shop_port(&shop), shop.master_name, shop.redis_host,
+               shop.redis_port, shop.product);
+    else if (shop.topo == TOPO_CLUSTER)
         printf("inventory-server: listening on http://127.0.0.1:%d (lock and "
                "stock in the Redis Cluster of %s:%d, product %s)\n",
                shop_port(&shop), shop.redis_host, shop.redis_port,
                shop.product);
-    else if (shop.nnodes)
+    else if (shop.topo == TOPO_REDLOCK)
         printf("inventory-server: listening on http://127.0.0.1:%d (stock on "
                "redis %s:%d, lock on %zu Redlock masters, product %s)\n",
                shop_port(&shop), shop.redis_host, shop.redis_port,
