@@ -6,7 +6,9 @@
  * one atomic step on the server. They rely on the key layout the library
  * documents: the lock is a hash of "<client-id>:<owner-tag>" -> hold count
  * (plus "<field>:rid" bookkeeping) with a PEXPIRE lease, and the final
- * release publishes "0" on "redisson_lock__channel:{NAME}". The scripts check
+ * release publishes "0" on the lock's channel (keys_channel_text:
+ * "redisson_lock__channel:{NAME}", without the added braces for a NAME
+ * with a hash tag of its own). The scripts check
  * that layout first: a key that does not have it is some other program's
  * data, shown as such and never deleted. Names, fields and server texts are
  * printed escaped (cli_escape), since they are anyone's bytes.
@@ -18,7 +20,12 @@
  * not answer as possibly holding it), and says it cannot tell otherwise;
  * release --force deletes it on every master that answers, each master
  * checking its own key. What a master said is not what it says a moment
- * later: these are a snapshot, master by master, not one atomic step. */
+ * later: these are a snapshot, master by master, not one atomic step.
+ *
+ * With --sentinel the script runs on the master that the sentinels name,
+ * asked of them in turn and confirmed with ROLE. With --cluster it is sent
+ * to the first node of the list that answers and follows MOVED and ASK to
+ * the master of the name's slot (CLUSTER_HOPS redirections at most). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
