@@ -18,14 +18,24 @@
  * decides) and keep the stock on the first, which is their data store as
  * well as a master. The result must be the same: exactly the stock sold.
  *
+ * With --cluster it starts a Redis Cluster of three masters instead
+ * (redis-cli --cluster create, through tests/redis_cluster.h): the servers
+ * get every node with --cluster, and the lock and the stock live in the
+ * cluster, the stock under "stock:{P}", in the slot of the lock key P, on
+ * the master that owns it.
+ *
+ * With --sentinel it starts a master and one Sentinel watching it instead
+ * (tests/redis_sentinel.h): the servers get --sentinel and --master, and
+ * the lock and the stock are on the master the Sentinel names.
+ *
  * All of it is bounded: --time-limit (60 s) for everything up to the last
  * answer, STOP_MS for the servers to exit after that, and alarm() behind
  * both. The servers are started with
  * PR_SET_PDEATHSIG, so they die with this process whatever happens.
  *
  * Options: --servers N --stock N --purchases N --concurrency N
- * --time-limit S --product P --redlock N --server PATH (default:
- * hilock-inventory-server next to this executable). */
+ * --time-limit S --product P --redlock N --cluster --sentinel --server PATH
+ * (default: hilock-inventory-server next to this executable). */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -43,16 +53,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "redis_cluster.h"
+#include "redis_sentinel.h"
 #include "redis_server.h"
 
 #define SERVERS_MAX 16
 #define MASTERS_MAX 9   /* HILOCK_MASTERS_MAX */
+#define CLUSTER_MASTERS 3  /* --cluster: masters, no replicas */
+#define SENTINEL_MASTER "inventory"  /* --sentinel: the master's name */
 #define START_MS 10000  /* longest wait for a server to start and answer */
 #define STOP_MS 15000   /* longest wait for a server to exit after SIGTERM */
 
 struct config {
     int servers, stock, purchases, concurrency, time_limit_s;
     int masters;           /* --redlock N; 0: one redis-server, no Redlock */
+    int cluster;           /* --cluster: a Redis Cluster instead */
+    int sentinel;          /* --sentinel: a master and a Sentinel instead */
     const char *product;
     char server_path[PATH_MAX];
 };
@@ -76,8 +92,10 @@ struct demo {
     struct buyer *buyers;
     char path[128];        /* "/sale?product=P" */
     char stock_path[128];  /* "/stock?product=P" */
-    char key[80];          /* "stock:P" */
+    char key[80];          /* "stock:P", in a cluster "stock:{P}" */
     char masters_list[MASTERS_MAX * 24];  /* --redlock for the servers */
+    char cluster_list[CLUSTER_MASTERS * 24];  /* --cluster for them */
+    char sentinel_list[24];                   /* --sentinel for them */
     int issued, answered;  /* purchases sent / answered */
     int sold, not_sold, errors;
     int *left_seen;        /* sold answers per "left" value, [0, stock) */
@@ -98,11 +116,15 @@ static double now_s(void)
 /* ---- the servers ------------------------------------------------------- */
 
 /* In the child: die with the parent, send stdout into the pipe, exec the
- * server on a kernel-chosen port, with the stock on redis_port and the lock
- * on the masters of masters_list (none when empty). Never returns. */
-static void server_exec(const struct config *cfg, int out_fd, int redis_port,
-                        const char *masters_list, pid_t parent)
+ * server on a kernel-chosen port, with the lock and the stock in the
+ * cluster of d->cluster_list or on the master of the Sentinel of
+ * d->sentinel_list when one is set, else with the stock on redis_port and
+ * the lock on the masters of d->masters_list (none when empty). Never
+ * returns. */
+static void server_exec(const struct demo *d, int out_fd, int redis_port,
+                        pid_t parent)
 {
+    const struct config *cfg = d->cfg;
     char rport[16];
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent)
@@ -110,9 +132,17 @@ static void server_exec(const struct config *cfg, int out_fd, int redis_port,
     dup2(out_fd, STDOUT_FILENO);
     close(out_fd);
     snprintf(rport, sizeof(rport), "%d", redis_port);
-    if (*masters_list)
+    if (*d->cluster_list)
         execl(cfg->server_path, cfg->server_path, "--port", "0",
-              "--redis-port", rport, "--redlock", masters_list, "--product",
+              "--cluster", d->cluster_list, "--product", cfg->product,
+              (char *)NULL);
+    else if (*d->sentinel_list)
+        execl(cfg->server_path, cfg->server_path, "--port", "0",
+              "--sentinel", d->sentinel_list, "--master", SENTINEL_MASTER,
+              "--product", cfg->product, (char *)NULL);
+    else if (*d->masters_list)
+        execl(cfg->server_path, cfg->server_path, "--port", "0",
+              "--redis-port", rport, "--redlock", d->masters_list, "--product",
               cfg->product, (char *)NULL);
     else
         execl(cfg->server_path, cfg->server_path, "--port", "0",
@@ -162,7 +192,7 @@ static int server_start(struct demo *d, int i, int redis_port)
     pid_t pid = fork();
     if (pid == 0) {
         close(fds[0]);
-        server_exec(d->cfg, fds[1], redis_port, d->masters_list, parent);
+        server_exec(d, fds[1], redis_port, parent);
     }
     close(fds[1]);
     if (pid < 0) {
@@ -465,6 +495,8 @@ static int parse_args(struct config *cfg, int argc, char **argv)
         {"time-limit", required_argument, NULL, 't'},
         {"product", required_argument, NULL, 'P'},
         {"redlock", required_argument, NULL, 'R'},
+        {"cluster", no_argument, NULL, 'C'},
+        {"sentinel", no_argument, NULL, 'T'},
         {"server", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0}};
     int c, bad = 0;
@@ -479,6 +511,10 @@ static int parse_args(struct config *cfg, int argc, char **argv)
         else if (c == 'R')
             bad |= (cfg->masters = int_arg(optarg, 3, MASTERS_MAX)) ==
                        INT_MIN || cfg->masters % 2 == 0;
+        else if (c == 'C')
+            cfg->cluster = 1;
+        else if (c == 'T')
+            cfg->sentinel = 1;
         else if (c == 'S')
             snprintf(cfg->server_path, sizeof(cfg->server_path), "%s", optarg);
         else
@@ -487,11 +523,13 @@ static int parse_args(struct config *cfg, int argc, char **argv)
     if (cfg->concurrency > cfg->purchases)
         cfg->concurrency = cfg->purchases;
     if (bad || optind != argc || cfg->servers > SERVERS_MAX ||
-        cfg->concurrency < cfg->servers || strlen(cfg->product) > 64) {
+        cfg->concurrency < cfg->servers || strlen(cfg->product) > 64 ||
+        (cfg->cluster + cfg->sentinel + (cfg->masters > 0)) > 1) {
         fprintf(stderr, "usage: hilock-inventory-demo [--servers N<=%d] "
                 "[--stock N] [--purchases N] [--concurrency N>=servers] "
-                "[--time-limit S] [--product P] [--redlock N (odd, 3..%d)] "
-                "[--server PATH]\n", SERVERS_MAX, MASTERS_MAX);
+                "[--time-limit S] [--product P] [--redlock N (odd, 3..%d) | "
+                "--cluster | --sentinel] [--server PATH]\n", SERVERS_MAX,
+                MASTERS_MAX);
         return -1;
     }
     return 0;
@@ -537,6 +575,64 @@ static int redis_start(struct demo *d, struct rs_server **srv, int n)
         printf(" 127.0.0.1:%d", rs_port(srv[i]));
     printf(" (Redlock masters; the stock on the first)\n");
     return 0;
+}
+
+/* --cluster: start a Redis Cluster of CLUSTER_MASTERS masters, list its
+ * nodes in d->cluster_list and put into *stock and *lock the nodes that own
+ * the slots of the stock key and of the lock key (one and the same: the
+ * stock key's hash tag is the lock's name). Print them. The cluster, or
+ * NULL (message on stderr). */
+static struct rc_cluster *cluster_start(struct demo *d,
+                                        struct rs_server **stock,
+                                        struct rs_server **lock)
+{
+    struct rc_cluster *c = rc_start(CLUSTER_MASTERS, 0);
+    size_t len = 0;
+    if (!c)
+        return NULL;
+    int at = rc_slot_owner(c, rc_key_slot(d->key, strlen(d->key)));
+    int lock_at = rc_slot_owner(c, rc_key_slot(d->cfg->product,
+                                               strlen(d->cfg->product)));
+    if (at < 0 || lock_at < 0) {
+        rc_stop(c);
+        return NULL;
+    }
+    printf("redis cluster");
+    for (int i = 0; i < rc_count(c); i++) {
+        len += (size_t)snprintf(d->cluster_list + len,
+                                sizeof(d->cluster_list) - len,
+                                "%s127.0.0.1:%d", i ? "," : "", rc_port(c, i));
+        printf(" 127.0.0.1:%d", rc_port(c, i));
+    }
+    printf(" (%d masters; the lock and the stock on 127.0.0.1:%d, slot %d)\n",
+           CLUSTER_MASTERS, rc_port(c, at),
+           rc_key_slot(d->key, strlen(d->key)));
+    *stock = rc_server(c, at);
+    *lock = rc_server(c, lock_at);
+    return c;
+}
+
+/* --sentinel: start a master and one Sentinel watching it, list the
+ * Sentinel in d->sentinel_list and put the master into *master. Print
+ * them. The setup, or NULL (message on stderr). */
+static struct rt_sentinel *sentinel_start(struct demo *d,
+                                          struct rs_server **master)
+{
+    struct rt_sentinel *t = rt_start(0, 1, SENTINEL_MASTER);
+    if (!t)
+        return NULL;
+    int m = rt_master(t);
+    if (m < 0) {
+        rt_stop(t);
+        return NULL;
+    }
+    snprintf(d->sentinel_list, sizeof(d->sentinel_list), "127.0.0.1:%d",
+             rt_sentinel_port(t, 0));
+    printf("redis-server 127.0.0.1:%d, the master '%s' of the Sentinel "
+           "127.0.0.1:%d (the lock and the stock on it)\n",
+           rt_server_port(t, m), SENTINEL_MASTER, rt_sentinel_port(t, 0));
+    *master = rt_server(t, m);
+    return t;
 }
 
 /* How many of the n redis-servers still have the lock key (one that does
@@ -592,24 +688,53 @@ int main(int argc, char **argv)
     snprintf(d.path, sizeof(d.path), "/sale?product=%s", cfg.product);
     snprintf(d.stock_path, sizeof(d.stock_path), "/stock?product=%s",
              cfg.product);
-    snprintf(d.key, sizeof(d.key), "stock:%s", cfg.product);
+    if (cfg.cluster)  /* in the slot of the lock key, the product */
+        snprintf(d.key, sizeof(d.key), "stock:{%s}", cfg.product);
+    else
+        snprintf(d.key, sizeof(d.key), "stock:%s", cfg.product);
     d.left_seen = calloc((size_t)cfg.stock, sizeof(int));
     d.base = event_base_new();
-    struct rs_server *srv[MASTERS_MAX] = {NULL};
+    /* srv[0] holds the stock; the lock is on all nsrv of srv[] (in a
+     * cluster: on lock_srv, the owner of its slot). */
+    struct rs_server *srv[MASTERS_MAX] = {NULL}, *lock_srv = NULL;
+    struct rc_cluster *cluster = NULL;
+    struct rt_sentinel *sentinel = NULL;
     int nsrv = cfg.masters ? cfg.masters : 1;
-    if (!d.left_seen || !d.base || redis_start(&d, srv, nsrv) != 0)
+    if (!d.left_seen || !d.base)
+        return 1;
+    if (cfg.cluster ? !(cluster = cluster_start(&d, &srv[0], &lock_srv))
+        : cfg.sentinel ? !(sentinel = sentinel_start(&d, &srv[0]))
+                       : redis_start(&d, srv, nsrv) != 0)
         return 1;  /* the redis-servers started die with us (atexit) */
     int rc = demo_run(&d, srv[0]);
     buyers_close(&d);
     int bad_exits = servers_stop(&d);
     long long left = rs_int(srv[0], "GET", d.key, (char *)NULL);
-    long long locked = lock_keys_left(srv, nsrv, cfg.product);
+    long long locked = cluster ? lock_keys_left(&lock_srv, 1, cfg.product)
+                               : lock_keys_left(srv, nsrv, cfg.product);
     if (rc == 0)
         rc = report(&d, left == RS_NIL ? 0 : left, locked);
-    for (int i = 0; i < nsrv; i++)
-        rs_stop(srv[i]);
+    if (cluster)
+        rc_stop(cluster);
+    else if (sentinel)
+        rt_stop(sentinel);
+    else
+        for (int i = 0; i < nsrv; i++)
+            rs_stop(srv[i]);
     event_base_free(d.base);
     free(d.left_seen);
+    if (rc == 0 && bad_exits == 0 && cfg.cluster) {
+        printf("inventory-demo: OK -- exactly %d sold, none oversold, the "
+               "lock and the stock in a Redis Cluster of %d masters; "
+               "servers and cluster stopped\n", cfg.stock, CLUSTER_MASTERS);
+        return 0;
+    }
+    if (rc == 0 && bad_exits == 0 && cfg.sentinel) {
+        printf("inventory-demo: OK -- exactly %d sold, none oversold, the "
+               "lock and the stock on the master a Sentinel names; servers, "
+               "redis-server and Sentinel stopped\n", cfg.stock);
+        return 0;
+    }
     if (rc == 0 && bad_exits == 0 && cfg.masters) {
         printf("inventory-demo: OK -- exactly %d sold, none oversold, the "
                "lock on %d Redlock masters; servers and redis-servers "

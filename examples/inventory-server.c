@@ -17,9 +17,24 @@
  * is taken on a majority of them and the stock stays on that one Redis,
  * which may be one of the masters or another server. The stock is data,
  * not a lock: a majority cannot hold it, it lives in one place, and
- * Redlock makes the lock survive the loss of a master, not the stock. SIGINT or SIGTERM stops accepting connections,
- * lets the sales in flight finish and their answers go out (at most DRAIN_MS),
- * releases their locks and exits 0. It prints a startup line and errors, nothing else.
+ * Redlock makes the lock survive the loss of a master, not the stock.
+ *
+ * With --cluster the lock and the stock are in a Redis Cluster: the lock
+ * through hilock's cluster support, the stock under "stock:{P}", whose hash
+ * tag puts it in the slot of the lock key P, so both are on one master.
+ * The stock connection starts at the first node listed and follows MOVED
+ * replies to the master of that slot (not ASK: a slot being resharded
+ * answers 503 until it has moved).
+ *
+ * With --sentinel and --master the lock is on the master that the
+ * Sentinels name, and so is the stock: its address is asked of them once,
+ * at startup. hilock follows the master through a failover; this example's
+ * stock connection does not (it would have to ask the Sentinels again, as
+ * hilock does).
+ *
+ * SIGINT or SIGTERM stops accepting connections, lets the sales in flight
+ * finish and their answers go out (at most DRAIN_MS), releases their locks
+ * and exits 0. It prints a startup line and errors, nothing else.
  *
  * Trade-off admitted: the stock write is guarded by the lock only. A process
  * paused past its lease could still write after the lock moved on; a store
@@ -51,9 +66,16 @@
 #define REDIS_STEP_MS 3000  /* longest wait for one stock read or write */
 #define DRAIN_MS 10000      /* longest wait for in-flight sales at shutdown */
 #define PRODUCT_MAX 64
-#define MASTERS_TEXT_MAX 512  /* longest --redlock list */
+#define LIST_TEXT_MAX 1024    /* longest --redlock, --sentinel or --cluster
+                                 list */
+#define SENTINEL_ASK_MS 2000  /* longest wait for a Sentinel's answer */
+#define REDIRECTS_MAX 3       /* MOVED replies followed for one command */
 
 struct sale;
+
+/* Where the lock is: on the stock's Redis, on Redlock masters, on the
+ * master that Sentinels name, or in a Redis Cluster. */
+enum topo { TOPO_ONE, TOPO_REDLOCK, TOPO_SENTINEL, TOPO_CLUSTER };
 
 struct shop {
     struct event_base *base;
@@ -62,10 +84,15 @@ struct shop {
     struct hilock_client *locks;
     redisAsyncContext *redis;   /* stock reads and writes; NULL: reconnect */
     const char *redis_host;     /* the stock's Redis (and the lock's */
-    int redis_port;             /* without --redlock) */
-    struct hilock_endpoint masters[HILOCK_MASTERS_MAX];  /* --redlock */
-    size_t nmasters;            /* 0: the lock is on the stock's Redis */
-    char masters_text[MASTERS_TEXT_MAX];  /* --redlock, split in place */
+    int redis_port;             /* with TOPO_ONE) */
+    char stock_host[256];       /* the master the Sentinels named, or where
+                                   MOVED sent the stock */
+    enum topo topo;
+    struct hilock_endpoint nodes[HILOCK_SEEDS_MAX];  /* --redlock masters,
+                                            --sentinel or --cluster nodes */
+    size_t nnodes;              /* 0: the lock is on the stock's Redis */
+    const char *master_name;    /* --master */
+    char list_text[LIST_TEXT_MAX];  /* the list, split in place */
     const char *product;        /* default product */
     uint64_t next_tag;          /* owner tag of the next sale's lock */
     int inflight;               /* sales and stock queries not answered */
@@ -85,8 +112,9 @@ struct sale {
     enum sale_kind kind;
     struct hilock_lock *lock;   /* SALE_BUY only */
     struct event *deadline;     /* armed while a Redis reply is awaited */
-    char key[PRODUCT_MAX + 8];  /* "stock:<product>" */
+    char key[PRODUCT_MAX + 10]; /* "stock:<product>" ("stock:{<product>}") */
     long long left;             /* stock after this sale */
+    int redirects;              /* MOVED replies followed */
     long long start_ms;         /* arrival, monotonic */
     int sold;
     int lost;                   /* on_lost fired */
@@ -267,6 +295,33 @@ static int sale_command(struct sale *s, redisCallbackFn *fn, int argc,
     return 0;
 }
 
+/* A MOVED reply (--cluster): point the stock connection at the master it
+ * names, unless it is there already, and return 0 for the caller to send
+ * its command again; -1 for any other reply, or after REDIRECTS_MAX. The
+ * old connection is closed once its other replies (MOVED too, most
+ * likely) are in. */
+static int sale_moved(struct sale *s, const redisReply *r)
+{
+    struct shop *shop = s->shop;
+    char host[sizeof(shop->stock_host)];
+    int port;
+    if (shop->topo != TOPO_CLUSTER || !r || r->type != REDIS_REPLY_ERROR ||
+        s->redirects >= REDIRECTS_MAX ||
+        sscanf(r->str, "MOVED %*d %255[^:]:%d", host, &port) != 2)
+        return -1;
+    s->redirects++;
+    if (port == shop->redis_port && strcmp(host, shop->redis_host) == 0)
+        return 0;  /* moved already, by another sale's reply */
+    memcpy(shop->stock_host, host, sizeof(host));
+    shop->redis_host = shop->stock_host;
+    shop->redis_port = port;
+    redisAsyncContext *old = shop->redis;
+    shop->redis = NULL;
+    if (old)
+        redisAsyncDisconnect(old);
+    return 0;
+}
+
 /* The stock in a GET reply: 0 for nil, -1 for an error or garbage. */
 static long long stock_of(const redisReply *r)
 {
@@ -282,11 +337,31 @@ static long long stock_of(const redisReply *r)
     return (errno || end == r->str || *end || n < 0) ? -1 : n;
 }
 
+static void on_stored(redisAsyncContext *ac, void *reply, void *arg);
+
+/* Write the stock left by sale s; answers on failure. */
+static void sale_write_stock(struct sale *s)
+{
+    char buf[24];
+    snprintf(buf, sizeof(buf), "%lld", s->left);
+    const char *argv[] = {"SET", s->key, buf};
+    if (sale_command(s, on_stored, 3, argv) != 0) {
+        s->error = "redis unavailable";
+        sale_release(s);
+    }
+}
+
+static void sale_read_stock(struct sale *s);
+
 static void on_stored(redisAsyncContext *ac, void *reply, void *arg)
 {
     struct sale *s = arg;
     redisReply *r = reply;
     evtimer_del(s->deadline);
+    if (sale_moved(s, r) == 0) {
+        sale_write_stock(s);
+        return;
+    }
     if (r && r->type == REDIS_REPLY_STATUS)
         s->sold = 1;
     else
@@ -300,6 +375,10 @@ static void on_stock(redisAsyncContext *ac, void *reply, void *arg)
     struct sale *s = arg;
     evtimer_del(s->deadline);
     const redisReply *r = reply;
+    if (sale_moved(s, r) == 0) {
+        sale_read_stock(s);
+        return;
+    }
     long long n = stock_of(r);
     if (n < 0)
         s->error = !r ? "redis unavailable"
@@ -310,13 +389,9 @@ static void on_stock(redisAsyncContext *ac, void *reply, void *arg)
     else if (s->lost)
         s->error = "lock lost";
     else if (n > 0) {
-        char buf[24];
-        snprintf(buf, sizeof(buf), "%lld", n - 1);
-        const char *argv[] = {"SET", s->key, buf};
         s->left = n - 1;
-        if (sale_command(s, on_stored, 3, argv) == 0)
-            return;
-        s->error = "redis unavailable";
+        sale_write_stock(s);
+        return;
     }
     sale_release(s);
 }
@@ -400,7 +475,10 @@ static struct sale *sale_new(struct shop *shop, struct evhttp_request *req,
     s->req = req;
     s->kind = kind;
     s->start_ms = now_ms();
-    snprintf(s->key, sizeof(s->key), "stock:%s", product);
+    if (shop->topo == TOPO_CLUSTER)  /* the slot of the lock key, product */
+        snprintf(s->key, sizeof(s->key), "stock:{%s}", product);
+    else
+        snprintf(s->key, sizeof(s->key), "stock:%s", product);
     shop->inflight++;
     return s;
 }
@@ -537,17 +615,25 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: hilock-inventory-server [--port N] [--redis-host H] "
-        "[--redis-port N] [--redlock H:N,H:N,H:N] [--product P]\n"
+        "[--redis-port N] [--redlock H:N,H:N,H:N | --sentinel H:N,... "
+        "--master NAME | --cluster H:N,...] [--product P]\n"
         "  --port N        HTTP port on 127.0.0.1 (default 8080; 0: any free)\n"
         "  --redis-host H  Redis host of the stock, and of the lock without\n"
         "                  --redlock (default 127.0.0.1)\n"
         "  --redis-port N  its port (default 6379)\n"
         "  --redlock LIST  take the lock on these Redlock masters instead\n"
         "                  (host:port, comma-separated, an odd number 3..%d)\n"
+        "  --sentinel LIST the lock and the stock on the master that these\n"
+        "  --master NAME   Sentinels (host:port, comma-separated) know as\n"
+        "                  NAME, instead of --redis-host and --redis-port\n"
+        "  --cluster LIST  the lock and the stock (key stock:{P}) in the\n"
+        "                  Redis Cluster of these nodes (host:port,\n"
+        "                  comma-separated, 1..%d), instead of --redis-host\n"
+        "                  and --redis-port\n"
         "  --product P     product of requests without ?product= "
         "(default inventory001)\n"
         "POST /sale buys one item; GET /stock shows what is left.\n",
-        HILOCK_MASTERS_MAX);
+        HILOCK_MASTERS_MAX, HILOCK_SEEDS_MAX);
 }
 
 /* A port number 0..65535 from s, or -1. */
@@ -558,28 +644,31 @@ static int port_arg(const char *s)
     return (*s && !*end && v >= 0 && v <= 65535) ? (int)v : -1;
 }
 
-/* Split the --redlock list "host:port,host:port,..." into shop->masters.
- * 0, or -1 for an entry without a host or a port 1..65535, or too many;
- * hilock_client_new() checks the rest (an odd count of 3 or more, no master
- * twice). */
-static int masters_arg(struct shop *shop, const char *list)
+/* Split the --redlock, --sentinel or --cluster list (topo)
+ * "host:port,host:port,..." into shop->nodes (only one list). 0, or -1 for
+ * an entry without a host or a port 1..65535, or too many;
+ * hilock_client_new() checks the rest (for Redlock an odd count of 3 or
+ * more; no node twice). */
+static int nodes_arg(struct shop *shop, enum topo topo, const char *list)
 {
     size_t len = strlen(list);
-    if (len >= sizeof(shop->masters_text) || shop->nmasters)
+    size_t max = topo == TOPO_REDLOCK ? HILOCK_MASTERS_MAX : HILOCK_SEEDS_MAX;
+    if (len >= sizeof(shop->list_text) || shop->nnodes)
         return -1;
-    memcpy(shop->masters_text, list, len + 1);
-    for (char *entry = shop->masters_text; entry; ) {
+    shop->topo = topo;
+    memcpy(shop->list_text, list, len + 1);
+    for (char *entry = shop->list_text; entry; ) {
         char *comma = strchr(entry, ',');
         if (comma)
             *comma = '\0';
         char *colon = strrchr(entry, ':');
-        if (!colon || colon == entry || shop->nmasters == HILOCK_MASTERS_MAX)
+        if (!colon || colon == entry || shop->nnodes == max)
             return -1;
         *colon = '\0';
         int port = port_arg(colon + 1);
         if (port <= 0)
             return -1;
-        shop->masters[shop->nmasters++] =
+        shop->nodes[shop->nnodes++] =
             (struct hilock_endpoint){entry, port, NULL};
         entry = comma ? comma + 1 : NULL;
     }
@@ -594,33 +683,86 @@ static int parse_args(struct shop *shop, int *port, int argc, char **argv)
         {"redis-host", required_argument, NULL, 'H'},
         {"redis-port", required_argument, NULL, 'r'},
         {"redlock", required_argument, NULL, 'R'},
+        {"sentinel", required_argument, NULL, 'S'},
+        {"master", required_argument, NULL, 'M'},
+        {"cluster", required_argument, NULL, 'C'},
         {"product", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    int c;
-    while ((c = getopt_long(argc, argv, "p:H:r:R:P:h", longopts, NULL)) !=
+    int c, redis_given = 0;
+    while ((c = getopt_long(argc, argv, "p:H:r:R:S:M:C:P:h", longopts,
+                            NULL)) !=
            -1) {
         switch (c) {
         case 'p': *port = port_arg(optarg); if (*port < 0) return -1; break;
-        case 'H': shop->redis_host = optarg; break;
+        case 'H': shop->redis_host = optarg; redis_given = 1; break;
         case 'r':
             shop->redis_port = port_arg(optarg);
+            redis_given = 1;
             if (shop->redis_port <= 0)
                 return -1;
             break;
         case 'R':
-            if (masters_arg(shop, optarg) != 0)
+        case 'S':
+        case 'C':
+            if (nodes_arg(shop, c == 'R'   ? TOPO_REDLOCK
+                                : c == 'S' ? TOPO_SENTINEL
+                                           : TOPO_CLUSTER, optarg) != 0)
                 return -1;
             break;
+        case 'M': shop->master_name = optarg; break;
         case 'P': shop->product = optarg; break;
         case 'h': return 1;
         default: return -1;
         }
     }
     size_t plen = strlen(shop->product);
-    if (optind != argc || plen == 0 || plen > PRODUCT_MAX)
+    int elsewhere = shop->topo == TOPO_SENTINEL || shop->topo == TOPO_CLUSTER;
+    if (optind != argc || plen == 0 || plen > PRODUCT_MAX ||
+        (elsewhere && redis_given) ||
+        (shop->topo == TOPO_SENTINEL) != (shop->master_name != NULL))
         return -1;
+    if (shop->topo == TOPO_CLUSTER) {  /* the stock: first asked of the
+                                          first node */
+        shop->redis_host = shop->nodes[0].host;
+        shop->redis_port = shop->nodes[0].port;
+    }
     return 0;
+}
+
+/* --sentinel: ask the Sentinels in turn for the address of the master
+ * they know as --master, for the stock connection. 0, or -1 with a
+ * message. (A blocking call, before the loop runs.) */
+static int stock_from_sentinels(struct shop *shop)
+{
+    struct timeval tv = {SENTINEL_ASK_MS / 1000,
+                         (SENTINEL_ASK_MS % 1000) * 1000};
+    for (size_t i = 0; i < shop->nnodes; i++) {
+        redisContext *c = redisConnectWithTimeout(shop->nodes[i].host,
+                                                  shop->nodes[i].port, tv);
+        redisReply *r = c && !c->err
+                            ? redisCommand(c, "SENTINEL get-master-addr-by-name %s",
+                                           shop->master_name)
+                            : NULL;
+        int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                 r->element[0]->type == REDIS_REPLY_STRING &&
+                 r->element[1]->type == REDIS_REPLY_STRING &&
+                 r->element[0]->len < sizeof(shop->stock_host);
+        if (ok) {
+            memcpy(shop->stock_host, r->element[0]->str,
+                   r->element[0]->len + 1);
+            shop->redis_host = shop->stock_host;
+            shop->redis_port = port_arg(r->element[1]->str);
+            ok = shop->redis_port > 0;
+        }
+        freeReplyObject(r);
+        redisFree(c);
+        if (ok)
+            return 0;
+    }
+    fprintf(stderr, "inventory-server: no Sentinel named a master %s\n",
+            shop->master_name);
+    return -1;
 }
 
 /* Create the lock client, the signal events and the HTTP listener on
@@ -631,14 +773,25 @@ static int shop_open(struct shop *shop, int port)
     hilock_options_init(&opts);
     opts.host = shop->redis_host;
     opts.port = shop->redis_port;
-    opts.masters = shop->nmasters ? shop->masters : NULL;
-    opts.nmasters = shop->nmasters;
+    if (shop->topo == TOPO_CLUSTER) {
+        opts.cluster = shop->nodes;
+        opts.ncluster = shop->nnodes;
+    } else if (shop->topo == TOPO_SENTINEL) {
+        opts.sentinels = shop->nodes;
+        opts.nsentinels = shop->nnodes;
+        opts.master_name = shop->master_name;
+    } else if (shop->topo == TOPO_REDLOCK) {
+        opts.masters = shop->nodes;
+        opts.nmasters = shop->nnodes;
+    }
     int rc = hilock_client_new(shop->base, &opts, &shop->locks);
     if (rc != 0) {
         fprintf(stderr, "inventory-server: hilock: %s%s\n", hilock_strerror(rc),
-                rc == HILOCK_EINVAL && shop->nmasters
+                rc != HILOCK_EINVAL || !shop->nnodes ? ""
+                : shop->topo == TOPO_REDLOCK
                     ? " (--redlock: an odd number of masters from 3, none "
-                      "twice)" : "");
+                      "twice)"
+                    : " (a node listed twice? a bad --master?)");
         return -1;
     }
     shop->sig_int = evsignal_new(shop->base, SIGINT, on_signal, shop);
@@ -700,6 +853,8 @@ int main(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     }
     signal(SIGPIPE, SIG_IGN);  /* a client hanging up must not kill us */
+    if (shop.topo == TOPO_SENTINEL && stock_from_sentinels(&shop) != 0)
+        return 1;
     shop.base = event_base_new();
     if (!shop.base || shop_open(&shop, port) != 0) {
         shop_close(&shop);
@@ -707,11 +862,21 @@ int main(int argc, char **argv)
             event_base_free(shop.base);
         return 1;
     }
-    if (shop.nmasters)
+    if (shop.topo == TOPO_SENTINEL)
+        printf("inventory-server: listening on http://127.0.0.1:%d (lock and "
+               "stock on the master %s of the Sentinels, now %s:%d, product "
+               "%s)\n", shop_port(&shop), shop.master_name, shop.redis_host,
+               shop.redis_port, shop.product);
+    else if (shop.topo == TOPO_CLUSTER)
+        printf("inventory-server: listening on http://127.0.0.1:%d (lock and "
+               "stock in the Redis Cluster of %s:%d, product %s)\n",
+               shop_port(&shop), shop.redis_host, shop.redis_port,
+               shop.product);
+    else if (shop.topo == TOPO_REDLOCK)
         printf("inventory-server: listening on http://127.0.0.1:%d (stock on "
                "redis %s:%d, lock on %zu Redlock masters, product %s)\n",
                shop_port(&shop), shop.redis_host, shop.redis_port,
-               shop.nmasters, shop.product);
+               shop.nnodes, shop.product);
     else
         printf("inventory-server: listening on http://127.0.0.1:%d "
                "(redis %s:%d, product %s)\n", shop_port(&shop),

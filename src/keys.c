@@ -24,19 +24,25 @@ int keys_slot_safe(const char *name, size_t len)
     return slot_has_tag(name, len) || !memchr(name, '}', len);
 }
 
-/* Append prefix + head + name + tail as one argument; head ends with the
+/* The parts of prefix + head + name + tail into p[4]; head ends with the
  * '{' and tail starts with the '}' that a name with its own tag goes
  * without. */
+static void tagged_parts(const struct key_src *k, const char *head,
+                         const char *tail, struct resp_part p[4])
+{
+    size_t own = head[0] ? (size_t)own_tag(k) : 0;
+    p[0] = (struct resp_part){k->prefix, k->prefix_len};
+    p[1] = (struct resp_part){head, strlen(head) - own};
+    p[2] = (struct resp_part){k->name, k->name_len};
+    p[3] = (struct resp_part){tail + own, strlen(tail) - own};
+}
+
+/* Append prefix + head + name + tail as one argument (tagged_parts). */
 static void tagged(struct resp_buf *b, const struct key_src *k,
                    const char *head, const char *tail)
 {
-    size_t own = head[0] ? (size_t)own_tag(k) : 0;
-    struct resp_part p[4] = {
-        {k->prefix, k->prefix_len},
-        {head, strlen(head) - own},
-        {k->name, k->name_len},
-        {tail + own, strlen(tail) - own},
-    };
+    struct resp_part p[4];
+    tagged_parts(k, head, tail, p);
     resp_arg_parts(b, 4, p);
 }
 
@@ -53,6 +59,25 @@ void keys_channel(struct resp_buf *b, const struct key_src *k)
 void keys_fence(struct resp_buf *b, const struct key_src *k)
 {
     tagged(b, k, FENCE_PREFIX, KEYS_TAG_TAIL);
+}
+
+size_t keys_channel_text(const struct key_src *k, char *out, size_t size)
+{
+    struct resp_part p[4];
+    size_t len = 0;
+    tagged_parts(k, CHANNEL_PREFIX, KEYS_TAG_TAIL, p);
+    for (int i = 0; i < 4; i++)
+        len += p[i].len;
+    if (len >= size)
+        return len;
+    char *at = out;
+    for (int i = 0; i < 4; i++) {
+        if (p[i].len)
+            memcpy(at, p[i].ptr, p[i].len);
+        at += p[i].len;
+    }
+    *at = '\0';
+    return len;
 }
 
 void keys_field(struct resp_buf *b, const char *client_id,

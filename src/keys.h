@@ -43,6 +43,10 @@ int keys_slot_safe(const char *name, size_t len);
 void keys_lock(struct resp_buf *b, const struct key_src *k);
 void keys_channel(struct resp_buf *b, const struct key_src *k);
 void keys_fence(struct resp_buf *b, const struct key_src *k);
+/* The channel of k as text, for code that sends it outside a command (the
+ * CLI): written with a NUL after it into out when it fits in size bytes
+ * with that NUL, else nothing is written. Returns its length either way. */
+size_t keys_channel_text(const struct key_src *k, char *out, size_t size);
 /* Append the owner field "<client_id>:<owner_tag>". */
 void keys_field(struct resp_buf *b, const char *client_id,
                 uint64_t owner_tag);

@@ -7,10 +7,15 @@
  * hilock killed by SIGKILL, a command that daemonizes, hundreds of inherited
  * descriptors, contradictory options, keys that are not locks, control bytes
  * in names, a Redis that stalls or refuses, and the README's ACL recipe.
- * Last, --redlock over three masters: the lock on every master while the
+ * Then --redlock over three masters: the lock on every master while the
  * command runs, status master by master, release --force everywhere, no
  * quorum with two masters down, the password for each master, and the
- * lists that are usage errors.
+ * lists that are usage errors. Last, the other topologies: a Redis Cluster
+ * (--cluster: the master of the name's slot, found through a node that
+ * does not own it; a forced release that wakes a waiter of a name with a
+ * hash tag of its own), a Sentinel (--sentinel, --master: the master it
+ * names, a dead sentinel before it; --wait-replicas without a replica),
+ * and their usage errors.
  *
  * The command under test is $HILOCK_CLI (meson passes the built tools/hilock;
  * HILOCK_README the README, whose ACL line is run as written). Each test gets
@@ -18,6 +23,9 @@
  * with the test (PR_SET_PDEATHSIG) and is waited for, except what a test of
  * hilock's SIGKILL leaves behind, which it kills itself when hilock did not. */
 #include "testutil.h"
+
+#include "redis_cluster.h"
+#include "redis_sentinel.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,12 +52,18 @@
 static char dir[256];   /* scratch directory of this test */
 static char port[16];   /* the test server's port, as an argument */
 
-static void setup(void)
+/* Make this test's scratch directory. */
+static void scratch_dir(void)
 {
-    tu_setup();
     snprintf(dir, sizeof(dir), "%s/cli-XXXXXX",
              getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void setup(void)
+{
+    tu_setup();
+    scratch_dir();
     snprintf(port, sizeof(port), "%d", rs_port(tu_srv));
 }
 
@@ -938,9 +952,7 @@ static void setup_redlock(void)
 {
     size_t len = 0;
     tu_setup_no_redis();
-    snprintf(dir, sizeof(dir), "%s/cli-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    scratch_dir();
     for (int i = 0; i < NMASTERS; i++) {
         masters[i] = rs_start(NULL);
         ck_assert_msg(masters[i] != NULL, "could not start redis-server");
@@ -1236,6 +1248,275 @@ START_TEST(bad_redlock_lists_are_usage_errors)
 }
 END_TEST
 
+/* ---- a Redis Cluster, a Sentinel ----------------------------------------- */
+
+static struct rc_cluster *cluster;
+static char cluster_arg[128];  /* every node: "127.0.0.1:P,..." */
+
+/* A scratch directory and a cluster of three masters. */
+static void setup_cluster(void)
+{
+    size_t len = 0;
+    tu_setup_no_redis();
+    scratch_dir();
+    cluster = rc_start(3, 0);
+    ck_assert_msg(cluster != NULL, "could not start a Redis Cluster");
+    for (int i = 0; i < rc_count(cluster); i++)
+        len += (size_t)snprintf(cluster_arg + len, sizeof(cluster_arg) - len,
+                                "%s127.0.0.1:%d", i ? "," : "",
+                                rc_port(cluster, i));
+}
+
+static void teardown_cluster(void)
+{
+    rc_stop(cluster);
+    cluster = NULL;
+    teardown();
+}
+
+/* The node that owns the slot of key. */
+static int owner_of(const char *key)
+{
+    int node = rc_slot_owner(cluster, rc_key_slot(key, strlen(key)));
+    ck_assert_int_ge(node, 0);
+    return node;
+}
+
+/* EXISTS key on the node that owns its slot. */
+static long long cluster_exists(const char *key)
+{
+    return rs_int(rc_server(cluster, owner_of(key)), "EXISTS", key,
+                  (char *)NULL);
+}
+
+/* Subscribers of channel on every node, plain and sharded. */
+static long long cluster_listeners(const char *channel)
+{
+    long long n = 0;
+    for (int i = 0; i < rc_count(cluster); i++) {
+        const char *argv[] = {"PUBSUB", "SHARDNUMSUB", channel};
+        redisReply *r = rs_command_argv(rc_server(cluster, i), 3, argv, NULL);
+        if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[1]->type == REDIS_REPLY_INTEGER)
+            n += r->element[1]->integer;
+        freeReplyObject(r);
+        long long plain = rs_numsub(rc_server(cluster, i), channel);
+        n += plain > 0 ? plain : 0;
+    }
+    return n;
+}
+
+START_TEST(cluster_run_status_and_release_force_reach_the_slots_master)
+{
+    /* Given only a node that does not own job's slot, run and status are
+     * redirected to the one that does. */
+    char seed[32];
+    snprintf(seed, sizeof(seed), "127.0.0.1:%d",
+             rc_port(cluster, (owner_of("job") + 1) % rc_count(cluster)));
+    const char *run[] = {"run", "--cluster", seed, "job", "--", "sh", "-c",
+                         "touch READY; while [ ! -e GO ]; do sleep 0.02; done",
+                         NULL};
+    const char *status[] = {"status", "--cluster", seed, "job", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears("READY", scaled(5000)));
+    long long held = cluster_exists("job");
+    int rc = cli(status, "out");
+    touch("GO");
+    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strncmp(file_text("out"), "job: held, ttl ", 15) == 0,
+                  "status printed: %s", file_text("out"));
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
+    ck_assert_int_eq(cluster_exists("job"), 0);
+    ck_assert_int_eq(cli(status, "out"), 1);
+    ck_assert_str_eq(file_text("out"), "job: free\n");
+
+    /* a{b}c has a hash tag of its own: its channel is
+     * redisson_lock__channel:a{b}c, without added braces. A waiter listens
+     * there and wakes at the forced release, long before the holder's
+     * lease or the waiter's own -w would end. */
+    struct hilock_endpoint seeds[] = {{"127.0.0.1", rc_port(cluster, 0),
+                                       NULL}};
+    struct hilock_options o;
+    tu_options(&o);
+    o.cluster = seeds;
+    o.ncluster = 1;
+    struct hilock_client *c = tu_client(&o);
+    struct hilock_lock *l = tu_lock(c, "a{b}c", 1);
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
+    const char *wait[] = {"run", "-w", "10000", "--cluster", cluster_arg,
+                          "a{b}c", "--", "touch", "RAN", NULL};
+    pid = cli_spawn(wait, NULL);
+    long long deadline = tu_now_ms() + scaled(5000);
+    while (cluster_listeners("redisson_lock__channel:a{b}c") != 1 &&
+           tu_now_ms() < deadline)
+        tu_run_for(10);
+    ck_assert_int_eq(cluster_listeners("redisson_lock__channel:a{b}c"), 1);
+    const char *force[] = {"release", "--force", "--cluster", cluster_arg,
+                           "a{b}c", NULL};
+    ck_assert_int_eq(cli(force, "out"), 0);
+    ck_assert_str_eq(file_text("out"), "a{b}c: released; waiters notified\n");
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
+    ck_assert(exists("RAN"));
+    ck_assert_int_eq(cluster_exists("a{b}c"), 0);
+    hilock_client_free(c);
+}
+END_TEST
+
+#define SENTINEL_MASTER "hilock-cli"
+
+static struct rt_sentinel *sentinel;
+static char sentinel_arg[64];  /* a dead port first, then the Sentinel */
+
+/* A scratch directory, a master without replicas and one Sentinel. */
+static void setup_sentinel(void)
+{
+    tu_setup_no_redis();
+    scratch_dir();
+    sentinel = rt_start(0, 1, SENTINEL_MASTER);
+    ck_assert_msg(sentinel != NULL, "could not start a Sentinel");
+    snprintf(sentinel_arg, sizeof(sentinel_arg), "127.0.0.1:%d,127.0.0.1:%d",
+             tu_dead_port(), rt_sentinel_port(sentinel, 0));
+}
+
+static void teardown_sentinel(void)
+{
+    rt_stop(sentinel);
+    sentinel = NULL;
+    teardown();
+}
+
+/* EXISTS key on the master the Sentinel names. */
+static long long master_exists(const char *key)
+{
+    int m = rt_master(sentinel);
+    ck_assert_int_ge(m, 0);
+    return rs_int(rt_server(sentinel, m), "EXISTS", key, (char *)NULL);
+}
+
+START_TEST(sentinel_run_status_and_release_force_find_the_master)
+{
+    const char *run[] = {"run", "--sentinel", sentinel_arg, "--master",
+                         SENTINEL_MASTER, "job", "--", "sh", "-c",
+                         "touch READY; while [ ! -e GO ]; do sleep 0.02; done",
+                         NULL};
+    const char *status[] = {"status", "--sentinel", sentinel_arg, "--master",
+                            SENTINEL_MASTER, "job", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears("READY", scaled(5000)));
+    long long held = master_exists("job");
+    int rc = cli(status, "out");
+    touch("GO");
+    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strncmp(file_text("out"), "job: held, ttl ", 15) == 0,
+                  "status printed: %s", file_text("out"));
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
+    ck_assert_int_eq(master_exists("job"), 0);
+
+    /* release --force on the master, of a lock the library holds there */
+    struct hilock_endpoint eps[] = {
+        {"127.0.0.1", rt_sentinel_port(sentinel, 0), NULL}};
+    struct hilock_options o;
+    tu_options(&o);
+    o.sentinels = eps;
+    o.nsentinels = 1;
+    o.master_name = SENTINEL_MASTER;
+    struct hilock_client *c = tu_client(&o);
+    tu_assert_status(tu_acquire(tu_lock(c, "job", 1), 0, 20000, NULL), 0);
+    const char *force[] = {"release", "--force", "--sentinel", sentinel_arg,
+                           "--master", SENTINEL_MASTER, "job", NULL};
+    ck_assert_int_eq(cli(force, "out"), 0);
+    ck_assert_str_eq(file_text("out"), "job: released; waiters notified\n");
+    ck_assert_int_eq(master_exists("job"), 0);
+    ck_assert_int_eq(cli(status, "out"), 1);
+    ck_assert_str_eq(file_text("out"), "job: free\n");
+    hilock_client_free(c);
+
+    /* No replica to WAIT for: said at once, without -w too, and the
+     * command does not run. */
+    const char *replicas[] = {"run", "--sentinel", sentinel_arg, "--master",
+                              SENTINEL_MASTER, "--wait-replicas", "1",
+                              "--wait-timeout", "100", "job", "--", "touch",
+                              "RAN", NULL};
+    ck_assert_int_eq(cli_err(replicas), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "did not reach enough replicas"),
+                  "said: %s", file_text("err"));
+    ck_assert(!exists("RAN"));
+
+    /* A name the Sentinel does not know. */
+    const char *unknown[] = {"status", "--sentinel", sentinel_arg,
+                             "--master", "nosuch", "job", NULL};
+    ck_assert_int_eq(cli_err(unknown), EXIT_FAILURE_);
+    ck_assert_msg(strstr(file_text("err"), "named a master 'nosuch'"),
+                  "said: %s", file_text("err"));
+}
+END_TEST
+
+/* A scratch directory, no server: for what must fail before any
+ * connection. */
+static void setup_no_redis(void)
+{
+    tu_setup_no_redis();
+    scratch_dir();
+}
+
+START_TEST(bad_topology_options_are_usage_errors)
+{
+    const char *seventeen =
+        "a:1,a:2,a:3,a:4,a:5,a:6,a:7,a:8,a:9,a:10,a:11,a:12,a:13,a:14,a:15,"
+        "a:16,a:17";
+    static const char *const cases[][8] = {
+        {"--sentinel", "a:1", NULL, "--sentinel needs --master NAME"},
+        {"--master", "m", NULL, "--master names a master that sentinels "
+                                "watch: it needs --sentinel"},
+        {"--cluster", "a:1", "-p", "7000", NULL,
+         "-H/-p and --cluster exclude each other"},
+        {"-H", "h", "--sentinel", "a:1", "--master", "m", NULL,
+         "-H/-p and --sentinel exclude each other"},
+        {"--redlock", "a:1,b:1,c:1", "--sentinel", "a:1", NULL,
+         "--redlock and --sentinel exclude each other"},
+        {"--cluster", "a:1", "--cluster", "b:1", NULL,
+         "--cluster given twice"},
+        {"--cluster", "a:1,,b:1", NULL, "--cluster: an empty entry"},
+        {"--sentinel", "a:1,a:1", "--master", "m", NULL,
+         "--sentinel: 'a:1' is listed twice"},
+        {"--sentinel", "a", "--master", "m", NULL,
+         "--sentinel: 'a' is not host:port"},
+        {"--sentinel", "a:1", "--master", "a b", NULL, "no master name"},
+        {"--sentinel-password", "pw", NULL,
+         "--sentinel-password is for the sentinels of --sentinel"},
+        {"--wait-timeout", "100", NULL, "needs --wait-replicas"},
+        {"--wait-replicas", "1", "--wait-timeout", "0", NULL,
+         "--wait-timeout must be at least 1 ms"},
+        {"--wait-replicas", "two", NULL, "bad --wait-replicas 'two'"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *args[16] = {"run"};
+        size_t n = 1, k = 0;
+        while (cases[i][k])
+            args[n++] = cases[i][k++];
+        const char *what = cases[i][k + 1];
+        args[n++] = "job";
+        args[n++] = "touch";
+        args[n++] = "RAN";
+        args[n] = NULL;
+        assert_usage_error(args, what);
+    }
+    const char *many[] = {"status", "--cluster", seventeen, "job", NULL};
+    assert_usage_error(many, "--cluster takes 1 to 16 nodes, not 17");
+    /* A '}' without a hash tag leaves the name's keys in different slots. */
+    const char *untagged[] = {"release", "--force", "--cluster", "a:1",
+                              "a}b", NULL};
+    assert_usage_error(untagged, "'a}b' cannot be a lock in a cluster");
+    const char *help[] = {"--help", NULL};
+    ck_assert_int_eq(cli(help, "out"), 0);
+    ck_assert_ptr_nonnull(strstr(file_text("out"), "--sentinel h:p[,...] "
+                                                   "--master NAME"));
+    ck_assert_ptr_nonnull(strstr(file_text("out"), "--cluster h:p[,...]"));
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -1297,6 +1578,24 @@ static Suite *cli_suite(void)
     tcase_add_test(redlock, redlock_password_applies_to_every_master);
     tcase_add_test(redlock, bad_redlock_lists_are_usage_errors);
     suite_add_tcase(s, redlock);
+
+    TCase *usage = tcase_create("usage");
+    tcase_add_checked_fixture(usage, setup_no_redis, teardown);
+    tcase_set_timeout(usage, 30);
+    tcase_add_test(usage, bad_topology_options_are_usage_errors);
+    suite_add_tcase(s, usage);
+
+    TCase *topo = tcase_create("cluster");
+    tcase_add_checked_fixture(topo, setup_cluster, teardown_cluster);
+    tcase_set_timeout(topo, 60);
+    tcase_add_test(topo, cluster_run_status_and_release_force_reach_the_slots_master);
+    suite_add_tcase(s, topo);
+
+    topo = tcase_create("sentinel");
+    tcase_add_checked_fixture(topo, setup_sentinel, teardown_sentinel);
+    tcase_set_timeout(topo, 60);
+    tcase_add_test(topo, sentinel_run_status_and_release_force_find_the_master);
+    suite_add_tcase(s, topo);
     return s;
 }
 

@@ -180,6 +180,20 @@ START_TEST(keys_follow_the_redisson_layout_and_parse_back)
                                         name, len), 0);
     ck_assert_int_eq(keys_channel_names("", 0, "redisson_lock__channel:{}",
                                         25, name, len), 0);
+
+    /* The channel as text: the same bytes, cut nowhere. */
+    char text[40];
+    struct key_src bare = {"", 0, "inv1", 4};
+    ck_assert_uint_eq(keys_channel_text(&k, text, sizeof(text)), 31);
+    ck_assert_str_eq(text, "p:redisson_lock__channel:{inv1}");
+    ck_assert_uint_eq(keys_channel_text(&t, text, sizeof(text)), 31);
+    ck_assert_str_eq(text, "p:redisson_lock__channel:inv{1}");
+    ck_assert_uint_eq(keys_channel_text(&bare, text, sizeof(text)), 29);
+    ck_assert_str_eq(text, "redisson_lock__channel:{inv1}");
+    memset(text, 'x', sizeof(text));
+    ck_assert_uint_eq(keys_channel_text(&bare, text, 29), 29);
+    ck_assert_int_eq(text[0], 'x');
+    ck_assert_uint_eq(keys_channel_text(&bare, NULL, 0), 29);
 }
 END_TEST
 

@@ -1,6 +1,7 @@
 /* cli.h -- what the parts of the hilock command share: the Redis endpoint
- * options (one endpoint, or the Redlock masters of --redlock), the exit
- * codes, and one entry point per subcommand. */
+ * options (one endpoint, the Redlock masters of --redlock, the Sentinels of
+ * --sentinel or the cluster nodes of --cluster), the exit codes, and one
+ * entry point per subcommand. */
 #ifndef HILOCK_TOOLS_CLI_H
 #define HILOCK_TOOLS_CLI_H
 
@@ -20,59 +21,108 @@ enum cli_exit {
     CLI_EXIT_LOST = 122,     /* run: the lock was lost while CMD ran */
     CLI_EXIT_TIMEDOUT = 124, /* run: not acquired within -w */
     CLI_EXIT_FAILURE = 125,  /* usage error, Redis unreachable or failing,
-                                no quorum of the --redlock masters */
+                                no quorum of the --redlock masters, no
+                                master from the sentinels */
     CLI_EXIT_NOEXEC = 126,   /* run: CMD found but not executable */
     CLI_EXIT_NOTFOUND = 127  /* run: CMD not found */
 };
 
-/* Longest --redlock argument accepted, in bytes: nine "host:port" entries
- * with 253-byte host names and their commas. */
-#define CLI_MASTERS_TEXT_MAX 2400
+/* Where the locks live: one endpoint (-H, -p), the Redlock masters
+ * (--redlock), the master that Sentinels name (--sentinel, --master), or a
+ * Redis Cluster (--cluster). One at a time. */
+enum cli_topo { CLI_SINGLE = 0, CLI_REDLOCK, CLI_SENTINEL, CLI_CLUSTER };
 
-/* The option that gives the Redlock masters; its short form in getopt. */
-#define CLI_OPT_REDLOCK 'R'
+/* Longest endpoint list accepted (--redlock, --sentinel, --cluster), in
+ * bytes: HILOCK_SEEDS_MAX "host:port" entries with 253-byte host names and
+ * their commas. */
+#define CLI_LIST_TEXT_MAX 4200
 
-/* The Redis endpoint, from -H/-p/-u/-a (and HILOCK_AUTH), or the Redlock
- * masters from --redlock, which the user and password apply to as well.
- * Strings borrowed from argv or the environment, except the masters' hosts,
- * which point into masters_text. */
+/* The options without a short form, as getopt_long returns them. */
+enum cli_opt {
+    CLI_OPT_REDLOCK = 256,
+    CLI_OPT_SENTINEL,
+    CLI_OPT_MASTER,
+    CLI_OPT_SENTINEL_PASSWORD,
+    CLI_OPT_CLUSTER,
+    CLI_OPT_WAIT_REPLICAS,    /* run only */
+    CLI_OPT_WAIT_TIMEOUT      /* run only */
+};
+
+/* The long options of the endpoint, for every subcommand's option table. */
+#define CLI_REDIS_LONGOPTS                                                   \
+    {"redlock", required_argument, NULL, CLI_OPT_REDLOCK},                  \
+    {"sentinel", required_argument, NULL, CLI_OPT_SENTINEL},                \
+    {"master", required_argument, NULL, CLI_OPT_MASTER},                    \
+    {"sentinel-password", required_argument, NULL,                          \
+     CLI_OPT_SENTINEL_PASSWORD},                                            \
+    {"cluster", required_argument, NULL, CLI_OPT_CLUSTER}
+
+/* The Redis endpoint, from -H/-p/-u/-a (and HILOCK_AUTH), or the list of
+ * one of --redlock, --sentinel (with --master) or --cluster, which the user
+ * and password apply to as well (with --sentinel: to the master, not to
+ * the sentinels, which take --sentinel-password or HILOCK_SENTINEL_AUTH).
+ * Strings borrowed from argv or the environment, except the listed hosts,
+ * which point into list_text. */
 struct cli_redis {
     const char *host;
     int port;
     const char *username;  /* NULL: AUTH with the password alone */
     const char *password;  /* NULL: no AUTH */
-    int host_given;        /* -H or -p seen: they exclude --redlock */
-    struct hilock_endpoint masters[HILOCK_MASTERS_MAX];
-    size_t nmasters;       /* 0: the one endpoint host:port */
-    char masters_text[CLI_MASTERS_TEXT_MAX];  /* --redlock, split in place */
+    int host_given;        /* -H or -p seen: they exclude the lists */
+    enum cli_topo topo;
+    struct hilock_endpoint list[HILOCK_SEEDS_MAX]; /* masters, sentinels or
+                                                      cluster nodes */
+    size_t nlist;          /* 0 for CLI_SINGLE */
+    const char *master_name;        /* --master */
+    const char *sentinel_password;  /* NULL: no AUTH to the sentinels */
+    int sentinel_password_given;    /* --sentinel-password seen */
+    char list_text[CLI_LIST_TEXT_MAX];  /* the list, split in place */
 };
 
 /* Set the defaults: 127.0.0.1:6379, password from $HILOCK_AUTH if set. */
 void cli_redis_init(struct cli_redis *r);
-/* Apply one endpoint option (opt is 'H', 'p', 'u', 'a' or CLI_OPT_REDLOCK).
- * Returns 0, or -1 with a message on stderr for a bad value. */
+/* Apply one endpoint option (opt is 'H', 'p', 'u', 'a' or one of the
+ * CLI_REDIS_LONGOPTS). Returns 0, or -1 with a message on stderr for a bad
+ * value; -1 without a message for any other opt. */
 int cli_redis_option(struct cli_redis *r, int opt, const char *value);
-/* Check the options taken together (a user needs a password; -H/-p and
- * --redlock exclude each other); 0, or -1 with a message on stderr. */
+/* Check the options taken together (a user needs a password; -H/-p and the
+ * lists exclude each other; --sentinel and --master go together); 0, or -1
+ * with a message on stderr. */
 int cli_redis_check(const struct cli_redis *r);
-/* Parse the --redlock list "host:port,host:port,..." into r->masters
- * (masters.c): an odd number from 3 to HILOCK_MASTERS_MAX of distinct
- * entries, each an IPv4 address or a host name and a port 1..65535. 0, or
- * -1 with a message on stderr saying what is wrong. */
-int cli_masters_parse(struct cli_redis *r, const char *list);
-/* The endpoints r names, n of them (1 without --redlock): r->masters, or
- * host:port in *one. */
+/* Whether name can be a lock NAME where r points: 1 to HILOCK_NAME_MAX
+ * bytes, and in a cluster every key of it in one slot (keys_slot_safe). 0,
+ * or -1 with a message on stderr. */
+int cli_name_check(const struct cli_redis *r, const char *name);
+/* Parse the list "host:port,host:port,..." of --redlock, --sentinel or
+ * --cluster (topo says which) into r->list (endpoints.c): distinct
+ * entries, each an IPv4 address or a host name and a port 1..65535; for
+ * --redlock an odd number from 3 to HILOCK_MASTERS_MAX, else 1 to
+ * HILOCK_SEEDS_MAX. Only one list may be given. 0, or -1 with a message on
+ * stderr saying what is wrong. */
+int cli_list_parse(struct cli_redis *r, enum cli_topo topo, const char *list);
+/* The option that gives the list of topo ("--redlock", ...; "-H/-p" for
+ * CLI_SINGLE). */
+const char *cli_topo_option(enum cli_topo topo);
+/* The endpoints of a single endpoint or the Redlock masters, n of them (1
+ * for CLI_SINGLE): r->list, or host:port in *one. */
 const struct hilock_endpoint *cli_endpoints(const struct cli_redis *r,
                                             struct hilock_endpoint *one,
                                             size_t *n);
 /* Parse a count of milliseconds 0..2^31-1 into *ms; 0 or -1 (message). */
 int cli_ms_arg(const char *what, const char *s, uint64_t *ms);
 /* Room for what cli_redis_where() writes. */
-#define CLI_WHERE_SIZE (CLI_MASTERS_TEXT_MAX + 16)
-/* "host:port", or the masters as "host:port,host:port,...", into buf (size
+#define CLI_WHERE_SIZE (CLI_LIST_TEXT_MAX + 16)
+/* "host:port", or the list as "host:port,host:port,...", into buf (size
  * >= CLI_WHERE_SIZE), escaped. Returns buf. */
 const char *cli_redis_where(const struct cli_redis *r, char *buf,
                             size_t size);
+/* Room for what cli_redis_what() writes. */
+#define CLI_WHAT_SIZE (CLI_WHERE_SIZE + 320)
+/* What r points at, for messages: "Redis at host:port", "the Redlock
+ * masters (...)", "the master 'NAME' of the sentinels (...)", "the Redis
+ * Cluster of (...)", into buf (size >= CLI_WHAT_SIZE). Returns buf. */
+const char *cli_redis_what(const struct cli_redis *r, char *buf,
+                           size_t size);
 /* Room for len bytes escaped by cli_escape(). */
 #define CLI_ESCAPED_SIZE(len) (4 * (size_t)(len) + 1)
 /* Write the len bytes at s into buf (size >= 8) as printable text: bytes

@@ -5,10 +5,11 @@
  *   hilock status [options] NAME
  *   hilock release --force [options] NAME
  *
- * Each takes one Redis endpoint (-H, -p) or, with --redlock, the Redlock
- * masters. This file parses what the subcommands share and dispatches;
- * masters.c parses the --redlock list, run.c holds the lock while a child
- * runs, inspect.c reads and breaks locks. Keys follow
+ * Each takes one Redis endpoint (-H, -p), or with --redlock the Redlock
+ * masters, with --sentinel and --master the master that Sentinels name,
+ * with --cluster a Redis Cluster. This file parses what the subcommands
+ * share and dispatches; endpoints.c parses the lists, run.c holds the lock
+ * while a child runs, inspect.c reads and breaks locks. Keys follow
  * the library's (Redisson's) layout, so the command interoperates with any
  * hilock or Redisson client guarding the same name. */
 #include <errno.h>
@@ -20,18 +21,23 @@
 #include <hilock/hilock.h>
 
 #include "cli.h"
+#include "keys.h" /* src/: keys_slot_safe */
 
 void cli_usage(int to_stderr)
 {
     FILE *f = to_stderr ? stderr : stdout;
     fprintf(f,
 "usage: hilock run [REDIS] [-w wait_ms] [-l lease_ms | -L watchdog_ms] [-n]\n"
+"                  [--wait-replicas N [--wait-timeout ms]]\n"
 "                  NAME [--] CMD [ARG...]\n"
 "       hilock status [REDIS] NAME\n"
 "       hilock release --force [REDIS] NAME\n"
 "       hilock --help | --version\n"
 "  REDIS is [-H host] [-p port] [-u user] [-a password]\n"
 "        or --redlock h:p,h:p,h:p[,...] [-u user] [-a password]\n"
+"        or --sentinel h:p[,...] --master NAME [--sentinel-password pw]\n"
+"           [-u user] [-a password]\n"
+"        or --cluster h:p[,...] [-u user] [-a password]\n"
 "\n"
 "run      take the Redis lock NAME, run CMD while holding it, release it when\n"
 "         CMD and everything it started have exited, and exit with CMD's\n"
@@ -48,19 +54,31 @@ void cli_usage(int to_stderr)
 "  -L ms  instead of -l, the watchdog lease (>= 100): renewed every third of\n"
 "         it while CMD runs, and what is left to others if hilock dies\n"
 "         (default 30000)\n"
+"  --wait-replicas N  after taking and after each renewal, WAIT until N\n"
+"         replicas have the lock; not taken (exit 125) when they do not\n"
+"         within --wait-timeout ms (default 1000), lost when a renewal\n"
+"         stays unconfirmed that way\n"
 "status   print the holders of NAME (owner field: client id and owner tag,\n"
 "         which is the pid of a hilock run), their hold counts and the ttl;\n"
-"         with --redlock, what each master holds\n"
+"         with --redlock, what each master holds; with --sentinel, what the\n"
+"         master they name holds; with --cluster, the master of NAME's slot\n"
 "release  --force: delete NAME whoever holds it and publish the release on\n"
-"         its channel, so that waiters wake; with --redlock, on every master\n"
+"         its channel, so that waiters wake; with --redlock, on every master;\n"
+"         with --sentinel and --cluster, on the master status reads\n"
 "\n"
 "  -H host  Redis host (default 127.0.0.1)     -p port  (default 6379)\n"
 "  -u user  ACL user name (needs a password)\n"
 "  -a password  (or the HILOCK_AUTH variable)\n"
 "  --redlock host:port,...  Redlock: an odd number (3 to 9) of independent\n"
 "           masters, instead of -H/-p; a lock is held when a majority of\n"
-"           them grant it. Hosts are IPv4 addresses or names; -u and -a\n"
-"           apply to every master.\n"
+"           them grant it. -u and -a apply to every master.\n"
+"  --sentinel host:port,...  Sentinel: 1 to 16 sentinels, asked in turn\n"
+"           for the master they know as --master NAME; -u and -a apply to\n"
+"           the master, --sentinel-password (or the HILOCK_SENTINEL_AUTH\n"
+"           variable) to the sentinels.\n"
+"  --cluster host:port,...  Redis Cluster: 1 to 16 of its nodes; each lock\n"
+"           is on the master of its slot. -u and -a apply to every node.\n"
+"  Hosts are IPv4 addresses or names; only one of -H/-p and the lists.\n"
 "\n"
 "exit status:\n"
 "  run:     CMD's own exit status; 128+N when signal N killed CMD\n"
@@ -71,11 +89,12 @@ void cli_usage(int to_stderr)
 "           126  CMD is not executable      127  CMD was not found\n"
 "           128+N  a signal N arrived while waiting for the lock\n"
 "  status:  0 held, 1 free          release: 0 released, 1 was free\n"
-"  all:     125 usage error; Redis unreachable, refusing or failing; a\n"
+"  all:     125 usage error; Redis unreachable, refusing or failing (no\n"
+"           sentinel naming a master, no cluster node answering); a\n"
 "           failed release; status, release: the key is not a lock;\n"
 "           --redlock: no quorum (fewer than a majority of the masters\n"
 "           answered), or status cannot tell, or release --force could\n"
-"           not reach every master\n");
+"           not reach every master; --wait-replicas: too few replicas\n");
 }
 
 void cli_error(const char *fmt, ...)
@@ -91,17 +110,33 @@ void cli_error(const char *fmt, ...)
 void cli_redis_init(struct cli_redis *r)
 {
     const char *auth = getenv("HILOCK_AUTH");
+    const char *sentinel_auth = getenv("HILOCK_SENTINEL_AUTH");
+    memset(r, 0, sizeof(*r));
     r->host = "127.0.0.1";
     r->port = 6379;
-    r->username = NULL;
     r->password = auth && *auth ? auth : NULL;
-    r->host_given = 0;
-    r->nmasters = 0;
+    r->sentinel_password =
+        sentinel_auth && *sentinel_auth ? sentinel_auth : NULL;
+    r->topo = CLI_SINGLE;
+}
+
+/* Whether name can be a Sentinel master name: what the library takes (it
+ * comes back inside space-separated messages): 1..255 bytes, none of them
+ * a space or a control byte. */
+static int master_name_ok(const char *name)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len > 255)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)name[i] <= ' ' || name[i] == 0x7f)
+            return 0;
+    return 1;
 }
 
 int cli_redis_option(struct cli_redis *r, int opt, const char *value)
 {
-    char *end;
+    char *end, shown[CLI_ESCAPED_SIZE(64)];
     long port;
     switch (opt) {
     case 'H':
@@ -113,7 +148,28 @@ int cli_redis_option(struct cli_redis *r, int opt, const char *value)
         r->host_given = 1;
         return 0;
     case CLI_OPT_REDLOCK:
-        return cli_masters_parse(r, value);
+        return cli_list_parse(r, CLI_REDLOCK, value);
+    case CLI_OPT_SENTINEL:
+        return cli_list_parse(r, CLI_SENTINEL, value);
+    case CLI_OPT_CLUSTER:
+        return cli_list_parse(r, CLI_CLUSTER, value);
+    case CLI_OPT_MASTER:
+        if (r->master_name) {
+            cli_error("--master given twice");
+            return -1;
+        }
+        if (!master_name_ok(value)) {
+            cli_error("--master: '%s' is no master name (1 to 255 bytes, "
+                      "no spaces or control bytes)",
+                      cli_escape(shown, sizeof(shown), value, strlen(value)));
+            return -1;
+        }
+        r->master_name = value;
+        return 0;
+    case CLI_OPT_SENTINEL_PASSWORD:
+        r->sentinel_password = value;
+        r->sentinel_password_given = 1;
+        return 0;
     case 'u': r->username = value; return 0;
     case 'a': r->password = value; return 0;
     case 'p':
@@ -133,13 +189,50 @@ int cli_redis_option(struct cli_redis *r, int opt, const char *value)
 
 int cli_redis_check(const struct cli_redis *r)
 {
+    static const char *const why[] = {
+        [CLI_REDLOCK] = "--redlock names every master with its port",
+        [CLI_SENTINEL] = "the sentinels name the master",
+        [CLI_CLUSTER] = "--cluster names the nodes with their ports",
+    };
     if (r->username && !r->password) {
         cli_error("-u needs a password (-a, or the HILOCK_AUTH variable)");
         return -1;
     }
-    if (r->nmasters && r->host_given) {
-        cli_error("-H/-p and --redlock exclude each other: --redlock names "
-                  "every master with its port");
+    if (r->topo != CLI_SINGLE && r->host_given) {
+        cli_error("-H/-p and %s exclude each other: %s",
+                  cli_topo_option(r->topo), why[r->topo]);
+        return -1;
+    }
+    if (r->topo == CLI_SENTINEL && !r->master_name) {
+        cli_error("--sentinel needs --master NAME, the name the sentinels "
+                  "know the master by");
+        return -1;
+    }
+    if (r->topo != CLI_SENTINEL && r->master_name) {
+        cli_error("--master names a master that sentinels watch: it needs "
+                  "--sentinel");
+        return -1;
+    }
+    if (r->topo != CLI_SENTINEL && r->sentinel_password_given) {
+        cli_error("--sentinel-password is for the sentinels of --sentinel");
+        return -1;
+    }
+    return 0;
+}
+
+int cli_name_check(const struct cli_redis *r, const char *name)
+{
+    size_t len = strlen(name);
+    char shown[CLI_ESCAPED_SIZE(64)];
+    if (len == 0 || len > HILOCK_NAME_MAX) {
+        cli_error("a lock NAME has 1 to %d bytes", HILOCK_NAME_MAX);
+        return -1;
+    }
+    if (r->topo == CLI_CLUSTER && !keys_slot_safe(name, len)) {
+        cli_error("'%s' cannot be a lock in a cluster: a NAME with a '}' "
+                  "needs a hash tag of its own ('{' and '}' with something "
+                  "between) for its keys to share one slot",
+                  cli_escape(shown, sizeof(shown), name, len));
         return -1;
     }
     return 0;
@@ -149,9 +242,9 @@ const struct hilock_endpoint *cli_endpoints(const struct cli_redis *r,
                                             struct hilock_endpoint *one,
                                             size_t *n)
 {
-    if (r->nmasters) {
-        *n = r->nmasters;
-        return r->masters;
+    if (r->topo != CLI_SINGLE) {
+        *n = r->nlist;
+        return r->list;
     }
     *one = (struct hilock_endpoint){r->host, r->port, NULL};
     *n = 1;
@@ -172,6 +265,29 @@ const char *cli_redis_where(const struct cli_redis *r, char *buf,
                    strlen(eps[i].host));
         len += strlen(buf + len);
         len += (size_t)snprintf(buf + len, size - len, ":%d", eps[i].port);
+    }
+    return buf;
+}
+
+const char *cli_redis_what(const struct cli_redis *r, char *buf,
+                           size_t size)
+{
+    char where[CLI_WHERE_SIZE], name[CLI_ESCAPED_SIZE(64)];
+    cli_redis_where(r, where, sizeof(where));
+    switch (r->topo) {
+    case CLI_REDLOCK:
+        snprintf(buf, size, "the Redlock masters (%s)", where);
+        break;
+    case CLI_SENTINEL:
+        snprintf(buf, size, "the master '%s' of the sentinels (%s)",
+                 cli_escape(name, sizeof(name), r->master_name,
+                            strlen(r->master_name)), where);
+        break;
+    case CLI_CLUSTER:
+        snprintf(buf, size, "the Redis Cluster of %s", where);
+        break;
+    default:
+        snprintf(buf, size, "Redis at %s", where);
     }
     return buf;
 }

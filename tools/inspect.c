@@ -6,7 +6,9 @@
  * one atomic step on the server. They rely on the key layout the library
  * documents: the lock is a hash of "<client-id>:<owner-tag>" -> hold count
  * (plus "<field>:rid" bookkeeping) with a PEXPIRE lease, and the final
- * release publishes "0" on "redisson_lock__channel:{NAME}". The scripts check
+ * release publishes "0" on the lock's channel (keys_channel_text:
+ * "redisson_lock__channel:{NAME}", without the added braces for a NAME
+ * with a hash tag of its own). The scripts check
  * that layout first: a key that does not have it is some other program's
  * data, shown as such and never deleted. Names, fields and server texts are
  * printed escaped (cli_escape), since they are anyone's bytes.
@@ -18,19 +20,26 @@
  * not answer as possibly holding it), and says it cannot tell otherwise;
  * release --force deletes it on every master that answers, each master
  * checking its own key. What a master said is not what it says a moment
- * later: these are a snapshot, master by master, not one atomic step. */
+ * later: these are a snapshot, master by master, not one atomic step.
+ *
+ * With --sentinel the script runs on the master that the sentinels name,
+ * asked of them in turn and confirmed with ROLE. With --cluster it is sent
+ * to the first node of the list that answers and follows MOVED and ASK to
+ * the master of the name's slot (CLUSTER_HOPS redirections at most). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 
 #include <hilock/hilock.h>
 
 #include "cli.h"
-#include "keys.h" /* src/: the key layout's names, defined once */
+#include "keys.h"  /* src/: the key layout, defined once */
+#include "reply.h" /* src/: reply_redirect, the parser of MOVED and ASK */
 
 #define TIMEOUT_MS 2000
 
@@ -70,59 +79,72 @@ static const char status_lua[] =
     "return r\n";
 
 /* layout(KEYS[1]); for a lock, delete it, publish "0" on its channel
- * KEYS[2] and return {'released'} instead. */
+ * KEYS[2] with ARGV[1] ("publish", or "spublish" in a cluster with sharded
+ * pub/sub, as the library's release does) and return {'released'}
+ * instead. */
 static const char release_lua[] =
     LAYOUT_LUA
     "local r = layout(KEYS[1])\n"
     "if r[1] ~= 'lock' then return r end\n"
     "redis.call('del', KEYS[1])\n"
-    "redis.call('publish', KEYS[2], '0')\n"
+    "redis.call(ARGV[1], KEYS[2], '0')\n"
     "return {'released'}\n";
 
-/* Run argc/argv on c; the reply, or NULL with a message (also for an error
- * reply, which is freed). */
-static redisReply *command(redisContext *c, int argc, const char **argv,
-                           const size_t *lens)
+/* Room for the reason of a failure kept for a message. */
+#define ERR_SIZE 640
+
+/* The text of an error reply, or why there was none, into err; -1. */
+static int failed(char *err, const redisContext *c, const redisReply *reply)
 {
-    redisReply *reply = redisCommandArgv(c, argc, argv, lens);
     char text[CLI_ESCAPED_SIZE(200)];
-    if (!reply) {
-        cli_error("Redis: %s", c->errstr[0] ? c->errstr : "no reply");
-        return NULL;
-    }
-    if (reply->type == REDIS_REPLY_ERROR) {
-        cli_error("Redis: %s",
-                  cli_escape(text, sizeof(text), reply->str, reply->len));
+    if (!reply)
+        snprintf(err, ERR_SIZE, "%s", c->errstr[0] ? c->errstr : "no reply");
+    else
+        snprintf(err, ERR_SIZE, "%s",
+                 cli_escape(text, sizeof(text), reply->str, reply->len));
+    return -1;
+}
+
+/* Run argc/argv on c; the reply, or NULL with the reason in err (also for
+ * an error reply, which is freed). */
+static redisReply *command(redisContext *c, int argc, const char **argv,
+                           char *err)
+{
+    redisReply *reply = redisCommandArgv(c, argc, argv, NULL);
+    if (!reply || reply->type == REDIS_REPLY_ERROR) {
+        failed(err, c, reply);
         freeReplyObject(reply);
         return NULL;
     }
     return reply;
 }
 
-/* A connection to ep, authenticated as r says; NULL with a message. */
-static redisContext *connect_to(const struct cli_redis *r,
-                                const struct hilock_endpoint *ep)
+/* A connection to host:port, authenticated with user and password (NULL:
+ * no AUTH); NULL with the reason in err ("<host>:<port>: <why>"). */
+static redisContext *connect_to(const char *host, int port, const char *user,
+                                const char *password, char *err)
 {
     struct timeval tv = {TIMEOUT_MS / 1000, (TIMEOUT_MS % 1000) * 1000};
-    char host[CLI_ESCAPED_SIZE(64)];
-    redisContext *c = redisConnectWithTimeout(ep->host, ep->port, tv);
+    char shown[CLI_ESCAPED_SIZE(64)], why[ERR_SIZE];
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
+    cli_escape(shown, sizeof(shown), host, strlen(host));
     if (!c || c->err) {
-        cli_error("cannot connect to Redis at %s:%d: %s",
-                  cli_escape(host, sizeof(host), ep->host, strlen(ep->host)),
-                  ep->port, c ? c->errstr : "out of memory");
+        snprintf(err, ERR_SIZE, "cannot connect to %s:%d: %.200s", shown, port,
+                 c ? c->errstr : "out of memory");
         redisFree(c);
         return NULL;
     }
     redisSetTimeout(c, tv);
-    if (r->password) {
+    if (password) {
         const char *argv[3];
         int n = 0;
         argv[n++] = "AUTH";
-        if (r->username)
-            argv[n++] = r->username;
-        argv[n++] = r->password;
-        redisReply *reply = command(c, n, argv, NULL);
+        if (user)
+            argv[n++] = user;
+        argv[n++] = password;
+        redisReply *reply = command(c, n, argv, why);
         if (!reply) {
+            snprintf(err, ERR_SIZE, "%s:%d: %.200s", shown, port, why);
             redisFree(c);
             return NULL;
         }
@@ -131,16 +153,215 @@ static redisContext *connect_to(const struct cli_redis *r,
     return c;
 }
 
-/* Parse [-H -p -u -a | --redlock] [--force] NAME; 0, 1 for --help, -1 on a
- * usage error. force may be NULL when --force is not an option of the
- * subcommand. */
+/* What a script is run with: the lock key, and its channel as KEYS[2] with
+ * the publish command as ARGV[1] when with_channel. */
+struct call {
+    const struct cli_redis *r;
+    const char *script;
+    const char *name;
+    int with_channel;
+    char channel[sizeof(KEYS_CHANNEL_HEAD) + HILOCK_NAME_MAX + 2];
+};
+
+/* The script of k on c (after ASKING when asking); the reply as Redis gave
+ * it, an error reply too, or NULL with the reason in err. publish: the
+ * command for ARGV[1]. */
+static redisReply *eval_on(redisContext *c, const struct call *k,
+                           const char *publish, int asking, char *err)
+{
+    const char *argv[] = {"EVAL", k->script, k->with_channel ? "2" : "1",
+                          k->name, k->channel, publish};
+    if (asking) {
+        const char *ask[] = {"ASKING"};
+        redisReply *ok = command(c, 1, ask, err);
+        if (!ok)
+            return NULL;
+        freeReplyObject(ok);
+    }
+    redisReply *reply =
+        redisCommandArgv(c, k->with_channel ? 6 : 4, argv, NULL);
+    if (!reply)
+        failed(err, c, NULL);
+    return reply;
+}
+
+/* Print "Redis: <reason>" for reply when it is an error reply (freed) or
+ * NULL (reason in err); the reply, or NULL. */
+static redisReply *checked(redisReply *reply, const char *err)
+{
+    char text[CLI_ESCAPED_SIZE(200)];
+    if (reply && reply->type == REDIS_REPLY_ERROR) {
+        cli_error("Redis: %s",
+                  cli_escape(text, sizeof(text), reply->str, reply->len));
+        freeReplyObject(reply);
+        return NULL;
+    }
+    if (!reply)
+        cli_error("Redis: %s", err);
+    return reply;
+}
+
+/* The script on the one endpoint ep (a single Redis or a Redlock
+ * master); the reply, or NULL with a message. */
+static redisReply *run_at(const struct call *k,
+                          const struct hilock_endpoint *ep)
+{
+    char err[ERR_SIZE];
+    redisContext *c = connect_to(ep->host, ep->port, k->r->username,
+                                 k->r->password, err);
+    if (!c) {
+        cli_error("%s", err);
+        return NULL;
+    }
+    redisReply *reply = eval_on(c, k, "publish", 0, err);
+    redisFree(c);
+    return checked(reply, err);
+}
+
+/* ---- Sentinel: the master the sentinels name ----------------------------- */
+
+/* Ask sentinel ep for the address of the master r->master_name; a
+ * connection to that master, confirmed by ROLE, or NULL with the reason in
+ * err. */
+static redisContext *master_from(const struct cli_redis *r,
+                                 const struct hilock_endpoint *ep, char *err)
+{
+    char host[256], why[ERR_SIZE], shown[CLI_ESCAPED_SIZE(64)];
+    redisContext *c = connect_to(ep->host, ep->port, NULL,
+                                 r->sentinel_password, err);
+    if (!c)
+        return NULL;
+    cli_escape(shown, sizeof(shown), ep->host, strlen(ep->host));
+    const char *ask[] = {"SENTINEL", "get-master-addr-by-name",
+                         r->master_name};
+    redisReply *addr = command(c, 3, ask, why);
+    redisFree(c);
+    if (!addr || addr->type != REDIS_REPLY_ARRAY || addr->elements != 2 ||
+        addr->element[0]->type != REDIS_REPLY_STRING ||
+        addr->element[1]->type != REDIS_REPLY_STRING ||
+        addr->element[0]->len >= sizeof(host)) {
+        snprintf(err, ERR_SIZE, "sentinel %s:%d: %.200s", shown, ep->port,
+                 !addr ? why
+                 : addr->type == REDIS_REPLY_NIL ? "no such master"
+                                                 : "unexpected reply");
+        freeReplyObject(addr);
+        return NULL;
+    }
+    memcpy(host, addr->element[0]->str, addr->element[0]->len + 1);
+    int port = atoi(addr->element[1]->str);
+    freeReplyObject(addr);
+    c = connect_to(host, port, r->username, r->password, err);
+    if (!c)
+        return NULL;
+    /* A sentinel that has not seen a failover yet names the old master,
+     * which may be a replica by now: its lock hash says nothing. */
+    const char *role[] = {"ROLE"};
+    redisReply *is = command(c, 1, role, why);
+    if (is && (is->type != REDIS_REPLY_ARRAY || is->elements < 1 ||
+               is->element[0]->type != REDIS_REPLY_STRING ||
+               strcmp(is->element[0]->str, "master") != 0)) {
+        snprintf(err, ERR_SIZE, "sentinel %s:%d names %.200s:%d, which is not "
+                 "a master", shown, ep->port,
+                 cli_escape(why, sizeof(why), host, strlen(host)), port);
+        freeReplyObject(is);
+        redisFree(c);
+        return NULL;
+    }
+    freeReplyObject(is);  /* NULL: ROLE refused (ACL); take the word */
+    return c;
+}
+
+/* The script on the master that the sentinels name, asking them in turn;
+ * the reply, or NULL with a message. */
+static redisReply *run_sentinel(const struct call *k)
+{
+    const struct cli_redis *r = k->r;
+    char err[ERR_SIZE], where[CLI_WHERE_SIZE], name[CLI_ESCAPED_SIZE(64)];
+    for (size_t i = 0; i < r->nlist; i++) {
+        redisContext *c = master_from(r, &r->list[i], err);
+        if (!c)
+            continue;
+        redisReply *reply = eval_on(c, k, "publish", 0, err);
+        redisFree(c);
+        return checked(reply, err);
+    }
+    cli_error("no sentinel (%s) named a master '%s'; the last: %s",
+              cli_redis_where(r, where, sizeof(where)),
+              cli_escape(name, sizeof(name), r->master_name,
+                         strlen(r->master_name)), err);
+    return NULL;
+}
+
+/* ---- Redis Cluster: the master of the name's slot ------------------------ */
+
+/* Redirections followed before giving up (a slot being moved takes two:
+ * MOVED to the old owner's view, ASK to the new one). */
+#define CLUSTER_HOPS 5
+
+/* Whether c's server has sharded pub/sub (Redis 7), where the library's
+ * waiters in a cluster listen with SSUBSCRIBE: its release message then
+ * goes out with SPUBLISH, as the library's release does. */
+static int sharded(redisContext *c)
+{
+    redisReply *reply = redisCommand(c, "PUBSUB SHARDNUMSUB");
+    int yes = reply && reply->type == REDIS_REPLY_ARRAY;
+    freeReplyObject(reply);
+    return yes;
+}
+
+/* The script on the master of the name's slot: sent to the first node of
+ * the list that answers, then wherever MOVED and ASK redirect it; the
+ * reply, or NULL with a message. */
+static redisReply *run_cluster(const struct call *k)
+{
+    const struct cli_redis *r = k->r;
+    char err[ERR_SIZE], what[CLI_WHAT_SIZE];
+    redisContext *c = NULL;
+    for (size_t i = 0; i < r->nlist && !c; i++)
+        c = connect_to(r->list[i].host, r->list[i].port, r->username,
+                       r->password, err);
+    if (!c) {
+        cli_error("no node of %s answered; the last: %s",
+                  cli_redis_what(r, what, sizeof(what)), err);
+        return NULL;
+    }
+    redisReply *reply = NULL;
+    int asking = 0;
+    for (int hop = 0; hop <= CLUSTER_HOPS; hop++) {
+        const char *publish =
+            k->with_channel && sharded(c) ? "spublish" : "publish";
+        struct reply_redirect to;
+        reply = eval_on(c, k, publish, asking, err);
+        enum reply_redirect_kind kind = reply_redirect(reply, &to);
+        if (kind == REPLY_NOT_REDIRECT || hop == CLUSTER_HOPS)
+            break;
+        freeReplyObject(reply);
+        reply = NULL;
+        if (kind == REPLY_RETRY) {  /* TRYAGAIN, CLUSTERDOWN */
+            struct timespec pause = {0, 100 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+            continue;
+        }
+        redisFree(c);
+        asking = kind == REPLY_ASK;
+        c = connect_to(to.host, to.port, r->username, r->password, err);
+        if (!c)
+            break;
+    }
+    redisFree(c);
+    return checked(reply, err);
+}
+
+/* Parse [-H -p -u -a | --redlock | --sentinel --master | --cluster]
+ * [--force] NAME; 0, 1 for --help, -1 on a usage error. force may be NULL
+ * when --force is not an option of the subcommand. */
 static int parse_args(struct cli_redis *r, int *force, const char **name,
                       int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"force", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
-        {"redlock", required_argument, NULL, CLI_OPT_REDLOCK},
+        CLI_REDIS_LONGOPTS,
         {NULL, 0, NULL, 0}};
     int c;
     cli_redis_init(r);
@@ -158,7 +379,9 @@ static int parse_args(struct cli_redis *r, int *force, const char **name,
         return -1;
     }
     *name = argv[optind];
-    return cli_redis_check(r);
+    if (cli_redis_check(r) != 0)
+        return -1;
+    return cli_name_check(r, *name);
 }
 
 /* Whether f, a field of a lock's HGETALL array, is ":rid" bookkeeping. */
@@ -250,31 +473,27 @@ static int print_status(const char *shown, const char *label,
     return CLI_EXIT_OK;
 }
 
-/* Run script on ep with the lock key (and its channel when with_channel)
- * as KEYS; the reply, or NULL with a message. */
+/* Run script on the Redis that holds name's lock (for a single endpoint or
+ * a Redlock master: ep), with the lock key and, when with_channel, its
+ * channel as KEYS; the reply, or NULL with a message. */
 static redisReply *run_script(const struct cli_redis *r,
                               const struct hilock_endpoint *ep,
                               const char *script, const char *name,
                               int with_channel)
 {
-    size_t nlen = strlen(name);
-    char *channel = malloc(sizeof(KEYS_CHANNEL_HEAD) + nlen + 1);
-    redisContext *c = channel ? connect_to(r, ep) : NULL;
-    redisReply *reply = NULL;
-    if (c) {
-        sprintf(channel, "%s%s%s", KEYS_CHANNEL_HEAD, name, KEYS_TAG_TAIL);
-        const char *argv[] = {"EVAL", script, with_channel ? "2" : "1", name,
-                              channel};
-        reply = command(c, with_channel ? 5 : 4, argv, NULL);
-        redisFree(c);
-    }
-    free(channel);
-    return reply;
+    struct call k = {r, script, name, with_channel, ""};
+    struct key_src src = {"", 0, name, strlen(name)};
+    keys_channel_text(&src, k.channel, sizeof(k.channel));
+    if (r->topo == CLI_SENTINEL)
+        return run_sentinel(&k);
+    if (r->topo == CLI_CLUSTER)
+        return run_cluster(&k);
+    return run_at(&k, ep);
 }
 
-/* Run script on ep and check the shape of its reply: the reply and its kind
- * in *kind, or NULL (message printed) when the master gave none that
- * fits. */
+/* Run script where the lock is and check the shape of its reply: the reply
+ * and its kind in *kind, or NULL (message printed) when Redis gave none
+ * that fits. */
 static redisReply *run_checked(const struct cli_redis *r,
                                const struct hilock_endpoint *ep,
                                const char *script, const char *name,
@@ -371,10 +590,10 @@ static int status_masters(const struct cli_redis *r, const char *name,
                           const char *shown)
 {
     redisReply *rep[HILOCK_MASTERS_MAX];
-    size_t n = r->nmasters, silent = 0, others = 0;
+    size_t n = r->nlist, silent = 0, others = 0;
     for (size_t i = 0; i < n; i++) {
         const char *kind = NULL;
-        rep[i] = run_checked(r, &r->masters[i], status_lua, name, 0, &kind);
+        rep[i] = run_checked(r, &r->list[i], status_lua, name, 0, &kind);
         silent += !rep[i];
         others += rep[i] && strcmp(kind, "none") != 0 &&
                   strcmp(kind, "lock") != 0;
@@ -383,10 +602,10 @@ static int status_masters(const struct cli_redis *r, const char *name,
     for (size_t i = 0; i < n; i++) {
         char label[CLI_WHERE_SIZE];
         char where[CLI_ESCAPED_SIZE(HILOCK_NAME_MAX) + CLI_WHERE_SIZE];
-        snprintf(label, sizeof(label), "  %s:%d", r->masters[i].host,
-                 r->masters[i].port);
+        snprintf(label, sizeof(label), "  %s:%d", r->list[i].host,
+                 r->list[i].port);
         snprintf(where, sizeof(where), "%s on %s:%d", shown,
-                 r->masters[i].host, r->masters[i].port);
+                 r->list[i].host, r->list[i].port);
         if (!rep[i]) {
             printf("%s: no answer\n", label);
             continue;
@@ -435,9 +654,9 @@ static int release_masters(const struct cli_redis *r, const char *name,
                            const char *shown)
 {
     const char *said[HILOCK_MASTERS_MAX];
-    size_t n = r->nmasters, released = 0, failed = 0;
+    size_t n = r->nlist, released = 0, failed = 0;
     for (size_t i = 0; i < n; i++)
-        said[i] = release_one(r, &r->masters[i], name, shown, &released,
+        said[i] = release_one(r, &r->list[i], name, shown, &released,
                               &failed);
     if (failed)
         printf("%s: released on %zu of %zu masters; %zu failed\n", shown,
@@ -448,7 +667,7 @@ static int release_masters(const struct cli_redis *r, const char *name,
     else
         printf("%s: was free on every master\n", shown);
     for (size_t i = 0; i < n; i++)
-        printf("  %s:%d: %s\n", r->masters[i].host, r->masters[i].port,
+        printf("  %s:%d: %s\n", r->list[i].host, r->list[i].port,
                said[i]);
     return failed ? CLI_EXIT_FAILURE : released ? CLI_EXIT_OK : CLI_EXIT_NO;
 }
@@ -469,7 +688,7 @@ int cli_status(int argc, char **argv)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
     }
     cli_escape(shown, sizeof(shown), name, strlen(name));
-    if (r.nmasters)
+    if (r.topo == CLI_REDLOCK)
         return status_masters(&r, name, shown);
     redisReply *reply = run_checked(&r, cli_endpoints(&r, &one, &n),
                                     status_lua, name, 0, &kind);
@@ -500,7 +719,7 @@ int cli_release(int argc, char **argv)
         return CLI_EXIT_FAILURE;
     }
     cli_escape(shown, sizeof(shown), name, strlen(name));
-    if (r.nmasters)
+    if (r.topo == CLI_REDLOCK)
         return release_masters(&r, name, shown);
     redisReply *reply = run_checked(&r, cli_endpoints(&r, &one, &n),
                                     release_lua, name, 1, &kind);

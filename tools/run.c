@@ -16,7 +16,9 @@
  * is given every master and the library decides each step by majority; the
  * query then fails with HILOCK_ENOQUORUM within the request deadline when
  * fewer than a majority answer, and that is CLI_EXIT_FAILURE too ("no
- * quorum"), never a wait without end.
+ * quorum"), never a wait without end. With --sentinel or --cluster the
+ * client is given the sentinels or the cluster's nodes and finds the master
+ * (of the name's slot) itself; the query fails the same way when it cannot.
  *
  * At startup hilock takes down what the command should get (descriptors,
  * signal mask, ignored signals) and undoes what a parent may have done to the
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hilock/hilock.h>
@@ -61,7 +64,10 @@ struct runner {
     struct reaper_cmd cmd;
     struct reaper reaper;
     uint64_t lease_ms, wait_ms, watchdog_ms;
+    uint64_t wait_replicas, wait_timeout_ms;  /* 0: no WAIT / the default */
     int wait_given, nonblock;
+    int first_try;          /* the one try before a wait (wait_replicas) */
+    long long wait_start_ms;
     const struct cli_redis *redis;
     int lost;
     int exit_code;
@@ -93,20 +99,25 @@ static void on_log(enum hilock_log_level level, const char *msg, void *arg)
 }
 
 /* Say that doing (a lock step, or NULL for the first query) failed with
- * status, naming the endpoint or the masters. */
+ * status, naming the endpoint, the masters, the sentinels or the cluster. */
 static void say_failed(const struct runner *r, const char *doing, int status)
 {
-    char where[CLI_WHERE_SIZE];
-    size_t n = r->redis->nmasters;
+    char where[CLI_WHERE_SIZE], what[CLI_WHAT_SIZE];
+    size_t n = r->redis->nlist;
     cli_redis_where(r->redis, where, sizeof(where));
-    if (status == HILOCK_ENOQUORUM && n)
+    cli_redis_what(r->redis, what, sizeof(what));
+    if (status == HILOCK_ENOQUORUM && r->redis->topo == CLI_REDLOCK)
         cli_error("%s%sno quorum: fewer than %zu of the %zu Redis masters "
                   "(%s) answered", doing ? doing : "", doing ? ": " : "",
                   n / 2 + 1, n, where);
+    else if (status == HILOCK_ENOREPLICA)
+        cli_error("%s%s%s (--wait-replicas %llu)", doing ? doing : "",
+                  doing ? ": " : "", hilock_strerror(status),
+                  (unsigned long long)r->wait_replicas);
     else if (doing)
         cli_error("%s: %s", doing, hilock_strerror(status));
     else
-        cli_error("Redis at %s: %s", where, hilock_strerror(status));
+        cli_error("%s: %s", what, hilock_strerror(status));
 }
 
 /* ---- the loop ---------------------------------------------------------- */
@@ -260,11 +271,33 @@ static int command_start(struct runner *r)
 static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
                         void *arg);
 
+static long long now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 /* Take the lock: try once with -n, else wait -w ms or, without -w, as long
- * as it takes. 0, or -1 with a message. */
+ * as it takes. With --wait-replicas a wait starts with one try: the library
+ * takes a failed WAIT as a passing failure and tries again for as long as
+ * a wait lasts, so without that try a run whose replicas are missing would
+ * wait without a word (without -w: forever) instead of saying so. 0, or
+ * -1 with a message. */
 static int acquire(struct runner *r)
 {
-    uint64_t wait_ms = r->nonblock ? 0 : r->wait_ms;
+    uint64_t wait_ms = HILOCK_MS_MAX;
+    if (r->phase == PROBING) {
+        r->phase = ACQUIRING;
+        r->wait_start_ms = now_ms();
+        r->first_try = r->wait_replicas && !r->nonblock && r->wait_ms > 0;
+    }
+    if (r->nonblock || r->first_try) {
+        wait_ms = 0;
+    } else if (r->wait_given) {
+        uint64_t spent = (uint64_t)(now_ms() - r->wait_start_ms);
+        wait_ms = spent < r->wait_ms ? r->wait_ms - spent : 0;
+    }
     int rc = hilock_lock_acquire(r->lock, wait_ms, r->lease_ms, on_acquired,
                                  r);
     if (rc != 0)
@@ -278,7 +311,14 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
                         void *arg)
 {
     struct runner *r = arg;
-    if (status == 0) {
+    int first = r->first_try;
+    r->first_try = 0;
+    if (first && (status == HILOCK_EBUSY || status == HILOCK_ETIMEDOUT ||
+                  status == HILOCK_ECONN)) {
+        /* Held, or no answer: now the wait itself. */
+        if (acquire(r) != 0)
+            finish(r, CLI_EXIT_FAILURE);
+    } else if (status == 0) {
         hilock_lock_on_lost(lock, on_lost, r);
         if (command_start(r) != 0) {
             r->exit_code = CLI_EXIT_FAILURE;
@@ -320,7 +360,6 @@ static void on_probe(struct hilock_lock *lock, int status, int64_t ttl,
         finish(r, CLI_EXIT_FAILURE);
         return;
     }
-    r->phase = ACQUIRING;
     if (acquire(r) != 0)
         finish(r, CLI_EXIT_FAILURE);
 }
@@ -351,9 +390,8 @@ static int parse_command(struct runner *r, int argc, char **argv, int i)
 
 /* Check the options taken together; 0, or -1 with a message. */
 static int check_args(const struct runner *r, int lease_given,
-                      int watchdog_given)
+                      int watchdog_given, int wait_timeout_given)
 {
-    size_t len = strlen(r->name);
     if (lease_given && watchdog_given) {
         cli_error("-l and -L exclude each other: -l is a fixed lease, -L the "
                   "lease the watchdog renews");
@@ -364,11 +402,33 @@ static int check_args(const struct runner *r, int lease_given,
                   "renewed every third of it)", WATCHDOG_MIN_MS);
         return -1;
     }
-    if (len == 0 || len > HILOCK_NAME_MAX) {
-        cli_error("a lock NAME has 1 to %d bytes", HILOCK_NAME_MAX);
+    if (wait_timeout_given && !r->wait_replicas) {
+        cli_error("--wait-timeout is how long --wait-replicas waits: it "
+                  "needs --wait-replicas N (N >= 1)");
         return -1;
     }
-    return cli_redis_check(r->redis);
+    if (wait_timeout_given && r->wait_timeout_ms == 0) {
+        cli_error("--wait-timeout must be at least 1 ms");
+        return -1;
+    }
+    if (cli_redis_check(r->redis) != 0)
+        return -1;
+    return cli_name_check(r->redis, r->name);
+}
+
+/* Parse a replica count 0..HILOCK_MS_MAX (WAIT's numreplicas) into *n; 0,
+ * or -1 with a message. */
+static int replicas_arg(const char *s, uint64_t *n)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || !*s || *end || *s == '-' || *s == '+' || v > HILOCK_MS_MAX) {
+        cli_error("bad --wait-replicas '%s' (a number of replicas)", s);
+        return -1;
+    }
+    *n = v;
+    return 0;
 }
 
 /* Parse "run"'s arguments into r and redis (-l 0 means the watchdog, as in
@@ -378,9 +438,11 @@ static int parse_args(struct runner *r, struct cli_redis *redis, int argc,
 {
     static const struct option longopts[] = {
         {"help", no_argument, NULL, 'h'},
-        {"redlock", required_argument, NULL, CLI_OPT_REDLOCK},
+        CLI_REDIS_LONGOPTS,
+        {"wait-replicas", required_argument, NULL, CLI_OPT_WAIT_REPLICAS},
+        {"wait-timeout", required_argument, NULL, CLI_OPT_WAIT_TIMEOUT},
         {NULL, 0, NULL, 0}};
-    int c, lease_given = 0, watchdog_given = 0;
+    int c, lease_given = 0, watchdog_given = 0, wait_timeout_given = 0;
     while ((c = getopt_long(argc, argv, "+H:p:u:a:w:l:L:nh", longopts,
                             NULL)) != -1) {
         int bad = 0;
@@ -402,6 +464,13 @@ static int parse_args(struct runner *r, struct cli_redis *redis, int argc,
         case 'n':
             r->nonblock = 1;
             break;
+        case CLI_OPT_WAIT_REPLICAS:
+            bad = replicas_arg(optarg, &r->wait_replicas);
+            break;
+        case CLI_OPT_WAIT_TIMEOUT:
+            bad = cli_ms_arg("wait timeout", optarg, &r->wait_timeout_ms);
+            wait_timeout_given = 1;
+            break;
         default:
             bad = cli_redis_option(redis, c, optarg);
         }
@@ -416,7 +485,7 @@ static int parse_args(struct runner *r, struct cli_redis *redis, int argc,
     cli_escape(r->shown, sizeof(r->shown), r->name, strlen(r->name));
     if (parse_command(r, argc, argv, optind + 1) != 0)
         return -1;
-    return check_args(r, lease_given, watchdog_given);
+    return check_args(r, lease_given, watchdog_given, wait_timeout_given);
 }
 
 /* Undo what the parent may have done to the signals hilock relies on: a
@@ -465,14 +534,28 @@ static int runner_events(struct runner *r)
  * message saying which failed. */
 static int runner_open(struct runner *r)
 {
+    const struct cli_redis *redis = r->redis;
     struct hilock_options opts;
     hilock_options_init(&opts);
-    opts.host = r->redis->host;
-    opts.port = r->redis->port;
-    opts.masters = r->redis->nmasters ? r->redis->masters : NULL;
-    opts.nmasters = r->redis->nmasters;
-    opts.username = r->redis->username;
-    opts.password = r->redis->password;
+    opts.host = redis->host;
+    opts.port = redis->port;
+    if (redis->topo == CLI_REDLOCK) {
+        opts.masters = redis->list;
+        opts.nmasters = redis->nlist;
+    } else if (redis->topo == CLI_SENTINEL) {
+        opts.sentinels = redis->list;
+        opts.nsentinels = redis->nlist;
+        opts.master_name = redis->master_name;
+        opts.sentinel_password = redis->sentinel_password;
+    } else if (redis->topo == CLI_CLUSTER) {
+        opts.cluster = redis->list;
+        opts.ncluster = redis->nlist;
+    }
+    opts.username = redis->username;
+    opts.password = redis->password;
+    opts.wait_replicas = (uint32_t)r->wait_replicas;
+    if (r->wait_timeout_ms)
+        opts.wait_timeout_ms = (uint32_t)r->wait_timeout_ms;
     opts.log_cb = on_log;
     opts.log_arg = r;
     if (r->watchdog_ms)
