@@ -35,6 +35,11 @@ struct hilock_lock {
     uint8_t splits;                  /* split votes in a row (Redlock) */
     uint8_t unreleased;              /* a release of it got no answer */
     int8_t wait_err;                 /* last busy/no-quorum of the wait */
+    uint8_t queued;                  /* fair: a waiting attempt went out, so
+                                        it may have a queue entry */
+    uint8_t handed;                  /* fair: handed over while an attempt
+                                        was in flight */
+    uint64_t wait_id;                /* fair: which acquire call this is */
     struct table_node owner_node;    /* eng->owners */
     struct heap_node wd_node;
     uint64_t valid_until;            /* ms: lease may run out after this */
