@@ -98,13 +98,14 @@ static struct wait_queue *queue_find(struct engine *eng, const char *name,
 static void on_queue_timer(evutil_socket_t fd, short what, void *arg);
 
 /* Subscribe q's name's release channel, and in fair mode this client's
- * hand-off channel of the name, on every node. */
+ * hand-off channel of the name, on every node (that one first: when the
+ * release channel is confirmed, so is it). */
 static void queue_want(struct wait_queue *q)
 {
     for (size_t i = 0; i < q->eng->nnodes; i++) {
-        topo_want(q->eng->topo, i, q->name, q->name_len, SUB_RELEASE);
         if (q->eng->listener)
             topo_want(q->eng->topo, i, q->name, q->name_len, SUB_HANDOFF);
+        topo_want(q->eng->topo, i, q->name, q->name_len, SUB_RELEASE);
     }
 }
 

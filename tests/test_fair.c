@@ -92,9 +92,10 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
     }
 }
 
-/* Start a waiting acquire of NAME on lock; run until Redis has queued it
- * as entry number queued (LLEN). */
-static void wait_queued(struct hilock_lock *lock, struct waiter *w,
+/* Start a waiting acquire of NAME on lock of client c; run until Redis
+ * has queued it as entry number queued (LLEN). */
+static void wait_queued(struct hilock_client *c, struct hilock_lock *lock,
+                        struct waiter *w,
                         uint64_t wait_ms, uint64_t lease_ms, long long queued)
 {
     ck_assert_int_eq(hilock_lock_acquire(lock, wait_ms, lease_ms, on_acquired,
@@ -103,6 +104,8 @@ static void wait_queued(struct hilock_lock *lock, struct waiter *w,
     ck_assert_msg(tu_run_until_redis(queued, tu_ms(2000), "LLEN", QUEUE,
                                      (char *)NULL),
                   "waiter not queued");
+    /* and its client has read the busy reply: the waiter is parked */
+    tu_client_ready(c);
     ck_assert_int_eq(w->r.calls, 0);
 }
 
@@ -127,9 +130,9 @@ START_TEST(test_fifo_across_clients)
     tu_assert_status(tu_acquire(l[0], 0, (uint64_t)tu_ms(LONG_MS), &tok), 0);
     holding = 1;
     /* queued in the order 2, 1, 3: not the order of the clients' creation */
-    wait_queued(l[2], &w[2], (uint64_t)tu_ms(LONG_MS), 0, 1);
-    wait_queued(l[1], &w[1], (uint64_t)tu_ms(LONG_MS), 0, 2);
-    wait_queued(l[3], &w[3], (uint64_t)tu_ms(LONG_MS), 0, 3);
+    wait_queued(cl[2], l[2], &w[2], (uint64_t)tu_ms(LONG_MS), 0, 1);
+    wait_queued(cl[1], l[1], &w[1], (uint64_t)tu_ms(LONG_MS), 0, 2);
+    wait_queued(cl[3], l[3], &w[3], (uint64_t)tu_ms(LONG_MS), 0, 3);
     int expect[3] = {2, 1, 3};
     struct hilock_lock *holder = l[0];
     for (int k = 0; k < 3; k++) {
@@ -180,7 +183,11 @@ START_TEST(test_same_client_handoff_needs_no_message)
     struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
     rel_waiter = tu_lock(cl[0], NAME, 2);
     tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
-    wait_queued(rel_waiter, &w, (uint64_t)tu_ms(LONG_MS), 0, 1);
+    wait_queued(cl[0], rel_waiter, &w, (uint64_t)tu_ms(LONG_MS), 0, 1);
+    /* both its channels subscribed (the hand-off one first), and the retry
+     * that each confirmation makes answered: no attempt in flight */
+    ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 1, tu_ms(2000)));
+    tu_client_ready(cl[0]);
     ck_assert_int_eq(hilock_lock_release(h, on_release_check, &rel), 0);
     ck_assert(tu_run_until_count(&rel.calls, 1, tu_ms(2000)));
     tu_assert_status(rel.status, 0);
@@ -206,8 +213,8 @@ START_TEST(test_gone_waiter_skipped_after_deadline)
         cl[i] = client(1, i == 1);
     struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
     tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
-    wait_queued(tu_lock(cl[1], NAME, 1), &w1, 300, 0, 1);
-    wait_queued(tu_lock(cl[2], NAME, 1), &w2, (uint64_t)tu_ms(LONG_MS), 0,
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w1, 300, 0, 1);
+    wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &w2, (uint64_t)tu_ms(LONG_MS), 0,
                 2);
     kill_client(1);
     ck_assert_int_eq(w1.r.calls, 1);
@@ -234,9 +241,9 @@ START_TEST(test_handoff_to_gone_client_expires)
         cl[i] = client(1, i == 1);
     struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
     tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
-    wait_queued(tu_lock(cl[1], NAME, 1), &w1, (uint64_t)tu_ms(LONG_MS), 1000,
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w1, (uint64_t)tu_ms(LONG_MS), 1000,
                 1);
-    wait_queued(tu_lock(cl[2], NAME, 1), &w2, (uint64_t)tu_ms(LONG_MS), 0,
+    wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &w2, (uint64_t)tu_ms(LONG_MS), 0,
                 2);
     tu_field(cl[1], 1, gone);
     kill_client(1);
@@ -263,7 +270,7 @@ START_TEST(test_lost_handoff_message_recovered)
     cl[1] = client(1, 1);
     struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
     tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
-    wait_queued(tu_lock(cl[1], NAME, 1), &w, (uint64_t)tu_ms(LONG_MS),
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w, (uint64_t)tu_ms(LONG_MS),
                 (uint64_t)tu_ms(LONG_MS), 1);
     ck_assert(tu_run_until_state(cl[1], HILOCK_STATE_PUBSUB_UP, tu_ms(2000)));
     tp_blackhole(proxy, true);
@@ -290,9 +297,9 @@ START_TEST(test_timeout_and_cancel_leave_queue)
     struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
     tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
     struct hilock_lock *l1 = tu_lock(cl[1], NAME, 1);
-    wait_queued(l1, &w1, 300, 0, 1);
+    wait_queued(cl[1], l1, &w1, 300, 0, 1);
     struct hilock_lock *l2 = tu_lock(cl[2], NAME, 1);
-    wait_queued(l2, &w2, (uint64_t)tu_ms(LONG_MS), 0, 2);
+    wait_queued(cl[2], l2, &w2, (uint64_t)tu_ms(LONG_MS), 0, 2);
     ck_assert(tu_run_until_count(&w1.r.calls, 1, tu_ms(2000)));
     tu_assert_status(w1.r.status, HILOCK_ETIMEDOUT);
     ck_assert(tu_run_until_redis(1, tu_ms(1000), "LLEN", QUEUE, (char *)NULL));
@@ -320,7 +327,7 @@ START_TEST(test_mixed_with_default_client)
     struct hilock_lock *ld = tu_lock(cl[2], NAME, 1);
     tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
     holding = 1;
-    wait_queued(lf, &wf, (uint64_t)tu_ms(LONG_MS), 0, 1);
+    wait_queued(cl[1], lf, &wf, (uint64_t)tu_ms(LONG_MS), 0, 1);
     ck_assert_int_eq(hilock_lock_acquire(ld, (uint64_t)tu_ms(LONG_MS), 0,
                                          on_acquired, &wd),
                      0);
@@ -334,7 +341,7 @@ START_TEST(test_mixed_with_default_client)
     tu_assert_status(wd.r.status, 0);
     /* and the other way round: a fair waiter behind the default holder */
     struct waiter wf2 = {1, {0}};
-    wait_queued(lf, &wf2, (uint64_t)tu_ms(LONG_MS), 0, 1);
+    wait_queued(cl[1], lf, &wf2, (uint64_t)tu_ms(LONG_MS), 0, 1);
     release_held(ld);
     ck_assert(tu_run_until_count(&wf2.r.calls, 1, tu_ms(1000)));
     tu_assert_status(wf2.r.status, 0);
@@ -354,7 +361,7 @@ START_TEST(test_resent_release_applies_once)
     struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
     tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), &tok), 0);
     holding = 1;
-    wait_queued(tu_lock(cl[1], NAME, 1), &w, (uint64_t)tu_ms(LONG_MS), 0, 1);
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w, (uint64_t)tu_ms(LONG_MS), 0, 1);
     tp_cut_next_reply(proxy);
     release_held(h);
     ck_assert(!tp_cut_pending(proxy));
