@@ -136,7 +136,7 @@ static int options_check(const struct hilock_options *o)
         return HILOCK_EINVAL;
     if ((o->username && !o->password) ||
         (o->wait_replicas && o->wait_timeout_ms == 0) ||
-        o->wait_timeout_ms > HILOCK_MS_MAX)
+        o->wait_timeout_ms > HILOCK_MS_MAX || (o->fair && o->nmasters))
         return HILOCK_EINVAL;
     return topology_check(o);
 }
@@ -201,10 +201,11 @@ static int options_copy(struct hilock_client *c, const struct hilock_options *o)
 }
 
 /* Draw the 128-bit client id from the OS and format it as a UUID (v4),
- * and the jitter seed. */
+ * the jitter seed, and the fair mode's listener tag (public: it names a
+ * channel, so it is drawn apart from the secret id). */
 static int client_id_init(struct hilock_client *c)
 {
-    unsigned char b[24];
+    unsigned char b[32];
     size_t got = 0;
     while (got < sizeof(b)) {
         ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
@@ -223,6 +224,8 @@ static int client_id_init(struct hilock_client *c)
              b[10], b[11], b[12], b[13], b[14], b[15]);
     memcpy(&c->rng, b + 16, sizeof(c->rng));
     c->rng |= 1;
+    for (size_t i = 0; i < 8; i++)
+        snprintf(c->listener + 2 * i, 3, "%02x", b[24 + i]);
     return 0;
 }
 
@@ -285,6 +288,14 @@ static void on_release_news(void *arg, const char *name, size_t len)
     wait_on_message(&c->eng, name, len);
 }
 
+/* Fair mode: a hand-off message for one of this client's waiters. */
+static void on_handoff_news(void *arg, const char *name, size_t len,
+                            const char *msg, size_t mlen)
+{
+    struct hilock_client *c = arg;
+    wait_on_handoff(&c->eng, name, len, msg, mlen);
+}
+
 static void client_rewant(void *arg)
 {
     struct hilock_client *c = arg;
@@ -302,12 +313,14 @@ static int client_assemble(struct hilock_client *c, struct event_base *base)
     reentry_init(&c->guard, client_teardown, c);
     c->cfg = (struct conn_config){base, &c->opts,
                                   event_base_init_common_timeout(base, &tv),
-                                  &c->rng, &c->guard};
+                                  &c->rng, &c->guard,
+                                  c->opts.fair ? c->listener : NULL};
     c->events = (struct topo_events){c,
                                      on_member_up,
                                      on_member_down,
                                      on_pubsub_state,
                                      on_release_news,
+                                     on_handoff_news,
                                      client_rewant};
     if ((rc = topo_init(&c->topo, &c->cfg, &c->opts, c->prefix,
                         c->prefix_len, &c->events)))
@@ -321,6 +334,7 @@ static int client_assemble(struct hilock_client *c, struct event_base *base)
     c->eng.prefix = c->prefix;
     c->eng.prefix_len = c->prefix_len;
     c->eng.id = c->id;
+    c->eng.listener = c->cfg.listener;
     c->eng.rng = &c->rng;
     lock_engine_init(&c->eng);
     return multi_init(&c->eng);

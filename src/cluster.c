@@ -116,6 +116,16 @@ static void cn_release(void *arg, const char *name, size_t len)
     c->cl->ev->on_release(c->cl->ev->arg, name, len);
 }
 
+static void cn_message(void *arg, const char *name, size_t len,
+                       const char *msg, size_t mlen)
+{
+    struct cnode *c = arg;
+    if (msg)
+        c->cl->ev->on_handoff(c->cl->ev->arg, name, len, msg, mlen);
+    else
+        c->cl->ev->on_release(c->cl->ev->arg, name, len);
+}
+
 static void cn_pubsub(void *arg, int up, int err)
 {
     struct cnode *c = arg;
@@ -158,7 +168,7 @@ static struct cnode *cnode_get(struct cluster *cl, const char *host,
     c->cl = cl;
     c->events = (struct node_events){
         c, cn_up, cn_down, cn_redirect,
-        {c, cn_release, cn_release, cn_pubsub, cn_evicted}};
+        {c, cn_message, cn_release, cn_pubsub, cn_evicted}};
     struct conn_endpoint ep = {c->host, port, NULL};
     node_init(&c->node, cl->cfg, &ep, cl->prefix, cl->prefix_len, &c->events);
     c->node.subs.conn.sharded = cl->sharded;
@@ -192,10 +202,12 @@ struct strays {
     struct {
         const char *name;
         size_t len;
+        enum sub_kind kind;
     } *v;
 };
 
-static void stray_one(void *arg, const char *name, size_t len)
+static void stray_one(void *arg, const char *name, size_t len,
+                      enum sub_kind kind)
 {
     struct strays *s = arg;
     unsigned slot = slot_of2(s->cl->prefix, s->cl->prefix_len, name, len);
@@ -210,6 +222,7 @@ static void stray_one(void *arg, const char *name, size_t len)
         s->cap = cap;
     }
     s->v[s->n].name = name;
+    s->v[s->n].kind = kind;
     s->v[s->n++].len = len;
 }
 
@@ -226,7 +239,7 @@ static void map_changed(struct cluster *cl)
         s.n = 0;
         sub_each_wanted(&c->node.subs, stray_one, &s);
         for (size_t k = 0; k < s.n; k++)
-            node_unwant(&c->node, s.v[k].name, s.v[k].len);
+            node_unwant(&c->node, s.v[k].name, s.v[k].len, s.v[k].kind);
         sub_rejoin(&c->node.subs);
     }
     free(s.v);
@@ -448,8 +461,9 @@ int cluster_sharded(const struct cluster *cl)
     return cl->sharded;
 }
 
-void cluster_unwant(struct cluster *cl, const char *name, size_t len)
+void cluster_unwant(struct cluster *cl, const char *name, size_t len,
+                    enum sub_kind kind)
 {
     for (size_t i = 0; i < cl->n; i++)
-        node_unwant(&cl->nodes[i]->node, name, len);
+        node_unwant(&cl->nodes[i]->node, name, len, kind);
 }

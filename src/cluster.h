@@ -40,6 +40,7 @@ struct node *cluster_node(struct cluster *cl, unsigned slot);
 /* Whether releases are published with SPUBLISH. */
 int cluster_sharded(const struct cluster *cl);
 /* name has no waiters left: unsubscribe it wherever it is. */
-void cluster_unwant(struct cluster *cl, const char *name, size_t len);
+void cluster_unwant(struct cluster *cl, const char *name, size_t len,
+                    enum sub_kind kind);
 
 #endif

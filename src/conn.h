@@ -78,6 +78,8 @@ struct conn_config {
     const struct timeval *req_timeout; /* libevent common timeout */
     uint64_t *rng;                     /* backoff jitter */
     struct reentry *guard;             /* brackets every loop callback */
+    const char *listener;              /* fair mode: the client's hand-off
+                                          channel tag; NULL: not fair */
 };
 
 /* Where to connect; strings borrowed. */

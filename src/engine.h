@@ -37,6 +37,9 @@ struct engine_hooks {
     void (*attempt)(struct hilock_lock *lock);
     /* wait.c: the wait's deadline passed. */
     void (*wait_expired)(struct hilock_lock *lock);
+    /* wait.c (fair mode): the lock was handed to this waiting acquire,
+     * with token. */
+    void (*handed)(struct hilock_lock *lock, int64_t token);
     /* watchdog.c: Redis confirmed the owner's hold with lease_ms from a
      * request sent at sent_ms. */
     void (*renewed)(struct hilock_lock *lock, uint64_t sent_ms,
@@ -64,6 +67,8 @@ struct engine {
     const char *prefix;                /* never NULL */
     size_t prefix_len;
     const char *id;                    /* client uuid: owner fields */
+    const char *listener;              /* fair mode: hand-off channel tag;
+                                          NULL: not fair */
     uint64_t seq;                      /* request ids */
     uint64_t *rng;                     /* jitter (the client's seed) */
     struct lock_list locks;            /* every handle, for teardown */

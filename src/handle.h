@@ -27,14 +27,20 @@ struct hilock_lock {
     int64_t token;
     uint32_t lease_ms;               /* lease of the current hold */
     uint32_t op_lease_ms;            /* requested lease (0: watchdog) */
-    uint8_t auto_renew;              /* watchdog renews the lease */
-    uint8_t renewing;                /* a watchdog renewal is in flight */
-    uint8_t freeing;                 /* hilock_lock_free() was called */
+    unsigned auto_renew : 1;         /* watchdog renews the lease */
+    unsigned renewing : 1;           /* a watchdog renewal is in flight */
+    unsigned freeing : 1;            /* hilock_lock_free() was called */
+    unsigned in_owners : 1;          /* in eng->owners */
+    unsigned unreleased : 1;         /* a release of it got no answer */
+    unsigned queued : 1;             /* fair: a waiting attempt went out, so
+                                        it may have a queue entry */
+    unsigned handed : 1;             /* fair: handed over while an attempt
+                                        was in flight */
     uint8_t op;                      /* enum lock_op pending */
-    uint8_t in_owners;               /* in eng->owners */
     uint8_t splits;                  /* split votes in a row (Redlock) */
-    uint8_t unreleased;              /* a release of it got no answer */
     int8_t wait_err;                 /* last busy/no-quorum of the wait */
+    uint32_t wait_id;                /* fair: which acquire call this is
+                                        (request ids, low 32 bits) */
     struct table_node owner_node;    /* eng->owners */
     struct heap_node wd_node;
     uint64_t valid_until;            /* ms: lease may run out after this */

@@ -80,6 +80,21 @@ size_t keys_channel_text(const struct key_src *k, char *out, size_t size)
     return len;
 }
 
+void keys_queue(struct resp_buf *b, const struct key_src *k)
+{
+    tagged(b, k, KEYS_QUEUE_HEAD, KEYS_TAG_TAIL);
+}
+
+void keys_handoff(struct resp_buf *b, const struct key_src *k,
+                  const char *listener)
+{
+    struct resp_part p[6];
+    tagged_parts(k, CHANNEL_PREFIX, KEYS_TAG_TAIL, p);
+    p[4] = (struct resp_part){":", 1};
+    p[5] = (struct resp_part){listener, strlen(listener)};
+    resp_arg_parts(b, 6, p);
+}
+
 void keys_field(struct resp_buf *b, const char *client_id,
                 uint64_t owner_tag)
 {
@@ -112,4 +127,16 @@ int keys_channel_names(const char *prefix, size_t prefix_len,
         name_len[found++] = n;
     }
     return (int)found;
+}
+
+int keys_handoff_names(const char *prefix, size_t prefix_len,
+                       const char *listener, const char *ch, size_t len,
+                       const char *name[2], size_t name_len[2])
+{
+    size_t tail = strlen(listener) + 1;
+    if (len <= tail || ch[len - tail] != ':' ||
+        memcmp(ch + len - tail + 1, listener, tail - 1) != 0)
+        return 0;
+    return keys_channel_names(prefix, prefix_len, ch, len - tail, name,
+                              name_len);
 }

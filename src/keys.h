@@ -2,7 +2,8 @@
  *
  * Default layout (Redisson's): the lock key is the name itself, the channel
  * is "redisson_lock__channel:{name}". hilock's companion keys carry the same
- * "{name}" hash tag: "hilock_fence:{name}".
+ * "{name}" hash tag: "hilock_fence:{name}", "hilock_queue:{name}" (fair mode),
+ * and the hand-off channels "redisson_lock__channel:{name}:<listener>".
  * A name with a hash tag of its own is not wrapped: "a{b}" has the channel
  * "redisson_lock__channel:a{b}".
  * A key prefix, when configured, is put in front of every one of them. */
@@ -21,6 +22,7 @@
  * the slot of the lock key <prefix><name>. */
 #define KEYS_CHANNEL_HEAD "redisson_lock__channel:{"
 #define KEYS_FENCE_HEAD "hilock_fence:{"
+#define KEYS_QUEUE_HEAD "hilock_queue:{"
 #define KEYS_TAG_TAIL "}"
 /* The owner field's companion in the lock hash: <field><suffix> holds the
  * highest acquire request id applied for that owner (see script.c). */
@@ -47,6 +49,11 @@ void keys_fence(struct resp_buf *b, const struct key_src *k);
  * CLI): written with a NUL after it into out when it fits in size bytes
  * with that NUL, else nothing is written. Returns its length either way. */
 size_t keys_channel_text(const struct key_src *k, char *out, size_t size);
+/* Fair mode: append the wait queue "hilock_queue:{name}", or the hand-off
+ * channel of a client, "<channel>:<listener>" (listener: its public tag). */
+void keys_queue(struct resp_buf *b, const struct key_src *k);
+void keys_handoff(struct resp_buf *b, const struct key_src *k,
+                  const char *listener);
 /* Append the owner field "<client_id>:<owner_tag>". */
 void keys_field(struct resp_buf *b, const char *client_id,
                 uint64_t owner_tag);
@@ -56,5 +63,10 @@ void keys_field(struct resp_buf *b, const char *client_id,
 int keys_channel_names(const char *prefix, size_t prefix_len,
                        const char *ch, size_t len, const char *name[2],
                        size_t name_len[2]);
+/* As keys_channel_names for a hand-off channel of listener: 0 when ch
+ * does not end with ":<listener>". */
+int keys_handoff_names(const char *prefix, size_t prefix_len,
+                       const char *listener, const char *ch, size_t len,
+                       const char *name[2], size_t name_len[2]);
 
 #endif

@@ -27,10 +27,58 @@
 /* Delay before the next attempt of a wait whose attempt failed on the way
  * (the connection's own backoff paces reconnects). */
 #define ACQUIRE_RETRY_MS 50
+/* Fair mode: the longest a queue entry stays live without a retry of its
+ * waiter refreshing it (see script.c): a client that died leaves an entry
+ * that is skipped after this at most. */
+#define FAIR_ENTRY_MAX_MS 60000
 
 static int closing(const struct hilock_lock *lock)
 {
     return lock->eng->guard->closing;
+}
+
+/* Whether the client runs in fair mode (hilock_options.fair). */
+static int fair(const struct hilock_lock *lock)
+{
+    return lock->eng->listener != NULL;
+}
+
+/* The fair scripts' view of the client and of the pending wait. */
+static struct wire_fair fair_args(const struct hilock_lock *lock)
+{
+    uint64_t now = clock_now_ms();
+    uint64_t left = lock->wait_deadline > now ? lock->wait_deadline - now : 1;
+    struct wire_fair f = {lock->eng->listener,
+                          (uint32_t)(left < FAIR_ENTRY_MAX_MS
+                                         ? left
+                                         : FAIR_ENTRY_MAX_MS),
+                          lock->wait_id, topo_publish(lock->eng->topo)};
+    return f;
+}
+
+static void leave_done(struct op *op, int status,
+                       const struct op_result *res)
+{
+    (void)op;
+    (void)status;
+    (void)res; /* not sent: the entry goes stale by its deadline */
+}
+
+/* A fair wait ended without the lock: take its entry out of the queue,
+ * and pass on a hand-off that raced the giving up. Best effort. */
+static void send_leave(struct hilock_lock *lock)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    struct wire_fair f = fair_args(lock);
+    struct op *op = op_new(eng, OP_KIND_LEAVE, -1, lock->slot, 0, leave_done);
+    if (!op)
+        return;
+    op_eval(op, SCRIPT_FAIR_LEAVE);
+    wire_fair_leave(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_LEAVE], &w,
+                    eng->opts->fencing, &f);
+    handle_attach(lock, op);
+    op_submit(op, 0);
 }
 
 /* Finish the pending op: clear it, then call the user's callback (last). */
@@ -38,8 +86,13 @@ static void finish_op(struct hilock_lock *lock, int status, int64_t value)
 {
     hilock_lock_cb *cb = lock->op_cb;
     void *arg = lock->op_arg;
-    if (lock->op == OP_ACQUIRE)
+    if (lock->op == OP_ACQUIRE) {
         wait_end(lock);
+        if (lock->queued && status != 0)
+            send_leave(lock);
+        lock->queued = 0;
+        lock->handed = 0;
+    }
     lock->op = OP_NONE;
     lock->op_cb = NULL;
     lock->op_arg = NULL;
@@ -140,9 +193,21 @@ static int send_attempt(struct hilock_lock *lock)
     if (!op)
         return HILOCK_ENOMEM;
     op->late = acquire_late;
-    op_eval(op, SCRIPT_ACQUIRE);
-    wire_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
-                 acquire_lease(lock), eng->opts->fencing, ++eng->seq);
+    if (fair(lock)) {
+        struct wire_fair f = fair_args(lock);
+        enum wire_fair_mode m =
+            lock->wait_deadline ? WIRE_FAIR_WAIT : WIRE_FAIR_TRY;
+        op_eval(op, SCRIPT_FAIR_ACQUIRE);
+        wire_fair_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_ACQUIRE],
+                          &w, acquire_lease(lock), eng->opts->fencing, m, &f,
+                          ++eng->seq);
+        lock->queued |= m == WIRE_FAIR_WAIT;
+        lock->handed = 0;
+    } else {
+        op_eval(op, SCRIPT_ACQUIRE);
+        wire_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
+                     acquire_lease(lock), eng->opts->fencing, ++eng->seq);
+    }
     handle_attach(lock, op);
     lock->op_pending = op;
     op_submit(op, part_timeout(lock));
@@ -168,6 +233,64 @@ static void hook_wait_expired(struct hilock_lock *lock)
         finish_op(lock, lock->wait_err == HILOCK_ENOQUORUM ? HILOCK_ENOQUORUM
                                                           : HILOCK_ETIMEDOUT,
                   0);
+}
+
+static void claim_done(struct op *op, int status,
+                       const struct op_result *res);
+
+/* Fair mode: make the hold handed to this owner its own (drop the
+ * marker, set its lease; see script.c). Best effort: a claim that cannot
+ * be sent leaves the short hand-off lease, which the watchdog renews. */
+static void send_claim(struct hilock_lock *lock)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    struct wire_fair f = fair_args(lock);
+    struct op *op =
+        op_new(eng, OP_KIND_ACQUIRE, -1, lock->slot, 0, claim_done);
+    if (!op)
+        return;
+    op_eval(op, SCRIPT_FAIR_ACQUIRE);
+    wire_fair_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_ACQUIRE], &w,
+                      acquire_lease(lock), eng->opts->fencing,
+                      WIRE_FAIR_CLAIM, &f, ++eng->seq);
+    handle_attach(lock, op);
+    op_submit(op, 0);
+}
+
+/* The claim's answer: the hold is ours with our lease, or it was gone
+ * before we claimed it (lost), or no answer (claim again while held). */
+static void claim_done(struct op *op, int status,
+                       const struct op_result *res)
+{
+    struct hilock_lock *lock = op->ctx;
+    (void)res;
+    if (status == 0)
+        share_lease(lock, op->sent_ms, lock_lease(lock));
+    else if (status == HILOCK_EBUSY)
+        share_end(lock);
+    else if (engine_transient(status) && lock->holds > 0 &&
+             !lock->freeing && !closing(lock))
+        send_claim(lock);
+}
+
+static void acquired(struct hilock_lock *lock, int64_t token,
+                     uint64_t sent_ms);
+
+/* wait.c (fair mode): a release handed the lock to this waiter. It is the
+ * owner now: report success at once, and claim the hold (sent before the
+ * callback, so that anything the callback sends comes after it). With
+ * an attempt in flight, that attempt or the next one claims it. */
+static void hook_handed(struct hilock_lock *lock, int64_t token)
+{
+    if (lock->op != OP_ACQUIRE || lock->freeing || closing(lock))
+        return;
+    if (lock->op_pending) {
+        lock->handed = 1;
+        return;
+    }
+    send_claim(lock);
+    acquired(lock, token, clock_now_ms());
 }
 
 /* A hold was granted by a request sent at sent_ms: count it and track its
@@ -210,9 +333,18 @@ static struct op *release_op(struct hilock_lock *lock, uint32_t drop,
     struct op *op = op_new(eng, OP_KIND_RELEASE, node, lock->slot, 0, done);
     if (!op)
         return NULL;
-    op_eval(op, SCRIPT_RELEASE);
-    wire_release(op_cmd(op), eng->scripts.sha[SCRIPT_RELEASE], &w,
-                 ++eng->seq, lock_lease(lock), drop, topo_publish(eng->topo));
+    if (fair(lock)) {
+        struct wire_fair f = fair_args(lock);
+        op_eval(op, SCRIPT_FAIR_RELEASE);
+        wire_fair_release(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_RELEASE],
+                          &w, ++eng->seq, lock_lease(lock), drop,
+                          eng->opts->fencing, &f);
+    } else {
+        op_eval(op, SCRIPT_RELEASE);
+        wire_release(op_cmd(op), eng->scripts.sha[SCRIPT_RELEASE], &w,
+                     ++eng->seq, lock_lease(lock), drop,
+                     topo_publish(eng->topo));
+    }
     handle_attach(lock, op);
     return op;
 }
@@ -243,12 +375,24 @@ static void acquire_late(struct op *op, size_t i, const struct op_result *res)
         send_cleanup(op->ctx, 1, op->n == 1 ? -1 : (int)i);
 }
 
+/* Release op of this client ended lock's name's hold (res: its result):
+ * wake this client's head waiter, or, when the fair release handed the
+ * lock to a waiter of this client, hand it over here at once. */
+static void released_news(struct hilock_lock *lock, const struct op *op,
+                          const struct op_result *res)
+{
+    if (op->handed == REPLY_HANDED_LOCAL)
+        wait_handed(lock->eng, lock->name, lock->name_len, &op->handoff);
+    else if (op->handed == REPLY_HANDED_NONE)
+        wait_released(lock, res->b);
+}
+
 static void cleanup_done(struct op *op, int status,
                          const struct op_result *res)
 {
     if (status == 0 && res && res->a == 0 && op->target < 0) {
         share_end(op->ctx); /* twins that still counted on it */
-        wait_released(op->ctx, res->b);
+        released_news(op->ctx, op, res);
     }
 }
 
@@ -281,6 +425,15 @@ static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
                   lock->wait_err == HILOCK_ENOQUORUM ? HILOCK_ENOQUORUM
                                                      : HILOCK_ETIMEDOUT,
                   0);
+        return;
+    }
+    if (lock->handed) {
+        /* Handed over while this attempt was on its way (it got there
+         * first): the next one claims it. */
+        lock->handed = 0;
+        int rc = send_attempt(lock);
+        if (rc)
+            finish_op(lock, rc, 0);
         return;
     }
     if (status != HILOCK_EBUSY)
@@ -408,7 +561,11 @@ int hilock_lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
     lock->op_lease_ms = (uint32_t)lease_ms;
     lock->wait_deadline = wait_ms ? clock_now_ms() + wait_ms : 0;
     lock->wait_err = 0;
-    if (wait_ms && !handle_owner_holds(lock) && wait_has_waiters(lock))
+    lock->wait_id = (uint32_t)++lock->eng->seq;
+    /* In fair mode the queue in Redis keeps the order: every waiter
+     * takes its place there at once. */
+    if (wait_ms && !fair(lock) && !handle_owner_holds(lock) &&
+        wait_has_waiters(lock))
         rc = wait_park(lock, -1); /* no barging past our own waiters, but a
                                      re-entry never waits */
     else
@@ -425,7 +582,6 @@ static void release_done(struct op *op, int status,
 {
     struct hilock_lock *lock = op->ctx;
     int64_t left = res && status == 0 ? res->a : 0;
-    int64_t heard = res && status == 0 ? res->b : 0;
     lock->op_pending = NULL;
     int ended = status == HILOCK_ENOTOWNER || (status == 0 && left == 0);
     lock->unreleased = engine_transient(status);
@@ -440,7 +596,7 @@ static void release_done(struct op *op, int status,
     else if (status == 0)
         share_lease(lock, op->sent_ms, lock_lease(lock));
     if (status == 0 && left == 0)
-        wait_released(lock, heard);
+        released_news(lock, op, res);
     finish_op(lock, status, left);
 }
 
@@ -488,7 +644,7 @@ static void cancel_pending(struct hilock_lock *lock)
         finish_op(lock, HILOCK_ECANCELED, 0);
     for (op = TAILQ_FIRST(&lock->ops); op; op = next) {
         next = TAILQ_NEXT(op, ctx_link);
-        if (op->done != cleanup_done)
+        if (op->done != cleanup_done && op->done != leave_done)
             op_complete(op, HILOCK_ECANCELED);
     }
 }
@@ -668,6 +824,7 @@ void lock_engine_init(struct engine *eng)
     watchdog_init(eng);
     eng->hooks.attempt = hook_attempt;
     eng->hooks.wait_expired = hook_wait_expired;
+    eng->hooks.handed = hook_handed;
     eng->hooks.renewed = share_lease;
     eng->hooks.gone = share_end;
     eng->hooks.expired = lock_lost;

@@ -125,17 +125,20 @@ uint64_t node_server_ms(const struct node *n, uint64_t local_ms)
     return conn_server_ms(&n->cmd, local_ms);
 }
 
-int node_want(struct node *n, const char *name, size_t len)
+int node_want(struct node *n, const char *name, size_t len,
+              enum sub_kind kind)
 {
-    return sub_want(&n->subs, name, len);
+    return sub_want(&n->subs, name, len, kind);
 }
 
-void node_unwant(struct node *n, const char *name, size_t len)
+void node_unwant(struct node *n, const char *name, size_t len,
+                 enum sub_kind kind)
 {
-    sub_unwant(&n->subs, name, len);
+    sub_unwant(&n->subs, name, len, kind);
 }
 
-int node_listening(const struct node *n, const char *name, size_t len)
+int node_listening(const struct node *n, const char *name, size_t len,
+                   enum sub_kind kind)
 {
-    return sub_active(&n->subs, name, len);
+    return sub_active(&n->subs, name, len, kind);
 }

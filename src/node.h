@@ -61,8 +61,11 @@ void node_clock_refresh(struct node *n);
 uint64_t node_server_ms(const struct node *n, uint64_t local_ms);
 
 /* Subscriptions, see sub.h. */
-int node_want(struct node *n, const char *name, size_t len);
-void node_unwant(struct node *n, const char *name, size_t len);
-int node_listening(const struct node *n, const char *name, size_t len);
+int node_want(struct node *n, const char *name, size_t len,
+              enum sub_kind kind);
+void node_unwant(struct node *n, const char *name, size_t len,
+                 enum sub_kind kind);
+int node_listening(const struct node *n, const char *name, size_t len,
+                   enum sub_kind kind);
 
 #endif

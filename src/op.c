@@ -198,6 +198,8 @@ static void decode(struct op *op, size_t i, int status, redisReply *rep,
         break;
     case OP_KIND_RELEASE:
         res->status = reply_release(rep, &res->a, &res->b);
+        if (res->status == 0) /* one node: fair mode is not for Redlock */
+            op->handed = (uint8_t)reply_release_handoff(rep, &op->handoff);
         break;
     case OP_KIND_MULTI_ACQUIRE:
         res->status = reply_multi_acquire(rep, &res->b, &res->a);

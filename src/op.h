@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "engine.h"
 #include "quorum.h"
+#include "reply.h"
 #include "script.h"
 
 struct op;
@@ -51,6 +52,8 @@ struct op {
     unsigned char got[QUORUM_NODES_MAX];
     struct op_result res[QUORUM_NODES_MAX];
     struct req *part[QUORUM_NODES_MAX]; /* NULL: recycled or not sent */
+    uint8_t handed;           /* fair release: REPLY_HANDED_* */
+    struct reply_handoff handoff; /* ... to a waiter of this client */
     uint32_t nlocks;          /* renew: locks in the batch */
     unsigned char *renew;     /* renew: n rows of nlocks answers, then the
                                  combined row (see quorum_renew) */

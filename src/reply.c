@@ -143,14 +143,71 @@ int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard)
 {
     if (r && r->type == REDIS_REPLY_NIL)
         return HILOCK_ENOTOWNER;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        !r->element || !r->element[0] || !r->element[1] ||
+    if (!r || r->type != REDIS_REPLY_ARRAY ||
+        r->elements < 2 || r->elements > 5 || r->elements == 4 || !r->element ||
+        !r->element[0] || !r->element[1] ||
         r->element[0]->type != REDIS_REPLY_INTEGER ||
         r->element[1]->type != REDIS_REPLY_INTEGER ||
         r->element[0]->integer < 0 || r->element[1]->integer < 0)
         return unexpected(r);
+    if (r->elements > 2 &&
+        !reply_release_handoff(r, &(struct reply_handoff){0, 0, 0}))
+        return unexpected(r);
     *left = r->element[0]->integer;
     *heard = r->element[1]->integer;
+    return 0;
+}
+
+/* The decimal u64 in s (length n), into *v: 0, or -1 when it is none. */
+static int parse_u64(const char *s, size_t n, uint64_t *v)
+{
+    uint64_t x = 0;
+    if (n == 0 || n > 20)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9' || x > (UINT64_MAX - 9) / 10)
+            return -1;
+        x = x * 10 + (uint64_t)(s[i] - '0');
+    }
+    *v = x;
+    return 0;
+}
+
+int reply_release_handoff(const struct redisReply *r, struct reply_handoff *h)
+{
+    const struct redisReply *const *e;
+    uint64_t tag, wid;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 3 || !r->element)
+        return REPLY_HANDED_NONE;
+    e = (const struct redisReply *const *)r->element;
+    if (r->elements == 3)
+        return e[2] && e[2]->type == REDIS_REPLY_INTEGER
+                   ? REPLY_HANDED_ELSEWHERE
+                   : REPLY_HANDED_NONE;
+    if (r->elements != 5)
+        return REPLY_HANDED_NONE;
+    if (!e[2] || !e[3] || !e[4] || e[2]->type != REDIS_REPLY_STRING ||
+        e[3]->type != REDIS_REPLY_STRING || e[4]->type != REDIS_REPLY_INTEGER ||
+        parse_u64(e[2]->str, e[2]->len, &tag) ||
+        parse_u64(e[3]->str, e[3]->len, &wid))
+        return REPLY_HANDED_NONE;
+    *h = (struct reply_handoff){tag, wid, e[4]->integer};
+    return REPLY_HANDED_LOCAL;
+}
+
+int reply_handoff_message(const char *msg, size_t len,
+                          struct reply_handoff *h)
+{
+    const char *c1 = memchr(msg, ':', len);
+    const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - msg))
+                        : NULL;
+    uint64_t tag, wid, tok;
+    if (!c2 || parse_u64(msg, (size_t)(c1 - msg), &tag) ||
+        parse_u64(c1 + 1, (size_t)(c2 - c1 - 1), &wid) ||
+        parse_u64(c2 + 1, len - (size_t)(c2 + 1 - msg), &tok) ||
+        tok > INT64_MAX)
+        return HILOCK_EPROTO;
+    *h = (struct reply_handoff){tag, wid, (int64_t)tok};
     return 0;
 }
 

@@ -44,6 +44,21 @@ int reply_acquire(const struct redisReply *r, int64_t *holds, int64_t *token,
 /* release script: 0 with *left (holds left) and *heard (subscribers that
  * received the release message) set, HILOCK_ENOTOWNER, or an error. */
 int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard);
+/* Fair mode: a hand-off to a waiter of this client. */
+struct reply_handoff {
+    uint64_t owner_tag;
+    uint64_t wait_id;
+    int64_t token;
+};
+/* fair_release script: what success reply r says of a hand-off:
+ * REPLY_HANDED_LOCAL with *h filled (a waiter of the caller's client got
+ * the lock), REPLY_HANDED_ELSEWHERE, or REPLY_HANDED_NONE. */
+enum { REPLY_HANDED_NONE = 0, REPLY_HANDED_LOCAL, REPLY_HANDED_ELSEWHERE };
+int reply_release_handoff(const struct redisReply *r, struct reply_handoff *h);
+/* A hand-off message "<owner tag>:<wait id>:<token>" (msg, len): 0 with
+ * *h filled, or HILOCK_EPROTO. */
+int reply_handoff_message(const char *msg, size_t len,
+                          struct reply_handoff *h);
 /* multi_acquire script: 0 when every lock was taken, HILOCK_EBUSY with
  * *index (the lock held by another owner) and *ttl_ms (its PTTL). */
 int reply_multi_acquire(const struct redisReply *r, int64_t *index,

@@ -187,6 +187,185 @@ static const char multi_release_lua[] =
     "end\n"
     "return held\n";
 
+
+/* Fair mode (hilock_options.fair): a FIFO of waiters in the list
+ * "hilock_queue:{name}", in the lock's slot. An entry is
+ *   "<deadline>:<lease>:<listener>:<wait id>:<owner field>"
+ * deadline: the server's unix time in ms after which the entry is stale
+ * (its waiter gave up or died); lease: the lease it asked for; listener:
+ * its client's public channel tag (never the client id, which is secret);
+ * wait id: which acquire call of that owner it is. The list expires with
+ * its last deadline.
+ *
+ * A hand-off makes the first live entry the owner inside the script that
+ * frees the lock: its field = 1 and the marker field "hilock:handed" =
+ * the token drawn for it, a short lease (at most 5 s of what it asked: a
+ * waiter that died costs no more), and a message "<owner tag>:<wait
+ * id>:<token>" on "<channel>:<listener>"; the entry queued next hears
+ * "wake" on its own channel, so that its client retries once, learns the
+ * short lease and tries again when it ends (a hold handed to a waiter
+ * that died moves on then: nothing is published when a lease runs out).
+ * The new owner claims the hold
+ * (drops the marker, sets its own lease) with the acquire script; a
+ * Redisson RLock only looks at its own field, so it stays excluded
+ * throughout. Whoever finds the lock free with a live entry first hands
+ * it over (a release, or any fair acquire: a hold that ran out, or one
+ * released by a client without fair mode, moves on too). Stale entries
+ * are dropped where they are met. */
+#define FAIR_ENTRY_RE "'^(%d+):(%d+):(%x+):(%d+):(.+)$'"
+#define FAIR_LUA                                                            \
+    "local function now_ms()\n"                                             \
+    "  local t = redis.call('time')\n"                                      \
+    "  return t[1] * 1000 + math.floor(t[2] / 1000)\n"                      \
+    "end\n"                                                                 \
+    "local function owner_of(e)\n"                                          \
+    "  local d, l, lt, w, f = string.match(e, " FAIR_ENTRY_RE ")\n"         \
+    "  return f, tonumber(d or '0')\n"                                      \
+    "end\n"                                                                 \
+    "local function hand(lock, q, now, fencing, fence, pub, chan)\n"        \
+    "  while true do\n"                                                     \
+    "    local e = redis.call('lpop', q)\n"                                 \
+    "    if not e then return nil end\n"                                    \
+    "    local d, l, lt, w, f = string.match(e, " FAIR_ENTRY_RE ")\n"       \
+    "    if d and tonumber(d) > now then\n"                                 \
+    "      local t = 0\n"                                                   \
+    "      if fencing == '1' then t = redis.call('incr', fence) end\n"      \
+    "      local tag = string.match(f, ':(%d+)$') or '0'\n"                 \
+    "      redis.call('hset', lock, f, 1, 'hilock:handed', t)\n"           \
+    "      redis.call('pexpire', lock, math.min(tonumber(l), 5000))\n"      \
+    "      redis.call(pub, chan .. ':' .. lt, tag .. ':' .. w .. ':' .. t)\n" \
+    "      local nx = redis.call('lindex', q, 0)\n"                          \
+    "      local nl = nx and select(3, string.match(nx, " FAIR_ENTRY_RE "))\n" \
+    "      if nl then redis.call(pub, chan .. ':' .. nl, 'wake') end\n"      \
+    "      return {lt, tag, w, t}\n"                                        \
+    "    end\n"                                                             \
+    "  end\n"                                                               \
+    "end\n"
+
+/* fair_acquire
+ * KEYS[1] lock
+ * ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] "1" to issue tokens,
+ * ARGV[4] fencing counter, ARGV[5] queue, ARGV[6] mode: "w" wait (queue
+ * when busy), "t" try once, "c" claim a hand-off only, ARGV[7] ms the
+ * entry stays live, ARGV[8] listener, ARGV[9] wait id, ARGV[10] publish
+ * command, ARGV[11] channel, ARGV[12] request id (as for acquire)
+ * Returns {holds, token} or the PTTL, as acquire. The owner's field with
+ * the marker is a hand-off to it: claimed, not counted as a re-entry (the
+ * waiter that missed the message gets it so). A free lock is taken only
+ * when no live entry is queued before the caller's own; else it goes to
+ * the first live entry, and a waiting caller is queued (once per owner:
+ * a second attempt only moves its deadline) and gets the PTTL. A claim
+ * that finds no hold of its owner changes nothing and gets the PTTL. */
+static const char fair_acquire_lua[] =
+    FAIR_LUA
+    "local rid = ARGV[2] .. ':rid'\n"
+    "local v = redis.call('hmget', KEYS[1], ARGV[2], rid, 'hilock:handed')\n"
+    "if v[1] and v[3] then\n"
+    "  redis.call('hdel', KEYS[1], 'hilock:handed')\n"
+    "  redis.call('hset', KEYS[1], rid, ARGV[12])\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "  return {tonumber(v[1]), tonumber(v[3])}\n"
+    "end\n"
+    "if v[1] then\n"
+    "  local n = tonumber(v[1])\n"
+    "  if ARGV[6] ~= 'c' and tonumber(ARGV[12]) > tonumber(v[2] or '0') then\n"
+    "    n = n + 1\n"
+    "    redis.call('hset', KEYS[1], ARGV[2], n, rid, ARGV[12])\n"
+    "    redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "  end\n"
+    "  local t = 0\n"
+    "  if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end\n"
+    "  return {n, t}\n"
+    "end\n"
+    "if ARGV[6] == 'c' then return redis.call('pttl', KEYS[1]) end\n"
+    "local now = now_ms()\n"
+    "local q = ARGV[5]\n"
+    "if redis.call('exists', KEYS[1]) == 0 then\n"
+    "  local first, f, d\n"
+    "  while true do\n"
+    "    first = redis.call('lindex', q, 0)\n"
+    "    if not first then break end\n"
+    "    f, d = owner_of(first)\n"
+    "    if d > now then break end\n"
+    "    redis.call('lpop', q)\n"
+    "  end\n"
+    "  if not first or f == ARGV[2] then\n"
+    "    if first then redis.call('lpop', q) end\n"
+    "    redis.call('hset', KEYS[1], ARGV[2], 1, rid, ARGV[12])\n"
+    "    redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "    local t = 0\n"
+    "    if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end\n"
+    "    return {1, t}\n"
+    "  end\n"
+    "  hand(KEYS[1], q, now, ARGV[3], ARGV[4], ARGV[10], ARGV[11])\n"
+    "end\n"
+    "if ARGV[6] == 'w' then\n"
+    "  local e = (now + tonumber(ARGV[7])) .. ':' .. ARGV[1] .. ':' ..\n"
+    "            ARGV[8] .. ':' .. ARGV[9] .. ':' .. ARGV[2]\n"
+    "  local at = nil\n"
+    "  for i, x in ipairs(redis.call('lrange', q, 0, -1)) do\n"
+    "    if owner_of(x) == ARGV[2] then at = i - 1 break end\n"
+    "  end\n"
+    "  if at then redis.call('lset', q, at, e) else redis.call('rpush', q, e) end\n"
+    "  if redis.call('pttl', q) < tonumber(ARGV[7]) then\n"
+    "    redis.call('pexpire', q, ARGV[7])\n"
+    "  end\n"
+    "end\n"
+    "return redis.call('pttl', KEYS[1])\n";
+
+/* fair_release
+ * KEYS[1] lock
+ * ARGV[1..7] as for release (the request id is ARGV[11]), ARGV[7] queue,
+ * ARGV[8] "1" to issue tokens, ARGV[9] fencing counter, ARGV[10] the
+ * caller's listener
+ * As release, but the owner's last hold goes to the first live entry of
+ * the queue (see above) when there is one: then {0, 0}, or {0, 0, owner
+ * tag, wait id, token} when that waiter is the caller's client's, which
+ * delivers the hand-off itself without waiting for the message. With no
+ * live entry the lock is deleted and the release published, as release. */
+static const char fair_release_lua[] =
+    FAIR_LUA
+    "local rid = ARGV[3] .. ':rid'\n"
+    "local v = redis.call('hmget', KEYS[1], ARGV[3], rid)\n"
+    "if not v[1] then return nil end\n"
+    "if tonumber(ARGV[11]) <= tonumber(v[2] or '0') then\n"
+    "  return {tonumber(v[1]), 0}\n"
+    "end\n"
+    "local n = tonumber(v[1]) - tonumber(ARGV[4])\n"
+    "if n > 0 then\n"
+    "  redis.call('hset', KEYS[1], ARGV[3], n, rid, ARGV[11])\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "  return {n, 0}\n"
+    "end\n"
+    "redis.call('del', KEYS[1])\n"
+    "local h = hand(KEYS[1], ARGV[7], now_ms(), ARGV[8], ARGV[9], ARGV[5],\n"
+    "               ARGV[6])\n"
+    "if not h then return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])} end\n"
+    "if h[1] == ARGV[10] then return {0, 0, h[2], h[3], h[4]} end\n"
+    "return {0, 0, 0}\n";
+
+/* fair_leave (a fair wait cancelled or timed out)
+ * KEYS[1] lock
+ * ARGV[1] owner field, ARGV[2] queue, ARGV[3] "1" to issue tokens, ARGV[4]
+ * fencing counter, ARGV[5] publish command, ARGV[6] channel, ARGV[7]
+ * release message
+ * Removes the owner's entries, and passes on a hand-off to it that it
+ * never claimed (it raced the giving up). Returns 1 when it passed one
+ * on, else 0. Sent again, it finds nothing more to do. */
+static const char fair_leave_lua[] =
+    FAIR_LUA
+    "for _, x in ipairs(redis.call('lrange', ARGV[2], 0, -1)) do\n"
+    "  if owner_of(x) == ARGV[1] then redis.call('lrem', ARGV[2], 1, x) end\n"
+    "end\n"
+    "local v = redis.call('hmget', KEYS[1], ARGV[1], 'hilock:handed')\n"
+    "if not (v[1] and v[2]) then return 0 end\n"
+    "redis.call('del', KEYS[1])\n"
+    "if not hand(KEYS[1], ARGV[2], now_ms(), ARGV[3], ARGV[4], ARGV[5],\n"
+    "            ARGV[6]) then\n"
+    "  redis.call(ARGV[5], ARGV[6], ARGV[7])\n"
+    "end\n"
+    "return 1\n";
+
 static const struct {
     const char *body;
     size_t len;
@@ -199,6 +378,9 @@ static const struct {
                               sizeof(multi_acquire_lua) - 1},
     [SCRIPT_MULTI_RELEASE] = {multi_release_lua,
                               sizeof(multi_release_lua) - 1},
+    [SCRIPT_FAIR_ACQUIRE] = {fair_acquire_lua, sizeof(fair_acquire_lua) - 1},
+    [SCRIPT_FAIR_RELEASE] = {fair_release_lua, sizeof(fair_release_lua) - 1},
+    [SCRIPT_FAIR_LEAVE] = {fair_leave_lua, sizeof(fair_leave_lua) - 1},
 };
 
 void script_set_init(struct script_set *s)

@@ -34,18 +34,20 @@ struct sub {
     struct table_node node;
     uint8_t state;  /* enum sub_state */
     uint8_t wanted; /* the name has waiters */
+    uint8_t kind;   /* enum sub_kind */
     size_t name_len;
     char name[];
 };
 
 static struct sub *sub_find(const struct sub_set *s, const char *name,
-                            size_t len)
+                            size_t len, enum sub_kind kind)
 {
-    uint32_t h = table_hash(name, len, 0);
+    uint32_t h = table_hash(name, len, kind);
     for (struct table_node *n = table_first(&s->entries, h); n;
          n = table_next(n)) {
         struct sub *e = TABLE_ENTRY(n, struct sub, node);
-        if (e->name_len == len && memcmp(e->name, name, len) == 0)
+        if (e->kind == kind && e->name_len == len &&
+            memcmp(e->name, name, len) == 0)
             return e;
     }
     return NULL;
@@ -66,7 +68,10 @@ static void sub_encode(struct resp_buf *b, const struct sub_set *s,
     struct key_src k = {s->prefix, s->prefix_len, e->name, e->name_len};
     resp_array(b, 2);
     resp_arg(b, cmd, strlen(cmd));
-    keys_channel(b, &k);
+    if (e->kind == SUB_HANDOFF)
+        keys_handoff(b, &k, s->conn.cfg->listener);
+    else
+        keys_channel(b, &k);
 }
 
 /* Send SUBSCRIBE or UNSUBSCRIBE for e (their sharded forms on a sharded
@@ -159,15 +164,18 @@ void sub_close(struct sub_set *s)
     table_free(&s->entries);
 }
 
-int sub_want(struct sub_set *s, const char *name, size_t len)
+int sub_want(struct sub_set *s, const char *name, size_t len,
+             enum sub_kind kind)
 {
-    struct sub *e = sub_find(s, name, len);
+    struct sub *e = sub_find(s, name, len, kind);
     if (!e) {
         if (!(e = calloc(1, sizeof(*e) + len)))
             return HILOCK_ENOMEM;
         e->name_len = len;
+        e->kind = (uint8_t)kind;
         memcpy(e->name, name, len);
-        if (table_insert(&s->entries, &e->node, table_hash(name, len, 0))) {
+        if (table_insert(&s->entries, &e->node,
+                         table_hash(name, len, kind))) {
             free(e);
             return HILOCK_ENOMEM;
         }
@@ -181,9 +189,10 @@ int sub_want(struct sub_set *s, const char *name, size_t len)
     return 0;
 }
 
-void sub_unwant(struct sub_set *s, const char *name, size_t len)
+void sub_unwant(struct sub_set *s, const char *name, size_t len,
+                enum sub_kind kind)
 {
-    struct sub *e = sub_find(s, name, len);
+    struct sub *e = sub_find(s, name, len, kind);
     if (!e)
         return;
     e->wanted = 0;
@@ -195,9 +204,10 @@ void sub_unwant(struct sub_set *s, const char *name, size_t len)
         sub_drop(s, e);
 }
 
-int sub_active(const struct sub_set *s, const char *name, size_t len)
+int sub_active(const struct sub_set *s, const char *name, size_t len,
+               enum sub_kind kind)
 {
-    const struct sub *e = sub_find(s, name, len);
+    const struct sub *e = sub_find(s, name, len, kind);
     return e && e->state == SUB_ACTIVE;
 }
 
@@ -217,7 +227,7 @@ static void wanted_one(struct table_node *n, void *arg)
     struct each_ctx *c = arg;
     struct sub *e = TABLE_ENTRY(n, struct sub, node);
     if (e->wanted)
-        c->fn(c->arg, e->name, e->name_len);
+        c->fn(c->arg, e->name, e->name_len, (enum sub_kind)e->kind);
 }
 
 void sub_each_wanted(struct sub_set *s, sub_name_fn *fn, void *arg)
@@ -226,15 +236,19 @@ void sub_each_wanted(struct sub_set *s, sub_name_fn *fn, void *arg)
     table_each(&s->entries, wanted_one, &c);
 }
 
-/* Apply one "subscribe", "message" or "unsubscribe" reply about name. */
+/* Apply one "subscribe", "message" (msg) or "unsubscribe" reply about
+ * name's channel of kind sk. */
 static void sub_event(struct sub_set *s, const char *kind, const char *name,
-                      size_t len)
+                      size_t len, enum sub_kind sk, const redisReply *msg)
 {
-    struct sub *e = sub_find(s, name, len);
+    struct sub *e = sub_find(s, name, len, sk);
     if (!e)
         return;
     if (strcmp(kind, "message") == 0) {
-        s->ev->on_message(s->ev->arg, name, len);
+        if (sk == SUB_RELEASE)
+            s->ev->on_message(s->ev->arg, name, len, NULL, 0);
+        else if (msg && msg->type == REDIS_REPLY_STRING)
+            s->ev->on_message(s->ev->arg, name, len, msg->str, msg->len);
     } else if (strcmp(kind, "subscribe") == 0) {
         if (e->state == SUB_PENDING) {
             e->state = SUB_ACTIVE;
@@ -267,11 +281,21 @@ static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata)
         r->element[1]->type != REDIS_REPLY_STRING)
         return; /* NULL: the context is going away; on_drop handles it */
     struct sub_set *s = conn->owner;
-    int n = keys_channel_names(s->prefix, s->prefix_len, r->element[1]->str,
-                               r->element[1]->len, name, len);
+    const char *ch = r->element[1]->str;
+    size_t chlen = r->element[1]->len;
+    int n = keys_channel_names(s->prefix, s->prefix_len, ch, chlen, name,
+                               len);
     struct reentry *guard = conn->cfg->guard;
     reentry_enter(guard);
     for (int i = 0; i < n; i++)
-        sub_event(s, r->element[0]->str, name[i], len[i]);
+        sub_event(s, r->element[0]->str, name[i], len[i], SUB_RELEASE,
+                  r->element[2]);
+    n = conn->cfg->listener
+            ? keys_handoff_names(s->prefix, s->prefix_len,
+                                 conn->cfg->listener, ch, chlen, name, len)
+            : 0;
+    for (int i = 0; i < n; i++)
+        sub_event(s, r->element[0]->str, name[i], len[i], SUB_HANDOFF,
+                  r->element[2]);
     reentry_leave(guard);
 }

@@ -8,11 +8,17 @@
 #include "conn.h"
 #include "table.h"
 
+/* The two channels of a lock name: its release channel, and (fair mode)
+ * this client's hand-off channel, "<channel>:<listener>". */
+enum sub_kind { SUB_RELEASE = 0, SUB_HANDOFF = 1 };
+
 /* News for the waiting layer; arg is handed back. */
 struct sub_events {
     void *arg;
-    /* A release was published on name's channel. */
-    void (*on_message)(void *arg, const char *name, size_t len);
+    /* A release was published on name's channel (msg NULL), or a hand-off
+     * message msg (length mlen) on this client's hand-off channel. */
+    void (*on_message)(void *arg, const char *name, size_t len,
+                       const char *msg, size_t mlen);
     /* name's channel is subscribed: releases from now on reach us. */
     void (*on_subscribed)(void *arg, const char *name, size_t len);
     /* The subscriber connection works again (up, err 0) or fails (err:
@@ -36,17 +42,21 @@ void sub_init(struct sub_set *s, const struct conn_config *cfg,
               size_t prefix_len, const struct sub_events *ev);
 /* Close the connection and free every entry. */
 void sub_close(struct sub_set *s);
-/* Make sure name's channel is (being) subscribed; opens the connection on
- * first use. Returns 0 or HILOCK_ENOMEM. */
-int sub_want(struct sub_set *s, const char *name, size_t len);
+/* Make sure name's channel of kind is (being) subscribed; opens the
+ * connection on first use. Returns 0 or HILOCK_ENOMEM. */
+int sub_want(struct sub_set *s, const char *name, size_t len,
+             enum sub_kind kind);
 /* name has no waiters left: unsubscribe. */
-void sub_unwant(struct sub_set *s, const char *name, size_t len);
-/* Nonzero when name's channel is confirmed subscribed. */
-int sub_active(const struct sub_set *s, const char *name, size_t len);
+void sub_unwant(struct sub_set *s, const char *name, size_t len,
+                enum sub_kind kind);
+/* Nonzero when name's channel of kind is confirmed subscribed. */
+int sub_active(const struct sub_set *s, const char *name, size_t len,
+               enum sub_kind kind);
 /* Subscribe again every wanted name that is not (after an eviction). */
 void sub_rejoin(struct sub_set *s);
 /* Call fn for every wanted name; fn must not change s. */
-typedef void sub_name_fn(void *arg, const char *name, size_t len);
+typedef void sub_name_fn(void *arg, const char *name, size_t len,
+                         enum sub_kind kind);
 void sub_each_wanted(struct sub_set *s, sub_name_fn *fn, void *arg);
 
 #endif

@@ -36,6 +36,16 @@ static void link_release(void *arg, const char *name, size_t len)
     l->topo->ev->on_release(l->topo->ev->arg, name, len);
 }
 
+static void link_message(void *arg, const char *name, size_t len,
+                         const char *msg, size_t mlen)
+{
+    struct topo_link *l = arg;
+    if (msg)
+        l->topo->ev->on_handoff(l->topo->ev->arg, name, len, msg, mlen);
+    else
+        l->topo->ev->on_release(l->topo->ev->arg, name, len);
+}
+
 /* The sentinels name the master at host:port: when that is a move, point
  * nodes[0] there and reconnect it (the same master needs nothing: its
  * connection reconnects by itself). */
@@ -91,7 +101,7 @@ int topo_init(struct topo *t, const struct conn_config *cfg,
         l->member = i;
         l->events = (struct node_events){
             l, link_up, link_down, NULL,
-            {l, link_release, link_release, link_pubsub, NULL}};
+            {l, link_message, link_release, link_pubsub, NULL}};
         if (o->nsentinels)
             ep = (struct conn_endpoint){t->master_host, 0, NULL};
         node_init(&t->nodes[i], cfg, &ep, prefix, prefix_len, &l->events);
@@ -157,25 +167,26 @@ const char *topo_publish(const struct topo *t)
                                                      : "publish";
 }
 
-int topo_want(struct topo *t, size_t member, const char *name, size_t len)
+int topo_want(struct topo *t, size_t member, const char *name, size_t len,
+              enum sub_kind kind)
 {
     struct node *n = topo_node(t, member, topo_slot(t, name, len));
-    return n ? node_want(n, name, len) : 0; /* no map yet: on_rewant */
+    return n ? node_want(n, name, len, kind) : 0; /* no map yet: on_rewant */
 }
 
 void topo_unwant(struct topo *t, size_t member, const char *name,
-                 size_t len)
+                 size_t len, enum sub_kind kind)
 {
     if (t->cluster) {
-        cluster_unwant(t->cluster, name, len);
+        cluster_unwant(t->cluster, name, len, kind);
         return;
     }
-    node_unwant(&t->nodes[member], name, len);
+    node_unwant(&t->nodes[member], name, len, kind);
 }
 
 int topo_listening(struct topo *t, size_t member, const char *name,
-                   size_t len)
+                   size_t len, enum sub_kind kind)
 {
     struct node *n = topo_node(t, member, topo_slot(t, name, len));
-    return n && node_listening(n, name, len);
+    return n && node_listening(n, name, len, kind);
 }

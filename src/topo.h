@@ -36,6 +36,10 @@ struct topo_events {
     /* A release was published on name's channel, or name's channel was
      * subscribed (a release may have come before). */
     void (*on_release)(void *arg, const char *name, size_t len);
+    /* Fair mode: a hand-off message msg (length mlen) about name on this
+     * client's hand-off channel. */
+    void (*on_handoff)(void *arg, const char *name, size_t len,
+                       const char *msg, size_t mlen);
     /* Where names' channels live changed (a cluster's map): subscribe the
      * waited names again with topo_want. */
     void (*on_rewant)(void *arg);
@@ -88,11 +92,12 @@ struct node *topo_node(struct topo *t, size_t member, unsigned slot);
  * whose servers have sharded pub/sub. */
 const char *topo_publish(const struct topo *t);
 
-/* Subscriptions to name's channel on member i (see sub.h). */
-int topo_want(struct topo *t, size_t member, const char *name, size_t len);
+/* Subscriptions to name's channel of kind on member i (see sub.h). */
+int topo_want(struct topo *t, size_t member, const char *name, size_t len,
+              enum sub_kind kind);
 void topo_unwant(struct topo *t, size_t member, const char *name,
-                 size_t len);
+                 size_t len, enum sub_kind kind);
 int topo_listening(struct topo *t, size_t member, const char *name,
-                   size_t len);
+                   size_t len, enum sub_kind kind);
 
 #endif

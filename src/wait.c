@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "reply.h"
 
 /* Poll interval when the holder reported no expiry (PTTL -1). */
 #define WAIT_NO_TTL_RETRY_MS 1000
@@ -96,6 +97,18 @@ static struct wait_queue *queue_find(struct engine *eng, const char *name,
 
 static void on_queue_timer(evutil_socket_t fd, short what, void *arg);
 
+/* Subscribe q's name's release channel, and in fair mode this client's
+ * hand-off channel of the name, on every node (that one first: when the
+ * release channel is confirmed, so is it). */
+static void queue_want(struct wait_queue *q)
+{
+    for (size_t i = 0; i < q->eng->nnodes; i++) {
+        if (q->eng->listener)
+            topo_want(q->eng->topo, i, q->name, q->name_len, SUB_HANDOFF);
+        topo_want(q->eng->topo, i, q->name, q->name_len, SUB_RELEASE);
+    }
+}
+
 /* A new, empty queue for lock's name, subscribed. NULL: out of memory. */
 static struct wait_queue *queue_new(struct hilock_lock *lock)
 {
@@ -114,16 +127,13 @@ static struct wait_queue *queue_new(struct hilock_lock *lock)
     }
     /* Without memory for the subscription the head polls instead. A
      * release on any node wakes the head. */
-    for (size_t i = 0; i < eng->nnodes; i++)
-        topo_want(eng->topo, i, q->name, q->name_len);
+    queue_want(q);
     return q;
 }
 
 static void rewant_one(struct table_node *n, void *arg)
 {
-    struct wait_queue *q = TABLE_ENTRY(n, struct wait_queue, node);
-    for (size_t i = 0; i < q->eng->nnodes; i++)
-        topo_want(q->eng->topo, i, q->name, q->name_len);
+    queue_want(TABLE_ENTRY(n, struct wait_queue, node));
 }
 
 void wait_rewant_all(struct engine *eng)
@@ -134,8 +144,11 @@ void wait_rewant_all(struct engine *eng)
 /* The last waiter left: unsubscribe and free. */
 static void queue_drop(struct wait_queue *q)
 {
-    for (size_t i = 0; i < q->eng->nnodes; i++)
-        topo_unwant(q->eng->topo, i, q->name, q->name_len);
+    for (size_t i = 0; i < q->eng->nnodes; i++) {
+        topo_unwant(q->eng->topo, i, q->name, q->name_len, SUB_RELEASE);
+        if (q->eng->listener)
+            topo_unwant(q->eng->topo, i, q->name, q->name_len, SUB_HANDOFF);
+    }
     table_remove(&q->eng->waits, &q->node);
     event_del(&q->timer);
     free(q);
@@ -147,7 +160,8 @@ static size_t listening(const struct wait_queue *q)
 {
     size_t n = 0;
     for (size_t i = 0; i < q->eng->nnodes; i++)
-        n += (size_t)topo_listening(q->eng->topo, i, q->name, q->name_len);
+        n += (size_t)topo_listening(q->eng->topo, i, q->name, q->name_len,
+                                    SUB_RELEASE);
     return n;
 }
 
@@ -191,6 +205,30 @@ void wait_on_message(struct engine *eng, const char *name, size_t len)
     struct wait_queue *q = queue_find(eng, name, len, table_hash(name, len, 0));
     if (q)
         queue_wake(q);
+}
+
+void wait_handed(struct engine *eng, const char *name, size_t len,
+                 const struct reply_handoff *h)
+{
+    struct wait_queue *q = queue_find(eng, name, len, table_hash(name, len, 0));
+    struct hilock_lock *lock;
+    if (!q)
+        return;
+    TAILQ_FOREACH(lock, &q->waiters, wlink)
+        if (lock->owner_tag == h->owner_tag && lock->wait_id == h->wait_id)
+            break;
+    if (lock)
+        eng->hooks.handed(lock, h->token);
+}
+
+void wait_on_handoff(struct engine *eng, const char *name, size_t len,
+                     const char *msg, size_t mlen)
+{
+    struct reply_handoff h;
+    if (mlen == 4 && memcmp(msg, "wake", 4) == 0)
+        wait_on_message(eng, name, len); /* next in line: learn the lease */
+    else if (reply_handoff_message(msg, mlen, &h) == 0)
+        wait_handed(eng, name, len, &h);
 }
 
 static void on_wait_deadline(evutil_socket_t fd, short what, void *arg)

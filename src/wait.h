@@ -8,6 +8,7 @@
 
 #include "engine.h"
 #include "handle.h"
+#include "reply.h"
 
 void waits_init(struct engine *eng);
 /* Free every queue (client teardown; the handles go separately). */
@@ -33,6 +34,16 @@ void wait_released(struct hilock_lock *lock, int64_t heard);
 /* The node's news: a release message on name's channel, or the channel's
  * subscription confirmed (a release may have been missed before). */
 void wait_on_message(struct engine *eng, const char *name, size_t len);
+/* Fair mode: the lock name was handed to the waiter of this client that
+ * h names (its owner tag and wait id); hooks.handed tells it. A hand-off
+ * for no waiter here (it gave up, or took the lock already) is ignored. */
+void wait_handed(struct engine *eng, const char *name, size_t len,
+                 const struct reply_handoff *h);
+/* Fair mode: a message msg (length mlen) on this client's hand-off channel
+ * of name: a hand-off, or "wake" (a waiter here is next in line: the head
+ * retries, to learn the new holder's short lease). */
+void wait_on_handoff(struct engine *eng, const char *name, size_t len,
+                     const char *msg, size_t mlen);
 /* Subscribe every waited name again (the topology moved channels). */
 void wait_rewant_all(struct engine *eng);
 

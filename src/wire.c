@@ -114,6 +114,66 @@ void wire_multi_release(struct resp_buf *b, const char *sha,
     resp_arg_u64_fixed(b, rid);
 }
 
+void wire_fair_acquire(struct resp_buf *b, const char *sha,
+                       const struct wire_lock *l, uint32_t lease_ms,
+                       int fencing, enum wire_fair_mode mode,
+                       const struct wire_fair *f, uint64_t rid)
+{
+    struct key_src k = key_of(l);
+    char m = (char)mode;
+    evalsha(b, sha, 16, 1);
+    keys_lock(b, &k);
+    resp_arg_u64(b, lease_ms);
+    keys_field(b, l->client_id, l->owner_tag);
+    resp_arg(b, fencing ? "1" : "0", 1);
+    keys_fence(b, &k);
+    keys_queue(b, &k);
+    resp_arg(b, &m, 1);
+    resp_arg_u64(b, f->entry_ms ? f->entry_ms : 1);
+    resp_arg(b, f->listener, strlen(f->listener));
+    resp_arg_u64(b, f->wait_id);
+    resp_arg(b, f->publish, strlen(f->publish));
+    keys_channel(b, &k);
+    resp_arg_u64_fixed(b, rid);
+}
+
+void wire_fair_release(struct resp_buf *b, const char *sha,
+                       const struct wire_lock *l, uint64_t rid,
+                       uint32_t lease_ms, uint32_t drop, int fencing,
+                       const struct wire_fair *f)
+{
+    struct key_src k = key_of(l);
+    evalsha(b, sha, 15, 1);
+    keys_lock(b, &k);
+    resp_arg(b, "0", 1);
+    resp_arg_u64(b, lease_ms);
+    keys_field(b, l->client_id, l->owner_tag);
+    resp_arg_u64(b, drop);
+    resp_arg(b, f->publish, strlen(f->publish));
+    keys_channel(b, &k);
+    keys_queue(b, &k);
+    resp_arg(b, fencing ? "1" : "0", 1);
+    keys_fence(b, &k);
+    resp_arg(b, f->listener, strlen(f->listener));
+    resp_arg_u64_fixed(b, rid);
+}
+
+void wire_fair_leave(struct resp_buf *b, const char *sha,
+                     const struct wire_lock *l, int fencing,
+                     const struct wire_fair *f)
+{
+    struct key_src k = key_of(l);
+    evalsha(b, sha, 11, 1);
+    keys_lock(b, &k);
+    keys_field(b, l->client_id, l->owner_tag);
+    keys_queue(b, &k);
+    resp_arg(b, fencing ? "1" : "0", 1);
+    keys_fence(b, &k);
+    resp_arg(b, f->publish, strlen(f->publish));
+    keys_channel(b, &k);
+    resp_arg(b, "0", 1);
+}
+
 void wire_query(struct resp_buf *b, enum wire_query q,
                 const struct wire_lock *l)
 {

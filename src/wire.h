@@ -61,6 +61,35 @@ void wire_multi_release(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, size_t n, uint64_t rid,
                         uint32_t lease_ms, const char *publish);
 
+/* Fair mode (see script.c). What a fair acquire is: */
+enum wire_fair_mode {
+    WIRE_FAIR_WAIT = 'w',  /* queue when busy */
+    WIRE_FAIR_TRY = 't',   /* try once */
+    WIRE_FAIR_CLAIM = 'c'  /* claim a hand-off, nothing else */
+};
+/* Where a fair request names its client: the listener tag, and how long
+ * the waiter's queue entry stays live (ms) and which wait it is. */
+struct wire_fair {
+    const char *listener;
+    uint32_t entry_ms;
+    uint64_t wait_id;
+    const char *publish;
+};
+/* EVALSHA sha of fair_acquire: as wire_acquire, in mode. */
+void wire_fair_acquire(struct resp_buf *b, const char *sha,
+                       const struct wire_lock *l, uint32_t lease_ms,
+                       int fencing, enum wire_fair_mode mode,
+                       const struct wire_fair *f, uint64_t rid);
+/* EVALSHA sha of fair_release: as wire_release. */
+void wire_fair_release(struct resp_buf *b, const char *sha,
+                       const struct wire_lock *l, uint64_t rid,
+                       uint32_t lease_ms, uint32_t drop, int fencing,
+                       const struct wire_fair *f);
+/* EVALSHA sha of fair_leave: l's owner leaves the queue. */
+void wire_fair_leave(struct resp_buf *b, const char *sha,
+                     const struct wire_lock *l, int fencing,
+                     const struct wire_fair *f);
+
 /* The queries: does l's owner hold it (HEXISTS), how many holds (HGET),
  * the lease left whoever holds it (PTTL). */
 enum wire_query { WIRE_QUERY_HELD, WIRE_QUERY_COUNT, WIRE_QUERY_TTL };

@@ -199,6 +199,15 @@ struct hilock_options {
      * loses a lock (see the README). */
     uint32_t wait_replicas;
     uint32_t wait_timeout_ms;
+    /* Fair mode: nonzero makes every lock of this client first come, first
+     * served. A waiter queues in Redis (hilock_queue:{<name>}), and the
+     * release that ends a hold makes the first live waiter the owner at
+     * once and tells it on a channel of its own: one round trip per
+     * hand-off instead of a race of retries. A Redisson RLock (and a hilock
+     * client without fair mode) on the same name is still excluded, but
+     * does not queue. Not with masters (Redlock): HILOCK_EINVAL. Default 0
+     * (Redisson's RLock behaviour). See the README, "Fair mode". */
+    int fair;
 };
 
 /* Fill *opts with the defaults listed in struct hilock_options. */

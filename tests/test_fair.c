@@ -1,0 +1,401 @@
+/* test_fair.c -- fair mode (hilock_options.fair), against a real Redis.
+ *
+ * What the README's "Fair mode" promises, each checked where it could
+ * break: waiters of several clients get the lock in the order they queued,
+ * each by a hand-off (the release makes it the owner), with fencing tokens
+ * in that order; a hand-off to a waiter of the releasing client needs no
+ * message; a waiter whose client is gone is skipped after its entry's
+ * deadline, and a hold handed to a client freed just before costs at most
+ * the short hand-off lease; a hand-off message lost with the subscriber
+ * connection is recovered by the waiter's retry, which claims the hold;
+ * cancel and timeout leave no queue entry; a client without fair mode on
+ * the same name is still excluded; a release resent after a lost reply
+ * hands off once and leaves nothing behind.
+ *
+ * Bounds: a hand-off takes a round trip or two; each bound separates it
+ * from the next slower path (a fallback at the holder's lease of 10 s or
+ * more), not from a fast machine. */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "proxy.h"
+
+#define NAME "fair"
+#define QUEUE "hilock_queue:{" NAME "}"
+#define LONG_MS 10000 /* a lease or wait no test reaches (before tu_ms) */
+
+static struct hilock_client *cl[4];
+static struct tp_proxy *proxy;
+
+/* Who got the lock, in order (client index), and overlapping holds. */
+static int order[8], served, holding, overlaps;
+
+struct waiter {
+    int idx;
+    struct tu_result r;
+};
+
+static void setup(void)
+{
+    tu_setup();
+    memset(cl, 0, sizeof cl);
+    proxy = NULL;
+    served = holding = overlaps = 0;
+}
+
+static void teardown(void)
+{
+    for (int i = 0; i < 4; i++)
+        hilock_client_free(cl[i]);
+    tp_free(proxy);
+    tu_teardown();
+}
+
+/* A ready client, fair or not, with fencing; through the proxy when
+ * via_proxy. */
+static struct hilock_client *client(int fair, int via_proxy)
+{
+    struct hilock_options o;
+    tu_options(&o);
+    o.fair = fair;
+    o.fencing = 1;
+    if (via_proxy) {
+        if (!proxy)
+            ck_assert_ptr_nonnull(proxy = tp_new(tu_base, rs_port(tu_srv)));
+        o.port = tp_port(proxy);
+    }
+    struct hilock_client *c = tu_client(&o);
+    tu_client_ready(c);
+    return c;
+}
+
+/* Free client i as if its process died: what it sends on the way out
+ * (the queue entry's removal) never reaches Redis. It goes through the
+ * proxy, which holds everything from now on. */
+static void kill_client(int i)
+{
+    tp_blackhole(proxy, true);
+    hilock_client_free(cl[i]);
+    cl[i] = NULL;
+}
+
+static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
+                        void *arg)
+{
+    struct waiter *w = arg;
+    tu_record(lock, status, value, &w->r);
+    if (status == 0) {
+        overlaps += holding > 0;
+        holding++;
+        order[served++] = w->idx;
+    }
+}
+
+/* Start a waiting acquire of NAME on lock of client c; run until Redis
+ * has queued it as entry number queued (LLEN). */
+static void wait_queued(struct hilock_client *c, struct hilock_lock *lock,
+                        struct waiter *w,
+                        uint64_t wait_ms, uint64_t lease_ms, long long queued)
+{
+    ck_assert_int_eq(hilock_lock_acquire(lock, wait_ms, lease_ms, on_acquired,
+                                         w),
+                     0);
+    ck_assert_msg(tu_run_until_redis(queued, tu_ms(2000), "LLEN", QUEUE,
+                                     (char *)NULL),
+                  "waiter not queued");
+    /* and its client has read the busy reply: the waiter is parked */
+    tu_client_ready(c);
+    ck_assert_int_eq(w->r.calls, 0);
+}
+
+static void release_held(struct hilock_lock *lock)
+{
+    holding--;
+    tu_assert_status(tu_release(lock, NULL), 0);
+}
+
+/* Three clients queue behind a fourth; each release hands the lock to the
+ * next in queue order, with a larger token each time, and nothing is left
+ * in Redis at the end. */
+START_TEST(test_fifo_across_clients)
+{
+    struct hilock_lock *l[4];
+    struct waiter w[4] = {{0, {0}}, {1, {0}}, {2, {0}}, {3, {0}}};
+    int64_t tok;
+    for (int i = 0; i < 4; i++) {
+        cl[i] = client(1, 0);
+        l[i] = tu_lock(cl[i], NAME, 7);
+    }
+    tu_assert_status(tu_acquire(l[0], 0, (uint64_t)tu_ms(LONG_MS), &tok), 0);
+    holding = 1;
+    /* queued in the order 2, 1, 3: not the order of the clients' creation */
+    wait_queued(cl[2], l[2], &w[2], (uint64_t)tu_ms(LONG_MS), 0, 1);
+    wait_queued(cl[1], l[1], &w[1], (uint64_t)tu_ms(LONG_MS), 0, 2);
+    wait_queued(cl[3], l[3], &w[3], (uint64_t)tu_ms(LONG_MS), 0, 3);
+    int expect[3] = {2, 1, 3};
+    struct hilock_lock *holder = l[0];
+    for (int k = 0; k < 3; k++) {
+        struct waiter *next = &w[expect[k]];
+        release_held(holder);
+        ck_assert_msg(tu_run_until_count(&next->r.calls, 1, tu_ms(1000)),
+                      "hand-off %d not delivered", k);
+        tu_assert_status(next->r.status, 0);
+        ck_assert_int_eq(next->r.value, tok + 1 + k); /* its token */
+        ck_assert_int_eq(order[k], expect[k]);
+        holder = l[expect[k]];
+    }
+    tu_run_quiet();
+    ck_assert_int_eq(overlaps, 0);
+    /* the last one claimed its hold: no marker left, the watchdog lease */
+    ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", NAME, "hilock:handed",
+                            (char *)NULL),
+                     0);
+    ck_assert_int_gt(rs_int(tu_srv, "PTTL", NAME, (char *)NULL), 10000);
+    release_held(holder);
+    ck_assert_int_eq(tu_exists(NAME), 0);
+    ck_assert_int_eq(tu_exists(QUEUE), 0);
+}
+END_TEST
+
+static struct hilock_lock *rel_waiter;
+static int waiter_done_at_release;
+
+static void on_release_check(struct hilock_lock *lock, int status,
+                             int64_t value, void *arg)
+{
+    struct tu_result *r = arg;
+    (void)lock;
+    (void)value;
+    r->calls++;
+    r->status = status;
+    waiter_done_at_release = hilock_lock_hold_count(rel_waiter);
+}
+
+/* The release that hands the lock to a waiter of its own client delivers
+ * it from its reply: the waiter holds it before the release's own
+ * callback runs, with no message in between. */
+START_TEST(test_same_client_handoff_needs_no_message)
+{
+    struct waiter w = {1, {0}};
+    struct tu_result rel = {0};
+    cl[0] = client(1, 0);
+    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    rel_waiter = tu_lock(cl[0], NAME, 2);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
+    wait_queued(cl[0], rel_waiter, &w, (uint64_t)tu_ms(LONG_MS), 0, 1);
+    /* both its channels subscribed (the hand-off one first), and the retry
+     * that each confirmation makes answered: no attempt in flight */
+    ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 1, tu_ms(2000)));
+    tu_client_ready(cl[0]);
+    ck_assert_int_eq(hilock_lock_release(h, on_release_check, &rel), 0);
+    ck_assert(tu_run_until_count(&rel.calls, 1, tu_ms(2000)));
+    tu_assert_status(rel.status, 0);
+    ck_assert_int_eq(waiter_done_at_release, 1);
+    ck_assert_int_eq(w.r.calls, 1);
+    tu_assert_status(w.r.status, 0);
+    tu_run_quiet();
+    ck_assert_int_eq(w.r.calls, 1); /* the message changes nothing */
+    ck_assert_int_eq(tu_holds(NAME, cl[0], 2), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", NAME, "hilock:handed",
+                            (char *)NULL),
+                     0);
+}
+END_TEST
+
+/* A queued waiter whose client is freed is skipped once its entry's
+ * deadline (its wait) has passed: the next waiter gets the lock by the
+ * release itself. */
+START_TEST(test_gone_waiter_skipped_after_deadline)
+{
+    struct waiter w1 = {1, {0}}, w2 = {2, {0}};
+    for (int i = 0; i < 3; i++)
+        cl[i] = client(1, i == 1);
+    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w1, 300, 0, 1);
+    wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &w2, (uint64_t)tu_ms(LONG_MS), 0,
+                2);
+    kill_client(1);
+    ck_assert_int_eq(w1.r.calls, 1);
+    tu_assert_status(w1.r.status, HILOCK_ECANCELED);
+    ck_assert_int_eq(rs_int(tu_srv, "LLEN", QUEUE, (char *)NULL), 2);
+    tu_run_for(400); /* past the gone waiter's deadline */
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_release(h, NULL), 0);
+    ck_assert(tu_run_until_count(&w2.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(w2.r.status, 0);
+    ck_assert_int_lt(tu_now_ms() - t0, tu_ms(1000));
+    ck_assert_int_eq(tu_exists(QUEUE), 0);
+}
+END_TEST
+
+/* A hold handed to a client freed just before the release costs the
+ * short hand-off lease (here the gone waiter's own 1 s lease), not the
+ * gone waiter's wait: then the next waiter gets it. */
+START_TEST(test_handoff_to_gone_client_expires)
+{
+    struct waiter w1 = {1, {0}}, w2 = {2, {0}};
+    char gone[64];
+    for (int i = 0; i < 3; i++)
+        cl[i] = client(1, i == 1);
+    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w1, (uint64_t)tu_ms(LONG_MS), 1000,
+                1);
+    wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &w2, (uint64_t)tu_ms(LONG_MS), 0,
+                2);
+    tu_field(cl[1], 1, gone);
+    kill_client(1);
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_release(h, NULL), 0);
+    ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", NAME, gone, (char *)NULL),
+                     1); /* handed to the gone client */
+    ck_assert_int_le(rs_int(tu_srv, "PTTL", NAME, (char *)NULL), 1000);
+    ck_assert(tu_run_until_count(&w2.r.calls, 1, tu_ms(3000)));
+    tu_assert_status(w2.r.status, 0);
+    ck_assert_int_ge(w2.r.at_ms - t0, 900); /* only when that lease ran out */
+    ck_assert_int_eq(tu_holds(NAME, cl[2], 1), 1);
+    ck_assert_int_eq(tu_exists(QUEUE), 0);
+}
+END_TEST
+
+/* The subscriber connection of the waiter's client is cut as the lock is
+ * handed over: the message is lost, and the waiter's retry after
+ * resubscribing claims the hold (its own lease, no marker). */
+START_TEST(test_lost_handoff_message_recovered)
+{
+    struct waiter w = {1, {0}};
+    cl[0] = client(1, 0);
+    cl[1] = client(1, 1);
+    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w, (uint64_t)tu_ms(LONG_MS),
+                (uint64_t)tu_ms(LONG_MS), 1);
+    ck_assert(tu_run_until_state(cl[1], HILOCK_STATE_PUBSUB_UP, tu_ms(2000)));
+    tp_blackhole(proxy, true);
+    tu_assert_status(tu_release(h, NULL), 0);
+    tp_cut_all(proxy); /* the message published meanwhile is gone */
+    tp_blackhole(proxy, false);
+    ck_assert(tu_run_until_count(&w.r.calls, 1, tu_ms(4000)));
+    tu_assert_status(w.r.status, 0);
+    ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", NAME, "hilock:handed",
+                            (char *)NULL),
+                     0);
+    ck_assert_int_gt(rs_int(tu_srv, "PTTL", NAME, (char *)NULL), 5000);
+    ck_assert_int_eq(tu_holds(NAME, cl[1], 1), 1);
+}
+END_TEST
+
+/* A wait that times out and one that is cancelled take their entries out
+ * of the queue. */
+START_TEST(test_timeout_and_cancel_leave_queue)
+{
+    struct waiter w1 = {1, {0}}, w2 = {2, {0}};
+    for (int i = 0; i < 3; i++)
+        cl[i] = client(1, 0);
+    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
+    struct hilock_lock *l1 = tu_lock(cl[1], NAME, 1);
+    wait_queued(cl[1], l1, &w1, 300, 0, 1);
+    struct hilock_lock *l2 = tu_lock(cl[2], NAME, 1);
+    wait_queued(cl[2], l2, &w2, (uint64_t)tu_ms(LONG_MS), 0, 2);
+    ck_assert(tu_run_until_count(&w1.r.calls, 1, tu_ms(2000)));
+    tu_assert_status(w1.r.status, HILOCK_ETIMEDOUT);
+    ck_assert(tu_run_until_redis(1, tu_ms(1000), "LLEN", QUEUE, (char *)NULL));
+    ck_assert_int_eq(hilock_lock_cancel(l2), 0);
+    ck_assert_int_eq(w2.r.calls, 1);
+    tu_assert_status(w2.r.status, HILOCK_ECANCELED);
+    ck_assert(tu_run_until_redis(0, tu_ms(1000), "LLEN", QUEUE, (char *)NULL));
+    /* the release finds nobody queued: the lock is deleted */
+    tu_assert_status(tu_release(h, NULL), 0);
+    ck_assert_int_eq(tu_exists(NAME), 0);
+}
+END_TEST
+
+/* A client without fair mode on the same name is excluded from a hold
+ * handed over by a fair release, and its own release (which hands
+ * nothing) still lets the queued fair waiter in. */
+START_TEST(test_mixed_with_default_client)
+{
+    struct waiter wf = {1, {0}}, wd = {2, {0}};
+    cl[0] = client(1, 0);
+    cl[1] = client(1, 0);
+    cl[2] = client(0, 0);
+    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    struct hilock_lock *lf = tu_lock(cl[1], NAME, 1);
+    struct hilock_lock *ld = tu_lock(cl[2], NAME, 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
+    holding = 1;
+    wait_queued(cl[1], lf, &wf, (uint64_t)tu_ms(LONG_MS), 0, 1);
+    ck_assert_int_eq(hilock_lock_acquire(ld, (uint64_t)tu_ms(LONG_MS), 0,
+                                         on_acquired, &wd),
+                     0);
+    release_held(h); /* handed to the fair waiter */
+    ck_assert(tu_run_until_count(&wf.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(wf.r.status, 0);
+    tu_run_quiet();
+    ck_assert_int_eq(wd.r.calls, 0);
+    release_held(lf); /* nobody queued: deleted and published */
+    ck_assert(tu_run_until_count(&wd.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(wd.r.status, 0);
+    /* and the other way round: a fair waiter behind the default holder */
+    struct waiter wf2 = {1, {0}};
+    wait_queued(cl[1], lf, &wf2, (uint64_t)tu_ms(LONG_MS), 0, 1);
+    release_held(ld);
+    ck_assert(tu_run_until_count(&wf2.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(wf2.r.status, 0);
+    ck_assert_int_eq(overlaps, 0);
+    ck_assert_int_eq(tu_exists(QUEUE), 0);
+}
+END_TEST
+
+/* A release whose reply is lost is sent again: it hands the lock over
+ * once (one token drawn), and the last release leaves no key behind. */
+START_TEST(test_resent_release_applies_once)
+{
+    struct waiter w = {1, {0}};
+    int64_t tok;
+    cl[0] = client(1, 1);
+    cl[1] = client(1, 0);
+    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), &tok), 0);
+    holding = 1;
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w, (uint64_t)tu_ms(LONG_MS), 0, 1);
+    tp_cut_next_reply(proxy);
+    release_held(h);
+    ck_assert(!tp_cut_pending(proxy));
+    ck_assert(tu_run_until_count(&w.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(w.r.status, 0);
+    ck_assert_int_eq(w.r.value, tok + 1);
+    tu_run_quiet();
+    ck_assert_int_eq(tu_fence(NAME), tok + 1);
+    ck_assert_int_eq(tu_holds(NAME, cl[1], 1), 1);
+    release_held(w.r.lock);
+    ck_assert_int_eq(tu_exists(NAME), 0);
+    ck_assert_int_eq(tu_exists(QUEUE), 0);
+}
+END_TEST
+
+static Suite *fair_suite(void)
+{
+    Suite *s = suite_create("fair");
+    TCase *tc = tcase_create("fair");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_fifo_across_clients);
+    tcase_add_test(tc, test_same_client_handoff_needs_no_message);
+    tcase_add_test(tc, test_gone_waiter_skipped_after_deadline);
+    tcase_add_test(tc, test_handoff_to_gone_client_expires);
+    tcase_add_test(tc, test_lost_handoff_message_recovered);
+    tcase_add_test(tc, test_timeout_and_cancel_leave_queue);
+    tcase_add_test(tc, test_mixed_with_default_client);
+    tcase_add_test(tc, test_resent_release_applies_once);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(fair_suite());
+}
