@@ -255,6 +255,43 @@ START_TEST(waiter_is_woken_by_a_sharded_release)
 }
 END_TEST
 
+/* Whether list key (on its slot's master) holds one entry. */
+static bool one_queued(void *key)
+{
+    return on_owner(key, "LLEN", NULL) == 1;
+}
+
+/* Fair mode in a cluster: the queue and the hand-off channel live in the
+ * lock's slot, the release hands the lock to the waiter (sharded publish
+ * on its own channel) with the next fencing token. */
+START_TEST(fair_hand_off_works_in_a_cluster)
+{
+    struct tu_result got = {0};
+    struct hilock_options o;
+    cluster_options(&o, 0);
+    o.fair = 1;
+    o.fencing = 1;
+    client = tu_client(&o);
+    tu_client_ready(client);
+    client2 = tu_client(&o);
+    tu_client_ready(client2);
+    struct hilock_lock *holder = tu_lock(client, "fair{c}", 0);
+    struct hilock_lock *waiter = tu_lock(client2, "fair{c}", 0);
+    int64_t first = 0;
+    tu_assert_status(tu_acquire(holder, 0, 30000, &first), 0);
+    ck_assert_int_eq(hilock_lock_acquire(waiter, 20000, 30000, tu_record, &got),
+                     0);
+    ck_assert(tu_run_until(one_queued, "hilock_queue:fair{c}", tu_ms(3000)));
+    tu_assert_status(tu_release(holder, NULL), 0);
+    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(2000)));
+    tu_assert_status(got.status, 0);
+    ck_assert_int_eq(got.value, first + 1);
+    ck_assert_int_eq(on_owner("hilock_queue:fair{c}", "LLEN", NULL), 0);
+    tu_assert_status(tu_release(waiter, NULL), 0);
+    ck_assert_int_eq(on_owner("fair{c}", "EXISTS", NULL), 0);
+}
+END_TEST
+
 /* A master other than node. */
 static int other_master(int node)
 {
@@ -558,6 +595,7 @@ int main(void)
     tcase_add_test(tc, waiter_is_woken_by_a_sharded_release);
     tcase_add_test(tc, moved_after_a_slot_migration_is_followed);
     tcase_add_test(tc, ask_during_a_migration_is_followed);
+    tcase_add_test(tc, fair_hand_off_works_in_a_cluster);
     suite_add_tcase(s, tc);
     TCase *fo = tcase_create("failover");
     tcase_add_checked_fixture(fo, own_start, own_stop);
