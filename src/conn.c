@@ -631,6 +631,7 @@ void conn_fail_queued(struct conn *conn, int err)
 static void conn_abort(struct conn *conn, int err, int fail_queued)
 {
     redisAsyncContext *ac = conn->ac;
+    int was_ready = conn->state == CONN_READY;
     conn->ac = NULL;
     conn->state = CONN_IDLE;
     if (ac) {
@@ -639,6 +640,8 @@ static void conn_abort(struct conn *conn, int err, int fail_queued)
     }
     evtimer_del(&conn->retry_timer);
     schedule_retry(conn);
+    if (was_ready && conn->hooks->on_drop)
+        conn->hooks->on_drop(conn); /* conn_restart of a working one */
     conn_failed(conn, err);
     if (fail_queued)
         conn_fail_queued(conn, err);

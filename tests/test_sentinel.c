@@ -110,10 +110,22 @@ START_TEST(unknown_master_name_fails_with_econn)
 }
 END_TEST
 
+struct numsub_at {
+    struct rs_server *srv;
+    long long n;
+};
+
+/* Whether the channel of lock "moved" has n subscribers on srv. */
+static bool numsub_is(void *arg)
+{
+    struct numsub_at *at = arg;
+    return rs_numsub(at->srv, "redisson_lock__channel:{moved}") == at->n;
+}
+
 /* SENTINEL FAILOVER while a lock is held under the watchdog and another
  * client waits for it: the client moves to the new master within a bound,
- * the hold survives (the replica had it), the waiter gets the lock after
- * the release. */
+ * the hold survives (the replica had it), the waiter subscribes again on
+ * the new master and gets the lock after the release. */
 START_TEST(failover_is_followed_with_a_lock_held_and_a_waiter_parked)
 {
     struct tu_result lost = {0}, got = {0};
@@ -149,6 +161,9 @@ START_TEST(failover_is_followed_with_a_lock_held_and_a_waiter_parked)
     ck_assert_int_eq(lost.calls, 0);
     ck_assert_int_eq(got.calls, 0);
     ck_assert_int_eq(exists_on(now, "moved"), 1);
+    /* the waiter listens on the new master */
+    struct numsub_at at = {rt_server(dep, now), 1};
+    ck_assert(tu_run_until(numsub_is, &at, tu_ms(5000)));
     tu_assert_status(tu_release(held, NULL), 0);
     ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(5000)));
     tu_assert_status(got.status, 0);
