@@ -47,7 +47,9 @@ enum {
     OPT_WORST = 1u << 12,
     OPT_WAIT = 1u << 13,
     OPT_REMOTE = 1u << 14, /* --host/--port: a server the bench did not start */
-    OPT_CSECONDS = 1u << 15
+    OPT_CSECONDS = 1u << 15,
+    OPT_CLUSTER = 1u << 16,       /* uncontended: also on a cluster */
+    OPT_WAIT_REPLICAS = 1u << 17  /* uncontended: WAIT off vs on */
 };
 
 /* Command-line options; 0 or NULL means "the scenario's default". */
@@ -72,6 +74,8 @@ struct bench_opts {
     int stock;
     int no_lock;
     int worst;
+    int cluster;       /* uncontended: masters of the cluster, 0: none */
+    int wait_replicas; /* uncontended: replicas to WAIT for, 0: no WAIT */
     unsigned given; /* OPT_* bits of the options on the command line */
 };
 

@@ -18,13 +18,19 @@
 
 static const struct scenario scenarios[] = {
     {"uncontended", "lock+release pairs on distinct keys vs raw EVALSHA",
-     OPT_SECONDS | OPT_INFLIGHT | OPT_ROUNDS | OPT_WAIT | OPT_REMOTE,
+     OPT_SECONDS | OPT_INFLIGHT | OPT_ROUNDS | OPT_WAIT | OPT_REMOTE |
+         OPT_CLUSTER | OPT_WAIT_REPLICAS,
      sc_uncontended,
      "  --inflight K   pairs in flight, at most 1024 (default: 1, 64, 256 and\n"
      "                 1024 in one run)\n"
      "  --seconds S    length of one measured phase (1)\n"
      "  --rounds R     phases per mode and K, interleaved (3)\n"
-     "  --wait MS      wait_ms of every acquire; 0 tries once (5000)\n"},
+     "  --wait MS      wait_ms of every acquire; 0 tries once (5000)\n"
+     "  --cluster N    instead: hilock on a cluster of N masters (3..9) vs\n"
+     "                 on one plain master, in one run\n"
+     "  --wait-replicas N\n"
+     "                 instead: hilock on a master with N replicas (1..4),\n"
+     "                 WAIT off vs WAIT N, in one run\n"},
     {"contended", "P processes, W waiters, one lock, a GET/SET section",
      OPT_SECONDS | OPT_PROCS | OPT_WAITERS | OPT_WORST | OPT_REMOTE,
      sc_contended,
@@ -141,6 +147,14 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     case 'u': o->purchases = (int)v; o->given |= OPT_PURCHASES; break;
     case 'S': o->stock = (int)v; o->given |= OPT_STOCK; break;
     case 'x': o->worst = (int)v; o->given |= OPT_WORST; break;
+    case 'c':
+        o->cluster = (int)v;
+        o->given |= OPT_CLUSTER;
+        return v >= 3 && v <= 9 ? 0 : -1;
+    case 'R':
+        o->wait_replicas = (int)v;
+        o->given |= OPT_WAIT_REPLICAS;
+        return v <= 4 ? 0 : -1;
     default: return -1;
     }
     return 0;
@@ -170,6 +184,8 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         {"stock", required_argument, NULL, 'S'},
         {"no-lock", no_argument, NULL, 'n'},
         {"worst", required_argument, NULL, 'x'},
+        {"cluster", required_argument, NULL, 'c'},
+        {"wait-replicas", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -188,6 +204,14 @@ static unsigned foreign_options(const struct scenario *sc,
                                 const struct bench_opts *o)
 {
     return o->given & ~sc->opts;
+}
+
+/* Nonzero when options that each make the run start its own deployment
+ * are combined with each other or with --port. */
+static int conflicting_options(const struct bench_opts *o)
+{
+    unsigned own = o->given & (OPT_CLUSTER | OPT_WAIT_REPLICAS);
+    return (own & (own - 1)) || (own && (o->given & OPT_REMOTE));
 }
 
 /* Open the JSON file and write what every run has. 0 or -1. */
@@ -241,6 +265,11 @@ int main(int argc, char **argv)
     if (foreign_options(sc, &b.o)) {
         fprintf(stderr, "hilock-bench: option not taken by %s%s\n", sc->name,
                 (b.o.given & OPT_REMOTE) ? " (it needs its own server)" : "");
+        return usage(sc);
+    }
+    if (conflicting_options(&b.o)) {
+        fprintf(stderr, "hilock-bench: --cluster and --wait-replicas start "
+                        "their own servers: one of them, without --port\n");
         return usage(sc);
     }
     b.scenario = sc->name;
