@@ -49,7 +49,8 @@ enum {
     OPT_REMOTE = 1u << 14, /* --host/--port: a server the bench did not start */
     OPT_CSECONDS = 1u << 15,
     OPT_CLUSTER = 1u << 16,       /* uncontended: also on a cluster */
-    OPT_WAIT_REPLICAS = 1u << 17  /* uncontended: WAIT off vs on */
+    OPT_WAIT_REPLICAS = 1u << 17, /* uncontended: WAIT off vs on */
+    OPT_SENTINEL = 1u << 18       /* faults: failovers under Sentinel */
 };
 
 /* Command-line options; 0 or NULL means "the scenario's default". */
@@ -76,6 +77,7 @@ struct bench_opts {
     int worst;
     int cluster;       /* uncontended: masters of the cluster, 0: none */
     int wait_replicas; /* uncontended: replicas to WAIT for, 0: no WAIT */
+    int sentinel;      /* faults: the Sentinel runs instead */
     unsigned given; /* OPT_* bits of the options on the command line */
 };
 

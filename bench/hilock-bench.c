@@ -59,10 +59,16 @@ static const struct scenario scenarios[] = {
      "  --seconds S    bound of the run (60)\n"
      "  --no-lock      buy without the lock: the check must catch it\n"},
     {"faults", "contended while redis-server is paused and kill -9'd",
-     OPT_SECONDS | OPT_PROCS | OPT_WAITERS, sc_faults,
+     OPT_SECONDS | OPT_PROCS | OPT_WAITERS | OPT_SENTINEL | OPT_LEASE,
+     sc_faults,
      "  --procs P      processes (4)\n"
      "  --waiters W    waiters in all (100)\n"
-     "  --seconds S    run time; 3 pauses and 3 kill -9 in it (20)\n"},
+     "  --seconds S    run time; 3 pauses and 3 kill -9 in it (20; with\n"
+     "                 --sentinel: of each of the 4 runs, 15)\n"
+     "  --sentinel     instead: 1 master + 1 replica + 3 Sentinels; SENTINEL\n"
+     "                 FAILOVER and kill -9 of the master, each with WAIT\n"
+     "                 off and WAIT 1\n"
+     "  --lease MS     with --sentinel: the watchdog lease (5000)\n"},
     {"redlock", "uncontended on 1, 3 and 5 masters; contended on 3, one "
                 "killed",
      OPT_SECONDS | OPT_INFLIGHT | OPT_ROUNDS | OPT_WAIT | OPT_PROCS |
@@ -121,6 +127,7 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     case 'g': o->plot_dir = arg; return 0;
     case 'q': o->no_progress = 1; return 0;
     case 'n': o->no_lock = 1; o->given |= OPT_NO_LOCK; return 0;
+    case 'T': o->sentinel = 1; o->given |= OPT_SENTINEL; return 0;
     }
     double min = c == 's' || c == 'C' ? 0.1 : c == 'W' ? 0 : 1;
     if (parse_num(arg, min, c == 'L' ? 1e8 : 1e7, &v) != 0)
@@ -186,6 +193,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         {"worst", required_argument, NULL, 'x'},
         {"cluster", required_argument, NULL, 'c'},
         {"wait-replicas", required_argument, NULL, 'R'},
+        {"sentinel", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -210,7 +218,7 @@ static unsigned foreign_options(const struct scenario *sc,
  * are combined with each other or with --port. */
 static int conflicting_options(const struct bench_opts *o)
 {
-    unsigned own = o->given & (OPT_CLUSTER | OPT_WAIT_REPLICAS);
+    unsigned own = o->given & (OPT_CLUSTER | OPT_WAIT_REPLICAS | OPT_SENTINEL);
     return (own & (own - 1)) || (own && (o->given & OPT_REMOTE));
 }
 
@@ -267,9 +275,12 @@ int main(int argc, char **argv)
                 (b.o.given & OPT_REMOTE) ? " (it needs its own server)" : "");
         return usage(sc);
     }
-    if (conflicting_options(&b.o)) {
-        fprintf(stderr, "hilock-bench: --cluster and --wait-replicas start "
-                        "their own servers: one of them, without --port\n");
+    if (conflicting_options(&b.o) ||
+        ((b.o.given & OPT_LEASE) && sc->run == sc_faults && !b.o.sentinel)) {
+        fprintf(stderr, "hilock-bench: --cluster, --wait-replicas and "
+                        "--sentinel start their own servers: one of them, "
+                        "without --port (--lease: faults only with "
+                        "--sentinel)\n");
         return usage(sc);
     }
     b.scenario = sc->name;
