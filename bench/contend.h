@@ -65,6 +65,7 @@ struct cstats {
     uint64_t rel_issued, rel_fired;
     uint64_t acq_by_code[CONTEND_ERRS]; /* outcomes: [-status] */
     uint64_t rel_errors;
+    uint64_t rel_left;               /* releases that left holds behind */
     uint64_t cs_errors;              /* GET/SET failed or not sent */
     uint64_t lost;                   /* on_lost callbacks */
     uint64_t stuck;                  /* waiters not idle at the drain end */

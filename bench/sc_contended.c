@@ -107,12 +107,13 @@ static void on_released(struct hilock_lock *lock, int status, int64_t value,
 {
     struct cwaiter *w = arg;
     (void)lock;
-    (void)value;
     w->p->st.rel_fired++;
     if (w->p->closing)
         return;
     if (status != 0)
         w->p->st.rel_errors++;
+    else if (value != 0) /* each waiter takes one hold at a time */
+        w->p->st.rel_left++;
     if (w->p->stopping)
         waiter_idle(w);
     else
@@ -514,6 +515,7 @@ static void cstats_add(struct cstats *d, const struct cstats *s)
     for (int c = 0; c < CONTEND_ERRS; c++)
         d->acq_by_code[c] += s->acq_by_code[c];
     d->rel_errors += s->rel_errors;
+    d->rel_left += s->rel_left;
     d->cs_errors += s->cs_errors;
     d->lost += s->lost;
     d->stuck += s->stuck;

@@ -29,7 +29,9 @@
  * Figures per run: critical sections; overlaps (a section that began
  * before an earlier one's release was sent), sections that did not read
  * the previous section's write, updates of the counter lost, fencing
- * tokens not above an earlier one; callbacks that never fired; acquire
+ * tokens not above an earlier one (apart: the largest token again, to the
+ * waiter that had it, which is a re-entry on a hold a lost release left
+ * behind), releases that left a hold; callbacks that never fired; acquire
  * and probe outcomes; waits that timed out; the processes the lock reached
  * once the deployment settled, and the processes subscribed to the lock's
  * channel on the master a second before the stop; the longest gap between
@@ -94,7 +96,11 @@ struct s_fault_log {
 
 /* One run's figures. */
 struct s_run {
-    size_t sections, overlaps, mismatches, token_drops;
+    size_t sections, overlaps, mismatches;
+    size_t token_drops;      /* a token not above the largest before, to
+                                another waiter or lower */
+    size_t token_again;      /* the largest token again, to the waiter that
+                                had it: a re-entry on a hold left behind */
     long long counter;       /* final value; -1: unreadable */
     long long lost_updates;  /* sections with GET and SET ok - counter */
     uint64_t cb_missing;
@@ -207,6 +213,7 @@ static void s_figures(const struct cresults *res, struct s_run *r)
 {
     const struct crecord *c = res->recs;
     int64_t max_rel = INT64_MIN, max_token = INT64_MIN, t0 = r->log.t0;
+    int32_t max_waiter = -1;
     size_t ok_sections = 0;
     r->sections = res->n;
     for (size_t i = 0; i < res->n; i++) {
@@ -224,7 +231,12 @@ static void s_figures(const struct cresults *res, struct s_run *r)
             c[i].seen != c[i - 1].seen + 1)
             r->mismatches++;
         r->overlaps += c[i].acq_ns <= max_rel;
-        r->token_drops += c[i].token <= max_token;
+        if (c[i].token == max_token && c[i].waiter == max_waiter)
+            r->token_again++;
+        else if (c[i].token <= max_token)
+            r->token_drops++;
+        if (c[i].token > max_token)
+            max_waiter = c[i].waiter;
         max_rel = c[i].rel_ns > max_rel ? c[i].rel_ns : max_rel;
         max_token = c[i].token > max_token ? c[i].token : max_token;
     }
@@ -260,62 +272,66 @@ static void s_figures(const struct cresults *res, struct s_run *r)
         rate_hit(&r->rate, c[i].acq_ns);
 }
 
-/* Seconds since t0 as "1.23 s", or "-" when t is 0. */
-static const char *s_since(int64_t t, int64_t t0, char *buf, size_t len)
+/* t on the fault's clock as "+1.23 s" (after it) or "-0.40 s" (before),
+ * or "-" when t is 0. */
+static const char *s_at(int64_t t, int64_t t0, char *buf, size_t len)
 {
     if (!t)
         return "-";
-    snprintf(buf, len, "%.2f s", (double)(t - t0) / 1e9);
+    snprintf(buf, len, "%+.2f s", (double)(t - t0) / 1e9);
     return buf;
 }
 
-/* One run's details: the fault's timeline, outcomes, errors. */
-static void s_print_run(const struct s_run *r, uint32_t wait)
+/* Outcome counts by name after label. */
+static void s_outcomes(const char *label, const uint64_t *by_code)
+{
+    printf("  %s:", label);
+    for (int k = 0; k < CONTEND_ERRS; k++)
+        if (by_code[k])
+            printf(" %s %" PRIu64, k == 0 ? "ok"
+                                   : k == CONTEND_ERRS - 1 ? "call-error"
+                                   : hilock_err_name(-k),
+                   by_code[k]);
+}
+
+/* One run's details: the fault's timeline, outcomes, errors. Times after
+ * the fault's start are on its clock: "+1.23 s". */
+static void s_print_run(const struct s_run *r)
 {
     const struct s_fault_log *l = &r->log;
     const struct cstats *s = &r->sum;
-    char a[32], b2[32], c[32];
-    printf("  fault at %.2f s: master %d -> %d named by every Sentinel after "
-           "%s; %s after %s%s\n",
-           (double)(l->t0 - r->t_go) / 1e9, l->old_port, l->new_port, s_since(l->t1, l->t0, a, sizeof a),
-           l->fault == S_KILL ? "old master restarted, a synced replica again"
-                              : "old master a replica again",
-           s_since(l->t2, l->t0, b2, sizeof b2),
+    char a[32], b2[32];
+    printf("  fault at %.2f s of the run: master %d -> %d, named by every "
+           "Sentinel at %s; the old master %s at %s%s\n",
+           (double)(l->t0 - r->t_go) / 1e9, l->old_port, l->new_port,
+           s_at(l->t1, l->t0, a, sizeof a),
+           l->fault == S_KILL ? "restarted, a synced replica again"
+                              : "a replica again",
+           s_at(l->t2, l->t0, b2, sizeof b2),
            l->failed ? "  (a harness call FAILED)" : "");
-    printf("  acquire outcomes:");
-    for (int k = 0; k < CONTEND_ERRS; k++)
-        if (s->acq_by_code[k])
-            printf(" %s %" PRIu64, k == 0 ? "ok"
-                                   : k == CONTEND_ERRS - 1 ? "call-error"
-                                   : hilock_err_name(-k),
-                   s->acq_by_code[k]);
-    printf("\n  release errors %" PRIu64 ", section errors %" PRIu64
-           ", locks lost %" PRIu64 ", stuck waiters %" PRIu64 "\n",
-           s->rel_errors, s->cs_errors, s->lost, s->stuck);
-    printf("  probe (another lock, tried once every %d ms):", l->cfg->probe_ms);
-    for (int k = 0; k < CONTEND_ERRS; k++)
-        if (s->probe_by_code[k])
-            printf(" %s %" PRIu64, k == 0 ? "ok"
-                                   : k == CONTEND_ERRS - 1 ? "call-error"
-                                   : hilock_err_name(-k),
-                   s->probe_by_code[k]);
+    s_outcomes("acquire outcomes", s->acq_by_code);
+    printf("\n  release errors %" PRIu64 ", releases that left a hold "
+           "%" PRIu64 ", section errors %" PRIu64 ", locks lost %" PRIu64
+           ", stuck waiters %" PRIu64 "\n",
+           s->rel_errors, s->rel_left, s->cs_errors, s->lost, s->stuck);
+    snprintf(a, sizeof a, "probe (every %d ms)", l->cfg->probe_ms);
+    s_outcomes(a, s->probe_by_code);
     if (s->probe_fail_ns)
-        printf("; failing for %s from %s after the fault",
+        printf("; failing for %s from %s",
                fmt_ns(s->probe_fail_ns, a, sizeof a),
-               s_since(s->probe_fail_at_ns, l->t0, c, sizeof c));
+               s_at(s->probe_fail_at_ns, l->t0, b2, sizeof b2));
     if (s->probe_slow_ns)
-        printf("; slowest %s, called %s after the fault",
+        printf("; slowest %s, called at %s",
                fmt_ns(s->probe_slow_ns, a, sizeof a),
-               s_since(s->probe_slow_at_ns, l->t0, c, sizeof c));
+               s_at(s->probe_slow_at_ns, l->t0, b2, sizeof b2));
+    if (s->norep_first_ns)
+        printf("; HILOCK_ENOREPLICA from %s to %s",
+               s_at(s->norep_first_ns, l->t0, a, sizeof a),
+               s_at(s->norep_last_ns, l->t0, b2, sizeof b2));
     printf("\n  acquisitions per process once settled:");
     for (int k = 0; r->after && k < r->procs; k++)
         printf(" %zu", r->after[k]);
     printf("\n");
-    if (s->norep_first_ns)
-        printf("  HILOCK_ENOREPLICA from %s to %s after the fault\n",
-               s_since(s->norep_first_ns, l->t0, a, sizeof a),
-               s_since(s->norep_last_ns, l->t0, c, sizeof c));
-    (void)wait;
 }
 
 /* The checks of one run; prints the failed ones. Returns how many. */
@@ -375,6 +391,8 @@ static void s_json(struct json *j, const struct s_run *r, int i)
     json_int(j, "final_counter", r->counter);
     json_int(j, "lost_updates", r->lost_updates);
     json_int(j, "tokens_not_increasing", (int64_t)r->token_drops);
+    json_int(j, "same_token_same_waiter_again", (int64_t)r->token_again);
+    json_int(j, "releases_leaving_holds", (int64_t)s->rel_left);
     json_int(j, "callbacks_missing", (int64_t)r->cb_missing);
     json_num(j, "longest_gap_before_fault_s", (double)r->gap_before / 1e9);
     json_num(j, "longest_gap_from_fault_s", (double)r->gap_around / 1e9);
@@ -443,41 +461,44 @@ static int s_run_one(struct bench *b, struct rt_sentinel *t,
 /* The table of the runs: one row per figure, one column per run. */
 static void s_table(struct s_run *runs, int n)
 {
-    static const char *const rows[] = {
+    enum { NROWS = 14, W = 40 };
+    static const char *const rows[NROWS] = {
         "critical sections", "overlaps", "read mismatches", "lost updates",
-        "tokens not increasing", "callbacks that never fired",
+        "tokens not increasing", "same token, same waiter again",
+        "releases that left a hold", "callbacks that never fired",
         "probe: HILOCK_ENOREPLICA", "10 s waits timed out",
-        "processes served once settled",
-        "processes subscribed at the end", "longest gap before the fault",
-        "longest gap from the fault"};
-    enum { NROWS = sizeof(rows) / sizeof(rows[0]) };
-    char v[NROWS][S_RUNS][40];
+        "processes served once settled", "processes subscribed at the end",
+        "longest gap before the fault", "longest gap from the fault"};
+    char v[NROWS][S_RUNS][W];
     struct table t;
+    for (int i = 0; i < S_RUNS; i++)
+        for (int k = 0; k < NROWS; k++)
+            snprintf(v[k][i], W, "-");
     for (int i = 0; i < n; i++) {
         struct s_run *r = &runs[i];
-        snprintf(v[0][i], 40, "%zu", r->sections);
-        snprintf(v[1][i], 40, "%zu", r->overlaps);
-        snprintf(v[2][i], 40, "%zu", r->mismatches);
-        snprintf(v[3][i], 40, "%lld", r->lost_updates);
-        snprintf(v[4][i], 40, "%zu", r->token_drops);
-        snprintf(v[5][i], 40, "%" PRIu64, r->cb_missing);
-        snprintf(v[6][i], 40, "%" PRIu64,
+        int k = 0;
+        snprintf(v[k++][i], W, "%zu", r->sections);
+        snprintf(v[k++][i], W, "%zu", r->overlaps);
+        snprintf(v[k++][i], W, "%zu", r->mismatches);
+        snprintf(v[k++][i], W, "%lld", r->lost_updates);
+        snprintf(v[k++][i], W, "%zu", r->token_drops);
+        snprintf(v[k++][i], W, "%zu", r->token_again);
+        snprintf(v[k++][i], W, "%" PRIu64, r->sum.rel_left);
+        snprintf(v[k++][i], W, "%" PRIu64, r->cb_missing);
+        snprintf(v[k++][i], W, "%" PRIu64,
                  r->sum.probe_by_code[-HILOCK_ENOREPLICA]);
-        snprintf(v[7][i], 40, "%" PRIu64,
+        snprintf(v[k++][i], W, "%" PRIu64,
                  r->sum.acq_by_code[-HILOCK_ETIMEDOUT]);
-        snprintf(v[8][i], 40, "%d of %d", r->served_after, r->procs);
-        snprintf(v[9][i], 40, "%lld of %d", r->log.numsub, r->procs);
-        fmt_ns(r->gap_before, v[10][i], 40);
-        fmt_ns(r->gap_around, v[11][i], 40);
+        snprintf(v[k++][i], W, "%d of %d", r->served_after, r->procs);
+        snprintf(v[k++][i], W, "%lld of %d", r->log.numsub, r->procs);
+        fmt_ns(r->gap_before, v[k++][i], W);
+        fmt_ns(r->gap_around, v[k][i], W);
         if (r->never_after)
-            strncat(v[11][i], " (never)", 40 - strlen(v[11][i]) - 1);
+            strncat(v[k][i], " (never)", W - strlen(v[k][i]) - 1);
     }
-    for (int i = n; i < S_RUNS; i++)
-        for (int k = 0; k < (int)NROWS; k++)
-            snprintf(v[k][i], 40, "-");
     table_init(&t, "", s_plan[0].label, s_plan[1].label, s_plan[2].label,
                s_plan[3].label, NULL);
-    for (int k = 0; k < (int)NROWS; k++)
+    for (int k = 0; k < NROWS; k++)
         table_row(&t, rows[k], v[k][0], v[k][1], v[k][2], v[k][3]);
     table_print(&t, stdout);
 }
@@ -544,7 +565,7 @@ int faults_sentinel(struct bench *b)
             bad++;
             break;
         }
-        s_print_run(r, s_plan[done].wait);
+        s_print_run(r);
         r->checks_failed = s_checks(r, s_plan[done].wait);
         bad += r->checks_failed;
         s_json(b->json, r, done);
