@@ -47,7 +47,10 @@ enum {
     OPT_WORST = 1u << 12,
     OPT_WAIT = 1u << 13,
     OPT_REMOTE = 1u << 14, /* --host/--port: a server the bench did not start */
-    OPT_CSECONDS = 1u << 15
+    OPT_CSECONDS = 1u << 15,
+    OPT_CLUSTER = 1u << 16,       /* uncontended: also on a cluster */
+    OPT_WAIT_REPLICAS = 1u << 17, /* uncontended: WAIT off vs on */
+    OPT_SENTINEL = 1u << 18       /* faults: failovers under Sentinel */
 };
 
 /* Command-line options; 0 or NULL means "the scenario's default". */
@@ -72,6 +75,9 @@ struct bench_opts {
     int stock;
     int no_lock;
     int worst;
+    int cluster;       /* uncontended: masters of the cluster, 0: none */
+    int wait_replicas; /* uncontended: replicas to WAIT for, 0: no WAIT */
+    int sentinel;      /* faults: the Sentinel runs instead */
     unsigned given; /* OPT_* bits of the options on the command line */
 };
 

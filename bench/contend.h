@@ -16,6 +16,7 @@ struct hilock_endpoint;
 
 #define CONTEND_LOCK BENCH_PREFIX "contended"
 #define CONTEND_COUNTER BENCH_PREFIX "contended:counter"
+#define CONTEND_PROBE BENCH_PREFIX "contended:probe"
 #define CONTEND_WAIT_MS 10000
 #define CONTEND_ERRS 24 /* acquire outcomes by -code, 0..23 */
 
@@ -30,6 +31,18 @@ struct contend_cfg {
      * caller empties them before the run. */
     const struct hilock_endpoint *masters;
     size_t nmasters;
+    /* Sentinel: the lock on the master these sentinels name master_name
+     * (nsentinels 0: not). The caller empties it before the run. */
+    const struct hilock_endpoint *sentinels;
+    size_t nsentinels;
+    const char *master_name;
+    uint32_t wait_replicas; /* hilock_options.wait_replicas; 0: no WAIT */
+    uint32_t lease_ms;      /* watchdog lease; 0: hilock's default */
+    /* Worker 0 also tries the lock CONTEND_PROBE once (wait_ms 0), and
+     * releases it, every probe_ms; 0: no probe. It sees what a waiter,
+     * whose wait goes on through failures, does not: when a try fails and
+     * why. Its callbacks count in acq_ and rel_issued/fired. */
+    int probe_ms;
 };
 
 /* One acquisition. */
@@ -52,11 +65,19 @@ struct cstats {
     uint64_t rel_issued, rel_fired;
     uint64_t acq_by_code[CONTEND_ERRS]; /* outcomes: [-status] */
     uint64_t rel_errors;
+    uint64_t rel_left;               /* releases that left holds behind */
     uint64_t cs_errors;              /* GET/SET failed or not sent */
     uint64_t lost;                   /* on_lost callbacks */
     uint64_t stuck;                  /* waiters not idle at the drain end */
     int64_t overrun;                 /* hit its hard stop */
     int64_t setup_failed;
+    int64_t norep_first_ns;          /* first and last acquire callback */
+    int64_t norep_last_ns;           /* with HILOCK_ENOREPLICA; 0: none */
+    uint64_t probe_by_code[CONTEND_ERRS]; /* probe outcomes: [-status] */
+    int64_t probe_fail_ns;           /* longest run of failed probes */
+    int64_t probe_fail_at_ns;        /* its first failure; 0: none */
+    int64_t probe_slow_ns;           /* slowest probe acquire: call to */
+    int64_t probe_slow_at_ns;        /* callback; when it was called */
 };
 
 struct cresults {
@@ -127,6 +148,10 @@ struct ctoken_exempt {
  * each and writes "checks" to the JSON; returns how many failed. */
 int contend_check(struct bench *b, const struct cresults *res,
                   long long counter, const struct ctoken_exempt *ex);
+/* "faults --sentinel" (sc_sentinel.c): the workers on a lock behind
+ * Sentinels while its master fails over. Returns the exit status. */
+int faults_sentinel(struct bench *b);
+
 /* Print the starved acquires and the errors; returns the errors that fail a
  * run (every acquire outcome but a time-out or a cancel, failed releases and
  * sections, lost locks, stuck waiters). */

@@ -18,13 +18,19 @@
 
 static const struct scenario scenarios[] = {
     {"uncontended", "lock+release pairs on distinct keys vs raw EVALSHA",
-     OPT_SECONDS | OPT_INFLIGHT | OPT_ROUNDS | OPT_WAIT | OPT_REMOTE,
+     OPT_SECONDS | OPT_INFLIGHT | OPT_ROUNDS | OPT_WAIT | OPT_REMOTE |
+         OPT_CLUSTER | OPT_WAIT_REPLICAS,
      sc_uncontended,
      "  --inflight K   pairs in flight, at most 1024 (default: 1, 64, 256 and\n"
      "                 1024 in one run)\n"
      "  --seconds S    length of one measured phase (1)\n"
      "  --rounds R     phases per mode and K, interleaved (3)\n"
-     "  --wait MS      wait_ms of every acquire; 0 tries once (5000)\n"},
+     "  --wait MS      wait_ms of every acquire; 0 tries once (5000)\n"
+     "  --cluster N    instead: hilock on a cluster of N masters (3..9) vs\n"
+     "                 on one plain master, in one run\n"
+     "  --wait-replicas N\n"
+     "                 instead: hilock on a master with N replicas (1..4),\n"
+     "                 WAIT off vs WAIT N, in one run\n"},
     {"contended", "P processes, W waiters, one lock, a GET/SET section",
      OPT_SECONDS | OPT_PROCS | OPT_WAITERS | OPT_WORST | OPT_REMOTE,
      sc_contended,
@@ -53,10 +59,16 @@ static const struct scenario scenarios[] = {
      "  --seconds S    bound of the run (60)\n"
      "  --no-lock      buy without the lock: the check must catch it\n"},
     {"faults", "contended while redis-server is paused and kill -9'd",
-     OPT_SECONDS | OPT_PROCS | OPT_WAITERS, sc_faults,
+     OPT_SECONDS | OPT_PROCS | OPT_WAITERS | OPT_SENTINEL | OPT_LEASE,
+     sc_faults,
      "  --procs P      processes (4)\n"
      "  --waiters W    waiters in all (100)\n"
-     "  --seconds S    run time; 3 pauses and 3 kill -9 in it (20)\n"},
+     "  --seconds S    run time; 3 pauses and 3 kill -9 in it (20; with\n"
+     "                 --sentinel: of each of the 4 runs, 15)\n"
+     "  --sentinel     instead: 1 master + 1 replica + 3 Sentinels; SENTINEL\n"
+     "                 FAILOVER and kill -9 of the master, each with WAIT\n"
+     "                 off and WAIT 1\n"
+     "  --lease MS     with --sentinel: the watchdog lease (5000)\n"},
     {"redlock", "uncontended on 1, 3 and 5 masters; contended on 3, one "
                 "killed",
      OPT_SECONDS | OPT_INFLIGHT | OPT_ROUNDS | OPT_WAIT | OPT_PROCS |
@@ -115,6 +127,7 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     case 'g': o->plot_dir = arg; return 0;
     case 'q': o->no_progress = 1; return 0;
     case 'n': o->no_lock = 1; o->given |= OPT_NO_LOCK; return 0;
+    case 'T': o->sentinel = 1; o->given |= OPT_SENTINEL; return 0;
     }
     double min = c == 's' || c == 'C' ? 0.1 : c == 'W' ? 0 : 1;
     if (parse_num(arg, min, c == 'L' ? 1e8 : 1e7, &v) != 0)
@@ -141,6 +154,14 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     case 'u': o->purchases = (int)v; o->given |= OPT_PURCHASES; break;
     case 'S': o->stock = (int)v; o->given |= OPT_STOCK; break;
     case 'x': o->worst = (int)v; o->given |= OPT_WORST; break;
+    case 'c':
+        o->cluster = (int)v;
+        o->given |= OPT_CLUSTER;
+        return v >= 3 && v <= 9 ? 0 : -1;
+    case 'R':
+        o->wait_replicas = (int)v;
+        o->given |= OPT_WAIT_REPLICAS;
+        return v <= 4 ? 0 : -1;
     default: return -1;
     }
     return 0;
@@ -170,6 +191,9 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         {"stock", required_argument, NULL, 'S'},
         {"no-lock", no_argument, NULL, 'n'},
         {"worst", required_argument, NULL, 'x'},
+        {"cluster", required_argument, NULL, 'c'},
+        {"wait-replicas", required_argument, NULL, 'R'},
+        {"sentinel", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -188,6 +212,14 @@ static unsigned foreign_options(const struct scenario *sc,
                                 const struct bench_opts *o)
 {
     return o->given & ~sc->opts;
+}
+
+/* Nonzero when options that each make the run start its own deployment
+ * are combined with each other or with --port. */
+static int conflicting_options(const struct bench_opts *o)
+{
+    unsigned own = o->given & (OPT_CLUSTER | OPT_WAIT_REPLICAS | OPT_SENTINEL);
+    return (own & (own - 1)) || (own && (o->given & OPT_REMOTE));
 }
 
 /* Open the JSON file and write what every run has. 0 or -1. */
@@ -241,6 +273,14 @@ int main(int argc, char **argv)
     if (foreign_options(sc, &b.o)) {
         fprintf(stderr, "hilock-bench: option not taken by %s%s\n", sc->name,
                 (b.o.given & OPT_REMOTE) ? " (it needs its own server)" : "");
+        return usage(sc);
+    }
+    if (conflicting_options(&b.o) ||
+        ((b.o.given & OPT_LEASE) && sc->run == sc_faults && !b.o.sentinel)) {
+        fprintf(stderr, "hilock-bench: --cluster, --wait-replicas and "
+                        "--sentinel start their own servers: one of them, "
+                        "without --port (--lease: faults only with "
+                        "--sentinel)\n");
         return usage(sc);
     }
     b.scenario = sc->name;

@@ -57,8 +57,13 @@ struct cproc {
     struct kv *kv;
     struct cwaiter *ws;
     int nws;
-    int active;   /* waiters not idle */
+    int active;   /* waiters not idle, and the probe while it runs */
     int stopping;
+    struct hilock_lock *probe; /* worker 0 with probe_ms, else NULL */
+    struct event *probe_tick;
+    int probe_busy;
+    int64_t probe_call_ns;     /* the probe's acquire was called */
+    int64_t probe_fail_since;  /* first failure of the current run */
     int closing;  /* tearing down: callbacks only return */
     struct crecord *recs;
     size_t nrecs, caprecs;
@@ -102,12 +107,13 @@ static void on_released(struct hilock_lock *lock, int status, int64_t value,
 {
     struct cwaiter *w = arg;
     (void)lock;
-    (void)value;
     w->p->st.rel_fired++;
     if (w->p->closing)
         return;
     if (status != 0)
         w->p->st.rel_errors++;
+    else if (value != 0) /* each waiter takes one hold at a time */
+        w->p->st.rel_left++;
     if (w->p->stopping)
         waiter_idle(w);
     else
@@ -202,6 +208,11 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
     if (p->closing)
         return;
     p->st.acq_by_code[-status < CONTEND_ERRS ? -status : CONTEND_ERRS - 1]++;
+    if (status == HILOCK_ENOREPLICA) {
+        p->st.norep_last_ns = now_ns();
+        if (!p->st.norep_first_ns)
+            p->st.norep_first_ns = p->st.norep_last_ns;
+    }
     if (status == 0) {
         w->acq_ns = now_ns();
         w->token = value;
@@ -241,6 +252,93 @@ static void on_lost(struct hilock_lock *lock, int status, int64_t value,
     w->p->st.lost++;
 }
 
+/* ---- the probe: try another lock once, now and then ------------------- */
+
+/* A probe finished (released, or not acquired). */
+static void probe_idle(struct cproc *p)
+{
+    p->probe_busy = 0;
+    if (--p->active == 0 && p->stopping) {
+        struct timeval tv = {0, SETTLE_MS * 1000};
+        event_base_loopexit(p->base, &tv);
+    }
+}
+
+static void on_probe_released(struct hilock_lock *lock, int status,
+                              int64_t value, void *arg)
+{
+    struct cproc *p = arg;
+    (void)lock;
+    (void)value;
+    p->st.rel_fired++;
+    if (p->closing)
+        return;
+    if (status != 0)
+        p->st.rel_errors++;
+    probe_idle(p);
+}
+
+/* A run of failed probes ended (or the run did): keep the longest. */
+static void probe_run_end(struct cproc *p, int64_t t)
+{
+    if (p->probe_fail_since && t - p->probe_fail_since > p->st.probe_fail_ns) {
+        p->st.probe_fail_ns = t - p->probe_fail_since;
+        p->st.probe_fail_at_ns = p->probe_fail_since;
+    }
+    p->probe_fail_since = 0;
+}
+
+static void on_probe_acquired(struct hilock_lock *lock, int status,
+                              int64_t value, void *arg)
+{
+    struct cproc *p = arg;
+    int64_t t = now_ns();
+    (void)value;
+    p->st.acq_fired++;
+    if (p->closing)
+        return;
+    if (t - p->probe_call_ns > p->st.probe_slow_ns) {
+        p->st.probe_slow_ns = t - p->probe_call_ns;
+        p->st.probe_slow_at_ns = p->probe_call_ns;
+    }
+    p->st.probe_by_code[-status < CONTEND_ERRS ? -status : CONTEND_ERRS - 1]++;
+    if (status == HILOCK_ENOREPLICA) {
+        p->st.norep_last_ns = t;
+        if (!p->st.norep_first_ns)
+            p->st.norep_first_ns = t;
+    }
+    if (status != 0) {
+        if (!p->probe_fail_since)
+            p->probe_fail_since = t;
+        probe_idle(p);
+        return;
+    }
+    probe_run_end(p, t);
+    if (hilock_lock_release(lock, on_probe_released, p) != 0) {
+        p->st.rel_errors++;
+        probe_idle(p);
+        return;
+    }
+    p->st.rel_issued++;
+}
+
+static void on_probe_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct cproc *p = arg;
+    (void)fd;
+    (void)what;
+    if (p->stopping || p->probe_busy)
+        return;
+    p->probe_call_ns = now_ns();
+    if (hilock_lock_acquire(p->probe, 0, 0, on_probe_acquired, p) != 0) {
+        p->st.probe_by_code[CONTEND_ERRS - 1]++;
+        return;
+    }
+    p->st.acq_issued++;
+    p->probe_busy = 1;
+    p->active++;
+}
+
 /* The drain time is over: whoever is not idle now is stuck. */
 static void on_drain_end(evutil_socket_t fd, short what, void *arg)
 {
@@ -259,6 +357,9 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     p->stopping = 1;
+    if (p->probe_tick)
+        event_del(p->probe_tick);
+    probe_run_end(p, now_ns());
     for (int i = 0; i < p->nws; i++)
         if (p->ws[i].state == W_WAITING)
             hilock_lock_cancel(p->ws[i].lock); /* on_acquired: idle */
@@ -296,6 +397,12 @@ static int proc_setup(struct cproc *p, const struct contend_cfg *cfg,
     ho.fencing = 1;
     ho.masters = cfg->masters;
     ho.nmasters = cfg->nmasters;
+    ho.sentinels = cfg->sentinels;
+    ho.nsentinels = cfg->nsentinels;
+    ho.master_name = cfg->master_name;
+    ho.wait_replicas = cfg->wait_replicas;
+    if (cfg->lease_ms)
+        ho.watchdog_lease_ms = cfg->lease_ms;
     if (hilock_client_new(p->base, &ho, &p->client) != 0 ||
         !(p->kv = kv_new(p->base, cfg->host, cfg->port)))
         return -1;
@@ -311,6 +418,12 @@ static int proc_setup(struct cproc *p, const struct contend_cfg *cfg,
             hilock_lock_on_lost(w->lock, on_lost, w) != 0)
             return -1;
     }
+    if (cfg->probe_ms > 0 && index == 0 &&
+        (hilock_lock_new(p->client, CONTEND_PROBE, sizeof(CONTEND_PROBE) - 1,
+                         1, &p->probe) != 0 ||
+         !(p->probe_tick = event_new(p->base, -1, EV_PERSIST, on_probe_tick,
+                                     p))))
+        return -1;
     return 0;
 }
 
@@ -347,6 +460,11 @@ static void proc_run(struct cproc *p)
     p->active = p->nws;
     for (int i = 0; i < p->nws; i++)
         waiter_acquire(&p->ws[i]);
+    if (p->probe_tick) {
+        struct timeval every = {cfg->probe_ms / 1000,
+                                (cfg->probe_ms % 1000) * 1000};
+        evtimer_add(p->probe_tick, &every);
+    }
     event_base_dispatch(p->base);
     for (int i = 0; i < 3; i++)
         event_free(ev[i]);
@@ -373,6 +491,8 @@ static int worker_main(int index, int fd, FILE *out, void *arg)
     p.st.records = p.nrecs;
     struct cstats st = p.st; /* counted before teardown fires ECANCELED */
     hilock_client_free(p.client);
+    if (p.probe_tick)
+        event_free(p.probe_tick);
     kv_free(p.kv);
     if (p.base)
         event_base_free(p.base);
@@ -395,11 +515,27 @@ static void cstats_add(struct cstats *d, const struct cstats *s)
     for (int c = 0; c < CONTEND_ERRS; c++)
         d->acq_by_code[c] += s->acq_by_code[c];
     d->rel_errors += s->rel_errors;
+    d->rel_left += s->rel_left;
     d->cs_errors += s->cs_errors;
     d->lost += s->lost;
     d->stuck += s->stuck;
     d->overrun += s->overrun;
     d->setup_failed += s->setup_failed;
+    if (s->norep_first_ns &&
+        (!d->norep_first_ns || s->norep_first_ns < d->norep_first_ns))
+        d->norep_first_ns = s->norep_first_ns;
+    if (s->norep_last_ns > d->norep_last_ns)
+        d->norep_last_ns = s->norep_last_ns;
+    for (int c = 0; c < CONTEND_ERRS; c++)
+        d->probe_by_code[c] += s->probe_by_code[c];
+    if (s->probe_fail_ns > d->probe_fail_ns) {
+        d->probe_fail_ns = s->probe_fail_ns;
+        d->probe_fail_at_ns = s->probe_fail_at_ns;
+    }
+    if (s->probe_slow_ns > d->probe_slow_ns) {
+        d->probe_slow_ns = s->probe_slow_ns;
+        d->probe_slow_at_ns = s->probe_slow_at_ns;
+    }
 }
 
 /* Add what a worker wrote to *res. 0 or -1. */
@@ -467,7 +603,8 @@ void contend_cfg_init(struct contend_cfg *cfg, const struct bench *b,
 {
     *cfg = (struct contend_cfg){b->o.procs ? b->o.procs : 4,
                                 b->o.waiters ? b->o.waiters : 100,
-                                seconds, drain_ms, b->host, b->port, NULL, 0};
+                                seconds, drain_ms, b->host, b->port, NULL, 0,
+                                NULL, 0, NULL, 0, 0, 0};
     if (cfg->waiters < cfg->procs)
         cfg->procs = cfg->waiters;
 }

@@ -249,6 +249,8 @@ int sc_faults(struct bench *b)
     struct cfigures f;
     struct fchecks c;
     struct plot_mark marks[NFAULTS];
+    if (b->o.sentinel)
+        return faults_sentinel(b);
     memset(&log, 0, sizeof log);
     memset(&c, 0, sizeof c);
     contend_cfg_init(&cfg, b, b->o.seconds > 0 ? b->o.seconds : 20,

@@ -701,6 +701,8 @@ int sc_uncontended(struct bench *b)
     int ks[4], nk = 0, rounds = b->o.rounds ? b->o.rounds : 3;
     double secs = b->o.seconds > 0 ? b->o.seconds : 1.0;
     uint32_t wait_ms = (b->o.given & OPT_WAIT) ? b->o.wait_ms : 5000;
+    if (b->o.cluster || b->o.wait_replicas)
+        return uncontended_topology(b);
     struct ucell (*cells)[2] = calloc(4, sizeof(*cells));
     if (b->o.inflight)
         ks[nk++] = b->o.inflight > U_KMAX ? U_KMAX : b->o.inflight;

@@ -58,4 +58,8 @@ double ucell_cpu_us(const struct ucell *c);
 /* The cell's figures as the JSON object key. Sorts the latencies. */
 void ucell_json(struct json *j, const char *key, struct ucell *c);
 
+/* "uncontended --cluster N" and "--wait-replicas N" (sc_topology.c): the
+ * hilock mode on two setups in one run. Returns the exit status. */
+int uncontended_topology(struct bench *b);
+
 #endif
