@@ -50,7 +50,8 @@ enum {
     OPT_CSECONDS = 1u << 15,
     OPT_CLUSTER = 1u << 16,       /* uncontended: also on a cluster */
     OPT_WAIT_REPLICAS = 1u << 17, /* uncontended: WAIT off vs on */
-    OPT_SENTINEL = 1u << 18       /* faults: failovers under Sentinel */
+    OPT_SENTINEL = 1u << 18,      /* faults: failovers under Sentinel */
+    OPT_FAIR = 1u << 19           /* contended: clients in fair mode */
 };
 
 /* Command-line options; 0 or NULL means "the scenario's default". */
@@ -78,6 +79,7 @@ struct bench_opts {
     int cluster;       /* uncontended: masters of the cluster, 0: none */
     int wait_replicas; /* uncontended: replicas to WAIT for, 0: no WAIT */
     int sentinel;      /* faults: the Sentinel runs instead */
+    int fair;          /* contended: hilock_options.fair = 1 */
     unsigned given; /* OPT_* bits of the options on the command line */
 };
 

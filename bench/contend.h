@@ -43,6 +43,7 @@ struct contend_cfg {
      * whose wait goes on through failures, does not: when a try fails and
      * why. Its callbacks count in acq_ and rel_issued/fired. */
     int probe_ms;
+    int fair; /* hilock_options.fair: waiters queue, releases hand over */
 };
 
 /* One acquisition. */

@@ -32,12 +32,14 @@ static const struct scenario scenarios[] = {
      "                 instead: hilock on a master with N replicas (1..4),\n"
      "                 WAIT off vs WAIT N, in one run\n"},
     {"contended", "P processes, W waiters, one lock, a GET/SET section",
-     OPT_SECONDS | OPT_PROCS | OPT_WAITERS | OPT_WORST | OPT_REMOTE,
+     OPT_SECONDS | OPT_PROCS | OPT_WAITERS | OPT_WORST | OPT_FAIR |
+         OPT_REMOTE,
      sc_contended,
      "  --procs P      processes, one loop and one client each (4)\n"
      "  --waiters W    waiters in all (100)\n"
      "  --seconds S    run time (10)\n"
-     "  --worst N      also list the N longest hand-offs (0)\n"},
+     "  --worst N      also list the N longest hand-offs (0)\n"
+     "  --fair         clients in fair mode (hilock_options.fair = 1)\n"},
     {"held", "N locks held under the watchdog: memory, CPU, renewals",
      OPT_SECONDS | OPT_LOCKS | OPT_LEASE | OPT_REMOTE, sc_held,
      "  --locks N      locks held (100000)\n"
@@ -128,6 +130,7 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     case 'q': o->no_progress = 1; return 0;
     case 'n': o->no_lock = 1; o->given |= OPT_NO_LOCK; return 0;
     case 'T': o->sentinel = 1; o->given |= OPT_SENTINEL; return 0;
+    case 'F': o->fair = 1; o->given |= OPT_FAIR; return 0;
     }
     double min = c == 's' || c == 'C' ? 0.1 : c == 'W' ? 0 : 1;
     if (parse_num(arg, min, c == 'L' ? 1e8 : 1e7, &v) != 0)
@@ -194,6 +197,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         {"cluster", required_argument, NULL, 'c'},
         {"wait-replicas", required_argument, NULL, 'R'},
         {"sentinel", no_argument, NULL, 'T'},
+        {"fair", no_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;

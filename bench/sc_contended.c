@@ -401,6 +401,7 @@ static int proc_setup(struct cproc *p, const struct contend_cfg *cfg,
     ho.nsentinels = cfg->nsentinels;
     ho.master_name = cfg->master_name;
     ho.wait_replicas = cfg->wait_replicas;
+    ho.fair = cfg->fair;
     if (cfg->lease_ms)
         ho.watchdog_lease_ms = cfg->lease_ms;
     if (hilock_client_new(p->base, &ho, &p->client) != 0 ||
@@ -604,7 +605,7 @@ void contend_cfg_init(struct contend_cfg *cfg, const struct bench *b,
     *cfg = (struct contend_cfg){b->o.procs ? b->o.procs : 4,
                                 b->o.waiters ? b->o.waiters : 100,
                                 seconds, drain_ms, b->host, b->port, NULL, 0,
-                                NULL, 0, NULL, 0, 0, 0};
+                                NULL, 0, NULL, 0, 0, 0, 0};
     if (cfg->waiters < cfg->procs)
         cfg->procs = cfg->waiters;
 }
@@ -934,22 +935,230 @@ out:
     free(idx);
 }
 
+/* ---- what a perfect lock would allow ---------------------------------- */
+
+#define SERIAL_KEY BENCH_PREFIX "contended:serial"
+#define SERIAL_S 2.0 /* length of the serial ceiling's loop */
+
+/* The serial ceiling: one blocking connection does the critical section
+ * (GET, SET of a key of its own) and one more round trip (PING), back to
+ * back, for secs. A perfect lock hands over in one round trip, so its
+ * sections/s cannot exceed this loop's. Every PING is timed. */
+struct serial {
+    uint64_t loops;
+    double secs;
+    double per_s;
+    struct samples ping;
+};
+
+/* Run the loop on host:port. 0, or -1 on a failed command. */
+static int serial_run(const char *host, int port, double secs,
+                      struct serial *s)
+{
+    redisContext *rc = bench_connect_at(host, port, 2000);
+    char num[24];
+    long long v = 0;
+    int ok = rc != NULL;
+    memset(s, 0, sizeof(*s));
+    int64_t t0 = now_ns(), until = t0 + (int64_t)(secs * 1e9);
+    while (ok && now_ns() < until) {
+        redisReply *r = bench_cmd(rc, "GET", SERIAL_KEY, NULL);
+        ok = r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL);
+        if (ok && r->type == REDIS_REPLY_STRING)
+            v = strtoll(r->str, NULL, 10);
+        if (r)
+            freeReplyObject(r);
+        snprintf(num, sizeof num, "%lld", v + 1);
+        r = ok ? bench_cmd(rc, "SET", SERIAL_KEY, num, NULL) : NULL;
+        ok = r && r->type == REDIS_REPLY_STATUS;
+        if (r)
+            freeReplyObject(r);
+        int64_t p0 = now_ns();
+        r = ok ? bench_cmd(rc, "PING", NULL) : NULL;
+        ok = r && r->type == REDIS_REPLY_STATUS;
+        if (ok)
+            samples_add(&s->ping, now_ns() - p0);
+        if (r)
+            freeReplyObject(r);
+        s->loops += ok;
+    }
+    s->secs = (double)(now_ns() - t0) / 1e9;
+    s->per_s = s->secs > 0 ? (double)s->loops / s->secs : 0;
+    if (ok)
+        bench_int(rc, "DEL", SERIAL_KEY, NULL);
+    if (rc)
+        redisFree(rc);
+    return ok ? 0 : -1;
+}
+
+/* Script calls (EVALSHA and EVAL) the server has served so far, or -1. */
+static long long script_calls(redisContext *rc)
+{
+    long long sha = 0, eval = 0;
+    if (!rc || bench_cmdstat(rc, "evalsha", &sha, NULL) != 0 ||
+        bench_cmdstat(rc, "eval", &eval, NULL) != 0)
+        return -1;
+    return sha + eval;
+}
+
+/* The measured window: script calls counted from t0 to t1 (taken by the
+ * parent while the workers run). */
+struct cwindow {
+    const struct contend_cfg *cfg;
+    int64_t t0, t1;
+    long long calls0, calls1;
+};
+
+static void contended_during(struct bench *b, int64_t t_go, int64_t t_end,
+                             void *arg)
+{
+    struct cwindow *w = arg;
+    redisContext *rc = bench_connect_at(w->cfg->host, w->cfg->port, 2000);
+    w->t0 = now_ns();
+    w->calls0 = script_calls(rc);
+    contend_progress(b, w->cfg, t_go, t_end);
+    w->t1 = now_ns();
+    w->calls1 = w->calls0 < 0 ? -1 : script_calls(rc);
+    if (rc)
+        redisFree(rc);
+}
+
+/* Acquisitions within [t0, t1]. */
+static size_t acquired_within(const struct cresults *res, int64_t t0,
+                              int64_t t1)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < res->n; i++)
+        n += res->recs[i].acq_ns >= t0 && res->recs[i].acq_ns <= t1;
+    return n;
+}
+
+/* Waiters with no acquisition. */
+static int waiters_unserved(const struct cresults *res, int waiters)
+{
+    char *seen = calloc((size_t)waiters, 1);
+    int none = 0;
+    if (!seen)
+        return -1;
+    for (size_t i = 0; i < res->n; i++)
+        if (res->recs[i].waiter >= 0 && res->recs[i].waiter < waiters)
+            seen[res->recs[i].waiter] = 1;
+    for (int i = 0; i < waiters; i++)
+        none += !seen[i];
+    free(seen);
+    return none;
+}
+
+/* The figures against a perfect lock and the issue's targets (set for
+ * 4 processes x 25 waiters in fair mode; printed for every run). Returns
+ * the targets missed. */
+static int ceiling_print(struct bench *b, struct cfigures *f,
+                         const struct cresults *res,
+                         const struct contend_cfg *cfg, struct serial *sr,
+                         const struct cwindow *w)
+{
+    struct table t;
+    char v[96], a[32], c[32];
+    int missed = 0, met;
+    int64_t ping = samples_pct(&sr->ping, 50);
+    int64_t hand = samples_pct(&f->other, 50);
+    int64_t wait99 = samples_pct(&f->wait, 99);
+    size_t cs = acquired_within(res, w->t0, w->t1);
+    long long calls = w->calls0 >= 0 && w->calls1 >= 0 ? w->calls1 - w->calls0
+                                                       : -1;
+    double cs_ratio = sr->per_s > 0 ? f->cs_per_s / sr->per_s : 0;
+    double hand_ratio = ping > 0 ? (double)hand / (double)ping : 0;
+    double per_cs = cs && calls >= 0 ? (double)calls / (double)cs : -1;
+    int none = waiters_unserved(res, cfg->waiters);
+    double spread = f->per_min > 0 && f->served
+                        ? (double)f->per_max / (double)f->per_min
+                        : -1;
+    printf("against a perfect lock (serial GET + SET + PING on one "
+           "connection, %.0f s before the workers)\n", SERIAL_S);
+    table_init(&t, "figure", "value", "target", "", NULL);
+    snprintf(v, sizeof v, "%s CS/s (%" PRIu64 " loops)",
+             fmt_count(sr->per_s, a, sizeof a), sr->loops);
+    figure_row(&t, "serial ceiling", v, NULL, 0);
+    snprintf(v, sizeof v, "%.3f (%s / %s)", cs_ratio,
+             fmt_count(f->cs_per_s, a, sizeof a),
+             fmt_count(sr->per_s, c, sizeof c));
+    met = cs_ratio >= 0.6;
+    figure_row(&t, "critical sections/s / ceiling", v, ">= 0.6", met);
+    missed += !met;
+    figure_row(&t, "PING p50", fmt_ns(ping, a, sizeof a), NULL, 0);
+    snprintf(v, sizeof v, "%.2f (%s / %s)", hand_ratio,
+             fmt_ns(hand, a, sizeof a), fmt_ns(ping, c, sizeof c));
+    met = ping > 0 && hand_ratio <= 1.5;
+    figure_row(&t, "hand-off to other waiter p50 / PING p50", v, "<= 1.5",
+               met);
+    missed += !met;
+    met = wait99 <= 50000000;
+    figure_row(&t, "wait p99", fmt_ns(wait99, a, sizeof a), "<= 50 ms", met);
+    missed += !met;
+    if (per_cs >= 0)
+        snprintf(v, sizeof v, "%.2f (%lld calls / %zu CS)", per_cs, calls,
+                 cs);
+    else
+        snprintf(v, sizeof v, "unknown (INFO commandstats failed)");
+    met = per_cs >= 0 && per_cs <= 2.0;
+    figure_row(&t, "lock script calls per CS", v, "<= 2", met);
+    missed += !met;
+    if (spread > 0)
+        snprintf(v, sizeof v, "%.2f (%zu..%zu per waiter)", spread,
+                 f->per_min, f->per_max);
+    else
+        snprintf(v, sizeof v, "inf (%zu..%zu per waiter, %d of %d got none)",
+                 f->served ? f->per_min : 0, f->per_max, none, cfg->waiters);
+    met = spread > 0 && spread <= 1.5;
+    figure_row(&t, "acquisitions per waiter max / min", v, "<= 1.5", met);
+    missed += !met;
+    table_print(&t, stdout);
+    json_obj(b->json, "perfect_lock");
+    json_num(b->json, "serial_seconds", sr->secs);
+    json_int(b->json, "serial_loops", (int64_t)sr->loops);
+    json_num(b->json, "serial_ceiling_per_s", sr->per_s);
+    json_num(b->json, "cs_per_s_over_ceiling", cs_ratio);
+    json_latency(b->json, "ping", &sr->ping);
+    json_num(b->json, "handoff_other_p50_over_ping_p50", hand_ratio);
+    json_int(b->json, "script_calls", calls);
+    json_int(b->json, "script_calls_window_cs", (int64_t)cs);
+    json_num(b->json, "script_calls_per_cs", per_cs);
+    json_int(b->json, "acquisitions_per_waiter_min", (int64_t)f->per_min);
+    json_int(b->json, "acquisitions_per_waiter_max", (int64_t)f->per_max);
+    json_int(b->json, "waiters_never_served", none);
+    json_int(b->json, "targets_missed", missed);
+    json_end(b->json);
+    return missed;
+}
+
 int sc_contended(struct bench *b)
 {
     struct contend_cfg cfg;
     struct cresults res;
     struct cfigures f;
+    struct serial sr;
+    struct cwindow win;
     contend_cfg_init(&cfg, b, b->o.seconds > 0 ? b->o.seconds : 10, 5000);
+    cfg.fair = b->o.fair;
     printf("contended: %d processes, %d waiters, %.0f s, lock \"%s\" on "
-           "%s:%d\n",
+           "%s:%d, %s mode\n",
            cfg.procs, cfg.waiters, cfg.seconds, CONTEND_LOCK, b->host,
-           b->port);
-    if (contend_run(b, &cfg, &res, NULL, NULL) != 0) {
+           b->port, cfg.fair ? "fair" : "default");
+    if (serial_run(cfg.host, cfg.port, SERIAL_S, &sr) != 0) {
+        fprintf(stderr, "contended: the serial ceiling loop failed\n");
+        samples_free(&sr.ping);
+        return 1;
+    }
+    win = (struct cwindow){&cfg, 0, 0, -1, -1};
+    if (contend_run(b, &cfg, &res, contended_during, &win) != 0) {
         fprintf(stderr, "contended: the workers could not be started\n");
+        samples_free(&sr.ping);
         return 1;
     }
     contend_figures(&res, cfg.waiters, &f);
     int missed = contend_print(&f, &res, &cfg);
+    missed += ceiling_print(b, &f, &res, &cfg, &sr, &win);
+    samples_free(&sr.ping);
     uint64_t errors = contend_errors(&res.sum);
     if (b->o.worst > 0)
         print_worst(&res, b->o.worst);
@@ -959,6 +1168,7 @@ int sc_contended(struct bench *b)
     json_int(b->json, "procs", cfg.procs);
     json_int(b->json, "waiters", cfg.waiters);
     json_num(b->json, "seconds", cfg.seconds);
+    json_bool(b->json, "fair", cfg.fair);
     contend_json(b, &f, &res);
     contend_plots(b, &f, &res, NULL, 0);
     int fail = bad || errors || res.failed || res.n == 0;

@@ -17,13 +17,20 @@
 #define U_KMAX 1024
 #define U_ROUNDS_MAX 64
 
-enum umode { U_HILOCK = 0, U_CEIL = 1 };
+/* U_SETNX: the textbook lock, SET key token NX PX lease, then a
+ * compare-and-delete script (GET == token ? DEL) by EVALSHA: what a lock
+ * without holds, watchdog or waiting costs the server. */
+enum umode { U_HILOCK = 0, U_CEIL = 1, U_SETNX = 2 };
+#define U_MODES 3
 
 /* Figures of one cell (a mode or a topology at one K) over its phases. */
 struct ucell {
     uint64_t pairs, errors;
     double secs;
     int64_t cpu_ns; /* this process's CPU time over the phases */
+    /* Server time (INFO commandstats usec) of the phases: EVALSHA, and for
+     * U_SETNX the SETs too; -1 when it could not be read. */
+    int64_t redis_usec;
     double round_rate[U_ROUNDS_MAX];
     int rounds;
     struct samples lat; /* acquire call -> callback */
@@ -36,8 +43,10 @@ struct urun;
 /* A run: a loop, a hilock client made from *ho (copied by the client),
  * U_KMAX handles on the keys BENCH_PREFIX "u:<tag>:<slot>". With ceiling,
  * also the ceiling mode on the nodes of *ho (its masters, or its endpoint):
- * the bench's keys are reset there, hilock's scripts loaded and a raw
- * connection opened to each. Both modes are warmed up (connections up,
+ * the bench's keys are reset there, hilock's scripts and the
+ * compare-and-delete script loaded, a raw connection and a blocking one
+ * (for INFO commandstats around each phase) opened to each, and the
+ * U_SETNX mode is possible too. Every mode is warmed up (connections up,
  * scripts cached). NULL on failure, with a message. */
 struct urun *urun_new(struct bench *b, const struct hilock_options *ho,
                       const char *tag, int ceiling, uint32_t wait_ms);
@@ -55,6 +64,8 @@ void ucell_free(struct ucell *c);
 /* Pairs/s over all its phases; client CPU per pair in us. */
 double ucell_rate(const struct ucell *c);
 double ucell_cpu_us(const struct ucell *c);
+/* Server time per pair in us, or -1 when unknown. */
+double ucell_redis_us(const struct ucell *c);
 /* The cell's figures as the JSON object key. Sorts the latencies. */
 void ucell_json(struct json *j, const char *key, struct ucell *c);
 

@@ -20,7 +20,8 @@ import re
 import socket
 import sys
 
-LIBRARIES = ["hilock", "redlock", "redis-semaphore", "redis-py"]
+LIBRARIES = ["hilock", "hilock-fair", "redlock", "redis-semaphore",
+             "redis-py"]
 
 
 # ---- reading figures ------------------------------------------------------
@@ -122,10 +123,12 @@ def figures(obj, cell):
     run = pick_run(obj, k)
     if run is None:
         return {}
-    # hilock-bench puts a reference measurement (raw EVALSHA, "ceiling")
-    # beside hilock's own figures: keep only the library's.
+    # hilock-bench puts reference measurements (raw EVALSHA, "ceiling";
+    # SET NX PX; the serial loop of "perfect_lock") beside hilock's own
+    # figures: keep only the library's.
     flat = {key: v for key, v in flatten(run).items()
-            if not key.startswith(("ceiling_", "raw_", "baseline_"))}
+            if not key.startswith(("ceiling_", "raw_", "baseline_",
+                                   "set_nx_px_", "perfect_lock_"))}
     if k is not None:
         f = {"rate": rate(flat, ["pairs_per_s", "pairs_per_sec",
                                  "pairs_per_second", "pairs_s", "ops_per_s",
