@@ -37,8 +37,10 @@ static void handle_destroy(struct hilock_lock *lock)
 {
     handle_hold_end(lock);
     LIST_REMOVE(lock, link);
-    if (lock->wait_timer)
-        event_free(lock->wait_timer);
+    if (lock->waiting) {
+        event_del(&lock->waiting->timer);
+        free(lock->waiting);
+    }
     free(lock);
 }
 

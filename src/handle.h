@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include <event2/event_struct.h>
+
 #include "engine.h"
 #include "heap.h"
 #include "op.h"
@@ -16,6 +18,17 @@
 enum lock_op { OP_NONE = 0, OP_ACQUIRE, OP_RELEASE };
 
 struct wait_queue;
+struct hilock_lock;
+
+/* What a handle needs only while it waits (wait.c), kept apart so that a
+ * held lock does not carry it: its deadline timer and its place in the
+ * name's queue. Freed with the handle. */
+struct waiting {
+    struct event timer;              /* the wait's deadline */
+    struct hilock_lock *lock;
+    struct wait_queue *queue;        /* NULL: not parked */
+    TAILQ_ENTRY(waiting) link;       /* in queue->waiters */
+};
 
 struct hilock_lock {
     struct engine *eng;
@@ -51,11 +64,8 @@ struct hilock_lock {
     void *op_arg;
     struct op *op_pending;           /* attempt or release in flight */
     uint64_t wait_deadline;          /* ms; 0: try once */
-    /* Waiting: place in the name's queue. */
-    struct wait_queue *queue;
     struct hilock_multi *multi;      /* the MultiLock it is a member of */
-    TAILQ_ENTRY(hilock_lock) wlink;
-    struct event *wait_timer;        /* deadline, allocated on first wait */
+    struct waiting *waiting;         /* allocated on its first wait */
     uint32_t name_hash;              /* table_hash of the name, once */
     uint16_t name_len;               /* at most HILOCK_NAME_MAX */
     uint16_t slot;                   /* of its keys, in a cluster */

@@ -47,7 +47,7 @@
 #define WAIT_LOCAL_STREAK_MAX 4
 #endif
 
-TAILQ_HEAD(waiter_list, hilock_lock);
+TAILQ_HEAD(waiter_list, waiting);
 
 /* The local waiters of one lock name; lives while it has waiters. */
 struct wait_queue {
@@ -176,10 +176,11 @@ int wait_has_waiters(const struct hilock_lock *lock)
 static void queue_wake(struct wait_queue *q)
 {
     uint64_t now = clock_now_ms();
-    struct hilock_lock *head = TAILQ_FIRST(&q->waiters);
+    struct waiting *first = TAILQ_FIRST(&q->waiters);
     event_del(&q->timer);
-    if (!head)
+    if (!first)
         return;
+    struct hilock_lock *head = first->lock;
     if (now < q->yield_until) {
         struct timeval tv = clock_tv(q->yield_until - now);
         evtimer_add(&q->timer, &tv);
@@ -211,14 +212,15 @@ void wait_handed(struct engine *eng, const char *name, size_t len,
                  const struct reply_handoff *h)
 {
     struct wait_queue *q = queue_find(eng, name, len, table_hash(name, len, 0));
-    struct hilock_lock *lock;
+    struct waiting *w;
     if (!q)
         return;
-    TAILQ_FOREACH(lock, &q->waiters, wlink)
-        if (lock->owner_tag == h->owner_tag && lock->wait_id == h->wait_id)
+    TAILQ_FOREACH(w, &q->waiters, link)
+        if (w->lock->owner_tag == h->owner_tag &&
+            w->lock->wait_id == h->wait_id)
             break;
-    if (lock)
-        eng->hooks.handed(lock, h->token);
+    if (w)
+        eng->hooks.handed(w->lock, h->token);
 }
 
 void wait_on_handoff(struct engine *eng, const char *name, size_t len,
@@ -241,16 +243,26 @@ static void on_wait_deadline(evutil_socket_t fd, short what, void *arg)
     reentry_leave(guard);
 }
 
+/* The handle's waiting state, made on its first wait; NULL without
+ * memory. */
+static struct waiting *waiting_of(struct hilock_lock *lock)
+{
+    struct waiting *w = lock->waiting;
+    if (!w && (w = calloc(1, sizeof(*w)))) {
+        evtimer_assign(&w->timer, lock->eng->base, on_wait_deadline, lock);
+        w->lock = lock;
+        lock->waiting = w;
+    }
+    return w;
+}
+
 int wait_begin(struct hilock_lock *lock, uint64_t wait_ms)
 {
-    if (!lock->wait_timer) {
-        lock->wait_timer = evtimer_new(lock->eng->base, on_wait_deadline,
-                                       lock);
-        if (!lock->wait_timer)
-            return HILOCK_ENOMEM;
-    }
+    struct waiting *w = waiting_of(lock);
+    if (!w)
+        return HILOCK_ENOMEM;
     struct timeval tv = clock_tv(wait_ms);
-    evtimer_add(lock->wait_timer, &tv);
+    evtimer_add(&w->timer, &tv);
     return 0;
 }
 
@@ -259,7 +271,7 @@ int wait_begin(struct hilock_lock *lock, uint64_t wait_ms)
 static void arm_fallback(struct wait_queue *q, int64_t ttl_ms)
 {
     uint64_t now = clock_now_ms();
-    uint64_t deadline = TAILQ_FIRST(&q->waiters)->wait_deadline;
+    uint64_t deadline = TAILQ_FIRST(&q->waiters)->lock->wait_deadline;
     uint64_t ms = ttl_ms < 0 ? WAIT_NO_TTL_RETRY_MS
                              : ttl_ms == 0 ? 1 : (uint64_t)ttl_ms;
     if (listening(q) == 0) {
@@ -281,16 +293,19 @@ static void arm_fallback(struct wait_queue *q, int64_t ttl_ms)
 
 int wait_park(struct hilock_lock *lock, int64_t ttl_ms)
 {
-    struct wait_queue *q = lock->queue;
+    struct waiting *w = waiting_of(lock);
+    if (!w)
+        return HILOCK_ENOMEM;
+    struct wait_queue *q = w->queue;
     if (!q) {
         q = queue_find(lock->eng, lock->name, lock->name_len,
                        lock->name_hash);
         if (!q && !(q = queue_new(lock)))
             return HILOCK_ENOMEM;
-        lock->queue = q;
-        TAILQ_INSERT_TAIL(&q->waiters, lock, wlink);
+        w->queue = q;
+        TAILQ_INSERT_TAIL(&q->waiters, w, link);
     }
-    if (TAILQ_FIRST(&q->waiters) != lock)
+    if (TAILQ_FIRST(&q->waiters) != w)
         return 0;
     if (q->wake_pending) {
         q->wake_pending = 0;
@@ -303,14 +318,15 @@ int wait_park(struct hilock_lock *lock, int64_t ttl_ms)
 
 void wait_end(struct hilock_lock *lock)
 {
-    struct wait_queue *q = lock->queue;
-    if (lock->wait_timer)
-        evtimer_del(lock->wait_timer);
+    struct waiting *w = lock->waiting;
+    struct wait_queue *q = w ? w->queue : NULL;
+    if (w)
+        evtimer_del(&w->timer);
     if (!q)
         return;
-    int was_head = TAILQ_FIRST(&q->waiters) == lock;
-    TAILQ_REMOVE(&q->waiters, lock, wlink);
-    lock->queue = NULL;
+    int was_head = TAILQ_FIRST(&q->waiters) == w;
+    TAILQ_REMOVE(&q->waiters, w, link);
+    w->queue = NULL;
     if (TAILQ_EMPTY(&q->waiters)) {
         queue_drop(q);
     } else if (was_head && lock->holds > 0) {
@@ -327,7 +343,7 @@ void wait_end(struct hilock_lock *lock)
 
 void wait_hold_off(struct hilock_lock *lock, uint64_t ms)
 {
-    struct wait_queue *q = lock->queue;
+    struct wait_queue *q = lock->waiting ? lock->waiting->queue : NULL;
     uint64_t until = clock_now_ms() + ms;
     if (q && q->yield_until < until)
         q->yield_until = until;
