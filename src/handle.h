@@ -25,6 +25,7 @@ struct hilock_lock;
  * name's queue. Freed with the handle. */
 struct waiting {
     struct event timer;              /* the wait's deadline */
+    uint64_t deadline;               /* ms; 0: the acquire tries once */
     struct hilock_lock *lock;
     struct wait_queue *queue;        /* NULL: not parked */
     TAILQ_ENTRY(waiting) link;       /* in queue->waiters */
@@ -63,7 +64,6 @@ struct hilock_lock {
     hilock_lock_cb *op_cb;
     void *op_arg;
     struct op *op_pending;           /* attempt or release in flight */
-    uint64_t wait_deadline;          /* ms; 0: try once */
     struct hilock_multi *multi;      /* the MultiLock it is a member of */
     struct waiting *waiting;         /* allocated on its first wait */
     uint32_t name_hash;              /* table_hash of the name, once */
@@ -71,6 +71,12 @@ struct hilock_lock {
     uint16_t slot;                   /* of its keys, in a cluster */
     char name[];
 };
+
+/* The deadline of the pending acquire's wait (ms), 0 when it tries once. */
+static inline uint64_t handle_wait_deadline(const struct hilock_lock *lock)
+{
+    return lock->waiting ? lock->waiting->deadline : 0;
+}
 
 /* A new handle on eng, not yet referenced by anything but its owner, or
  * NULL without memory. */

@@ -47,7 +47,8 @@ static int fair(const struct hilock_lock *lock)
 static struct wire_fair fair_args(const struct hilock_lock *lock)
 {
     uint64_t now = clock_now_ms();
-    uint64_t left = lock->wait_deadline > now ? lock->wait_deadline - now : 1;
+    uint64_t deadline = handle_wait_deadline(lock);
+    uint64_t left = deadline > now ? deadline - now : 1;
     struct wire_fair f = {lock->eng->listener,
                           (uint32_t)(left < FAIR_ENTRY_MAX_MS
                                          ? left
@@ -196,7 +197,7 @@ static int send_attempt(struct hilock_lock *lock)
     if (fair(lock)) {
         struct wire_fair f = fair_args(lock);
         enum wire_fair_mode m =
-            lock->wait_deadline ? WIRE_FAIR_WAIT : WIRE_FAIR_TRY;
+            handle_wait_deadline(lock) ? WIRE_FAIR_WAIT : WIRE_FAIR_TRY;
         op_eval(op, SCRIPT_FAIR_ACQUIRE);
         wire_fair_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_ACQUIRE],
                           &w, acquire_lease(lock), eng->opts->fencing, m, &f,
@@ -413,14 +414,14 @@ static int granted_somewhere(const struct op *op)
  * without a majority ever reachable reports HILOCK_ENOQUORUM. */
 static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
 {
-    if (lock->wait_deadline == 0 ||
+    if (handle_wait_deadline(lock) == 0 ||
         (status != HILOCK_EBUSY && !engine_transient(status))) {
         finish_op(lock, status, status == HILOCK_EBUSY ? ttl : 0);
         return;
     }
     if (status == HILOCK_EBUSY || status == HILOCK_ENOQUORUM)
         lock->wait_err = (int8_t)status;
-    if (clock_now_ms() >= lock->wait_deadline) {
+    if (clock_now_ms() >= handle_wait_deadline(lock)) {
         finish_op(lock,
                   lock->wait_err == HILOCK_ENOQUORUM ? HILOCK_ENOQUORUM
                                                      : HILOCK_ETIMEDOUT,
@@ -559,7 +560,8 @@ int hilock_lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
     lock->op_cb = cb;
     lock->op_arg = arg;
     lock->op_lease_ms = (uint32_t)lease_ms;
-    lock->wait_deadline = wait_ms ? clock_now_ms() + wait_ms : 0;
+    if (!wait_ms && lock->waiting)
+        lock->waiting->deadline = 0; /* wait_begin set it otherwise */
     lock->wait_err = 0;
     lock->wait_id = (uint32_t)++lock->eng->seq;
     /* In fair mode the queue in Redis keeps the order: every waiter

@@ -195,7 +195,10 @@ static void park(struct hilock_multi *m, size_t b, int64_t ttl)
             wait_end(m->parked);
         }
         m->parked = member;
-        member->wait_deadline = m->deadline;
+        if (wait_set_deadline(member, m->deadline)) {
+            finish(m, HILOCK_ENOMEM);
+            return;
+        }
     }
     member->op_pending = NULL;
     if (wait_park(member, ttl))

@@ -238,7 +238,7 @@ static void on_wait_deadline(evutil_socket_t fd, short what, void *arg)
     struct hilock_lock *lock = arg;
     struct reentry *guard = lock->eng->guard;
     reentry_enter(guard);
-    lock->wait_deadline = 1; /* passed, whatever the clock's rounding */
+    lock->waiting->deadline = 1; /* passed, whatever the clock's rounding */
     lock->eng->hooks.wait_expired(lock);
     reentry_leave(guard);
 }
@@ -256,13 +256,22 @@ static struct waiting *waiting_of(struct hilock_lock *lock)
     return w;
 }
 
-int wait_begin(struct hilock_lock *lock, uint64_t wait_ms)
+int wait_set_deadline(struct hilock_lock *lock, uint64_t deadline)
 {
     struct waiting *w = waiting_of(lock);
     if (!w)
         return HILOCK_ENOMEM;
+    w->deadline = deadline;
+    return 0;
+}
+
+int wait_begin(struct hilock_lock *lock, uint64_t wait_ms)
+{
+    int rc = wait_set_deadline(lock, clock_now_ms() + wait_ms);
+    if (rc)
+        return rc;
     struct timeval tv = clock_tv(wait_ms);
-    evtimer_add(&w->timer, &tv);
+    evtimer_add(&lock->waiting->timer, &tv);
     return 0;
 }
 
@@ -271,7 +280,7 @@ int wait_begin(struct hilock_lock *lock, uint64_t wait_ms)
 static void arm_fallback(struct wait_queue *q, int64_t ttl_ms)
 {
     uint64_t now = clock_now_ms();
-    uint64_t deadline = TAILQ_FIRST(&q->waiters)->lock->wait_deadline;
+    uint64_t deadline = TAILQ_FIRST(&q->waiters)->deadline;
     uint64_t ms = ttl_ms < 0 ? WAIT_NO_TTL_RETRY_MS
                              : ttl_ms == 0 ? 1 : (uint64_t)ttl_ms;
     if (listening(q) == 0) {

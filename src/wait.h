@@ -15,9 +15,12 @@ void waits_init(struct engine *eng);
 void waits_free(struct engine *eng);
 /* Nonzero when this client has waiters parked on lock's name. */
 int wait_has_waiters(const struct hilock_lock *lock);
-/* Arm the wait deadline of a waiting acquire (eng->hooks.wait_expired
- * fires then). Returns 0 or HILOCK_ENOMEM. */
+/* Set the deadline of lock's wait to wait_ms from now and arm its timer
+ * (eng->hooks.wait_expired fires then). Returns 0 or HILOCK_ENOMEM. */
 int wait_begin(struct hilock_lock *lock, uint64_t wait_ms);
+/* Set the deadline (ms) of a wait whose timer is someone else's (a
+ * MultiLock member). Returns 0 or HILOCK_ENOMEM. */
+int wait_set_deadline(struct hilock_lock *lock, uint64_t deadline);
 /* The acquire finished: leave the queue, disarm the deadline. */
 void wait_end(struct hilock_lock *lock);
 /* Park lock (busy with holder ttl_ms; -1 unknown) in its name's queue: at
