@@ -37,6 +37,7 @@ HILOCK_DEB_PACKAGES=(
 	libevent-dev
 	check
 	redis-server
+	redis-tools    # redis-cli: creates the test and demo clusters
 )
 
 # pkg-config modules looked for on machines without dpkg; meson falls back to

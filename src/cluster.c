@@ -120,10 +120,7 @@ static void cn_message(void *arg, const char *name, size_t len,
                        const char *msg, size_t mlen)
 {
     struct cnode *c = arg;
-    if (msg)
-        c->cl->ev->on_handoff(c->cl->ev->arg, name, len, msg, mlen);
-    else
-        c->cl->ev->on_release(c->cl->ev->arg, name, len);
+    topo_message(c->cl->ev, name, len, msg, mlen);
 }
 
 static void cn_pubsub(void *arg, int up, int err)

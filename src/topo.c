@@ -40,10 +40,7 @@ static void link_message(void *arg, const char *name, size_t len,
                          const char *msg, size_t mlen)
 {
     struct topo_link *l = arg;
-    if (msg)
-        l->topo->ev->on_handoff(l->topo->ev->arg, name, len, msg, mlen);
-    else
-        l->topo->ev->on_release(l->topo->ev->arg, name, len);
+    topo_message(l->topo->ev, name, len, msg, mlen);
 }
 
 /* The sentinels name the master at host:port: when that is a move, point

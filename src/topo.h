@@ -45,6 +45,18 @@ struct topo_events {
     void (*on_rewant)(void *arg);
 };
 
+/* Pass a message on name's channel up: a fair hand-off (msg), or a
+ * release or confirmed subscription (msg NULL). For the nodes' events. */
+static inline void topo_message(const struct topo_events *ev,
+                                const char *name, size_t len,
+                                const char *msg, size_t mlen)
+{
+    if (msg)
+        ev->on_handoff(ev->arg, name, len, msg, mlen);
+    else
+        ev->on_release(ev->arg, name, len);
+}
+
 /* One fixed node and its events. */
 struct topo_link {
     struct topo *topo;

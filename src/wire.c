@@ -40,19 +40,28 @@ void wire_rid(struct resp_buf *b, uint64_t rid)
     resp_u64_fixed(rid, b->data + b->len - RESP_U64_WIDTH - 2);
 }
 
+/* The arguments both release scripts start with: the lock, the message,
+ * lease_ms, the owner field, drop, the publish command and the channel. */
+static void release_head(struct resp_buf *b, const struct key_src *k,
+                         const struct wire_lock *l, uint32_t lease_ms,
+                         uint32_t drop, const char *publish)
+{
+    keys_lock(b, k);
+    resp_arg(b, "0", 1);
+    resp_arg_u64(b, lease_ms);
+    keys_field(b, l->client_id, l->owner_tag);
+    resp_arg_u64(b, drop);
+    resp_arg(b, publish, strlen(publish));
+    keys_channel(b, k);
+}
+
 void wire_release(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint64_t rid, uint32_t lease_ms,
                   uint32_t drop, const char *publish)
 {
     struct key_src k = key_of(l);
     evalsha(b, sha, 11, 1);
-    keys_lock(b, &k);
-    resp_arg(b, "0", 1);
-    resp_arg_u64(b, lease_ms);
-    keys_field(b, l->client_id, l->owner_tag);
-    resp_arg_u64(b, drop);
-    resp_arg(b, publish, strlen(publish));
-    keys_channel(b, &k);
+    release_head(b, &k, l, lease_ms, drop, publish);
     resp_arg_u64_fixed(b, rid);
 }
 
@@ -144,13 +153,7 @@ void wire_fair_release(struct resp_buf *b, const char *sha,
 {
     struct key_src k = key_of(l);
     evalsha(b, sha, 15, 1);
-    keys_lock(b, &k);
-    resp_arg(b, "0", 1);
-    resp_arg_u64(b, lease_ms);
-    keys_field(b, l->client_id, l->owner_tag);
-    resp_arg_u64(b, drop);
-    resp_arg(b, f->publish, strlen(f->publish));
-    keys_channel(b, &k);
+    release_head(b, &k, l, lease_ms, drop, f->publish);
     keys_queue(b, &k);
     resp_arg(b, fencing ? "1" : "0", 1);
     keys_fence(b, &k);
