@@ -72,7 +72,9 @@ extern "C" {
     X(EREADONLY, -16, "Redis is a read-only replica")                          \
     X(EOOM, -17, "Redis is out of memory")                                     \
     X(EWRONGTYPE, -18, "the lock key holds a value of another type")          \
-    X(ENOREPLICA, -19, "the write did not reach enough replicas in time")
+    X(ENOREPLICA, -19, "the write did not reach enough replicas in time")    \
+    X(EDEADLK, -20, "the owner holds the read lock: taking the write lock " \
+                    "would deadlock")
 
 enum hilock_errno {
 #define HILOCK_ERRNO_ENUM_(name, value, msg) HILOCK_##name = (value),
@@ -412,6 +414,106 @@ HILOCK_EXPORT int hilock_multi_on_lost(struct hilock_multi *multi,
                                        hilock_multi_cb *cb, void *arg);
 /* Local state: 1 while held, else 0. */
 HILOCK_EXPORT int hilock_multi_held(const struct hilock_multi *multi);
+
+/* ---- Read-write locks ----------------------------------------------------
+ *
+ * Many readers or one writer, in Redisson's RReadWriteLock layout (see the
+ * README), so that a Redisson service and a hilock server can share one
+ * read-write lock. Each side is a lock handle: hilock_lock_acquire,
+ * _release, _cancel, _renew, _on_lost, _free, the queries and the local
+ * state calls work on it as on a mutex, with the watchdog renewing holds
+ * taken with lease 0. Differences:
+ *  - the same owner re-enters either side; while it holds the write lock
+ *    it may take the read lock too (downgrade: release the write hold
+ *    afterwards and keep reading); taking the write lock while it holds
+ *    the read lock fails with HILOCK_EDEADLK (two readers upgrading would
+ *    wait for each other forever);
+ *  - a writer that waits stops new readers (other than owners already
+ *    reading, whose re-entries never wait) from starting: once the readers
+ *    that hold leave, the writer gets it. Redisson readers on the same
+ *    lock do not honour that;
+ *  - each read hold has a lease of its own: a reader that dies frees its
+ *    share when its lease runs out, whatever the other readers do;
+ *  - hilock_lock_query_ttl reports the lock key's lease (the longest hold);
+ *    fencing tokens are not drawn (value 0). Not on a Redlock client
+ *    (masters) and never fair. */
+enum hilock_rw_side { HILOCK_READ = 1, HILOCK_WRITE = 2 };
+
+/* A handle for side (HILOCK_READ or HILOCK_WRITE) of read-write lock name,
+ * owned by this client and owner_tag, as hilock_lock_new. The read and the
+ * write side of one owner are separate handles (and separate holds).
+ * Errors: HILOCK_EINVAL (also on a Redlock client), HILOCK_ENOMEM. */
+HILOCK_EXPORT int hilock_rwlock_new(struct hilock_client *client,
+                                    const char *name, size_t name_len,
+                                    uint64_t owner_tag, int side,
+                                    struct hilock_lock **out);
+
+/* ---- Semaphores ----------------------------------------------------------
+ *
+ * Redisson's layouts: the key <name> is a string holding the number of
+ * permits available, and releases are published on
+ * "redisson_sc:{<name>}" (the number available after them). A semaphore
+ * has no permits until someone sets them (hilock_semaphore_init). Handles
+ * of both kinds below are lock handles: hilock_lock_cancel, _free,
+ * hilock_lock_hold_count and hilock_lock_name work on them, and waiting
+ * works as for a lock (woken by releases, a fallback poll, the deadline).
+ * Not on a Redlock client (masters), and never fair. */
+
+/* A counting semaphore handle (Redisson's RSemaphore): permits are not
+ * owned and never expire; a process that dies holding some loses them
+ * for everyone. hilock_lock_hold_count says how many this handle took and
+ * has not released. Errors: HILOCK_EINVAL, HILOCK_ENOMEM. */
+HILOCK_EXPORT int hilock_semaphore_new(struct hilock_client *client,
+                                       const char *name, size_t name_len,
+                                       struct hilock_lock **out);
+/* Take permits (1..HILOCK_PERMITS_MAX) at once, waiting up to wait_ms as
+ * hilock_lock_acquire does. cb: 0 with value = permits taken,
+ * HILOCK_EBUSY (wait_ms 0: too few available; value -1), HILOCK_ETIMEDOUT,
+ * HILOCK_ECANCELED, or an error. A request resent after a lost reply is
+ * applied once. Returns as hilock_lock_acquire. */
+#define HILOCK_PERMITS_MAX 1000000
+HILOCK_EXPORT int hilock_semaphore_acquire(struct hilock_lock *sem,
+                                           uint32_t permits,
+                                           uint64_t wait_ms,
+                                           hilock_lock_cb *cb, void *arg);
+/* Give permits (1..HILOCK_PERMITS_MAX) back, whether or not this handle
+ * took them (Redisson's semantics); waiters are told. cb: 0 with value =
+ * the permits available after it. Returns as hilock_lock_release. */
+HILOCK_EXPORT int hilock_semaphore_release(struct hilock_lock *sem,
+                                           uint32_t permits,
+                                           hilock_lock_cb *cb, void *arg);
+
+/* A handle for one expiring permit of semaphore name (Redisson's
+ * RPermitExpirableSemaphore: the permits taken are kept, each under an id,
+ * in the sorted set "{<name>}:timeout" scored by the unix time in ms at
+ * which it expires). hilock_lock_acquire takes one permit with a new id
+ * (value 0 on success; HILOCK_EBUSY's value: ms until the first permit
+ * taken expires, -1 when none will); lease 0 puts it under the watchdog,
+ * and a permit that expires comes back to the semaphore, so a holder that
+ * dies gives its permit back after its lease. hilock_lock_release gives
+ * it back (HILOCK_ENOTOWNER when it had expired), hilock_lock_renew and
+ * hilock_lock_on_lost work as for a lock. A handle holds one permit at a
+ * time: acquiring it while it holds one returns HILOCK_EINVAL.
+ * Errors: HILOCK_EINVAL, HILOCK_ENOMEM. */
+HILOCK_EXPORT int hilock_permit_new(struct hilock_client *client,
+                                    const char *name, size_t name_len,
+                                    struct hilock_lock **out);
+/* The id of the permit a permit handle holds, as 32 hex digits plus NUL
+ * into buf (>= 33 bytes): the sorted set member, hex-encoded as Redisson
+ * prints it. Errors: HILOCK_EINVAL (not a permit handle, or not held). */
+HILOCK_EXPORT int hilock_permit_id(const struct hilock_lock *permit,
+                                   char *buf, size_t len);
+
+/* Set the semaphore's permits to permits (0..HILOCK_PERMITS_MAX) if it has
+ * none set yet (Redisson's trySetPermits), through either kind of handle.
+ * cb: 0 with value 1 when set, 0 when it was set already (unchanged). */
+HILOCK_EXPORT int hilock_semaphore_init(struct hilock_lock *sem,
+                                        uint32_t permits,
+                                        hilock_lock_cb *cb, void *arg);
+/* The permits available now (expired permits given back first), through
+ * either kind of handle. cb: 0 with value = that number. */
+HILOCK_EXPORT int hilock_semaphore_available(struct hilock_lock *sem,
+                                             hilock_lock_cb *cb, void *arg);
 
 #ifdef __cplusplus
 }
