@@ -484,7 +484,11 @@ static int slots_init(struct urun *u, const char *tag)
         s->sklen = (size_t)snprintf(s->skey, sizeof s->skey,
                                     BENCH_PREFIX "u:s:%d", i);
         int n = snprintf(s->key, sizeof s->key, BENCH_PREFIX "u:c:%d", i);
-        struct wire_lock w = {"", 0, s->key, (size_t)n, u->uuid, s->tag};
+        struct wire_lock w = {.prefix = "",
+                              .name = s->key,
+                              .name_len = (size_t)n,
+                              .client_id = u->uuid,
+                              .owner_tag = s->tag};
         s->wire = w;
     }
     return 0;

@@ -226,6 +226,7 @@ static int client_id_init(struct hilock_client *c)
     c->rng |= 1;
     for (size_t i = 0; i < 8; i++)
         snprintf(c->listener + 2 * i, 3, "%02x", b[24 + i]);
+    memcpy(c->tag, b + 24, sizeof(c->tag));
     return 0;
 }
 
@@ -282,10 +283,11 @@ static void on_pubsub_state(void *arg, int up, int err)
 
 /* A release message, or a confirmed subscription (a release may have come
  * before it): the name's head waiter retries. */
-static void on_release_news(void *arg, const char *name, size_t len)
+static void on_release_news(void *arg, enum sub_kind kind, const char *name,
+                            size_t len)
 {
     struct hilock_client *c = arg;
-    wait_on_message(&c->eng, name, len);
+    wait_on_message(&c->eng, kind, name, len);
 }
 
 /* Fair mode: a hand-off message for one of this client's waiters. */
@@ -335,6 +337,7 @@ static int client_assemble(struct hilock_client *c, struct event_base *base)
     c->eng.prefix_len = c->prefix_len;
     c->eng.id = c->id;
     c->eng.listener = c->cfg.listener;
+    c->eng.permit_prefix = c->tag;
     c->eng.rng = &c->rng;
     lock_engine_init(&c->eng);
     return multi_init(&c->eng);
@@ -384,7 +387,35 @@ int hilock_lock_new(struct hilock_client *client, const char *name,
 {
     if (!client || client->guard.closing)
         return HILOCK_EINVAL;
-    return lock_new(&client->eng, name, name_len, owner_tag, out);
+    return lock_new(&client->eng, name, name_len, owner_tag, KIND_MUTEX,
+                    out);
+}
+
+int hilock_rwlock_new(struct hilock_client *client, const char *name,
+                      size_t name_len, uint64_t owner_tag, int side,
+                      struct hilock_lock **out)
+{
+    if (!client || client->guard.closing ||
+        (side != HILOCK_READ && side != HILOCK_WRITE))
+        return HILOCK_EINVAL;
+    return lock_new(&client->eng, name, name_len, owner_tag,
+                    side == HILOCK_READ ? KIND_READ : KIND_WRITE, out);
+}
+
+int hilock_semaphore_new(struct hilock_client *client, const char *name,
+                         size_t name_len, struct hilock_lock **out)
+{
+    if (!client || client->guard.closing)
+        return HILOCK_EINVAL;
+    return lock_new(&client->eng, name, name_len, 0, KIND_SEM, out);
+}
+
+int hilock_permit_new(struct hilock_client *client, const char *name,
+                      size_t name_len, struct hilock_lock **out)
+{
+    if (!client || client->guard.closing)
+        return HILOCK_EINVAL;
+    return lock_new(&client->eng, name, name_len, 0, KIND_PERMIT, out);
 }
 
 int hilock_multi_new(struct hilock_client *client, const char *const *names,

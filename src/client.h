@@ -18,6 +18,7 @@ struct hilock_client {
     size_t prefix_len;
     char id[37];                /* client uuid */
     char listener[17];          /* fair mode: hand-off channel tag (hex) */
+    unsigned char tag[8];       /* the same, raw: starts permit ids */
     uint64_t rng;               /* backoff jitter */
     int reported[4];            /* last state and status told, for the
                                    command and the subscriber connection */

@@ -110,17 +110,18 @@ static int cn_redirect(void *arg, struct req *r, int ask,
     return 1;
 }
 
-static void cn_release(void *arg, const char *name, size_t len)
+static void cn_release(void *arg, enum sub_kind kind, const char *name,
+                       size_t len)
 {
     struct cnode *c = arg;
-    c->cl->ev->on_release(c->cl->ev->arg, name, len);
+    c->cl->ev->on_release(c->cl->ev->arg, kind, name, len);
 }
 
-static void cn_message(void *arg, const char *name, size_t len,
-                       const char *msg, size_t mlen)
+static void cn_message(void *arg, enum sub_kind kind, const char *name,
+                       size_t len, const char *msg, size_t mlen)
 {
     struct cnode *c = arg;
-    topo_message(c->cl->ev, name, len, msg, mlen);
+    topo_message(c->cl->ev, kind, name, len, msg, mlen);
 }
 
 static void cn_pubsub(void *arg, int up, int err)

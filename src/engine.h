@@ -69,6 +69,8 @@ struct engine {
     const char *id;                    /* client uuid: owner fields */
     const char *listener;              /* fair mode: hand-off channel tag;
                                           NULL: not fair */
+    const unsigned char *permit_prefix; /* 8 public random bytes: ids of
+                                           permits and semaphore handles */
     uint64_t seq;                      /* request ids */
     uint64_t *rng;                     /* jitter (the client's seed) */
     struct lock_list locks;            /* every handle, for teardown */

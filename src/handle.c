@@ -9,13 +9,15 @@
 #include <string.h>
 
 struct hilock_lock *handle_new(struct engine *eng, const char *name,
-                               size_t len, uint64_t owner_tag)
+                               size_t len, uint64_t owner_tag,
+                               enum lock_kind kind)
 {
     struct hilock_lock *lock = calloc(1, sizeof(*lock) + len + 1);
     if (!lock)
         return NULL;
     lock->eng = eng;
     lock->owner_tag = owner_tag;
+    lock->kind = (uint8_t)kind;
     lock->refs = 1;
     TAILQ_INIT(&lock->ops);
     heap_node_init(&lock->wd_node);
@@ -74,11 +76,30 @@ void handle_attach(struct hilock_lock *lock, struct op *op)
     handle_ref(lock);
 }
 
+static void put_be32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
 struct wire_lock handle_wire(const struct hilock_lock *lock)
 {
     const struct engine *eng = lock->eng;
-    struct wire_lock w = {eng->prefix,     eng->prefix_len, lock->name,
-                          lock->name_len, eng->id,         lock->owner_tag};
+    struct wire_lock w = {.prefix = eng->prefix,
+                          .prefix_len = eng->prefix_len,
+                          .name = lock->name,
+                          .name_len = lock->name_len,
+                          .client_id = eng->id,
+                          .owner_tag = lock->owner_tag,
+                          .suffix = lock->kind == KIND_WRITE ? ":write" : NULL,
+                          .kind = lock->kind};
+    if (lock->kind == KIND_PERMIT || lock->kind == KIND_SEM) {
+        memcpy(w.member, eng->permit_prefix, 8);
+        put_be32(w.member + 8, (uint32_t)lock->owner_tag);
+        put_be32(w.member + 12, lock->wait_id);
+    }
     return w;
 }
 
@@ -109,7 +130,7 @@ static struct hilock_lock *twin_from(struct table_node *n,
 {
     for (; n; n = table_next(n)) {
         struct hilock_lock *h = TABLE_ENTRY(n, struct hilock_lock, owner_node);
-        if (h->owner_tag == lock->owner_tag &&
+        if (h->owner_tag == lock->owner_tag && h->kind == lock->kind &&
             h->name_len == lock->name_len &&
             memcmp(h->name, lock->name, lock->name_len) == 0)
             return h;

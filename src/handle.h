@@ -17,6 +17,7 @@
 
 enum lock_op { OP_NONE = 0, OP_ACQUIRE, OP_RELEASE };
 
+
 struct wait_queue;
 struct hilock_lock;
 
@@ -51,6 +52,7 @@ struct hilock_lock {
     unsigned handed : 1;             /* fair: handed over while an attempt
                                         was in flight */
     uint8_t op;                      /* enum lock_op pending */
+    uint8_t kind;                    /* enum lock_kind */
     uint8_t splits;                  /* split votes in a row (Redlock) */
     int8_t wait_err;                 /* last busy/no-quorum of the wait */
     uint32_t wait_id;                /* fair: which acquire call this is
@@ -78,10 +80,29 @@ static inline uint64_t handle_wait_deadline(const struct hilock_lock *lock)
     return lock->waiting ? lock->waiting->deadline : 0;
 }
 
-/* A new handle on eng, not yet referenced by anything but its owner, or
- * NULL without memory. */
+/* The channel lock waits on. */
+static inline enum sub_kind handle_channel(const struct hilock_lock *lock)
+{
+    static const uint8_t channel[] = {
+        [KIND_MUTEX] = SUB_RELEASE, [KIND_READ] = SUB_RWLOCK,
+        [KIND_WRITE] = SUB_RWLOCK,  [KIND_SEM] = SUB_SEM,
+        [KIND_PERMIT] = SUB_SEM,
+    };
+    return (enum sub_kind)channel[lock->kind];
+}
+
+/* Whether several may hold what lock takes at once (readers, permits). */
+static inline int handle_shared(const struct hilock_lock *lock)
+{
+    return lock->kind == KIND_READ || lock->kind == KIND_SEM ||
+           lock->kind == KIND_PERMIT;
+}
+
+/* A new handle of kind on eng, not yet referenced by anything but its
+ * owner, or NULL without memory. */
 struct hilock_lock *handle_new(struct engine *eng, const char *name,
-                               size_t len, uint64_t owner_tag);
+                               size_t len, uint64_t owner_tag,
+                               enum lock_kind kind);
 void handle_ref(struct hilock_lock *lock);
 /* Drop a reference; the last one frees the handle. */
 void handle_unref(struct hilock_lock *lock);

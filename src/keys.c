@@ -38,8 +38,8 @@ static void tagged_parts(const struct key_src *k, const char *head,
 }
 
 /* Append prefix + head + name + tail as one argument (tagged_parts). */
-static void tagged(struct resp_buf *b, const struct key_src *k,
-                   const char *head, const char *tail)
+void keys_tagged(struct resp_buf *b, const struct key_src *k,
+                 const char *head, const char *tail)
 {
     struct resp_part p[4];
     tagged_parts(k, head, tail, p);
@@ -48,17 +48,23 @@ static void tagged(struct resp_buf *b, const struct key_src *k,
 
 void keys_lock(struct resp_buf *b, const struct key_src *k)
 {
-    tagged(b, k, "", "");
+    keys_tagged(b, k, "", "");
 }
 
 void keys_channel(struct resp_buf *b, const struct key_src *k)
 {
-    tagged(b, k, CHANNEL_PREFIX, KEYS_TAG_TAIL);
+    keys_tagged(b, k, CHANNEL_PREFIX, KEYS_TAG_TAIL);
+}
+
+void keys_channel_of(struct resp_buf *b, const struct key_src *k,
+                     const char *head)
+{
+    keys_tagged(b, k, head, KEYS_TAG_TAIL);
 }
 
 void keys_fence(struct resp_buf *b, const struct key_src *k)
 {
-    tagged(b, k, FENCE_PREFIX, KEYS_TAG_TAIL);
+    keys_tagged(b, k, FENCE_PREFIX, KEYS_TAG_TAIL);
 }
 
 size_t keys_channel_text(const struct key_src *k, char *out, size_t size)
@@ -82,7 +88,7 @@ size_t keys_channel_text(const struct key_src *k, char *out, size_t size)
 
 void keys_queue(struct resp_buf *b, const struct key_src *k)
 {
-    tagged(b, k, KEYS_QUEUE_HEAD, KEYS_TAG_TAIL);
+    keys_tagged(b, k, KEYS_QUEUE_HEAD, KEYS_TAG_TAIL);
 }
 
 void keys_handoff(struct resp_buf *b, const struct key_src *k,
@@ -95,23 +101,40 @@ void keys_handoff(struct resp_buf *b, const struct key_src *k,
     resp_arg_parts(b, 6, p);
 }
 
-void keys_field(struct resp_buf *b, const char *client_id,
-                uint64_t owner_tag)
+void keys_field_sfx(struct resp_buf *b, const char *client_id,
+                    uint64_t owner_tag, const char *suffix)
 {
     char num[21];
     size_t n = resp_u64_str(owner_tag, num);
-    struct resp_part p[3] = {
-        {client_id, strlen(client_id)}, {":", 1}, {num, n}};
-    resp_arg_parts(b, 3, p);
+    struct resp_part p[4] = {{client_id, strlen(client_id)},
+                             {":", 1},
+                             {num, n},
+                             {suffix ? suffix : "", suffix ? strlen(suffix) : 0}};
+    resp_arg_parts(b, 4, p);
+}
+
+void keys_field(struct resp_buf *b, const char *client_id,
+                uint64_t owner_tag)
+{
+    keys_field_sfx(b, client_id, owner_tag, NULL);
 }
 
 int keys_channel_names(const char *prefix, size_t prefix_len,
                        const char *ch, size_t len, const char *name[2],
                        size_t name_len[2])
 {
-    size_t head = prefix_len + sizeof(CHANNEL_PREFIX) - 2; /* no '{' */
+    return keys_channel_names_of(CHANNEL_PREFIX, prefix, prefix_len, ch, len,
+                                 name, name_len);
+}
+
+int keys_channel_names_of(const char *head_text, const char *prefix,
+                          size_t prefix_len, const char *ch, size_t len,
+                          const char *name[2], size_t name_len[2])
+{
+    size_t bare = strlen(head_text) - 1; /* no '{' */
+    size_t head = prefix_len + bare;
     if (len <= head || memcmp(ch, prefix, prefix_len) != 0 ||
-        memcmp(ch + prefix_len, CHANNEL_PREFIX, sizeof(CHANNEL_PREFIX) - 2))
+        memcmp(ch + prefix_len, head_text, bare))
         return 0;
     const char *rest = ch + head;
     size_t n = len - head, found = 0;

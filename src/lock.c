@@ -31,16 +31,27 @@
  * waiter refreshing it (see script.c): a client that died leaves an entry
  * that is skipped after this at most. */
 #define FAIR_ENTRY_MAX_MS 60000
+/* Read-write locks: how long a waiting writer's mark keeps new readers
+ * off (see script_rw.c), and how often at least the writer retries (which
+ * renews the mark) while it waits. A writer that dies while waiting keeps
+ * readers off for this long at most. */
+#define RW_WRITER_MARK_MS 3000
+#define RW_WRITER_RETRY_MS (RW_WRITER_MARK_MS / 3)
+/* Counting semaphores: the shortest time the request ids applied are
+ * kept (see script_sem.c); a request cannot be resent later than its
+ * deadline, so four request timeouts are kept when that is longer. */
+#define SEM_RID_TTL_MS 60000
 
 static int closing(const struct hilock_lock *lock)
 {
     return lock->eng->guard->closing;
 }
 
-/* Whether the client runs in fair mode (hilock_options.fair). */
+/* Whether the lock is taken in fair mode (hilock_options.fair; locks
+ * only). */
 static int fair(const struct hilock_lock *lock)
 {
-    return lock->eng->listener != NULL;
+    return lock->eng->listener != NULL && lock->kind == KIND_MUTEX;
 }
 
 /* The fair scripts' view of the client and of the pending wait. */
@@ -182,6 +193,47 @@ static uint32_t part_timeout(const struct hilock_lock *lock)
     return t < max ? t : max;
 }
 
+/* How long a waiting writer's mark lasts: RW_WRITER_MARK_MS, or less when
+ * its wait ends sooner. */
+static uint32_t writer_mark_ms(const struct hilock_lock *lock)
+{
+    uint64_t now = clock_now_ms(), deadline = handle_wait_deadline(lock);
+    uint64_t left = deadline > now ? deadline - now : 1;
+    return (uint32_t)(left < RW_WRITER_MARK_MS ? left : RW_WRITER_MARK_MS);
+}
+
+static uint32_t sem_rid_ttl(const struct engine *eng)
+{
+    uint64_t t = 4 * (uint64_t)eng->opts->request_timeout_ms;
+    return t > SEM_RID_TTL_MS ? (t < INT32_MAX ? (uint32_t)t : INT32_MAX)
+                              : SEM_RID_TTL_MS;
+}
+
+/* Encode the pending acquire of a read-write lock side or a semaphore
+ * (lock->op_lease_ms: its permits) into op, as request id rid. */
+static void encode_acquire(struct hilock_lock *lock, struct op *op,
+                           uint64_t rid)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    enum script_id id = lock->kind == KIND_READ    ? SCRIPT_READ_ACQUIRE
+                        : lock->kind == KIND_WRITE ? SCRIPT_WRITE_ACQUIRE
+                        : lock->kind == KIND_SEM   ? SCRIPT_SEM_ACQUIRE
+                                                   : SCRIPT_PERMIT_ACQUIRE;
+    const char *sha = eng->scripts.sha[id];
+    op_eval(op, id);
+    if (lock->kind == KIND_SEM)
+        wire_sem_acquire(op_cmd(op), sha, &w, lock->op_lease_ms,
+                         sem_rid_ttl(eng), rid);
+    else if (lock->kind == KIND_PERMIT)
+        wire_permit_acquire(op_cmd(op), sha, &w, acquire_lease(lock),
+                            topo_publish(eng->topo), rid);
+    else
+        wire_rw_acquire(op_cmd(op), sha, &w, acquire_lease(lock),
+                        handle_wait_deadline(lock) != 0,
+                        writer_mark_ms(lock), rid);
+}
+
 /* Send one acquire attempt for the pending acquire to every node, with one
  * request id (a resend is applied once; a NOSCRIPT resend takes a new id,
  * see op.c). Returns 0 or ENOMEM. */
@@ -204,6 +256,8 @@ static int send_attempt(struct hilock_lock *lock)
                           ++eng->seq);
         lock->queued |= m == WIRE_FAIR_WAIT;
         lock->handed = 0;
+    } else if (lock->kind != KIND_MUTEX) {
+        encode_acquire(lock, op, ++eng->seq);
     } else {
         op_eval(op, SCRIPT_ACQUIRE);
         wire_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
@@ -311,9 +365,16 @@ void lock_drop_hold(struct hilock_lock *lock)
         hold_ended(lock);
 }
 
-/* The acquire succeeded (sent at sent_ms): record the hold, report. */
+/* The acquire succeeded (sent at sent_ms): record the hold, report. A
+ * counting semaphore's permits have no lease: the handle only counts them
+ * (and reports how many it took). */
 static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
 {
+    if (lock->kind == KIND_SEM) {
+        lock->holds += lock->op_lease_ms;
+        finish_op(lock, 0, lock->op_lease_ms);
+        return;
+    }
     lock->token = token; /* on re-entry, Redis returns the current token */
     lock->splits = 0;
     lock_granted(lock, sent_ms, lock->op_lease_ms);
@@ -322,6 +383,31 @@ static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
 
 static void cleanup_done(struct op *op, int status,
                          const struct op_result *res);
+
+/* Encode a release of drop holds of a read-write lock side, of drop
+ * permits of a semaphore, or of an expiring permit into op, as rid. */
+static void encode_release(struct hilock_lock *lock, struct op *op,
+                           uint32_t drop, uint64_t rid)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    const char *pub = topo_publish(eng->topo);
+    enum script_id id = lock->kind == KIND_READ    ? SCRIPT_READ_RELEASE
+                        : lock->kind == KIND_WRITE ? SCRIPT_WRITE_RELEASE
+                        : lock->kind == KIND_SEM   ? SCRIPT_SEM_RELEASE
+                                                   : SCRIPT_PERMIT_RELEASE;
+    const char *sha = eng->scripts.sha[id];
+    op_eval(op, id);
+    op->token = drop;
+    if (lock->kind == KIND_SEM)
+        wire_sem_release(op_cmd(op), sha, &w, drop, sem_rid_ttl(eng), pub,
+                         rid);
+    else if (lock->kind == KIND_PERMIT)
+        wire_permit_release(op_cmd(op), sha, &w, pub, rid);
+    else
+        wire_rw_release(op_cmd(op), sha, &w, rid, lock_lease(lock), drop,
+                        pub);
+}
 
 /* A release of drop holds of this owner on every node (node < 0) or on one,
  * with a request id of its own so that resending it is harmless, attached
@@ -340,6 +426,8 @@ static struct op *release_op(struct hilock_lock *lock, uint32_t drop,
         wire_fair_release(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_RELEASE],
                           &w, ++eng->seq, lock_lease(lock), drop,
                           eng->opts->fencing, &f);
+    } else if (lock->kind != KIND_MUTEX) {
+        encode_release(lock, op, drop, ++eng->seq);
     } else {
         op_eval(op, SCRIPT_RELEASE);
         wire_release(op_cmd(op), eng->scripts.sha[SCRIPT_RELEASE], &w,
@@ -391,6 +479,12 @@ static void released_news(struct hilock_lock *lock, const struct op *op,
 static void cleanup_done(struct op *op, int status,
                          const struct op_result *res)
 {
+    struct hilock_lock *lock = op->ctx;
+    if (lock->kind == KIND_SEM) {
+        if (status == 0 && res)
+            wait_released(lock, res->b);
+        return;
+    }
     if (status == 0 && res && res->a == 0 && op->target < 0) {
         share_end(op->ctx); /* twins that still counted on it */
         released_news(op->ctx, op, res);
@@ -439,6 +533,9 @@ static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
     }
     if (status != HILOCK_EBUSY)
         ttl = ACQUIRE_RETRY_MS; /* a late success is undone by late */
+    else if (lock->kind == KIND_WRITE &&
+             (ttl < 0 || ttl > RW_WRITER_RETRY_MS))
+        ttl = RW_WRITER_RETRY_MS; /* renew the mark that keeps readers off */
     int rc = wait_park(lock, ttl);
     if (rc)
         finish_op(lock, rc, 0);
@@ -503,7 +600,7 @@ static void fence_done(struct op *f, int status, const struct op_result *res)
 static void drop_unreleased(struct hilock_lock *lock, int64_t holds)
 {
     if (lock->unreleased && lock->eng->nnodes == 1 && holds > 1 &&
-        !handle_owner_holds(lock))
+        lock->kind <= KIND_WRITE && !handle_owner_holds(lock))
         send_cleanup(lock, (uint32_t)(holds - 1), -1);
     lock->unreleased = 0;
 }
@@ -550,7 +647,21 @@ int hilock_lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
     int rc = lock_usable(lock);
     if (rc)
         return rc;
-    if (!cb || lease_ms > HILOCK_MS_MAX || wait_ms > HILOCK_MS_MAX)
+    if (lease_ms > HILOCK_MS_MAX)
+        return HILOCK_EINVAL;
+    return lock_acquire(lock, wait_ms,
+                        lock->kind == KIND_SEM ? 1 : (uint32_t)lease_ms, cb,
+                        arg);
+}
+
+int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
+                 uint32_t lease_ms, hilock_lock_cb *cb, void *arg)
+{
+    int rc = lock_usable(lock);
+    if (rc)
+        return rc;
+    if (!cb || wait_ms > HILOCK_MS_MAX ||
+        (lock->kind == KIND_PERMIT && lock->holds > 0))
         return HILOCK_EINVAL;
     if (lock->op != OP_NONE)
         return HILOCK_EINPROGRESS;
@@ -559,7 +670,7 @@ int hilock_lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
     lock->op = OP_ACQUIRE;
     lock->op_cb = cb;
     lock->op_arg = arg;
-    lock->op_lease_ms = (uint32_t)lease_ms;
+    lock->op_lease_ms = lease_ms;
     if (!wait_ms && lock->waiting)
         lock->waiting->deadline = 0; /* wait_begin set it otherwise */
     lock->wait_err = 0;
@@ -579,12 +690,30 @@ int hilock_lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
     return rc;
 }
 
+/* A counting semaphore's release (of op->token permits) is done: the
+ * handle counts fewer (also after an error: the release is most likely
+ * applied, see release_done); waiters here are woken. value: the permits
+ * available after it. */
+static void sem_release_done(struct hilock_lock *lock, const struct op *op,
+                             int status, const struct op_result *res)
+{
+    uint32_t n = (uint32_t)op->token;
+    lock->holds -= lock->holds < n ? lock->holds : n;
+    if (status == 0)
+        wait_released(lock, res->b);
+    finish_op(lock, status, status == 0 ? res->a : 0);
+}
+
 static void release_done(struct op *op, int status,
                          const struct op_result *res)
 {
     struct hilock_lock *lock = op->ctx;
     int64_t left = res && status == 0 ? res->a : 0;
     lock->op_pending = NULL;
+    if (lock->kind == KIND_SEM) {
+        sem_release_done(lock, op, status, res);
+        return;
+    }
     int ended = status == HILOCK_ENOTOWNER || (status == 0 && left == 0);
     lock->unreleased = engine_transient(status);
     /* A release that failed otherwise (timed out, connection lost) gives
@@ -605,6 +734,12 @@ static void release_done(struct op *op, int status,
 int hilock_lock_release(struct hilock_lock *lock, hilock_lock_cb *cb,
                         void *arg)
 {
+    return lock_release(lock, 1, cb, arg);
+}
+
+int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
+                 void *arg)
+{
     int rc = lock_usable(lock);
     if (rc)
         return rc;
@@ -612,7 +747,7 @@ int hilock_lock_release(struct hilock_lock *lock, hilock_lock_cb *cb,
         return HILOCK_EINVAL;
     if (lock->op != OP_NONE)
         return HILOCK_EINPROGRESS;
-    struct op *op = release_op(lock, 1, -1, release_done);
+    struct op *op = release_op(lock, drop, -1, release_done);
     if (!op)
         return HILOCK_ENOMEM;
     lock->op = OP_RELEASE;
@@ -688,7 +823,31 @@ static void query_done(struct op *op, int status, const struct op_result *res)
     cb(lock, status, status ? 0 : v, arg);
 }
 
-/* Ask every node HEXISTS, HGET or PTTL about the lock. */
+struct op *lock_query_new(struct hilock_lock *lock, enum op_kind kind,
+                          hilock_lock_cb *cb, void *arg, int *rc)
+{
+    if ((*rc = lock_usable(lock)) != 0)
+        return NULL;
+    if (!cb) {
+        *rc = HILOCK_EINVAL;
+        return NULL;
+    }
+    struct query *q = malloc(sizeof(*q));
+    struct op *op =
+        q ? op_new(lock->eng, kind, -1, lock->slot, 0, query_done) : NULL;
+    if (!op) {
+        free(q);
+        *rc = HILOCK_ENOMEM;
+        return NULL;
+    }
+    *q = (struct query){cb, arg};
+    op->data = q;
+    handle_attach(lock, op);
+    return op;
+}
+
+/* Ask every node HEXISTS, HGET or PTTL about the lock (not about a
+ * semaphore). */
 static int query(struct hilock_lock *lock, enum wire_query which,
                  hilock_lock_cb *cb, void *arg)
 {
@@ -697,24 +856,14 @@ static int query(struct hilock_lock *lock, enum wire_query which,
         [WIRE_QUERY_COUNT] = OP_KIND_QUERY_COUNT,
         [WIRE_QUERY_TTL] = OP_KIND_QUERY_TTL,
     };
-    int rc = lock_usable(lock);
-    if (rc)
-        return rc;
-    if (!cb)
+    int rc;
+    if (lock && (lock->kind == KIND_SEM || lock->kind == KIND_PERMIT))
         return HILOCK_EINVAL;
+    struct op *op = lock_query_new(lock, kinds[which], cb, arg, &rc);
+    if (!op)
+        return rc;
     struct wire_lock w = handle_wire(lock);
-    struct query *q = malloc(sizeof(*q));
-    struct op *op = q ? op_new(lock->eng, kinds[which], -1, lock->slot, 0,
-                             query_done)
-                      : NULL;
-    if (!op) {
-        free(q);
-        return HILOCK_ENOMEM;
-    }
-    *q = (struct query){cb, arg};
-    op->data = q;
     wire_query(op_cmd(op), which, &w);
-    handle_attach(lock, op);
     op_submit(op, 0);
     return 0;
 }
@@ -753,7 +902,8 @@ int hilock_lock_renew(struct hilock_lock *lock, uint64_t lease_ms,
     int rc = lock_usable(lock);
     if (rc)
         return rc;
-    if (!cb || lease_ms > HILOCK_MS_MAX || lock->holds == 0)
+    if (!cb || lease_ms > HILOCK_MS_MAX || lock->holds == 0 ||
+        lock->kind == KIND_SEM)
         return HILOCK_EINVAL;
     return watchdog_renew_now(lock, lease_ms ? (uint32_t)lease_ms
                                              : lock_lease(lock),
@@ -780,12 +930,16 @@ const char *hilock_lock_name(const struct hilock_lock *lock, size_t *len)
 }
 
 int lock_new(struct engine *eng, const char *name, size_t len,
-             uint64_t owner_tag, struct hilock_lock **out)
+             uint64_t owner_tag, enum lock_kind kind,
+             struct hilock_lock **out)
 {
     if (!name || !out || len == 0 || len > HILOCK_NAME_MAX ||
-        !topo_name_ok(eng->topo, name, len))
+        !topo_name_ok(eng->topo, name, len) ||
+        (kind != KIND_MUTEX && eng->nnodes > 1))
         return HILOCK_EINVAL;
-    struct hilock_lock *lock = handle_new(eng, name, len, owner_tag);
+    if (kind == KIND_SEM || kind == KIND_PERMIT)
+        owner_tag = ++eng->seq; /* no owner: the handle's own number */
+    struct hilock_lock *lock = handle_new(eng, name, len, owner_tag, kind);
     if (!lock)
         return HILOCK_ENOMEM;
     *out = lock;

@@ -7,13 +7,31 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "quorum.h"
+#include "wire.h"
 
 /* Set up the engine's tables, wait queues, watchdog and hooks; the caller
  * fills in base, opts, topo, guard, prefix and id. */
 void lock_engine_init(struct engine *eng);
-/* hilock_lock_new on eng. Returns 0, HILOCK_EINVAL or HILOCK_ENOMEM. */
+/* A handle of kind on eng (hilock_lock_new, hilock_rwlock_new, ...); a
+ * semaphore's handle gets a number of its own instead of owner_tag.
+ * Returns 0, HILOCK_EINVAL (also for a kind other than a lock on several
+ * masters) or HILOCK_ENOMEM. */
 int lock_new(struct engine *eng, const char *name, size_t len,
-             uint64_t owner_tag, struct hilock_lock **out);
+             uint64_t owner_tag, enum lock_kind kind,
+             struct hilock_lock **out);
+/* hilock_lock_acquire with lease_ms checked, or for a counting semaphore
+ * with lease_ms the permits to take. */
+int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
+                 uint32_t lease_ms, hilock_lock_cb *cb, void *arg);
+/* hilock_lock_release of drop holds (a counting semaphore: permits). */
+int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
+                 void *arg);
+/* A query about lock whose reply (an integer) goes to cb as its value:
+ * the caller encodes the command into op_cmd() and submits it. NULL with
+ * *rc set (HILOCK_EINVAL, HILOCK_ECANCELED, HILOCK_ENOMEM). */
+struct op *lock_query_new(struct hilock_lock *lock, enum op_kind kind,
+                          hilock_lock_cb *cb, void *arg, int *rc);
 /* A hold taken by a request sent at sent_ms with lease_ms (0: watchdog)
  * on some other path (a MultiLock): count it and track its lease. */
 void lock_granted(struct hilock_lock *lock, uint64_t sent_ms,

@@ -366,7 +366,7 @@ int multi_new(struct engine *eng, const char *const *names, const size_t *lens,
             topo_slot(eng->topo, names[i], lens[i]) !=
                 topo_slot(eng->topo, names[0], lens[0]))
             rc = HILOCK_EINVAL;
-        if (rc || (rc = lock_new(eng, names[i], lens[i], owner_tag,
+        if (rc || (rc = lock_new(eng, names[i], lens[i], owner_tag, KIND_MUTEX,
                                  &m->members[i]))) {
             for (size_t j = 0; j < i; j++)
                 hilock_lock_free(m->members[j]);

@@ -19,6 +19,7 @@ static const struct {
     {"WRONGTYPE", HILOCK_EWRONGTYPE}, {"OOM", HILOCK_EOOM},
     {"READONLY", HILOCK_EREADONLY},   {"NOAUTH", HILOCK_EAUTH},
     {"WRONGPASS", HILOCK_EAUTH},      {"NOPERM", HILOCK_ENOPERM},
+    {"DEADLK", HILOCK_EDEADLK}, /* the write_acquire script's refusal */
 };
 
 /* Nonzero when the error text s (length n) starts with word, or has

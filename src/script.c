@@ -11,6 +11,8 @@
  * SCRIPT FLUSH) makes the request load the script and go out once more. */
 #include "script.h"
 
+#include <string.h>
+
 #include "sha1.h"
 
 /* acquire
@@ -90,33 +92,75 @@ static const char release_lua[] =
 /* renew
  * ARGV[1] lease ms (0: only check), ARGV[2] deadline: the server's unix
  * time in ms after which the sender has given these locks up (0: none),
- * then a lock key and its owner field per lock. No declared keys: a
- * cluster master renews all the locks it holds, of many slots, in one call.
- * Returns one integer per lock: 1 held (lease reset), 0 not held by that
- * owner, 2 not known here (a cluster node that does not serve the key);
- * or the integer -1, with nothing changed, when the deadline has passed: a
- * renewal held up in a stall must not revive a lock its owner has already
- * reported lost. pcall: a key that now holds another type is just not
- * held, and does not fail the other locks of the batch. */
+ * then per lock its type and keys:
+ *   "m" <lock> <field>           a lock: the field held, the lease set
+ *   "w" <lock> <field>           a writer: the same, the lease never cut
+ *                                short (readers may share the key)
+ *   "r" <lock> <field> <base>    a reader: its newest hold's timeout key
+ *                                <base><field>:rwlock_timeout:<n> alive,
+ *                                every one of its holds' keys renewed
+ *   "p" <sorted set> <permit>    an expiring permit: not expired, its
+ *                                expiry moved to now + lease
+ * No declared keys: a cluster master renews all the locks it holds, of
+ * many slots, in one call. Returns one integer per lock: 1 held (lease
+ * reset), 0 not held by that owner, 2 not known here (a cluster node that
+ * does not serve the key); or the integer -1, with nothing changed, when
+ * the deadline has passed: a renewal held up in a stall must not revive a
+ * lock its owner has already reported lost. A key that now holds another
+ * type is just not held, and does not fail the other locks of the batch. */
 static const char renew_lua[] =
-    "if ARGV[2] ~= '0' then\n"
-    "  local t = redis.call('time')\n"
-    "  if t[1] * 1000 + math.floor(t[2] / 1000) > tonumber(ARGV[2]) then\n"
-    "    return -1\n"
+    "local now\n"
+    "local function clock()\n"
+    "  if not now then\n"
+    "    local t = redis.call('time')\n"
+    "    now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+    "  end\n"
+    "  return now\n"
+    "end\n"
+    "if ARGV[2] ~= '0' and clock() > tonumber(ARGV[2]) then return -1 end\n"
+    "local lease = tonumber(ARGV[1])\n"
+    "local function longer(k)\n"
+    "  if lease > 0 and redis.call('pttl', k) < lease then\n"
+    "    redis.call('pexpire', k, lease)\n"
     "  end\n"
     "end\n"
-    "local r = {}\n"
-    "for i = 3, #ARGV, 2 do\n"
-    "  local h = redis.pcall('hexists', ARGV[i], ARGV[i + 1])\n"
-    "  if h == 1 then\n"
-    "    if ARGV[1] ~= '0' then redis.call('pexpire', ARGV[i], ARGV[1]) end\n"
-    "    r[#r + 1] = 1\n"
-    "  elseif type(h) == 'table' and\n"
-    "         not string.find(h.err or '', 'WRONGTYPE') then\n"
-    "    r[#r + 1] = 2\n"
-    "  else\n"
-    "    r[#r + 1] = 0\n"
+    "local function held(t, k, f, base)\n"
+    "  if t == 'p' then\n"
+    "    local s = redis.call('zscore', k, f)\n"
+    "    if not s or tonumber(s) <= clock() then return 0 end\n"
+    "    if lease > 0 then redis.call('zadd', k, clock() + lease, f) end\n"
+    "    return 1\n"
     "  end\n"
+    "  if t == 'r' then\n"
+    "    local c = tonumber(redis.call('hget', k, f) or '0')\n"
+    "    local top = base .. f .. ':rwlock_timeout:'\n"
+    "    if c < 1 or redis.call('exists', top .. c) == 0 then return 0 end\n"
+    "    if lease > 0 then\n"
+    "      for j = 1, c do redis.call('pexpire', top .. j, lease) end\n"
+    "    end\n"
+    "    longer(k)\n"
+    "    return 1\n"
+    "  end\n"
+    "  if redis.call('hexists', k, f) == 0 then return 0 end\n"
+    "  if t == 'w' then\n"
+    "    longer(k)\n"
+    "  elseif lease > 0 then\n"
+    "    redis.call('pexpire', k, lease)\n"
+    "  end\n"
+    "  return 1\n"
+    "end\n"
+    "local r = {}\n"
+    "local i = 3\n"
+    "while i <= #ARGV do\n"
+    "  local t = ARGV[i]\n"
+    "  local ok, v = pcall(held, t, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])\n"
+    "  if ok then\n"
+    "    r[#r + 1] = v\n"
+    "  else\n"
+    "    local e = type(v) == 'table' and (v.err or '') or tostring(v)\n"
+    "    r[#r + 1] = string.find(e, 'WRONGTYPE') and 0 or 2\n"
+    "  end\n"
+    "  i = i + (t == 'r' and 4 or 3)\n"
     "end\n"
     "return r\n";
 
@@ -366,31 +410,36 @@ static const char fair_leave_lua[] =
     "end\n"
     "return 1\n";
 
-static const struct {
-    const char *body;
-    size_t len;
-} scripts[SCRIPT_COUNT] = {
-    [SCRIPT_ACQUIRE] = {acquire_lua, sizeof(acquire_lua) - 1},
-    [SCRIPT_RELEASE] = {release_lua, sizeof(release_lua) - 1},
-    [SCRIPT_RENEW] = {renew_lua, sizeof(renew_lua) - 1},
-    [SCRIPT_FENCE] = {fence_lua, sizeof(fence_lua) - 1},
-    [SCRIPT_MULTI_ACQUIRE] = {multi_acquire_lua,
-                              sizeof(multi_acquire_lua) - 1},
-    [SCRIPT_MULTI_RELEASE] = {multi_release_lua,
-                              sizeof(multi_release_lua) - 1},
-    [SCRIPT_FAIR_ACQUIRE] = {fair_acquire_lua, sizeof(fair_acquire_lua) - 1},
-    [SCRIPT_FAIR_RELEASE] = {fair_release_lua, sizeof(fair_release_lua) - 1},
-    [SCRIPT_FAIR_LEAVE] = {fair_leave_lua, sizeof(fair_leave_lua) - 1},
+static const char *const scripts[SCRIPT_COUNT] = {
+    [SCRIPT_ACQUIRE] = acquire_lua,
+    [SCRIPT_RELEASE] = release_lua,
+    [SCRIPT_RENEW] = renew_lua,
+    [SCRIPT_FENCE] = fence_lua,
+    [SCRIPT_MULTI_ACQUIRE] = multi_acquire_lua,
+    [SCRIPT_MULTI_RELEASE] = multi_release_lua,
+    [SCRIPT_FAIR_ACQUIRE] = fair_acquire_lua,
+    [SCRIPT_FAIR_RELEASE] = fair_release_lua,
+    [SCRIPT_FAIR_LEAVE] = fair_leave_lua,
+    [SCRIPT_READ_ACQUIRE] = script_read_acquire_lua,
+    [SCRIPT_WRITE_ACQUIRE] = script_write_acquire_lua,
+    [SCRIPT_READ_RELEASE] = script_read_release_lua,
+    [SCRIPT_WRITE_RELEASE] = script_write_release_lua,
+    [SCRIPT_SEM_ACQUIRE] = script_sem_acquire_lua,
+    [SCRIPT_SEM_RELEASE] = script_sem_release_lua,
+    [SCRIPT_PERMIT_ACQUIRE] = script_permit_acquire_lua,
+    [SCRIPT_PERMIT_RELEASE] = script_permit_release_lua,
+    [SCRIPT_SEM_INIT] = script_sem_init_lua,
+    [SCRIPT_SEM_AVAILABLE] = script_sem_available_lua,
 };
 
 void script_set_init(struct script_set *s)
 {
     for (int i = 0; i < SCRIPT_COUNT; i++)
-        sha1_hex(scripts[i].body, scripts[i].len, s->sha[i]);
+        sha1_hex(scripts[i], strlen(scripts[i]), s->sha[i]);
 }
 
 const char *script_body(enum script_id id, size_t *len)
 {
-    *len = scripts[id].len;
-    return scripts[id].body;
+    *len = strlen(scripts[id]);
+    return scripts[id];
 }

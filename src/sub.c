@@ -39,6 +39,13 @@ struct sub {
     char name[];
 };
 
+/* The channel head of each kind but SUB_HANDOFF (see keys.h). */
+static const char *const channel_head[] = {
+    [SUB_RELEASE] = KEYS_CHANNEL_HEAD,
+    [SUB_RWLOCK] = KEYS_RWLOCK_CHANNEL_HEAD,
+    [SUB_SEM] = KEYS_SEM_CHANNEL_HEAD,
+};
+
 static struct sub *sub_find(const struct sub_set *s, const char *name,
                             size_t len, enum sub_kind kind)
 {
@@ -71,7 +78,7 @@ static void sub_encode(struct resp_buf *b, const struct sub_set *s,
     if (e->kind == SUB_HANDOFF)
         keys_handoff(b, &k, s->conn.cfg->listener);
     else
-        keys_channel(b, &k);
+        keys_channel_of(b, &k, channel_head[e->kind]);
 }
 
 /* Send SUBSCRIBE or UNSUBSCRIBE for e (their sharded forms on a sharded
@@ -245,16 +252,17 @@ static void sub_event(struct sub_set *s, const char *kind, const char *name,
     if (!e)
         return;
     if (strcmp(kind, "message") == 0) {
-        if (sk == SUB_RELEASE)
-            s->ev->on_message(s->ev->arg, name, len, NULL, 0);
+        if (sk != SUB_HANDOFF)
+            s->ev->on_message(s->ev->arg, sk, name, len, NULL, 0);
         else if (msg && msg->type == REDIS_REPLY_STRING)
-            s->ev->on_message(s->ev->arg, name, len, msg->str, msg->len);
+            s->ev->on_message(s->ev->arg, sk, name, len, msg->str,
+                              msg->len);
     } else if (strcmp(kind, "subscribe") == 0) {
         if (e->state == SUB_PENDING) {
             e->state = SUB_ACTIVE;
             conn_proven(&s->conn);
             s->ev->on_state(s->ev->arg, 1, 0);
-            s->ev->on_subscribed(s->ev->arg, name, len);
+            s->ev->on_subscribed(s->ev->arg, sk, name, len);
         }
     } else if (strcmp(kind, "unsubscribe") == 0 && e->state == SUB_LEAVING) {
         e->state = SUB_NONE;
@@ -283,13 +291,18 @@ static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata)
     struct sub_set *s = conn->owner;
     const char *ch = r->element[1]->str;
     size_t chlen = r->element[1]->len;
-    int n = keys_channel_names(s->prefix, s->prefix_len, ch, chlen, name,
-                               len);
+    int n;
     struct reentry *guard = conn->cfg->guard;
     reentry_enter(guard);
-    for (int i = 0; i < n; i++)
-        sub_event(s, r->element[0]->str, name[i], len[i], SUB_RELEASE,
-                  r->element[2]);
+    for (int k = SUB_RELEASE; k <= SUB_SEM; k++) {
+        n = k == SUB_HANDOFF ? 0
+                             : keys_channel_names_of(channel_head[k],
+                                                     s->prefix, s->prefix_len,
+                                                     ch, chlen, name, len);
+        for (int i = 0; i < n; i++)
+            sub_event(s, r->element[0]->str, name[i], len[i],
+                      (enum sub_kind)k, r->element[2]);
+    }
     n = conn->cfg->listener
             ? keys_handoff_names(s->prefix, s->prefix_len,
                                  conn->cfg->listener, ch, chlen, name, len)

@@ -8,19 +8,28 @@
 #include "conn.h"
 #include "table.h"
 
-/* The two channels of a lock name: its release channel, and (fair mode)
- * this client's hand-off channel, "<channel>:<listener>". */
-enum sub_kind { SUB_RELEASE = 0, SUB_HANDOFF = 1 };
+/* The channels a name may be waited on: a lock's release channel, (fair
+ * mode) this client's hand-off channel of a lock, "<channel>:<listener>",
+ * a read-write lock's channel and a semaphore's. */
+enum sub_kind {
+    SUB_RELEASE = 0,
+    SUB_HANDOFF = 1,
+    SUB_RWLOCK = 2,
+    SUB_SEM = 3
+};
 
 /* News for the waiting layer; arg is handed back. */
 struct sub_events {
     void *arg;
-    /* A release was published on name's channel (msg NULL), or a hand-off
-     * message msg (length mlen) on this client's hand-off channel. */
-    void (*on_message)(void *arg, const char *name, size_t len,
-                       const char *msg, size_t mlen);
-    /* name's channel is subscribed: releases from now on reach us. */
-    void (*on_subscribed)(void *arg, const char *name, size_t len);
+    /* A release was published on name's channel of kind (msg NULL), or a
+     * hand-off message msg (length mlen) on this client's hand-off
+     * channel. */
+    void (*on_message)(void *arg, enum sub_kind kind, const char *name,
+                       size_t len, const char *msg, size_t mlen);
+    /* name's channel of kind is subscribed: releases from now on reach
+     * us. */
+    void (*on_subscribed)(void *arg, enum sub_kind kind, const char *name,
+                          size_t len);
     /* The subscriber connection works again (up, err 0) or fails (err:
      * HILOCK_ECONN, HILOCK_ENOPERM, ...). */
     void (*on_state)(void *arg, int up, int err);

@@ -30,17 +30,18 @@ static void link_pubsub(void *arg, int up, int err)
     l->topo->ev->on_pubsub(l->topo->ev->arg, up, err);
 }
 
-static void link_release(void *arg, const char *name, size_t len)
+static void link_release(void *arg, enum sub_kind kind, const char *name,
+                         size_t len)
 {
     struct topo_link *l = arg;
-    l->topo->ev->on_release(l->topo->ev->arg, name, len);
+    l->topo->ev->on_release(l->topo->ev->arg, kind, name, len);
 }
 
-static void link_message(void *arg, const char *name, size_t len,
-                         const char *msg, size_t mlen)
+static void link_message(void *arg, enum sub_kind kind, const char *name,
+                         size_t len, const char *msg, size_t mlen)
 {
     struct topo_link *l = arg;
-    topo_message(l->topo->ev, name, len, msg, mlen);
+    topo_message(l->topo->ev, kind, name, len, msg, mlen);
 }
 
 /* The sentinels name the master at host:port: when that is a move, point

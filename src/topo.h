@@ -33,9 +33,10 @@ struct topo_events {
     void (*on_down)(void *arg, size_t member, int err);
     /* A subscriber connection works (up) or fails with err. */
     void (*on_pubsub)(void *arg, int up, int err);
-    /* A release was published on name's channel, or name's channel was
-     * subscribed (a release may have come before). */
-    void (*on_release)(void *arg, const char *name, size_t len);
+    /* A release was published on name's channel of kind, or that channel
+     * was subscribed (a release may have come before). */
+    void (*on_release)(void *arg, enum sub_kind kind, const char *name,
+                       size_t len);
     /* Fair mode: a hand-off message msg (length mlen) about name on this
      * client's hand-off channel. */
     void (*on_handoff)(void *arg, const char *name, size_t len,
@@ -45,16 +46,17 @@ struct topo_events {
     void (*on_rewant)(void *arg);
 };
 
-/* Pass a message on name's channel up: a fair hand-off (msg), or a
- * release or confirmed subscription (msg NULL). For the nodes' events. */
+/* Pass a message on name's channel of kind up: a fair hand-off (msg), or
+ * a release or confirmed subscription (msg NULL). For the nodes'
+ * events. */
 static inline void topo_message(const struct topo_events *ev,
-                                const char *name, size_t len,
-                                const char *msg, size_t mlen)
+                                enum sub_kind kind, const char *name,
+                                size_t len, const char *msg, size_t mlen)
 {
     if (msg)
         ev->on_handoff(ev->arg, name, len, msg, mlen);
     else
-        ev->on_release(ev->arg, name, len);
+        ev->on_release(ev->arg, kind, name, len);
 }
 
 /* One fixed node and its events. */

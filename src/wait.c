@@ -59,6 +59,7 @@ struct wait_queue {
     unsigned local_streak;           /* own releases in a row (see above) */
     struct waiter_list waiters;      /* FIFO */
     struct event timer;              /* fallback retry of the head */
+    uint8_t kind;                    /* enum sub_kind of its channel */
     size_t name_len;
     char name[];
 };
@@ -83,16 +84,25 @@ void waits_free(struct engine *eng)
 }
 
 /* The queue of name (hash h: table_hash of the name), or NULL. */
-static struct wait_queue *queue_find(struct engine *eng, const char *name,
-                                     size_t len, uint32_t h)
+static struct wait_queue *queue_find(struct engine *eng, enum sub_kind kind,
+                                     const char *name, size_t len,
+                                     uint32_t h)
 {
     for (struct table_node *n = table_first(&eng->waits, h); n;
          n = table_next(n)) {
         struct wait_queue *q = TABLE_ENTRY(n, struct wait_queue, node);
-        if (q->name_len == len && memcmp(q->name, name, len) == 0)
+        if (q->kind == kind && q->name_len == len &&
+            memcmp(q->name, name, len) == 0)
             return q;
     }
     return NULL;
+}
+
+/* The queue lock waits in, if any. */
+static struct wait_queue *queue_of(const struct hilock_lock *lock)
+{
+    return queue_find(lock->eng, handle_channel(lock), lock->name,
+                      lock->name_len, lock->name_hash);
 }
 
 static void on_queue_timer(evutil_socket_t fd, short what, void *arg);
@@ -103,9 +113,9 @@ static void on_queue_timer(evutil_socket_t fd, short what, void *arg);
 static void queue_want(struct wait_queue *q)
 {
     for (size_t i = 0; i < q->eng->nnodes; i++) {
-        if (q->eng->listener)
+        if (q->eng->listener && q->kind == SUB_RELEASE)
             topo_want(q->eng->topo, i, q->name, q->name_len, SUB_HANDOFF);
-        topo_want(q->eng->topo, i, q->name, q->name_len, SUB_RELEASE);
+        topo_want(q->eng->topo, i, q->name, q->name_len, q->kind);
     }
 }
 
@@ -117,6 +127,7 @@ static struct wait_queue *queue_new(struct hilock_lock *lock)
     if (!q)
         return NULL;
     q->eng = eng;
+    q->kind = (uint8_t)handle_channel(lock);
     q->name_len = lock->name_len;
     memcpy(q->name, lock->name, lock->name_len);
     TAILQ_INIT(&q->waiters);
@@ -145,8 +156,8 @@ void wait_rewant_all(struct engine *eng)
 static void queue_drop(struct wait_queue *q)
 {
     for (size_t i = 0; i < q->eng->nnodes; i++) {
-        topo_unwant(q->eng->topo, i, q->name, q->name_len, SUB_RELEASE);
-        if (q->eng->listener)
+        topo_unwant(q->eng->topo, i, q->name, q->name_len, q->kind);
+        if (q->eng->listener && q->kind == SUB_RELEASE)
             topo_unwant(q->eng->topo, i, q->name, q->name_len, SUB_HANDOFF);
     }
     table_remove(&q->eng->waits, &q->node);
@@ -161,14 +172,13 @@ static size_t listening(const struct wait_queue *q)
     size_t n = 0;
     for (size_t i = 0; i < q->eng->nnodes; i++)
         n += (size_t)topo_listening(q->eng->topo, i, q->name, q->name_len,
-                                    SUB_RELEASE);
+                                    q->kind);
     return n;
 }
 
 int wait_has_waiters(const struct hilock_lock *lock)
 {
-    return queue_find(lock->eng, lock->name, lock->name_len,
-                      lock->name_hash) != NULL;
+    return queue_of(lock) != NULL;
 }
 
 /* Let the head waiter retry now (or as soon as its retry in flight is
@@ -201,9 +211,11 @@ static void on_queue_timer(evutil_socket_t fd, short what, void *arg)
     reentry_leave(guard);
 }
 
-void wait_on_message(struct engine *eng, const char *name, size_t len)
+void wait_on_message(struct engine *eng, enum sub_kind kind,
+                     const char *name, size_t len)
 {
-    struct wait_queue *q = queue_find(eng, name, len, table_hash(name, len, 0));
+    struct wait_queue *q =
+        queue_find(eng, kind, name, len, table_hash(name, len, 0));
     if (q)
         queue_wake(q);
 }
@@ -211,7 +223,8 @@ void wait_on_message(struct engine *eng, const char *name, size_t len)
 void wait_handed(struct engine *eng, const char *name, size_t len,
                  const struct reply_handoff *h)
 {
-    struct wait_queue *q = queue_find(eng, name, len, table_hash(name, len, 0));
+    struct wait_queue *q =
+        queue_find(eng, SUB_RELEASE, name, len, table_hash(name, len, 0));
     struct waiting *w;
     if (!q)
         return;
@@ -228,7 +241,8 @@ void wait_on_handoff(struct engine *eng, const char *name, size_t len,
 {
     struct reply_handoff h;
     if (mlen == 4 && memcmp(msg, "wake", 4) == 0)
-        wait_on_message(eng, name, len); /* next in line: learn the lease */
+        wait_on_message(eng, SUB_RELEASE, name,
+                        len); /* next in line: learn the lease */
     else if (reply_handoff_message(msg, mlen, &h) == 0)
         wait_handed(eng, name, len, &h);
 }
@@ -307,8 +321,7 @@ int wait_park(struct hilock_lock *lock, int64_t ttl_ms)
         return HILOCK_ENOMEM;
     struct wait_queue *q = w->queue;
     if (!q) {
-        q = queue_find(lock->eng, lock->name, lock->name_len,
-                       lock->name_hash);
+        q = queue_of(lock);
         if (!q && !(q = queue_new(lock)))
             return HILOCK_ENOMEM;
         w->queue = q;
@@ -338,10 +351,11 @@ void wait_end(struct hilock_lock *lock)
     w->queue = NULL;
     if (TAILQ_EMPTY(&q->waiters)) {
         queue_drop(q);
-    } else if (was_head && lock->holds > 0) {
+    } else if (was_head && lock->holds > 0 && !handle_shared(lock)) {
         /* It left because it got the lock: the new head's retry would be
          * busy for sure. This client's release wakes it; the fallback
-         * covers a lost lock. */
+         * covers a lost lock. (A reader, or a semaphore's taker, may have
+         * left room: the next one tries at once.) */
         q->wake_pending = 0;
         arm_fallback(q, lock->lease_ms);
     } else if (was_head) {
@@ -360,9 +374,7 @@ void wait_hold_off(struct hilock_lock *lock, uint64_t ms)
 
 void wait_released(struct hilock_lock *lock, int64_t heard)
 {
-    struct engine *eng = lock->eng;
-    struct wait_queue *q =
-        queue_find(eng, lock->name, lock->name_len, lock->name_hash);
+    struct wait_queue *q = queue_of(lock);
     if (!q)
         return;
     if (heard <= (int64_t)listening(q)) {

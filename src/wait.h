@@ -34,9 +34,11 @@ void wait_hold_off(struct hilock_lock *lock, uint64_t ms);
  * message. Wake the name's head waiter: now, or after a short yield when
  * waiters elsewhere heard it too. */
 void wait_released(struct hilock_lock *lock, int64_t heard);
-/* The node's news: a release message on name's channel, or the channel's
- * subscription confirmed (a release may have been missed before). */
-void wait_on_message(struct engine *eng, const char *name, size_t len);
+/* The node's news: a release message on name's channel of kind, or the
+ * channel's subscription confirmed (a release may have been missed
+ * before). */
+void wait_on_message(struct engine *eng, enum sub_kind kind,
+                     const char *name, size_t len);
 /* Fair mode: the lock name was handed to the waiter of this client that
  * h names (its owner tag and wait id); hooks.handed tells it. A hand-off
  * for no waiter here (it gave up, or took the lock already) is ignored. */

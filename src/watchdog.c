@@ -131,7 +131,12 @@ static void encode_batch(struct resp_buf *buf, const char *sha,
 {
     uint64_t deadline = b->lease_ms && n ? node_server_ms(n, b->valid_min)
                                          : 0;
-    wire_renew_head(buf, sha, b->n, b->lease_ms, deadline);
+    size_t nargs = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        struct wire_lock w = handle_wire(b->locks[i]);
+        nargs += wire_renew_size(&w);
+    }
+    wire_renew_head(buf, sha, nargs, b->lease_ms, deadline);
     for (size_t i = 0; i < b->n; i++) {
         struct wire_lock w = handle_wire(b->locks[i]);
         wire_renew_lock(buf, &w);

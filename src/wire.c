@@ -5,15 +5,8 @@
 
 #include "keys.h"
 
-static struct key_src key_of(const struct wire_lock *l)
-{
-    struct key_src k = {l->prefix, l->prefix_len, l->name, l->name_len};
-    return k;
-}
-
-/* The array header, EVALSHA, the digest and the number of keys. */
-static void evalsha(struct resp_buf *b, const char *sha, size_t argc,
-                    size_t numkeys)
+void wire_evalsha(struct resp_buf *b, const char *sha, size_t argc,
+                  size_t numkeys)
 {
     resp_array(b, argc);
     resp_arg(b, "EVALSHA", 7);
@@ -25,8 +18,8 @@ void wire_acquire(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint32_t lease_ms, int fencing,
                   uint64_t rid)
 {
-    struct key_src k = key_of(l);
-    evalsha(b, sha, 9, 1);
+    struct key_src k = wire_key(l);
+    wire_evalsha(b, sha, 9, 1);
     keys_lock(b, &k);
     resp_arg_u64(b, lease_ms);
     keys_field(b, l->client_id, l->owner_tag);
@@ -59,32 +52,57 @@ void wire_release(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint64_t rid, uint32_t lease_ms,
                   uint32_t drop, const char *publish)
 {
-    struct key_src k = key_of(l);
-    evalsha(b, sha, 11, 1);
+    struct key_src k = wire_key(l);
+    wire_evalsha(b, sha, 11, 1);
     release_head(b, &k, l, lease_ms, drop, publish);
     resp_arg_u64_fixed(b, rid);
 }
 
-void wire_renew_head(struct resp_buf *b, const char *sha, size_t n,
+void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
                      uint32_t lease_ms, uint64_t deadline_ms)
 {
-    evalsha(b, sha, 5 + 2 * n, 0);
+    wire_evalsha(b, sha, 5 + nargs, 0);
     resp_arg_u64(b, lease_ms);
     resp_arg_u64(b, deadline_ms);
 }
 
+size_t wire_renew_size(const struct wire_lock *l)
+{
+    return l->kind == KIND_READ ? 4 : 3;
+}
+
+/* A lock in a renew call: its type (see script.c), then its keys and
+ * field. */
 void wire_renew_lock(struct resp_buf *b, const struct wire_lock *l)
 {
-    struct key_src k = key_of(l);
+    struct key_src k = wire_key(l);
+    switch (l->kind) {
+    case KIND_PERMIT:
+        resp_arg(b, "p", 1);
+        keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL);
+        resp_arg(b, (const char *)l->member, sizeof(l->member));
+        return;
+    case KIND_READ:
+        resp_arg(b, "r", 1);
+        break;
+    case KIND_WRITE:
+        resp_arg(b, "w", 1);
+        break;
+    default:
+        resp_arg(b, "m", 1);
+        break;
+    }
     keys_lock(b, &k);
-    keys_field(b, l->client_id, l->owner_tag);
+    keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
+    if (l->kind == KIND_READ)
+        keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_BASE_TAIL);
 }
 
 void wire_fence(struct resp_buf *b, const char *sha,
                 const struct wire_lock *l, int64_t token)
 {
-    struct key_src k = key_of(l);
-    evalsha(b, sha, 5, 1);
+    struct key_src k = wire_key(l);
+    wire_evalsha(b, sha, 5, 1);
     keys_fence(b, &k);
     resp_arg_u64(b, (uint64_t)token);
 }
@@ -93,9 +111,9 @@ void wire_multi_acquire(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, size_t n,
                         uint32_t lease_ms, uint64_t rid)
 {
-    evalsha(b, sha, 3 + n + 3, n);
+    wire_evalsha(b, sha, 3 + n + 3, n);
     for (size_t i = 0; i < n; i++) {
-        struct key_src k = key_of(&l[i]);
+        struct key_src k = wire_key(&l[i]);
         keys_lock(b, &k);
     }
     resp_arg_u64(b, lease_ms);
@@ -107,13 +125,13 @@ void wire_multi_release(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, size_t n, uint64_t rid,
                         uint32_t lease_ms, const char *publish)
 {
-    evalsha(b, sha, 3 + 2 * n + 5, 2 * n);
+    wire_evalsha(b, sha, 3 + 2 * n + 5, 2 * n);
     for (size_t i = 0; i < n; i++) {
-        struct key_src k = key_of(&l[i]);
+        struct key_src k = wire_key(&l[i]);
         keys_lock(b, &k);
     }
     for (size_t i = 0; i < n; i++) {
-        struct key_src k = key_of(&l[i]);
+        struct key_src k = wire_key(&l[i]);
         keys_channel(b, &k);
     }
     resp_arg(b, "0", 1);
@@ -128,9 +146,9 @@ void wire_fair_acquire(struct resp_buf *b, const char *sha,
                        int fencing, enum wire_fair_mode mode,
                        const struct wire_fair *f, uint64_t rid)
 {
-    struct key_src k = key_of(l);
+    struct key_src k = wire_key(l);
     char m = (char)mode;
-    evalsha(b, sha, 16, 1);
+    wire_evalsha(b, sha, 16, 1);
     keys_lock(b, &k);
     resp_arg_u64(b, lease_ms);
     keys_field(b, l->client_id, l->owner_tag);
@@ -151,8 +169,8 @@ void wire_fair_release(struct resp_buf *b, const char *sha,
                        uint32_t lease_ms, uint32_t drop, int fencing,
                        const struct wire_fair *f)
 {
-    struct key_src k = key_of(l);
-    evalsha(b, sha, 15, 1);
+    struct key_src k = wire_key(l);
+    wire_evalsha(b, sha, 15, 1);
     release_head(b, &k, l, lease_ms, drop, f->publish);
     keys_queue(b, &k);
     resp_arg(b, fencing ? "1" : "0", 1);
@@ -165,8 +183,8 @@ void wire_fair_leave(struct resp_buf *b, const char *sha,
                      const struct wire_lock *l, int fencing,
                      const struct wire_fair *f)
 {
-    struct key_src k = key_of(l);
-    evalsha(b, sha, 11, 1);
+    struct key_src k = wire_key(l);
+    wire_evalsha(b, sha, 11, 1);
     keys_lock(b, &k);
     keys_field(b, l->client_id, l->owner_tag);
     keys_queue(b, &k);
@@ -181,10 +199,10 @@ void wire_query(struct resp_buf *b, enum wire_query q,
                 const struct wire_lock *l)
 {
     static const char *const cmds[] = {"HEXISTS", "HGET", "PTTL"};
-    struct key_src k = key_of(l);
+    struct key_src k = wire_key(l);
     resp_array(b, q == WIRE_QUERY_TTL ? 2 : 3);
     resp_arg(b, cmds[q], strlen(cmds[q]));
     keys_lock(b, &k);
     if (q != WIRE_QUERY_TTL)
-        keys_field(b, l->client_id, l->owner_tag);
+        keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
 }

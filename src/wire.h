@@ -9,7 +9,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "keys.h"
 #include "resp.h"
+
+/* What a handle takes: a lock (hilock_lock_new), a side of a read-write
+ * lock, permits of a counting semaphore, or one expiring permit. */
+enum lock_kind {
+    KIND_MUTEX = 0,
+    KIND_READ,
+    KIND_WRITE,
+    KIND_SEM,
+    KIND_PERMIT
+};
 
 /* One lock as the scripts see it. All pointers borrowed. */
 struct wire_lock {
@@ -19,7 +30,21 @@ struct wire_lock {
     size_t name_len;
     const char *client_id; /* the owner field is <client_id>:<owner_tag> */
     uint64_t owner_tag;
+    const char *suffix;    /* of the field (a writer's ":write"), or NULL */
+    uint8_t kind;          /* enum lock_kind */
+    unsigned char member[16]; /* an expiring permit's id */
 };
+
+/* The keys of l. */
+static inline struct key_src wire_key(const struct wire_lock *l)
+{
+    struct key_src k = {l->prefix, l->prefix_len, l->name, l->name_len};
+    return k;
+}
+
+/* The array header, EVALSHA, the digest and the number of keys. */
+void wire_evalsha(struct resp_buf *b, const char *sha, size_t argc,
+                  size_t numkeys);
 
 /* Every acquire and release carries a request id (see script.c) as its
  * last argument, written with a fixed width so that wire_rid() can change
@@ -39,14 +64,18 @@ void wire_release(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint64_t rid, uint32_t lease_ms,
                   uint32_t drop, const char *publish);
 
-/* EVALSHA sha of the renew script over n locks: wire_renew_head, then
- * wire_renew_lock for each lock. lease_ms 0 only checks; deadline_ms is
- * the server's unix time after which nothing may change (0: none). The
- * locks are arguments, not declared keys: in a cluster one call renews
- * every lock a master holds, whatever their slots. */
-void wire_renew_head(struct resp_buf *b, const char *sha, size_t n,
+/* EVALSHA sha of the renew script over locks of every kind:
+ * wire_renew_head, then wire_renew_lock for each lock; nargs is the sum of
+ * their wire_renew_size. lease_ms 0 only checks; deadline_ms is the
+ * server's unix time after which nothing may change (0: none). The locks
+ * are arguments, not declared keys: in a cluster one call renews every
+ * lock a master holds, whatever their slots. */
+void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
                      uint32_t lease_ms, uint64_t deadline_ms);
 void wire_renew_lock(struct resp_buf *b, const struct wire_lock *l);
+
+/* The arguments lock l takes in a renew call. */
+size_t wire_renew_size(const struct wire_lock *l);
 
 /* EVALSHA sha of the fence script: raise l's fencing counter to token. */
 void wire_fence(struct resp_buf *b, const char *sha,
@@ -89,6 +118,40 @@ void wire_fair_release(struct resp_buf *b, const char *sha,
 void wire_fair_leave(struct resp_buf *b, const char *sha,
                      const struct wire_lock *l, int fencing,
                      const struct wire_fair *f);
+
+/* Read-write locks (script_rw.c). Take side l (KIND_READ or KIND_WRITE)
+ * with lease_ms; a writer that will wait (wait nonzero) and finds the
+ * lock busy keeps new readers off for intent_ms. */
+void wire_rw_acquire(struct resp_buf *b, const char *sha,
+                     const struct wire_lock *l, uint32_t lease_ms, int wait,
+                     uint32_t intent_ms, uint64_t rid);
+/* Drop `drop` holds of side l, as wire_release. */
+void wire_rw_release(struct resp_buf *b, const char *sha,
+                     const struct wire_lock *l, uint64_t rid,
+                     uint32_t lease_ms, uint32_t drop, const char *publish);
+
+/* Semaphores (script_sem.c). Take or give back permits of the counting
+ * semaphore l; the request ids applied are kept rid_ttl_ms. */
+void wire_sem_acquire(struct resp_buf *b, const char *sha,
+                      const struct wire_lock *l, uint32_t permits,
+                      uint32_t rid_ttl_ms, uint64_t rid);
+void wire_sem_release(struct resp_buf *b, const char *sha,
+                      const struct wire_lock *l, uint32_t permits,
+                      uint32_t rid_ttl_ms, const char *publish,
+                      uint64_t rid);
+/* Take the expiring permit l->member with lease_ms, or give it back. */
+void wire_permit_acquire(struct resp_buf *b, const char *sha,
+                         const struct wire_lock *l, uint32_t lease_ms,
+                         const char *publish, uint64_t rid);
+void wire_permit_release(struct resp_buf *b, const char *sha,
+                         const struct wire_lock *l, const char *publish,
+                         uint64_t rid);
+/* Set the permits of l's semaphore unless set; the permits available. */
+void wire_sem_init(struct resp_buf *b, const char *sha,
+                   const struct wire_lock *l, uint32_t permits,
+                   const char *publish);
+void wire_sem_available(struct resp_buf *b, const char *sha,
+                        const struct wire_lock *l, const char *publish);
 
 /* The queries: does l's owner hold it (HEXISTS), how many holds (HGET),
  * the lease left whoever holds it (PTTL). */

@@ -1,0 +1,191 @@
+/* script_rw.c -- the read-write lock scripts, in Redisson's layout.
+ *
+ * The lock key <name> is a hash: "mode" is "read" or "write", each reader
+ * owner has its field "<client-uuid>:<owner-tag>" = its holds, a writer
+ * "<client-uuid>:<owner-tag>:write" = its holds. Read hold n of a reader
+ * also has its own key <base><field>:rwlock_timeout:<n> (base:
+ * "{<name>}:") with that hold's lease, so that a reader that dies frees its
+ * share when its lease runs out while other readers go on; the lock key
+ * lives as long as its longest hold. Releases publish on
+ * "redisson_rwlock:{<name>}": "1" from a writer (every reader may go), "0"
+ * from a reader.
+ *
+ * hilock's own keys beside it: the request ids applied per owner field,
+ * "hilock_rid:{<name>}" (a hash, gone with the lock), which make a resent
+ * acquire or release apply once (Redisson's hash must hold nothing but
+ * "mode" and holders: its readers count every other field as one); and a
+ * waiting writer's mark, "hilock_rwlock_writer:{<name>}", which keeps new
+ * readers off for a short time that the writer's retries renew: readers
+ * then cannot starve it (readers already holding still re-enter).
+ *
+ * Every script declares only the lock key (the rest shares its slot). */
+#include "script.h"
+
+/* A reader's field is alive while its newest hold's key is. Drops the
+ * fields of readers whose every hold expired; returns how many live. */
+#define RW_PRUNE_LUA                                                          \
+    "local function prune(base, rids)\n"                                      \
+    "  local f = redis.call('hgetall', KEYS[1])\n"                            \
+    "  local live = 0\n"                                                      \
+    "  for i = 1, #f, 2 do\n"                                                 \
+    "    if f[i] ~= 'mode' then\n"                                            \
+    "      local top = base .. f[i] .. ':rwlock_timeout:'\n"                  \
+    "      local c = tonumber(f[i + 1]) or 0\n"                               \
+    "      if c > 0 and redis.call('exists', top .. c) == 1 then\n"           \
+    "        live = live + 1\n"                                               \
+    "      elseif not string.find(f[i], ':write$') then\n"                    \
+    "        redis.call('hdel', KEYS[1], f[i])\n"                             \
+    "        redis.call('hdel', rids, f[i])\n"                                \
+    "      else\n"                                                            \
+    "        live = live + 1\n"                                               \
+    "      end\n"                                                             \
+    "    end\n"                                                               \
+    "  end\n"                                                                 \
+    "  return live\n"                                                         \
+    "end\n"                                                                   \
+    "local function longer(k, ms)\n"                                          \
+    "  if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end\n" \
+    "end\n"
+
+/* read_acquire, write_acquire
+ * KEYS[1] lock
+ * ARGV[1] lease ms, ARGV[2] owner field (a writer's ends ":write"),
+ * ARGV[3] the same owner's field on the other side, ARGV[4] base,
+ * ARGV[5] request ids, ARGV[6] waiting writer's mark, ARGV[7] "1" when
+ * the acquire waits, ARGV[8] how long a waiting writer's mark lasts (ms),
+ * ARGV[9] request id
+ * Return {holds, 0} when taken or re-entered, else the lock's PTTL (or the
+ * writer's mark's, for a reader kept off by it); a writer that holds the
+ * read lock gets the error "DEADLK". */
+const char script_read_acquire_lua[] =
+    RW_PRUNE_LUA
+    "local lease = tonumber(ARGV[1])\n"
+    "local n = redis.call('hget', KEYS[1], ARGV[2])\n"
+    "if n and tonumber(ARGV[9]) <=\n"
+    "    tonumber(redis.call('hget', ARGV[5], ARGV[2]) or '0') then\n"
+    "  return {tonumber(n), 0}\n"
+    "end\n"
+    "local mode = redis.call('hget', KEYS[1], 'mode')\n"
+    "if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 0 then\n"
+    "  return redis.call('pttl', KEYS[1])\n"
+    "end\n"
+    "if not n and mode ~= 'write' then\n"
+    "  local w = redis.call('pttl', ARGV[6])\n"
+    "  if w ~= -2 then return math.max(redis.call('pttl', KEYS[1]), w) end\n"
+    "end\n"
+    "if not mode then redis.call('hset', KEYS[1], 'mode', 'read') end\n"
+    "local c = redis.call('hincrby', KEYS[1], ARGV[2], 1)\n"
+    "redis.call('set', ARGV[4] .. ARGV[2] .. ':rwlock_timeout:' .. c, 1,\n"
+    "           'px', lease)\n"
+    "longer(KEYS[1], lease)\n"
+    "redis.call('hset', ARGV[5], ARGV[2], ARGV[9])\n"
+    "longer(ARGV[5], lease)\n"
+    "return {c, 0}\n";
+
+const char script_write_acquire_lua[] =
+    RW_PRUNE_LUA
+    "local lease = tonumber(ARGV[1])\n"
+    "local n = redis.call('hget', KEYS[1], ARGV[2])\n"
+    "if n and tonumber(ARGV[9]) <=\n"
+    "    tonumber(redis.call('hget', ARGV[5], ARGV[2]) or '0') then\n"
+    "  return {tonumber(n), 0}\n"
+    "end\n"
+    "local mode = redis.call('hget', KEYS[1], 'mode')\n"
+    "if mode == 'read' and prune(ARGV[4], ARGV[5]) == 0 then\n"
+    "  redis.call('del', KEYS[1], ARGV[5])\n"
+    "  mode = false\n"
+    "end\n"
+    "local c\n"
+    "if not mode then\n"
+    "  redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)\n"
+    "  redis.call('pexpire', KEYS[1], lease)\n"
+    "  redis.call('del', ARGV[6])\n"
+    "  c = 1\n"
+    "elseif mode == 'write' and n then\n"
+    "  c = redis.call('hincrby', KEYS[1], ARGV[2], 1)\n"
+    "  longer(KEYS[1], lease)\n"
+    "elseif redis.call('hexists', KEYS[1], ARGV[3]) == 1 then\n"
+    "  return redis.error_reply('DEADLK the owner holds the read lock')\n"
+    "else\n"
+    "  if ARGV[7] == '1' then\n"
+    "    redis.call('set', ARGV[6], ARGV[2], 'px', ARGV[8])\n"
+    "  end\n"
+    "  return redis.call('pttl', KEYS[1])\n"
+    "end\n"
+    "redis.call('hset', ARGV[5], ARGV[2], ARGV[9])\n"
+    "longer(ARGV[5], lease)\n"
+    "return {c, 0}\n";
+
+/* read_release, write_release
+ * KEYS[1] lock
+ * ARGV[1] release message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4]
+ * holds to drop, ARGV[5] publish command, ARGV[6] channel, ARGV[7] base,
+ * ARGV[8] request ids, ARGV[9] request id
+ * Return {holds left, subscribers that heard the release} (0 for the
+ * second when the lock is still held), or nil when the owner holds
+ * nothing. A writer that leaves readers behind (it took the read lock
+ * too) hands the lock over to them: mode "read". */
+const char script_read_release_lua[] =
+    RW_PRUNE_LUA
+    "local n = redis.call('hget', KEYS[1], ARGV[3])\n"
+    "if not n then return nil end\n"
+    "n = tonumber(n)\n"
+    "if tonumber(ARGV[9]) <=\n"
+    "    tonumber(redis.call('hget', ARGV[8], ARGV[3]) or '0') then\n"
+    "  return {n, 0}\n"
+    "end\n"
+    "local c = math.max(n - tonumber(ARGV[4]), 0)\n"
+    "for i = c + 1, n do\n"
+    "  redis.call('del', ARGV[7] .. ARGV[3] .. ':rwlock_timeout:' .. i)\n"
+    "end\n"
+    "if c > 0 then\n"
+    "  redis.call('hset', KEYS[1], ARGV[3], c)\n"
+    "  redis.call('hset', ARGV[8], ARGV[3], ARGV[9])\n"
+    "  return {c, 0}\n"
+    "end\n"
+    "redis.call('hdel', KEYS[1], ARGV[3])\n"
+    "redis.call('hdel', ARGV[8], ARGV[3])\n"
+    "if redis.call('hget', KEYS[1], 'mode') == 'write' then return {0, 0} end\n"
+    "if prune(ARGV[7], ARGV[8]) > 0 then\n"
+    "  local most = 0\n"
+    "  local f = redis.call('hgetall', KEYS[1])\n"
+    "  for i = 1, #f, 2 do\n"
+    "    if f[i] ~= 'mode' then\n"
+    "      local top = ARGV[7] .. f[i] .. ':rwlock_timeout:'\n"
+    "      for j = 1, tonumber(f[i + 1]) or 0 do\n"
+    "        most = math.max(most, redis.call('pttl', top .. j))\n"
+    "      end\n"
+    "    end\n"
+    "  end\n"
+    "  if most > 0 then redis.call('pexpire', KEYS[1], most) end\n"
+    "  return {0, 0}\n"
+    "end\n"
+    "redis.call('del', KEYS[1], ARGV[8])\n"
+    "return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])}\n";
+
+const char script_write_release_lua[] =
+    RW_PRUNE_LUA
+    "local n = redis.call('hget', KEYS[1], ARGV[3])\n"
+    "if not n or redis.call('hget', KEYS[1], 'mode') ~= 'write' then\n"
+    "  return nil\n"
+    "end\n"
+    "n = tonumber(n)\n"
+    "if tonumber(ARGV[9]) <=\n"
+    "    tonumber(redis.call('hget', ARGV[8], ARGV[3]) or '0') then\n"
+    "  return {n, 0}\n"
+    "end\n"
+    "local c = math.max(n - tonumber(ARGV[4]), 0)\n"
+    "if c > 0 then\n"
+    "  redis.call('hset', KEYS[1], ARGV[3], c)\n"
+    "  redis.call('hset', ARGV[8], ARGV[3], ARGV[9])\n"
+    "  longer(KEYS[1], tonumber(ARGV[2]))\n"
+    "  return {c, 0}\n"
+    "end\n"
+    "redis.call('hdel', KEYS[1], ARGV[3])\n"
+    "redis.call('hdel', ARGV[8], ARGV[3])\n"
+    "if redis.call('hlen', KEYS[1]) == 1 then\n"
+    "  redis.call('del', KEYS[1], ARGV[8])\n"
+    "else\n"
+    "  redis.call('hset', KEYS[1], 'mode', 'read')\n"
+    "end\n"
+    "return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])}\n";

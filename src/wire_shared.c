@@ -1,0 +1,134 @@
+/* wire_shared.c -- the commands about read-write locks and semaphores (see
+ * wire.h; the scripts' arguments are listed in script_rw.c and
+ * script_sem.c). */
+#include <string.h>
+
+#include "wire.h"
+
+/* The field of l's owner on the other side of its read-write lock. */
+static void other_field(struct resp_buf *b, const struct wire_lock *l)
+{
+    keys_field_sfx(b, l->client_id, l->owner_tag,
+                   l->kind == KIND_READ ? ":write" : NULL);
+}
+
+void wire_rw_acquire(struct resp_buf *b, const char *sha,
+                     const struct wire_lock *l, uint32_t lease_ms, int wait,
+                     uint32_t intent_ms, uint64_t rid)
+{
+    struct key_src k = wire_key(l);
+    wire_evalsha(b, sha, 13, 1);
+    keys_lock(b, &k);
+    resp_arg_u64(b, lease_ms);
+    keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
+    other_field(b, l);
+    keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_BASE_TAIL);
+    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
+    keys_tagged(b, &k, KEYS_WRITER_HEAD, KEYS_TAG_TAIL);
+    resp_arg(b, wait ? "1" : "0", 1);
+    resp_arg_u64(b, intent_ms ? intent_ms : 1);
+    resp_arg_u64_fixed(b, rid);
+}
+
+void wire_rw_release(struct resp_buf *b, const char *sha,
+                     const struct wire_lock *l, uint64_t rid,
+                     uint32_t lease_ms, uint32_t drop, const char *publish)
+{
+    struct key_src k = wire_key(l);
+    wire_evalsha(b, sha, 13, 1);
+    keys_lock(b, &k);
+    /* A writer's release lets every reader in: "1", as Redisson's. */
+    resp_arg(b, l->kind == KIND_WRITE ? "1" : "0", 1);
+    resp_arg_u64(b, lease_ms);
+    keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
+    resp_arg_u64(b, drop);
+    resp_arg(b, publish, strlen(publish));
+    keys_channel_of(b, &k, KEYS_RWLOCK_CHANNEL_HEAD);
+    keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_BASE_TAIL);
+    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
+    resp_arg_u64_fixed(b, rid);
+}
+
+/* A counting semaphore's handle, for its request ids: the first 12 bytes
+ * of its member (the client's permit prefix and the handle's number). */
+static void sem_field(struct resp_buf *b, const struct wire_lock *l)
+{
+    resp_arg(b, (const char *)l->member, 12);
+}
+
+void wire_sem_acquire(struct resp_buf *b, const char *sha,
+                      const struct wire_lock *l, uint32_t permits,
+                      uint32_t rid_ttl_ms, uint64_t rid)
+{
+    struct key_src k = wire_key(l);
+    wire_evalsha(b, sha, 9, 1);
+    keys_lock(b, &k);
+    resp_arg_u64(b, permits);
+    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
+    sem_field(b, l);
+    resp_arg_u64(b, rid_ttl_ms);
+    resp_arg_u64_fixed(b, rid);
+}
+
+void wire_sem_release(struct resp_buf *b, const char *sha,
+                      const struct wire_lock *l, uint32_t permits,
+                      uint32_t rid_ttl_ms, const char *publish,
+                      uint64_t rid)
+{
+    struct key_src k = wire_key(l);
+    wire_evalsha(b, sha, 11, 1);
+    keys_lock(b, &k);
+    resp_arg_u64(b, permits);
+    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
+    sem_field(b, l);
+    resp_arg_u64(b, rid_ttl_ms);
+    resp_arg(b, publish, strlen(publish));
+    keys_channel_of(b, &k, KEYS_SEM_CHANNEL_HEAD);
+    resp_arg_u64_fixed(b, rid);
+}
+
+/* The count key, then the permits' sorted set, the publish command and
+ * the channel: what every expiring-permit script starts with. */
+static void permit_head(struct resp_buf *b, const char *sha, size_t argc,
+                        const struct wire_lock *l, const char *publish)
+{
+    struct key_src k = wire_key(l);
+    wire_evalsha(b, sha, argc, 1);
+    keys_lock(b, &k);
+    keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL);
+    resp_arg(b, publish, strlen(publish));
+    keys_channel_of(b, &k, KEYS_SEM_CHANNEL_HEAD);
+}
+
+void wire_permit_acquire(struct resp_buf *b, const char *sha,
+                         const struct wire_lock *l, uint32_t lease_ms,
+                         const char *publish, uint64_t rid)
+{
+    permit_head(b, sha, 10, l, publish);
+    resp_arg(b, (const char *)l->member, sizeof(l->member));
+    resp_arg_u64(b, lease_ms);
+    resp_arg_u64_fixed(b, rid);
+}
+
+void wire_permit_release(struct resp_buf *b, const char *sha,
+                         const struct wire_lock *l, const char *publish,
+                         uint64_t rid)
+{
+    permit_head(b, sha, 9, l, publish);
+    resp_arg(b, (const char *)l->member, sizeof(l->member));
+    resp_arg_u64_fixed(b, rid);
+}
+
+void wire_sem_init(struct resp_buf *b, const char *sha,
+                   const struct wire_lock *l, uint32_t permits,
+                   const char *publish)
+{
+    permit_head(b, sha, 8, l, publish);
+    resp_arg_u64(b, permits);
+}
+
+void wire_sem_available(struct resp_buf *b, const char *sha,
+                        const struct wire_lock *l, const char *publish)
+{
+    permit_head(b, sha, 7, l, publish);
+}
