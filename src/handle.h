@@ -47,8 +47,9 @@ struct hilock_lock {
     unsigned freeing : 1;            /* hilock_lock_free() was called */
     unsigned in_owners : 1;          /* in eng->owners */
     unsigned unreleased : 1;         /* a release of it got no answer */
-    unsigned queued : 1;             /* fair: a waiting attempt went out, so
-                                        it may have a queue entry */
+    unsigned queued : 1;             /* a waiting attempt went out: in fair
+                                        mode it may have a queue entry, a
+                                        writer may have left its mark */
     unsigned handed : 1;             /* fair: handed over while an attempt
                                         was in flight */
     uint8_t op;                      /* enum lock_op pending */

@@ -77,18 +77,26 @@ static void leave_done(struct op *op, int status,
 }
 
 /* A fair wait ended without the lock: take its entry out of the queue,
- * and pass on a hand-off that raced the giving up. Best effort. */
+ * and pass on a hand-off that raced the giving up. A waiting writer's
+ * mark goes the same way (sent after its last attempt, which may renew
+ * it). Best effort. */
 static void send_leave(struct hilock_lock *lock)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
-    struct wire_fair f = fair_args(lock);
     struct op *op = op_new(eng, OP_KIND_LEAVE, -1, lock->slot, 0, leave_done);
     if (!op)
         return;
-    op_eval(op, SCRIPT_FAIR_LEAVE);
-    wire_fair_leave(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_LEAVE], &w,
-                    eng->opts->fencing, &f);
+    if (lock->kind == KIND_WRITE) {
+        op_eval(op, SCRIPT_WRITE_LEAVE);
+        wire_write_leave(op_cmd(op), eng->scripts.sha[SCRIPT_WRITE_LEAVE],
+                         &w);
+    } else {
+        struct wire_fair f = fair_args(lock);
+        op_eval(op, SCRIPT_FAIR_LEAVE);
+        wire_fair_leave(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_LEAVE], &w,
+                        eng->opts->fencing, &f);
+    }
     handle_attach(lock, op);
     op_submit(op, 0);
 }
@@ -258,6 +266,7 @@ static int send_attempt(struct hilock_lock *lock)
         lock->handed = 0;
     } else if (lock->kind != KIND_MUTEX) {
         encode_acquire(lock, op, ++eng->seq);
+        lock->queued |= lock->kind == KIND_WRITE && handle_wait_deadline(lock);
     } else {
         op_eval(op, SCRIPT_ACQUIRE);
         wire_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,

@@ -424,6 +424,7 @@ static const char *const scripts[SCRIPT_COUNT] = {
     [SCRIPT_WRITE_ACQUIRE] = script_write_acquire_lua,
     [SCRIPT_READ_RELEASE] = script_read_release_lua,
     [SCRIPT_WRITE_RELEASE] = script_write_release_lua,
+    [SCRIPT_WRITE_LEAVE] = script_write_leave_lua,
     [SCRIPT_SEM_ACQUIRE] = script_sem_acquire_lua,
     [SCRIPT_SEM_RELEASE] = script_sem_release_lua,
     [SCRIPT_PERMIT_ACQUIRE] = script_permit_acquire_lua,

@@ -18,6 +18,7 @@ enum script_id {
     SCRIPT_WRITE_ACQUIRE,
     SCRIPT_READ_RELEASE,
     SCRIPT_WRITE_RELEASE,
+    SCRIPT_WRITE_LEAVE,
     SCRIPT_SEM_ACQUIRE,
     SCRIPT_SEM_RELEASE,
     SCRIPT_PERMIT_ACQUIRE,
@@ -38,6 +39,7 @@ extern const char script_read_acquire_lua[];
 extern const char script_write_acquire_lua[];
 extern const char script_read_release_lua[];
 extern const char script_write_release_lua[];
+extern const char script_write_leave_lua[];
 extern const char script_sem_acquire_lua[];
 extern const char script_sem_release_lua[];
 extern const char script_permit_acquire_lua[];

@@ -116,6 +116,15 @@ const char script_write_acquire_lua[] =
     "longer(ARGV[5], lease)\n"
     "return {c, 0}\n";
 
+/* write_leave (a waiting writer gave up)
+ * KEYS[1] lock, ARGV[1] waiting writer's mark, ARGV[2] the writer's field
+ * Deletes the mark if this writer made it last. Returns 0. */
+const char script_write_leave_lua[] =
+    "if redis.call('get', ARGV[1]) == ARGV[2] then\n"
+    "  redis.call('del', ARGV[1])\n"
+    "end\n"
+    "return 0\n";
+
 /* read_release, write_release
  * KEYS[1] lock
  * ARGV[1] release message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4]

@@ -130,6 +130,10 @@ void wire_rw_release(struct resp_buf *b, const char *sha,
                      const struct wire_lock *l, uint64_t rid,
                      uint32_t lease_ms, uint32_t drop, const char *publish);
 
+/* A waiting writer l gave up: its mark goes. */
+void wire_write_leave(struct resp_buf *b, const char *sha,
+                      const struct wire_lock *l);
+
 /* Semaphores (script_sem.c). Take or give back permits of the counting
  * semaphore l; the request ids applied are kept rid_ttl_ms. */
 void wire_sem_acquire(struct resp_buf *b, const char *sha,

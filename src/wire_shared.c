@@ -49,6 +49,16 @@ void wire_rw_release(struct resp_buf *b, const char *sha,
     resp_arg_u64_fixed(b, rid);
 }
 
+void wire_write_leave(struct resp_buf *b, const char *sha,
+                      const struct wire_lock *l)
+{
+    struct key_src k = wire_key(l);
+    wire_evalsha(b, sha, 6, 1);
+    keys_lock(b, &k);
+    keys_tagged(b, &k, KEYS_WRITER_HEAD, KEYS_TAG_TAIL);
+    keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
+}
+
 /* A counting semaphore's handle, for its request ids: the first 12 bytes
  * of its member (the client's permit prefix and the handle's number). */
 static void sem_field(struct resp_buf *b, const struct wire_lock *l)
