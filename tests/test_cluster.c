@@ -255,6 +255,61 @@ START_TEST(waiter_is_woken_by_a_sharded_release)
 }
 END_TEST
 
+/* A read-write lock and expiring permits in a cluster: their companion
+ * keys share the name's slot, waiters are woken by sharded releases on
+ * their own channels, and the watchdog renews them on their masters. */
+START_TEST(read_write_locks_and_permits_work_in_a_cluster)
+{
+    struct hilock_options o;
+    cluster_options(&o, 0);
+    o.watchdog_lease_ms = 900;
+    client = tu_client(&o);
+    tu_client_ready(client);
+    client2 = cluster_client(1);
+    struct hilock_lock *r = NULL, *w = NULL, *p1 = NULL, *p2 = NULL;
+    tu_assert_status(hilock_rwlock_new(client, "cdoc", 4, 1, HILOCK_READ, &r),
+                     0);
+    tu_assert_status(hilock_rwlock_new(client2, "cdoc", 4, 1, HILOCK_WRITE,
+                                       &w),
+                     0);
+    tu_assert_status(tu_acquire(r, 0, 0, NULL), 0);
+    char key[128];
+    snprintf(key, sizeof(key), "{cdoc}:%s:rwlock_timeout:1",
+             tu_field(client, 1, (char[64]){0}));
+    ck_assert_int_eq(on_owner(key, "EXISTS", NULL), 1);
+    ck_assert_int_eq(rc_key_slot(key, strlen(key)), rc_key_slot("cdoc", 4));
+    struct tu_result got = {0};
+    tu_assert_status(hilock_lock_acquire(w, 20000, 0, tu_record, &got), 0);
+    tu_run_for(1200); /* the reader's hold is renewed past its lease */
+    ck_assert_int_eq(got.calls, 0);
+    ck_assert_int_eq(on_owner(key, "EXISTS", NULL), 1);
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_release(r, NULL), 0);
+    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(2000)));
+    tu_assert_status(got.status, 0);
+    ck_assert_int_lt(got.at_ms - t0, 900);
+    tu_assert_status(tu_release(w, NULL), 0);
+
+    tu_assert_status(hilock_permit_new(client, "cjobs", 5, &p1), 0);
+    tu_assert_status(hilock_permit_new(client2, "cjobs", 5, &p2), 0);
+    struct tu_result init = {0};
+    tu_assert_status(hilock_semaphore_init(p1, 1, tu_record, &init), 0);
+    ck_assert(tu_run_until_count(&init.calls, 1, tu_ms(2000)));
+    ck_assert_int_eq(init.value, 1);
+    tu_assert_status(tu_acquire(p1, 0, 0, NULL), 0);
+    got = (struct tu_result){0};
+    tu_assert_status(hilock_lock_acquire(p2, 20000, 0, tu_record, &got), 0);
+    tu_run_for(1200); /* the permit is renewed past its lease */
+    ck_assert_int_eq(got.calls, 0);
+    t0 = tu_now_ms();
+    tu_assert_status(tu_release(p1, NULL), 0);
+    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(2000)));
+    tu_assert_status(got.status, 0);
+    ck_assert_int_lt(got.at_ms - t0, 900);
+    tu_assert_status(tu_release(p2, NULL), 0);
+}
+END_TEST
+
 /* Whether list key (on its slot's master) holds one entry. */
 static bool one_queued(void *key)
 {
@@ -596,6 +651,7 @@ int main(void)
     tcase_add_test(tc, moved_after_a_slot_migration_is_followed);
     tcase_add_test(tc, ask_during_a_migration_is_followed);
     tcase_add_test(tc, fair_hand_off_works_in_a_cluster);
+    tcase_add_test(tc, read_write_locks_and_permits_work_in_a_cluster);
     suite_add_tcase(s, tc);
     TCase *fo = tcase_create("failover");
     tcase_add_checked_fixture(fo, own_start, own_stop);

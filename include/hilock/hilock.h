@@ -239,8 +239,10 @@ HILOCK_EXPORT void hilock_client_free(struct hilock_client *client);
 /* Write the client id as a 36-character UUID plus NUL into buf (>= 37 bytes).
  * It is part of every owner field: whoever knows it can release this
  * client's locks. Treat it as a secret, and remember that anyone allowed to
- * read a lock key (HGETALL) sees the owner fields in it; no key name
- * contains it. Errors: HILOCK_EINVAL. */
+ * read a lock key (HGETALL) sees the owner fields in it. No key name
+ * contains it, except the keys of read holds of a read-write lock
+ * (Redisson's layout names them after the owner field: see the README).
+ * Errors: HILOCK_EINVAL. */
 HILOCK_EXPORT int hilock_client_id(const struct hilock_client *client,
                                    char *buf, size_t len);
 
@@ -462,7 +464,10 @@ HILOCK_EXPORT int hilock_rwlock_new(struct hilock_client *client,
 /* A counting semaphore handle (Redisson's RSemaphore): permits are not
  * owned and never expire; a process that dies holding some loses them
  * for everyone. hilock_lock_hold_count says how many this handle took and
- * has not released. Errors: HILOCK_EINVAL, HILOCK_ENOMEM. */
+ * has not released; hilock_lock_acquire and _release take and give one
+ * (the lease is not used); freeing the handle gives back what it holds.
+ * The queries, renew and on_lost do not apply (HILOCK_EINVAL).
+ * Errors: HILOCK_EINVAL, HILOCK_ENOMEM. */
 HILOCK_EXPORT int hilock_semaphore_new(struct hilock_client *client,
                                        const char *name, size_t name_len,
                                        struct hilock_lock **out);
