@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct hilock_client *a, *b;
