@@ -9,6 +9,11 @@
  * redis-server, and exits 0 only when exactly the stock was sold, nothing is
  * left, no sale was counted twice and no lock was left behind.
  *
+ * Before stopping the servers it reads their GET /metrics pages (the lock
+ * clients' counters as Prometheus text, read with tests/promtext.h) and
+ * prints a summary: acquisitions, waits and their p50/p99 from the wait
+ * histogram, timeouts, lost locks, the latency of the requests to Redis.
+ *
  * Every sold answer carries the stock it left behind ({"sold":true,"left":N});
  * two sales reporting the same N would be two buyers who saw the same count:
  * an oversell. That is what "oversold" counts, next to sales beyond the stock.
@@ -43,8 +48,10 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +60,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "promtext.h"
 #include "redis_cluster.h"
 #include "redis_sentinel.h"
 #include "redis_server.h"
@@ -85,6 +93,13 @@ struct buyer {
     int server;
 };
 
+/* The servers' /metrics pages, summed. */
+struct lock_summary {
+    double acquisitions, reentries, waits, timeouts, lost;
+    struct prom_histogram wait, request;
+    char error[200];       /* set: a page was missing or malformed */
+};
+
 struct demo {
     const struct config *cfg;
     struct event_base *base;
@@ -101,6 +116,9 @@ struct demo {
     int *left_seen;        /* sold answers per "left" value, [0, stock) */
     int left_bad;          /* sold answers with a "left" outside that range */
     int ready;             /* servers that answered GET /stock */
+    char *metrics[SERVERS_MAX];  /* their GET /metrics pages */
+    int metrics_answered;
+    struct lock_summary locks;
     int timed_out;
     double deadline;       /* the time limit, monotonic seconds */
     double t_start, t_end;
@@ -409,6 +427,141 @@ static void buyers_close(struct demo *d)
     d->buyers = NULL;
 }
 
+/* ---- the servers' counters --------------------------------------------- */
+
+/* GET /metrics answered (or failed): keep the page. */
+static void on_metrics(struct evhttp_request *req, void *arg)
+{
+    struct buyer *b = arg;
+    struct demo *d = b->demo;
+    if (req && evhttp_request_get_response_code(req) == HTTP_OK) {
+        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+        size_t n = evbuffer_get_length(in);
+        char *text = malloc(n + 1);
+        if (text) {
+            evbuffer_copyout(in, text, n);
+            text[n] = '\0';
+        }
+        d->metrics[b->server] = text;
+    }
+    if (++d->metrics_answered == d->cfg->servers)
+        event_base_loopbreak(d->base);
+}
+
+/* Add histogram from (same buckets) into into. */
+static void histogram_add(struct prom_histogram *into,
+                          const struct prom_histogram *from)
+{
+    if (into->n == 0)
+        *into = *from;
+    else if (into->n == from->n) {
+        for (size_t i = 0; i < from->n; i++)
+            into->count_le[i] += from->count_le[i];
+        into->sum += from->sum;
+        into->count += from->count;
+    }
+}
+
+/* Add server i's page to d->locks; 0, or -1 with the reason there. */
+static int summary_add(struct demo *d, int i)
+{
+    static const struct {
+        const char *name;
+        size_t offset;
+    } counters[] = {
+        {"hilock_acquisitions_total",
+         offsetof(struct lock_summary, acquisitions)},
+        {"hilock_reentries_total", offsetof(struct lock_summary, reentries)},
+        {"hilock_waits_total", offsetof(struct lock_summary, waits)},
+        {"hilock_timeouts_total", offsetof(struct lock_summary, timeouts)},
+        {"hilock_locks_lost_total", offsetof(struct lock_summary, lost)},
+    };
+    struct lock_summary *sum = &d->locks;
+    struct prom_doc doc = {0};
+    struct prom_histogram wait, request;
+    char err[160] = "no answer";
+    int rc = d->metrics[i] &&
+                     prom_parse(d->metrics[i], strlen(d->metrics[i]), &doc,
+                                err, sizeof(err)) == 0 &&
+                     prom_histogram(&doc, "hilock_wait_seconds", &wait, err,
+                                    sizeof(err)) == 0 &&
+                     prom_histogram(&doc, "hilock_request_seconds", &request,
+                                    err, sizeof(err)) == 0
+                 ? 0
+                 : -1;
+    for (size_t k = 0; rc == 0 && k < sizeof(counters) / sizeof(counters[0]);
+         k++) {
+        const struct prom_sample *s =
+            prom_find(&doc, counters[k].name, NULL, NULL);
+        if (s) {
+            *(double *)((char *)sum + counters[k].offset) += s->value;
+        } else {
+            snprintf(err, sizeof(err), "no %s", counters[k].name);
+            rc = -1;
+        }
+    }
+    if (rc == 0) {
+        histogram_add(&sum->wait, &wait);
+        histogram_add(&sum->request, &request);
+    } else {
+        snprintf(sum->error, sizeof(sum->error), "server %d's /metrics: %s",
+                 i, err);
+    }
+    prom_free(&doc);
+    return rc;
+}
+
+/* Read every server's GET /metrics into d->locks, within START_MS. */
+static void metrics_collect(struct demo *d)
+{
+    for (int i = 0; i < d->cfg->servers; i++)
+        if (http_send(&d->buyers[i], EVHTTP_REQ_GET, "/metrics", on_metrics))
+            on_metrics(NULL, &d->buyers[i]);
+    if (d->metrics_answered < d->cfg->servers)
+        run_until(d, start_deadline(d));
+    for (int i = 0; i < d->cfg->servers && summary_add(d, i) == 0; i++)
+        ;
+}
+
+/* s seconds, readably, into buf. */
+static const char *duration(double s, char *buf, size_t len)
+{
+    if (isnan(s))
+        snprintf(buf, len, "-");
+    else if (isinf(s))
+        snprintf(buf, len, "over 17.9 min");
+    else if (s < 1e-3)
+        snprintf(buf, len, "%.0f us", s * 1e6);
+    else if (s < 1)
+        snprintf(buf, len, "%.3g ms", s * 1e3);
+    else
+        snprintf(buf, len, "%.3g s", s);
+    return buf;
+}
+
+/* The lines of the summary; 0, or -1 when a page was bad. */
+static int summary_print(const struct lock_summary *l)
+{
+    char p50[32], p99[32], mean[32];
+    if (l->error[0]) {
+        printf("metrics      UNEXPECTED: %s\n", l->error);
+        return -1;
+    }
+    printf("locks        %.0f acquired (%.0f re-entries), %.0f waited, "
+           "%.0f timed out, %.0f lost\n", l->acquisitions, l->reentries,
+           l->waits, l->timeouts, l->lost);
+    printf("lock wait    p50 <= %s, p99 <= %s, mean %s (histogram of %.0f "
+           "waits)\n", duration(prom_quantile(&l->wait, 0.5), p50, 32),
+           duration(prom_quantile(&l->wait, 0.99), p99, 32),
+           duration(l->wait.count ? l->wait.sum / l->wait.count : NAN, mean,
+                    32), l->wait.count);
+    printf("redis calls  p50 <= %s, p99 <= %s (histogram of %.0f lock "
+           "requests)\n", duration(prom_quantile(&l->request, 0.5), p50, 32),
+           duration(prom_quantile(&l->request, 0.99), p99, 32),
+           l->request.count);
+    return 0;
+}
+
 /* ---- the run ----------------------------------------------------------- */
 
 /* Wait until every server answers GET /stock, within START_MS (and the
@@ -470,11 +623,12 @@ static int report(const struct demo *d, long long left, long long locked)
     printf("oversold     %d\n", over);
     printf("time         %.2f s, %.0f purchases/s\n", secs,
            d->cfg->purchases / secs);
+    int counted = summary_print(&d->locks);
     if (locked != 0)
         printf("UNEXPECTED: the lock key is still there after the servers "
                "stopped\n");
     return (d->sold == d->cfg->stock && left == 0 && over == 0 &&
-            locked == 0) ? 0 : -1;
+            locked == 0 && counted == 0) ? 0 : -1;
 }
 
 static int int_arg(const char *s, int min, int max)
@@ -667,9 +821,11 @@ static int demo_run(struct demo *d, struct rs_server *srv)
         printf(" %d", d->shops[i].port);
     printf("\n");
     fflush(stdout);
-    if (buyers_open(d) != 0 || servers_wait_ready(d) != 0)
+    if (buyers_open(d) != 0 || servers_wait_ready(d) != 0 ||
+        purchases_run(d) != 0)
         return -1;
-    return purchases_run(d);
+    metrics_collect(d);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -723,6 +879,8 @@ int main(int argc, char **argv)
             rs_stop(srv[i]);
     event_base_free(d.base);
     free(d.left_seen);
+    for (int i = 0; i < cfg.servers; i++)
+        free(d.metrics[i]);
     if (rc == 0 && bad_exits == 0 && cfg.cluster) {
         printf("inventory-demo: OK -- exactly %d sold, none oversold, the "
                "lock and the stock in a Redis Cluster of %d masters; "

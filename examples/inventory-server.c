@@ -10,6 +10,8 @@
  *                            {"sold":false}; 503 {"error":"..."} when the
  *                            lock or Redis fails
  *   GET  /stock[?product=P]  {"left":N}
+ *   GET  /metrics            the lock client's counters (hilock_client_stats)
+ *                            and the purchases answered, as Prometheus text
  *
  * The stock of product P is the string key "stock:P"; the lock is named P
  * (the README's key layout). Both live on the one Redis of --redis-host and
@@ -49,6 +51,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,10 +103,15 @@ struct shop {
     int stopping;               /* signal seen: no new work */
     int finishing;              /* shop_finish scheduled */
     int forced;                 /* drain timed out: cancel what is left */
+    uint64_t answered[3];       /* purchases answered, by enum outcome */
     struct event *sig_int, *sig_term, *drain;
 };
 
 enum sale_kind { SALE_BUY, SALE_QUERY };
+
+/* How a purchase was answered: the label of inventory_purchases_total. */
+enum outcome { OUT_SOLD, OUT_SOLD_OUT, OUT_FAILED };
+static const char *const outcome_names[] = {"sold", "sold_out", "failed"};
 
 /* One HTTP request from arrival to answer. */
 struct sale {
@@ -149,13 +157,12 @@ static void on_sent(struct evhttp_request *req, void *arg)
     shop_maybe_finish(shop);
 }
 
-/* Send code with a JSON body made from fmt, counted in shop->unsent until
- * written out. */
-static void reply_json(struct shop *shop, struct evhttp_request *req,
-                       int code, const char *reason, const char *fmt, ...)
+/* Send code with body (of Content-Type type; NULL: there was no memory
+ * for it), counted in shop->unsent until written out; frees body. */
+static void reply_body(struct shop *shop, struct evhttp_request *req,
+                       int code, const char *reason, const char *type,
+                       struct evbuffer *body)
 {
-    struct evbuffer *body = evbuffer_new();
-    va_list ap;
     if (evhttp_request_get_connection(req)) {  /* NULL: the client left */
         shop->unsent++;
         evhttp_request_set_on_complete_cb(req, on_sent, shop);
@@ -164,13 +171,24 @@ static void reply_json(struct shop *shop, struct evhttp_request *req,
         evhttp_send_error(req, HTTP_INTERNAL, NULL);
         return;
     }
-    va_start(ap, fmt);
-    evbuffer_add_vprintf(body, fmt, ap);
-    va_end(ap);
     evhttp_add_header(evhttp_request_get_output_headers(req),
-                      "Content-Type", "application/json");
+                      "Content-Type", type);
     evhttp_send_reply(req, code, reason, body);
     evbuffer_free(body);
+}
+
+/* Send code with a JSON body made from fmt. */
+static void reply_json(struct shop *shop, struct evhttp_request *req,
+                       int code, const char *reason, const char *fmt, ...)
+{
+    struct evbuffer *body = evbuffer_new();
+    va_list ap;
+    if (body) {
+        va_start(ap, fmt);
+        evbuffer_add_vprintf(body, fmt, ap);
+        va_end(ap);
+    }
+    reply_body(shop, req, code, reason, "application/json", body);
 }
 
 /* Answer the request of sale s, free it and everything it owns; the last one
@@ -178,6 +196,9 @@ static void reply_json(struct shop *shop, struct evhttp_request *req,
 static void sale_answer(struct sale *s)
 {
     struct shop *shop = s->shop;
+    if (s->kind == SALE_BUY)
+        shop->answered[s->error ? OUT_FAILED : s->sold ? OUT_SOLD
+                                                       : OUT_SOLD_OUT]++;
     if (s->error)
         reply_json(shop, s->req, 503, "Service Unavailable",
                    "{\"error\":\"%s\"}\n", s->error);
@@ -500,6 +521,102 @@ static void sale_start(struct sale *s, const char *product)
     }
 }
 
+/* ---- /metrics ---------------------------------------------------------- */
+
+/* The counters and gauges of struct hilock_stats, as Prometheus names
+ * them (counters end in _total). */
+static const struct metric {
+    const char *name, *type, *help;
+    size_t offset;
+} metrics[] = {
+#define M(name, type, field, help) \
+    {name, type, help, offsetof(struct hilock_stats, field)}
+    M("hilock_acquisitions_total", "counter", acquisitions,
+      "Lock acquisitions that succeeded, re-entries included."),
+    M("hilock_reentries_total", "counter", reentries,
+      "Acquisitions by an owner that held the lock already."),
+    M("hilock_waits_total", "counter", waits,
+      "Acquisitions that waited in their lock's queue."),
+    M("hilock_timeouts_total", "counter", timeouts,
+      "Acquisitions that timed out."),
+    M("hilock_cancels_total", "counter", cancels,
+      "Acquisitions canceled or freed while pending."),
+    M("hilock_handoffs_total", "counter", handoffs,
+      "Locks handed to a waiter by a release (fair mode)."),
+    M("hilock_locks_lost_total", "counter", lost,
+      "Holds found lost before their release."),
+    M("hilock_renewals_sent_total", "counter", renewals_sent,
+      "Lock renewals sent, one per lock."),
+    M("hilock_renewals_failed_total", "counter", renewals_failed,
+      "Lock renewals not confirmed."),
+    M("hilock_reconnects_total", "counter", reconnects,
+      "Times the command connection came back after a drop."),
+    M("hilock_requests_in_flight", "gauge", requests_inflight,
+      "Requests to Redis submitted and not completed."),
+    M("hilock_waiters_parked", "gauge", waiters_parked,
+      "Acquisitions waiting in a lock's queue now."),
+    M("hilock_subscriptions", "gauge", subscriptions,
+      "Lock channels subscribed now."),
+#undef M
+};
+
+/* One histogram of hist (HILOCK_HIST_BUCKETS counts on log2 microsecond
+ * bounds, see hilock.h) and sum_us, in seconds as Prometheus has them:
+ * cumulative buckets, the last one +Inf. */
+static void metrics_histogram(struct evbuffer *b, const char *name,
+                              const char *help, const uint64_t *hist,
+                              uint64_t sum_us)
+{
+    uint64_t n = 0;
+    evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help,
+                        name);
+    for (int i = 0; i < HILOCK_HIST_BUCKETS - 1; i++) {
+        n += hist[i];
+        evbuffer_add_printf(b, "%s_bucket{le=\"%.6f\"} %" PRIu64 "\n", name,
+                            (double)(UINT64_C(1) << i) / 1e6, n);
+    }
+    n += hist[HILOCK_HIST_BUCKETS - 1];
+    evbuffer_add_printf(b, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n"
+                           "%s_sum %.6f\n%s_count %" PRIu64 "\n",
+                        name, n, name, (double)sum_us / 1e6, name, n);
+}
+
+/* GET /metrics: the lock client's counters and the purchases answered, in
+ * the Prometheus text format (version 0.0.4). */
+static void metrics_answer(struct shop *shop, struct evhttp_request *req)
+{
+    struct hilock_stats st;
+    struct evbuffer *b = evbuffer_new();
+    if (!b || !shop->locks ||
+        hilock_client_stats(shop->locks, &st, sizeof(st)) != 0) {
+        evbuffer_free(b);
+        reply_json(shop, req, 503, "Service Unavailable",
+                   "{\"error\":\"no lock client\"}\n");
+        return;
+    }
+    for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
+        const struct metric *m = &metrics[i];
+        uint64_t v;
+        memcpy(&v, (const char *)&st + m->offset, sizeof(v));
+        evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n",
+                            m->name, m->help, m->name, m->type, m->name, v);
+    }
+    metrics_histogram(b, "hilock_wait_seconds",
+                      "Time acquisitions spent in a lock's queue.",
+                      st.wait_us, st.wait_us_sum);
+    metrics_histogram(b, "hilock_request_seconds",
+                      "Time from a request to Redis to its completion.",
+                      st.request_us, st.request_us_sum);
+    evbuffer_add_printf(b, "# HELP inventory_purchases_total Purchases "
+                           "answered, by outcome.\n"
+                           "# TYPE inventory_purchases_total counter\n");
+    for (int i = 0; i < 3; i++)
+        evbuffer_add_printf(b, "inventory_purchases_total{outcome=\"%s\"} "
+                               "%" PRIu64 "\n",
+                            outcome_names[i], shop->answered[i]);
+    reply_body(shop, req, HTTP_OK, "OK", "text/plain; version=0.0.4", b);
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct shop *shop = arg;
@@ -507,6 +624,14 @@ static void on_request(struct evhttp_request *req, void *arg)
     enum evhttp_cmd_type method = evhttp_request_get_command(req);
     char product[PRODUCT_MAX + 1];
     int buy = path && strcmp(path, "/sale") == 0;
+    if (path && strcmp(path, "/metrics") == 0) {
+        if (method == EVHTTP_REQ_GET)
+            metrics_answer(shop, req);
+        else
+            reply_json(shop, req, 405, "Method Not Allowed",
+                       "{\"error\":\"use GET\"}\n");
+        return;
+    }
     if (!path || (!buy && strcmp(path, "/stock") != 0)) {
         reply_json(shop, req, HTTP_NOTFOUND, "Not Found", "{\"error\":\"no such path\"}\n");
         return;
@@ -632,7 +757,8 @@ static void usage(FILE *f)
         "                  and --redis-port\n"
         "  --product P     product of requests without ?product= "
         "(default inventory001)\n"
-        "POST /sale buys one item; GET /stock shows what is left.\n",
+        "POST /sale buys one item; GET /stock shows what is left; GET\n"
+        "/metrics shows the lock's counters as Prometheus text.\n",
         HILOCK_MASTERS_MAX, HILOCK_SEEDS_MAX);
 }
 

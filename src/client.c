@@ -261,6 +261,7 @@ static void on_member_up(void *arg, size_t member, int reconnected)
 {
     struct hilock_client *c = arg;
     size_t up = members_set(c, member, 1);
+    c->eng.stats.reconnects += reconnected != 0;
     if (reconnected)
         watchdog_verify_all(&c->eng);
     if (up == quorum_of(c->eng.nnodes))
@@ -316,7 +317,8 @@ static int client_assemble(struct hilock_client *c, struct event_base *base)
     c->cfg = (struct conn_config){base, &c->opts,
                                   event_base_init_common_timeout(base, &tv),
                                   &c->rng, &c->guard,
-                                  c->opts.fair ? c->listener : NULL};
+                                  c->opts.fair ? c->listener : NULL,
+                                  &c->eng.stats};
     c->events = (struct topo_events){c,
                                      on_member_up,
                                      on_member_down,

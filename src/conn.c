@@ -46,6 +46,7 @@
 #include "clock.h"
 #include "guard.h"
 #include "reply.h"
+#include "stats.h"
 
 #define REQ_POOL_MAX 4096
 
@@ -187,7 +188,9 @@ void req_move(struct req *r, struct conn *dst, int asking)
 
 void req_submit(struct req *r, uint32_t timeout_ms)
 {
-    r->sent_ms = clock_now_ms();
+    r->sent_us = clock_now_us(); /* one clock read for both */
+    r->sent_ms = r->sent_us / 1000;
+    stats_request_sent(r->conn->cfg->stats);
     if (r->cmd.failed) {
         /* Encoding ran out of memory: fail on the loop, not in the call.
          * The request waits in the queue for an immediate deadline. */
@@ -214,6 +217,7 @@ static void finish(struct req *r, int status, redisReply *reply)
     req_done_fn *done = r->done;
     r->done = NULL;
     evtimer_del(&r->timer);
+    stats_request_done(r->conn->cfg->stats, r->sent_us);
     done(r, status, reply);
 }
 

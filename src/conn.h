@@ -47,6 +47,7 @@ struct req {
     req_fini_fn *fini;
     req_refresh_fn *refresh;
     uint64_t sent_ms;         /* when submitted (monotonic ms) */
+    uint64_t sent_us;         /* the same in us; 0: never submitted */
     uint8_t where;            /* enum req_where */
     uint8_t retry;            /* resend when the connection drops */
     uint8_t enomem;           /* encoding failed: complete with ENOMEM */
@@ -80,6 +81,7 @@ struct conn_config {
     struct reentry *guard;             /* brackets every loop callback */
     const char *listener;              /* fair mode: the client's hand-off
                                           channel tag; NULL: not fair */
+    struct hilock_stats *stats;        /* the client's counters */
 };
 
 /* Where to connect; strings borrowed. */

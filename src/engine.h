@@ -18,6 +18,7 @@
 #include "hilock/hilock.h"
 #include "reentry.h"
 #include "script.h"
+#include "stats.h"
 #include "table.h"
 #include "topo.h"
 
@@ -81,6 +82,7 @@ struct engine {
     struct multi_state *multi;         /* multi.c's */
     struct op *op_pool;                /* recycled operations (op.c) */
     size_t op_pool_len;
+    struct hilock_stats stats;         /* the client's counters */
 };
 
 /* The lease a request asks for: lease_ms, or the watchdog's for 0. */

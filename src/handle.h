@@ -27,6 +27,7 @@ struct hilock_lock;
 struct waiting {
     struct event timer;              /* the wait's deadline */
     uint64_t deadline;               /* ms; 0: the acquire tries once */
+    uint64_t parked_us;              /* when it was parked (stats.h) */
     struct hilock_lock *lock;
     struct wait_queue *queue;        /* NULL: not parked */
     TAILQ_ENTRY(waiting) link;       /* in queue->waiters */

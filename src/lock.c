@@ -106,6 +106,7 @@ static void finish_op(struct hilock_lock *lock, int status, int64_t value)
 {
     hilock_lock_cb *cb = lock->op_cb;
     void *arg = lock->op_arg;
+    stats_acquire_end(&lock->eng->stats, lock->op == OP_ACQUIRE, status);
     if (lock->op == OP_ACQUIRE) {
         wait_end(lock);
         if (lock->queued && status != 0)
@@ -138,6 +139,7 @@ static void lock_lost(struct hilock_lock *lock)
     hilock_lock_cb *cb = lock->lost_cb;
     void *arg = lock->lost_arg;
     int held = lock->holds > 0;
+    lock->eng->stats.lost += held && !lock->freeing && !closing(lock);
     hold_ended(lock);
     if (held && cb && !lock->freeing && !closing(lock))
         cb(lock, HILOCK_ELOST, 0, arg);
@@ -349,6 +351,7 @@ static void hook_handed(struct hilock_lock *lock, int64_t token)
 {
     if (lock->op != OP_ACQUIRE || lock->freeing || closing(lock))
         return;
+    lock->eng->stats.handoffs++;
     if (lock->op_pending) {
         lock->handed = 1;
         return;
@@ -386,6 +389,7 @@ static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
     }
     lock->token = token; /* on re-entry, Redis returns the current token */
     lock->splits = 0;
+    lock->eng->stats.reentries += handle_owner_holds(lock) != 0;
     lock_granted(lock, sent_ms, lock->op_lease_ms);
     finish_op(lock, 0, lock->token);
 }

@@ -112,6 +112,7 @@ static void finish(struct hilock_multi *m, int status)
 {
     hilock_multi_cb *cb = m->cb;
     void *arg = m->arg;
+    stats_acquire_end(&m->eng->stats, m->op == MULTI_ACQUIRING, status);
     wait_stop(m);
     m->op = MULTI_IDLE;
     m->cb = NULL;

@@ -21,6 +21,7 @@
 #include <hiredis/hiredis.h>
 
 #include "keys.h"
+#include "stats.h"
 
 enum sub_state {
     SUB_NONE = 0, /* not subscribed, nothing sent */
@@ -119,6 +120,8 @@ static void resubscribe_one(struct table_node *n, void *arg)
 static void reset_one(struct table_node *n, void *arg)
 {
     struct sub *e = TABLE_ENTRY(n, struct sub, node);
+    stats_unsubscribed(((struct sub_set *)arg)->conn.cfg->stats,
+                       e->state == SUB_ACTIVE);
     e->state = SUB_NONE;
     if (!e->wanted)
         sub_drop(arg, e);
@@ -161,6 +164,8 @@ void sub_init(struct sub_set *s, const struct conn_config *cfg,
 
 static void free_one(struct table_node *n, void *arg)
 {
+    stats_unsubscribed(((struct sub_set *)arg)->conn.cfg->stats,
+                       TABLE_ENTRY(n, struct sub, node)->state == SUB_ACTIVE);
     sub_drop(arg, TABLE_ENTRY(n, struct sub, node));
 }
 
@@ -205,6 +210,7 @@ void sub_unwant(struct sub_set *s, const char *name, size_t len,
     e->wanted = 0;
     if (e->state == SUB_LEAVING)
         return;
+    stats_unsubscribed(s->conn.cfg->stats, e->state == SUB_ACTIVE);
     if (e->state != SUB_NONE && sub_send(s, e, "UNSUBSCRIBE") == 0)
         e->state = SUB_LEAVING;
     else
@@ -260,6 +266,7 @@ static void sub_event(struct sub_set *s, const char *kind, const char *name,
     } else if (strcmp(kind, "subscribe") == 0) {
         if (e->state == SUB_PENDING) {
             e->state = SUB_ACTIVE;
+            s->conn.cfg->stats->subscriptions++;
             conn_proven(&s->conn);
             s->ev->on_state(s->ev->arg, 1, 0);
             s->ev->on_subscribed(s->ev->arg, sk, name, len);
@@ -272,6 +279,7 @@ static void sub_event(struct sub_set *s, const char *kind, const char *name,
             sub_join(s, e);
     } else if (strcmp(kind, "unsubscribe") == 0) {
         /* Not asked for: the server dropped it (its slot moved away). */
+        stats_unsubscribed(s->conn.cfg->stats, e->state == SUB_ACTIVE);
         e->state = SUB_NONE;
         if (s->ev->on_evicted)
             s->ev->on_evicted(s->ev->arg, name, len);

@@ -326,6 +326,7 @@ int wait_park(struct hilock_lock *lock, int64_t ttl_ms)
             return HILOCK_ENOMEM;
         w->queue = q;
         TAILQ_INSERT_TAIL(&q->waiters, w, link);
+        stats_wait_begin(&lock->eng->stats, &w->parked_us);
     }
     if (TAILQ_FIRST(&q->waiters) != w)
         return 0;
@@ -346,6 +347,7 @@ void wait_end(struct hilock_lock *lock)
         evtimer_del(&w->timer);
     if (!q)
         return;
+    stats_wait_end(&lock->eng->stats, w->parked_us);
     int was_head = TAILQ_FIRST(&q->waiters) == w;
     TAILQ_REMOVE(&q->waiters, w, link);
     w->queue = NULL;

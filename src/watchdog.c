@@ -164,6 +164,7 @@ static int send_batch(struct engine *c, struct renew_batch *b)
     }
     if (b->cb)
         handle_attach(b->locks[0], op);
+    c->stats.renewals_sent += b->n;
     op_submit(op, 0);
     return 0;
 }
@@ -219,6 +220,7 @@ static void renew_apply(struct hilock_lock *lock, int ok,
 {
     if (lock->freeing || !lock->renewing)
         return; /* the hold ended while the renewal was out */
+    lock->eng->stats.renewals_failed += ok != RENEW_OK;
     lock->renewing = 0;
     if (ok == RENEW_OK && b->lease_ms == 0) {
         schedule(lock, lock->valid_until); /* checked, lease unchanged */
@@ -237,6 +239,7 @@ static void renew_apply(struct hilock_lock *lock, int ok,
 static void renew_manual(int status, int ok, const struct renew_batch *b)
 {
     struct hilock_lock *lock = b->locks[0];
+    lock->eng->stats.renewals_failed += status != 0 || ok != RENEW_OK;
     if (status == 0 && ok == RENEW_GONE) {
         lock->eng->hooks.gone(lock);
         status = HILOCK_ELOST;

@@ -417,6 +417,77 @@ HILOCK_EXPORT int hilock_multi_on_lost(struct hilock_multi *multi,
 /* Local state: 1 while held, else 0. */
 HILOCK_EXPORT int hilock_multi_held(const struct hilock_multi *multi);
 
+/* ---- Counters ------------------------------------------------------------
+ *
+ * Every client counts what it does, always: plain increments on the loop's
+ * thread where the events happen, no allocation, and one monotonic clock
+ * read per request beyond what the request costs anyway. Counters start at
+ * 0 with hilock_client_new and never decrease; gauges say how things are
+ * now. The README's "Counters" section shows them as Prometheus text. */
+
+/* The latency histograms have this many buckets, in microseconds on log2
+ * bounds: bucket 0 counts values of at most 1 us; bucket i, for 1 <= i <=
+ * HILOCK_HIST_BUCKETS - 2, values above 2^(i-1) and at most 2^i us (bucket
+ * 30: up to 2^30 us, about 17.9 minutes); the last bucket every larger
+ * value. Each bucket counts only its own values (not cumulative). Fixed:
+ * it will not change. */
+#define HILOCK_HIST_BUCKETS 32
+
+struct hilock_stats {
+    /* Counters. Acquires count once, when their callback fires. */
+    uint64_t acquisitions;     /* acquires that succeeded (status 0), a
+                                  MultiLock's once, re-entries included */
+    uint64_t reentries;        /* of those, by an owner (name + owner tag)
+                                  that held the lock already */
+    uint64_t waits;            /* acquires that waited: parked in their
+                                  name's queue after a busy answer, or
+                                  behind this client's own waiters */
+    uint64_t timeouts;         /* acquires that ended HILOCK_ETIMEDOUT */
+    uint64_t cancels;          /* acquires that ended HILOCK_ECANCELED
+                                  (hilock_lock_cancel, a freed handle) */
+    uint64_t handoffs;         /* fair mode: locks a release handed to a
+                                  waiter of this client */
+    uint64_t lost;             /* holds found lost, per handle: what fires
+                                  on_lost (whether set or not) */
+    uint64_t renewals_sent;    /* lock renewals sent, one per lock (a
+                                  batch of n counts n): the watchdog's,
+                                  hilock_lock_renew, the check of held
+                                  locks after a reconnect */
+    uint64_t renewals_failed;  /* of those, not confirmed: no reply in
+                                  time, an error, or the lock was gone */
+    uint64_t reconnects;       /* the command connection came back after a
+                                  drop (or moved: a failover, a cluster's
+                                  slots), per node */
+    /* Gauges. */
+    uint64_t requests_inflight; /* requests submitted and not completed:
+                                   waiting for a connection, or sent */
+    uint64_t waiters_parked;   /* acquires parked in a wait queue now */
+    uint64_t subscriptions;    /* release (and fair hand-off) channels
+                                  confirmed subscribed now, per node */
+    /* Histograms (see HILOCK_HIST_BUCKETS) and the sums of their values. */
+    uint64_t wait_us[HILOCK_HIST_BUCKETS]; /* each wait, from parking to
+                                  leaving the queue (acquired, timed out,
+                                  canceled or failed): it counts waits -
+                                  waiters_parked values */
+    uint64_t wait_us_sum;
+    uint64_t request_us[HILOCK_HIST_BUCKETS]; /* each request to Redis (a
+                                  lock script, a query, a WAIT, a cluster
+                                  or Sentinel lookup; one per node on
+                                  Redlock), from submission to completion
+                                  (reply, deadline, failure) */
+    uint64_t request_us_sum;
+    /* New fields are only ever added here, at the end. */
+};
+
+/* Copy the client's counters into *out. size is sizeof(*out) as the
+ * caller's header has it: the fields that fit in size are filled, and
+ * bytes of it past the fields this library knows are zeroed, so that a
+ * program built against an older or newer hilock.h reads what both know.
+ * No request, no allocation; fine inside any hilock callback.
+ * Returns 0, HILOCK_EINVAL (NULL client or out, size 0). */
+HILOCK_EXPORT int hilock_client_stats(const struct hilock_client *client,
+                                      struct hilock_stats *out, size_t size);
+
 /* ---- Read-write locks ----------------------------------------------------
  *
  * Many readers or one writer, in Redisson's RReadWriteLock layout (see the
