@@ -254,6 +254,56 @@ START_TEST(full_release_whose_reply_is_lost_still_reports_none_left)
 }
 END_TEST
 
+/* Read-write locks and semaphores keep their request ids apart from the
+ * lock hash (Redisson's readers count its fields): each acquire and
+ * release whose reply is lost is still applied once. */
+START_TEST(rwlock_and_semaphore_requests_whose_replies_are_lost_apply_once)
+{
+    struct hilock_lock *r = NULL, *w = NULL, *s = NULL, *p = NULL;
+    settle(tu_lock(client, "cut-probe", 1));
+    tu_assert_status(hilock_rwlock_new(client, "cut-rw", 6, 1, HILOCK_READ,
+                                       &r),
+                     0);
+    tu_assert_status(hilock_rwlock_new(client, "cut-w", 5, 1, HILOCK_WRITE,
+                                       &w),
+                     0);
+    tu_assert_status(hilock_semaphore_new(client, "cut-sem", 7, &s), 0);
+    tu_assert_status(hilock_permit_new(client, "cut-p", 5, &p), 0);
+    rs_int(tu_srv, "SET", "cut-sem", "5", (char *)NULL);
+    rs_int(tu_srv, "SET", "cut-p", "2", (char *)NULL);
+
+    struct hilock_lock *each[] = {r, r, r, w, s, p};
+    int (*op[])(struct hilock_lock *) = {op_try_acquire, op_try_acquire,
+                                         op_release,     op_try_acquire,
+                                         op_try_acquire, op_try_acquire};
+    for (size_t i = 0; i < 6; i++) {
+        res[0] = (struct tu_result){0};
+        through_a_cut(op[i], each[i]);
+    }
+    ck_assert_int_eq(tu_holds("cut-rw", client, 1), 1);
+    ck_assert_uint_eq(hilock_lock_hold_count(r), 1);
+    char f[64], g[80];
+    snprintf(g, sizeof(g), "%s:write", tu_field(client, 1, f));
+    ck_assert_int_eq(rs_int(tu_srv, "HGET", "cut-w", g, (char *)NULL), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "GET", "cut-sem", (char *)NULL), 4);
+    ck_assert_int_eq(rs_int(tu_srv, "GET", "cut-p", (char *)NULL), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "ZCARD", "{cut-p}:timeout", (char *)NULL),
+                     1);
+
+    struct hilock_lock *back[] = {r, w, s, p};
+    for (size_t i = 0; i < 4; i++) {
+        res[0] = (struct tu_result){0};
+        through_a_cut(op_release, back[i]);
+    }
+    ck_assert_int_eq(tu_exists("cut-rw"), 0);
+    ck_assert_int_eq(tu_exists("cut-w"), 0);
+    ck_assert_int_eq(tu_exists("hilock_rid:{cut-rw}"), 0);
+    ck_assert_int_eq(rs_int(tu_srv, "GET", "cut-sem", (char *)NULL), 5);
+    ck_assert_int_eq(rs_int(tu_srv, "GET", "cut-p", (char *)NULL), 2);
+    ck_assert_int_eq(tu_exists("{cut-p}:timeout"), 0);
+}
+END_TEST
+
 static bool cut_done(void *arg)
 {
     (void)arg;
@@ -999,6 +1049,7 @@ static Suite *faults_suite(void)
           fenced_acquire_whose_reply_is_lost_draws_one_token,
           release_whose_reply_is_lost_is_applied_once,
           full_release_whose_reply_is_lost_still_reports_none_left,
+          rwlock_and_semaphore_requests_whose_replies_are_lost_apply_once,
           canceled_acquire_applied_with_its_reply_lost_leaves_no_hold,
           timed_out_acquire_applied_with_its_reply_lost_leaves_no_hold}},
         {"stalls",

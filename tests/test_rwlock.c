@@ -133,6 +133,8 @@ START_TEST(reentry_counts_holds_with_a_timeout_key_per_read_hold)
     tu_assert_status(tu_release(w, &v), 0);
     ck_assert_int_eq(v, 0);
     ck_assert_int_eq(tu_exists("re"), 0);
+    /* Nothing is left behind: no timeout key, no request ids. */
+    ck_assert_int_eq(rs_int(tu_srv, "DBSIZE", (char *)NULL), 0);
 }
 END_TEST
 
