@@ -31,6 +31,8 @@
  * waiter refreshing it (see script.c): a client that died leaves an entry
  * that is skipped after this at most. */
 #define FAIR_ENTRY_MAX_MS 60000
+/* Fair mode: the longest lease a hand-off sets (script.c's "5000"). */
+#define FAIR_HANDOFF_LEASE_MS 5000
 /* Read-write locks: how long a waiting writer's mark keeps new readers
  * off (see script_rw.c), and how often at least the writer retries (which
  * renews the mark) while it waits. A writer that dies while waiting keeps
@@ -343,10 +345,25 @@ static void claim_done(struct op *op, int status,
 static void acquired(struct hilock_lock *lock, int64_t token,
                      uint64_t sent_ms);
 
-/* wait.c (fair mode): a release handed the lock to this waiter. It is the
- * owner now: report success at once, and claim the hold (sent before the
- * callback, so that anything the callback sends comes after it). With
- * an attempt in flight, that attempt or the next one claims it. */
+/* A hold with lease_ms from sent_ms on, under the watchdog or not: count
+ * it and track its lease (shared with its twins). */
+static void granted(struct hilock_lock *lock, uint64_t sent_ms, int watchdog,
+                    uint32_t lease_ms)
+{
+    if (lock->holds++ == 0)
+        handle_hold_begin(lock);
+    lock->auto_renew |= watchdog != 0;
+    share_lease(lock, sent_ms, lease_ms);
+}
+
+/* wait.c (fair mode): a release handed the lock to this waiter, with the
+ * short hand-off lease (see script.c). It is the owner now: report
+ * success at once. Under the watchdog, or with a lease no longer than the
+ * hand-off lease, the hold is ours as it is (the watchdog extends it at
+ * its first renewal, a third of the hand-off lease later); a longer
+ * explicit lease is claimed first (sent before the callback, so that
+ * anything the callback sends comes after it). With an attempt in flight,
+ * that attempt or the next one claims it. */
 static void hook_handed(struct hilock_lock *lock, int64_t token)
 {
     if (lock->op != OP_ACQUIRE || lock->freeing || closing(lock))
@@ -356,8 +373,17 @@ static void hook_handed(struct hilock_lock *lock, int64_t token)
         lock->handed = 1;
         return;
     }
-    send_claim(lock);
-    acquired(lock, token, clock_now_ms());
+    if (lock->op_lease_ms > FAIR_HANDOFF_LEASE_MS) {
+        send_claim(lock);
+        acquired(lock, token, clock_now_ms());
+        return;
+    }
+    uint32_t lease = acquire_lease(lock);
+    lock->token = token;
+    lock->splits = 0;
+    granted(lock, clock_now_ms(), lock->op_lease_ms == 0,
+            lease < FAIR_HANDOFF_LEASE_MS ? lease : FAIR_HANDOFF_LEASE_MS);
+    finish_op(lock, 0, token);
 }
 
 /* A hold was granted by a request sent at sent_ms: count it and track its
@@ -365,10 +391,7 @@ static void hook_handed(struct hilock_lock *lock, int64_t token)
 void lock_granted(struct hilock_lock *lock, uint64_t sent_ms,
                   uint32_t lease_ms)
 {
-    if (lock->holds++ == 0)
-        handle_hold_begin(lock);
-    lock->auto_renew |= lease_ms == 0;
-    share_lease(lock, sent_ms, engine_lease(lock->eng, lease_ms));
+    granted(lock, sent_ms, lease_ms == 0, engine_lease(lock->eng, lease_ms));
 }
 
 void lock_drop_hold(struct hilock_lock *lock)

@@ -196,6 +196,20 @@ int reply_release_handoff(const struct redisReply *r, struct reply_handoff *h)
     return REPLY_HANDED_LOCAL;
 }
 
+int reply_wake_message(const char *msg, size_t len, int64_t *ms)
+{
+    uint64_t v;
+    if (len == 4 && memcmp(msg, "wake", 4) == 0) {
+        *ms = -1;
+        return 0;
+    }
+    if (len < 6 || memcmp(msg, "wake:", 5) != 0 ||
+        parse_u64(msg + 5, len - 5, &v) != 0 || v > INT32_MAX)
+        return HILOCK_EPROTO;
+    *ms = (int64_t)v;
+    return 0;
+}
+
 int reply_handoff_message(const char *msg, size_t len,
                           struct reply_handoff *h)
 {

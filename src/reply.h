@@ -59,6 +59,9 @@ int reply_release_handoff(const struct redisReply *r, struct reply_handoff *h);
  * *h filled, or HILOCK_EPROTO. */
 int reply_handoff_message(const char *msg, size_t len,
                           struct reply_handoff *h);
+/* A "wake:<ms>" message (msg, len): 0 with *ms, or with *ms = -1 for a
+ * bare "wake"; HILOCK_EPROTO for anything else. */
+int reply_wake_message(const char *msg, size_t len, int64_t *ms);
 /* multi_acquire script: 0 when every lock was taken, HILOCK_EBUSY with
  * *index (the lock held by another owner) and *ttl_ms (its PTTL). */
 int reply_multi_acquire(const struct redisReply *r, int64_t *index,

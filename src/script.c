@@ -243,16 +243,20 @@ static const char multi_release_lua[] =
  *
  * A hand-off makes the first live entry the owner inside the script that
  * frees the lock: its field = 1 and the marker field "hilock:handed" =
- * the token drawn for it, a short lease (at most 5 s of what it asked: a
- * waiter that died costs no more), and a message "<owner tag>:<wait
- * id>:<token>" on "<channel>:<listener>"; the entry queued next hears
- * "wake" on its own channel, so that its client retries once, learns the
- * short lease and tries again when it ends (a hold handed to a waiter
- * that died moves on then: nothing is published when a lease runs out).
- * The new owner claims the hold
- * (drops the marker, sets its own lease) with the acquire script; a
- * Redisson RLock only looks at its own field, so it stays excluded
- * throughout. Whoever finds the lock free with a live entry first hands
+ * "<token>:<wait id>" (the token drawn for it, the wait it went to), a
+ * short lease (at most 5 s of what it asked: a waiter that died costs no
+ * more), and a message "<owner tag>:<wait id>:<token>" on
+ * "<channel>:<listener>"; the entry queued next hears "wake:<ms>" on its
+ * own channel, the short lease, so that its client looks again when that
+ * ends (a hold handed to a waiter that died moves on then: nothing is
+ * published when a lease runs out). The new owner needs no more: its
+ * watchdog extends the short lease at its first renewal. Only an owner
+ * that asked for a longer explicit lease claims the hold (drops the
+ * marker, sets its lease) with the acquire script, as does a waiter whose
+ * message was lost and whose retry finds the hold handed to that very
+ * wait. The marker stays otherwise until the hold ends; re-entries of the
+ * owner count as usual beside it. A Redisson RLock only looks at its own
+ * field, so it stays excluded throughout. Whoever finds the lock free with a live entry first hands
  * it over (a release, or any fair acquire: a hold that ran out, or one
  * released by a client without fair mode, moves on too). Stale entries
  * are dropped where they are met. */
@@ -275,12 +279,13 @@ static const char multi_release_lua[] =
     "      local t = 0\n"                                                   \
     "      if fencing == '1' then t = redis.call('incr', fence) end\n"      \
     "      local tag = string.match(f, ':(%d+)$') or '0'\n"                 \
-    "      redis.call('hset', lock, f, 1, 'hilock:handed', t)\n"           \
-    "      redis.call('pexpire', lock, math.min(tonumber(l), 5000))\n"      \
+    "      local ms = math.min(tonumber(l), 5000)\n"                       \
+    "      redis.call('hset', lock, f, 1, 'hilock:handed', t .. ':' .. w)\n" \
+    "      redis.call('pexpire', lock, ms)\n"                              \
     "      redis.call(pub, chan .. ':' .. lt, tag .. ':' .. w .. ':' .. t)\n" \
     "      local nx = redis.call('lindex', q, 0)\n"                          \
     "      local nl = nx and select(3, string.match(nx, " FAIR_ENTRY_RE "))\n" \
-    "      if nl then redis.call(pub, chan .. ':' .. nl, 'wake') end\n"      \
+    "      if nl then redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms) end\n" \
     "      return {lt, tag, w, t}\n"                                        \
     "    end\n"                                                             \
     "  end\n"                                                               \
@@ -294,8 +299,8 @@ static const char multi_release_lua[] =
  * entry stays live, ARGV[8] listener, ARGV[9] wait id, ARGV[10] publish
  * command, ARGV[11] channel, ARGV[12] request id (as for acquire)
  * Returns {holds, token} or the PTTL, as acquire. The owner's field with
- * the marker is a hand-off to it: claimed, not counted as a re-entry (the
- * waiter that missed the message gets it so). A free lock is taken only
+ * the marker of this wait is a hand-off to it: claimed, not counted as a
+ * re-entry (the waiter that missed the message gets it so). A free lock is taken only
  * when no live entry is queued before the caller's own; else it goes to
  * the first live entry, and a waiting caller is queued (once per owner:
  * a second attempt only moves its deadline) and gets the PTTL. A claim
@@ -304,11 +309,12 @@ static const char fair_acquire_lua[] =
     FAIR_LUA
     "local rid = ARGV[2] .. ':rid'\n"
     "local v = redis.call('hmget', KEYS[1], ARGV[2], rid, 'hilock:handed')\n"
-    "if v[1] and v[3] then\n"
+    "local ht, hw = string.match(v[3] or '', '^(%d+):(%d+)$')\n"
+    "if v[1] and hw == ARGV[9] then\n"
     "  redis.call('hdel', KEYS[1], 'hilock:handed')\n"
     "  redis.call('hset', KEYS[1], rid, ARGV[12])\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
-    "  return {tonumber(v[1]), tonumber(v[3])}\n"
+    "  return {tonumber(v[1]), tonumber(ht)}\n"
     "end\n"
     "if v[1] then\n"
     "  local n = tonumber(v[1])\n"
@@ -392,17 +398,25 @@ static const char fair_release_lua[] =
  * KEYS[1] lock
  * ARGV[1] owner field, ARGV[2] queue, ARGV[3] "1" to issue tokens, ARGV[4]
  * fencing counter, ARGV[5] publish command, ARGV[6] channel, ARGV[7]
- * release message
- * Removes the owner's entries, and passes on a hand-off to it that it
- * never claimed (it raced the giving up). Returns 1 when it passed one
- * on, else 0. Sent again, it finds nothing more to do. */
+ * release message, ARGV[8] the wait id that gave up
+ * Removes the owner's entries, and passes on a hand-off to that wait that
+ * raced the giving up (the hold it got: the lock moves on when the owner
+ * holds nothing else). Returns 1 when it passed one on, else 0. Sent
+ * again, it finds nothing more to do. */
 static const char fair_leave_lua[] =
     FAIR_LUA
     "for _, x in ipairs(redis.call('lrange', ARGV[2], 0, -1)) do\n"
     "  if owner_of(x) == ARGV[1] then redis.call('lrem', ARGV[2], 1, x) end\n"
     "end\n"
     "local v = redis.call('hmget', KEYS[1], ARGV[1], 'hilock:handed')\n"
-    "if not (v[1] and v[2]) then return 0 end\n"
+    "if not v[1] or string.match(v[2] or '', ':(%d+)$') ~= ARGV[8] then\n"
+    "  return 0\n"
+    "end\n"
+    "if tonumber(v[1]) > 1 then\n"
+    "  redis.call('hincrby', KEYS[1], ARGV[1], -1)\n"
+    "  redis.call('hdel', KEYS[1], 'hilock:handed')\n"
+    "  return 1\n"
+    "end\n"
     "redis.call('del', KEYS[1])\n"
     "if not hand(KEYS[1], ARGV[2], now_ms(), ARGV[3], ARGV[4], ARGV[5],\n"
     "            ARGV[6]) then\n"

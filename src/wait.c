@@ -236,13 +236,31 @@ void wait_handed(struct engine *eng, const char *name, size_t len,
         eng->hooks.handed(w->lock, h->token);
 }
 
+static void arm_fallback(struct wait_queue *q, int64_t ttl_ms);
+
+/* Fair mode: the lock went to a waiter elsewhere with a lease of ms, and
+ * name's head waiter here is next in line: it looks again when that lease
+ * ends (a waiter that died holds it no longer), unless the release wakes
+ * it first. With its retry out, the retry's answer sets that time. */
+static void queue_rearm(struct engine *eng, const char *name, size_t len,
+                        uint64_t ms)
+{
+    struct wait_queue *q =
+        queue_find(eng, SUB_RELEASE, name, len, table_hash(name, len, 0));
+    struct waiting *first = q ? TAILQ_FIRST(&q->waiters) : NULL;
+    if (first && !first->lock->op_pending)
+        arm_fallback(q, (int64_t)ms);
+}
+
 void wait_on_handoff(struct engine *eng, const char *name, size_t len,
                      const char *msg, size_t mlen)
 {
     struct reply_handoff h;
-    if (mlen == 4 && memcmp(msg, "wake", 4) == 0)
-        wait_on_message(eng, SUB_RELEASE, name,
-                        len); /* next in line: learn the lease */
+    int64_t ms;
+    if (reply_wake_message(msg, mlen, &ms) == 0 && ms >= 0)
+        queue_rearm(eng, name, len, (uint64_t)ms);
+    else if (reply_wake_message(msg, mlen, &ms) == 0)
+        wait_on_message(eng, SUB_RELEASE, name, len); /* learn the lease */
     else if (reply_handoff_message(msg, mlen, &h) == 0)
         wait_handed(eng, name, len, &h);
 }

@@ -45,8 +45,9 @@ void wait_on_message(struct engine *eng, enum sub_kind kind,
 void wait_handed(struct engine *eng, const char *name, size_t len,
                  const struct reply_handoff *h);
 /* Fair mode: a message msg (length mlen) on this client's hand-off channel
- * of name: a hand-off, or "wake" (a waiter here is next in line: the head
- * retries, to learn the new holder's short lease). */
+ * of name: a hand-off, or "wake:<ms>" (a waiter here is next in line: the
+ * head looks again when the new holder's short lease ends; a bare "wake"
+ * makes it retry to learn that lease). */
 void wait_on_handoff(struct engine *eng, const char *name, size_t len,
                      const char *msg, size_t mlen);
 /* Subscribe every waited name again (the topology moved channels). */

@@ -184,7 +184,7 @@ void wire_fair_leave(struct resp_buf *b, const char *sha,
                      const struct wire_fair *f)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 11, 1);
+    wire_evalsha(b, sha, 12, 1);
     keys_lock(b, &k);
     keys_field(b, l->client_id, l->owner_tag);
     keys_queue(b, &k);
@@ -193,6 +193,7 @@ void wire_fair_leave(struct resp_buf *b, const char *sha,
     resp_arg(b, f->publish, strlen(f->publish));
     keys_channel(b, &k);
     resp_arg(b, "0", 1);
+    resp_arg_u64(b, f->wait_id);
 }
 
 void wire_query(struct resp_buf *b, enum wire_query q,
