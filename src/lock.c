@@ -221,6 +221,25 @@ static uint32_t sem_rid_ttl(const struct engine *eng)
                               : SEM_RID_TTL_MS;
 }
 
+/* The acquire [0] and release [1] scripts of the kinds other than a
+ * lock's. */
+static const uint8_t kind_scripts[][2] = {
+    [KIND_READ] = {SCRIPT_READ_ACQUIRE, SCRIPT_READ_RELEASE},
+    [KIND_WRITE] = {SCRIPT_WRITE_ACQUIRE, SCRIPT_WRITE_RELEASE},
+    [KIND_SEM] = {SCRIPT_SEM_ACQUIRE, SCRIPT_SEM_RELEASE},
+    [KIND_PERMIT] = {SCRIPT_PERMIT_ACQUIRE, SCRIPT_PERMIT_RELEASE},
+};
+
+/* Mark op as running lock's acquire (0) or release (1) script; its
+ * digest. */
+static const char *kind_eval(const struct hilock_lock *lock, struct op *op,
+                             int release)
+{
+    enum script_id id = (enum script_id)kind_scripts[lock->kind][release];
+    op_eval(op, id);
+    return lock->eng->scripts.sha[id];
+}
+
 /* Encode the pending acquire of a read-write lock side or a semaphore
  * (lock->op_lease_ms: its permits) into op, as request id rid. */
 static void encode_acquire(struct hilock_lock *lock, struct op *op,
@@ -228,12 +247,7 @@ static void encode_acquire(struct hilock_lock *lock, struct op *op,
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
-    enum script_id id = lock->kind == KIND_READ    ? SCRIPT_READ_ACQUIRE
-                        : lock->kind == KIND_WRITE ? SCRIPT_WRITE_ACQUIRE
-                        : lock->kind == KIND_SEM   ? SCRIPT_SEM_ACQUIRE
-                                                   : SCRIPT_PERMIT_ACQUIRE;
-    const char *sha = eng->scripts.sha[id];
-    op_eval(op, id);
+    const char *sha = kind_eval(lock, op, 0);
     if (lock->kind == KIND_SEM)
         wire_sem_acquire(op_cmd(op), sha, &w, lock->op_lease_ms,
                          sem_rid_ttl(eng), rid);
@@ -428,12 +442,7 @@ static void encode_release(struct hilock_lock *lock, struct op *op,
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
     const char *pub = topo_publish(eng->topo);
-    enum script_id id = lock->kind == KIND_READ    ? SCRIPT_READ_RELEASE
-                        : lock->kind == KIND_WRITE ? SCRIPT_WRITE_RELEASE
-                        : lock->kind == KIND_SEM   ? SCRIPT_SEM_RELEASE
-                                                   : SCRIPT_PERMIT_RELEASE;
-    const char *sha = eng->scripts.sha[id];
-    op_eval(op, id);
+    const char *sha = kind_eval(lock, op, 1);
     op->token = drop;
     if (lock->kind == KIND_SEM)
         wire_sem_release(op_cmd(op), sha, &w, drop, sem_rid_ttl(eng), pub,

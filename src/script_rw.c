@@ -47,6 +47,17 @@
     "  if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end\n" \
     "end\n"
 
+/* The start of both acquire scripts: the owner's holds n (a resend of a
+ * request applied already returns them), and the mode. */
+#define RW_ACQUIRE_LUA                                                        \
+    "local lease = tonumber(ARGV[1])\n"                                       \
+    "local n = redis.call('hget', KEYS[1], ARGV[2])\n"                        \
+    "if n and tonumber(ARGV[9]) <=\n"                                         \
+    "    tonumber(redis.call('hget', ARGV[5], ARGV[2]) or '0') then\n"        \
+    "  return {tonumber(n), 0}\n"                                             \
+    "end\n"                                                                   \
+    "local mode = redis.call('hget', KEYS[1], 'mode')\n"
+
 /* read_acquire, write_acquire
  * KEYS[1] lock
  * ARGV[1] lease ms, ARGV[2] owner field (a writer's ends ":write"),
@@ -59,13 +70,7 @@
  * read lock gets the error "DEADLK". */
 const char script_read_acquire_lua[] =
     RW_PRUNE_LUA
-    "local lease = tonumber(ARGV[1])\n"
-    "local n = redis.call('hget', KEYS[1], ARGV[2])\n"
-    "if n and tonumber(ARGV[9]) <=\n"
-    "    tonumber(redis.call('hget', ARGV[5], ARGV[2]) or '0') then\n"
-    "  return {tonumber(n), 0}\n"
-    "end\n"
-    "local mode = redis.call('hget', KEYS[1], 'mode')\n"
+    RW_ACQUIRE_LUA
     "if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 0 then\n"
     "  return redis.call('pttl', KEYS[1])\n"
     "end\n"
@@ -84,13 +89,7 @@ const char script_read_acquire_lua[] =
 
 const char script_write_acquire_lua[] =
     RW_PRUNE_LUA
-    "local lease = tonumber(ARGV[1])\n"
-    "local n = redis.call('hget', KEYS[1], ARGV[2])\n"
-    "if n and tonumber(ARGV[9]) <=\n"
-    "    tonumber(redis.call('hget', ARGV[5], ARGV[2]) or '0') then\n"
-    "  return {tonumber(n), 0}\n"
-    "end\n"
-    "local mode = redis.call('hget', KEYS[1], 'mode')\n"
+    RW_ACQUIRE_LUA
     "if mode == 'read' and prune(ARGV[4], ARGV[5]) == 0 then\n"
     "  redis.call('del', KEYS[1], ARGV[5])\n"
     "  mode = false\n"
