@@ -509,6 +509,14 @@ int holders_check_rows(struct table *t, const struct hold_results *res)
     return !(acq && rel) + !clean;
 }
 
+const char *holders_p50_p99(struct samples *s, char *buf, size_t len)
+{
+    char a[32], c[32];
+    snprintf(buf, len, "%s / %s", fmt_ns(samples_pct(s, 50), a, sizeof a),
+             fmt_ns(samples_pct(s, 99), c, sizeof c));
+    return buf;
+}
+
 void holders_json(struct json *j, const char *key, const struct hold_cfg *cfg,
                   const struct hold_results *res, struct hold_figures *f)
 {

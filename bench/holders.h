@@ -92,6 +92,8 @@ void holders_figures_free(struct hold_figures *f);
  * error, no loss, no stuck handle, no failed worker) as rows of t; the
  * number of them that failed. */
 int holders_check_rows(struct table *t, const struct hold_results *res);
+/* "p50 / p99" of the waits s into buf. Returns buf. */
+const char *holders_p50_p99(struct samples *s, char *buf, size_t len);
 /* The same figures into the JSON object key. */
 void holders_json(struct json *j, const char *key, const struct hold_cfg *cfg,
                   const struct hold_results *res, struct hold_figures *f);

@@ -49,15 +49,6 @@ static int rm_run(struct bench *b, struct hold_cfg *cfg, int mutex,
     return failed;
 }
 
-/* "p50 / p99" of s in buf. */
-static const char *p50_p99(struct samples *s, char *buf, size_t len)
-{
-    char a[32], c[32];
-    snprintf(buf, len, "%s / %s", fmt_ns(samples_pct(s, 50), a, sizeof a),
-             fmt_ns(samples_pct(s, 99), c, sizeof c));
-    return buf;
-}
-
 /* The side-by-side table of the two runs. */
 static void rm_print(struct hold_figures *f)
 {
@@ -67,14 +58,14 @@ static void rm_print(struct hold_figures *f)
     table_row(&t, "reader sections/s", fmt_count(f[0].g[0].per_s, a, sizeof a),
               fmt_count(f[1].g[0].per_s, c, sizeof c));
     table_row(&t, "reader wait p50 / p99",
-              p50_p99(&f[0].g[0].wait, a, sizeof a),
-              p50_p99(&f[1].g[0].wait, c, sizeof c));
+              holders_p50_p99(&f[0].g[0].wait, a, sizeof a),
+              holders_p50_p99(&f[1].g[0].wait, c, sizeof c));
     table_row(&t, "writer acquisitions/s",
               fmt_count(f[0].g[1].per_s, a, sizeof a),
               fmt_count(f[1].g[1].per_s, c, sizeof c));
     table_row(&t, "writer wait p50 / p99",
-              p50_p99(&f[0].g[1].wait, a, sizeof a),
-              p50_p99(&f[1].g[1].wait, c, sizeof c));
+              holders_p50_p99(&f[0].g[1].wait, a, sizeof a),
+              holders_p50_p99(&f[1].g[1].wait, c, sizeof c));
     snprintf(a, sizeof a, "%zu", f[0].most_at_once);
     snprintf(c, sizeof c, "%zu", f[1].most_at_once);
     table_row(&t, "most sections open at once", a, c);

@@ -31,7 +31,7 @@ static int sem_report(struct bench *b, const struct hold_cfg *cfg,
                       struct hold_results *res, struct hold_figures *f)
 {
     struct table t;
-    char v[64], x[32], y[32];
+    char v[64], x[32];
     long long left = permits_left(b);
     size_t n = cfg->permits, w = (size_t)cfg->g[0].handles;
     size_t reach = n < w ? n : w;  /* what the waiters can fill */
@@ -40,10 +40,8 @@ static int sem_report(struct bench *b, const struct hold_cfg *cfg,
     figure_row(&t, "acquisitions", v, NULL, 0);
     figure_row(&t, "acquisitions/s", fmt_count(f->g[0].per_s, v, sizeof v),
                NULL, 0);
-    snprintf(v, sizeof v, "%s / %s",
-             fmt_ns(samples_pct(&f->g[0].wait, 50), x, sizeof x),
-             fmt_ns(samples_pct(&f->g[0].wait, 99), y, sizeof y));
-    figure_row(&t, "wait p50 / p99", v, NULL, 0);
+    figure_row(&t, "wait p50 / p99",
+               holders_p50_p99(&f->g[0].wait, v, sizeof v), NULL, 0);
     snprintf(v, sizeof v, "%zu .. %zu", f->g[0].served_min,
              f->g[0].served_max);
     figure_row(&t, "sections per waiter (min .. max)", v, NULL, 0);

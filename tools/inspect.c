@@ -488,31 +488,44 @@ static int shaped(const redisReply *r, const char *kind)
  * <mode> mode, N readers, ttl N ms" and its holders below it after
  * indent, each a reader or the writer (its field without ":write"). The
  * exit code: held. */
+#define WRITER_SUFFIX ":write"
+
+/* What field f of a read-write lock's hash is: 'm' its mode, 'w' the
+ * writer ("<owner field>:write"), 'r' a reader. */
+static char rw_field(const redisReply *f)
+{
+    size_t w = sizeof(WRITER_SUFFIX) - 1;
+    if (f->len == 4 && memcmp(f->str, "mode", 4) == 0)
+        return 'm';
+    if (f->len >= w && memcmp(f->str + f->len - w, WRITER_SUFFIX, w) == 0)
+        return 'w';
+    return 'r';
+}
+
 static int print_rwlock(const char *label, const char *indent,
                         const redisReply *r)
 {
     const redisReply *all = r->element[1];
     char mode[CLI_ESCAPED_SIZE(8)] = "?", field[CLI_ESCAPED_SIZE(64)],
          count[CLI_ESCAPED_SIZE(24)];
-    size_t readers = 0, w = sizeof(":write") - 1;
+    size_t readers = 0;
     for (size_t i = 0; i + 1 < all->elements; i += 2) {
         const redisReply *f = all->element[i], *v = all->element[i + 1];
-        if (f->len == 4 && memcmp(f->str, "mode", 4) == 0)
+        if (rw_field(f) == 'm')
             cli_escape(mode, sizeof(mode), v->str, v->len);
-        else
-            readers += f->len < w || memcmp(f->str + f->len - w, ":write", w);
+        readers += rw_field(f) == 'r';
     }
     printf("%s: read-write lock, %s mode, %zu reader%s, ttl %lld ms\n", label,
            mode, readers, readers == 1 ? "" : "s", r->element[2]->integer);
     for (size_t i = 0; i + 1 < all->elements; i += 2) {
         const redisReply *f = all->element[i], *v = all->element[i + 1];
-        int writer = f->len >= w && !memcmp(f->str + f->len - w, ":write", w);
-        if (f->len == 4 && memcmp(f->str, "mode", 4) == 0)
-            continue;
-        printf("%s%s %s  holds %s\n", indent, writer ? "writer" : "reader",
-               cli_escape(field, sizeof(field), f->str,
-                          f->len - (writer ? w : 0)),
-               cli_escape(count, sizeof(count), v->str, v->len));
+        char is = rw_field(f);
+        size_t len = f->len - (is == 'w' ? sizeof(WRITER_SUFFIX) - 1 : 0);
+        if (is != 'm')
+            printf("%s%s %s  holds %s\n", indent,
+                   is == 'w' ? "writer" : "reader",
+                   cli_escape(field, sizeof(field), f->str, len),
+                   cli_escape(count, sizeof(count), v->str, v->len));
     }
     return CLI_EXIT_OK;
 }

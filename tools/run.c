@@ -391,7 +391,9 @@ static void on_probe(struct hilock_lock *lock, int status, int64_t ttl,
 
 /* The semaphore has permits now (set by us when set is 1). One set before
  * with another total is used as it is, with a word on stderr: it is shared,
- * and its users agreed on its size first. Then as on_probe. */
+ * and its users agreed on its size first. Its total is read with status's
+ * blocking connection (2 s at most), once, before the command starts: the
+ * library counts only the permits available. Then as on_probe. */
 static void on_init(struct hilock_lock *lock, int status, int64_t set,
                     void *arg)
 {
@@ -434,6 +436,7 @@ static int parse_command(struct runner *r, int argc, char **argv, int i)
  * message. */
 static int check_kind(struct runner *r)
 {
+    const char *side = r->side == HILOCK_READ ? "read" : "write";
     if (r->side == (HILOCK_READ | HILOCK_WRITE)) {
         cli_error("--read and --write exclude each other: a run holds one "
                   "side of a read-write lock");
@@ -441,15 +444,13 @@ static int check_kind(struct runner *r)
     }
     if (r->permits && r->side) {
         cli_error("--permits and --%s exclude each other: NAME is a "
-                  "semaphore or a read-write lock",
-                  r->side == HILOCK_READ ? "read" : "write");
+                  "semaphore or a read-write lock", side);
         return -1;
     }
     if ((r->permits || r->side) && r->redis->topo == CLI_REDLOCK) {
         cli_error("--%s is not for --redlock: read-write locks and "
                   "semaphores live on one master",
-                  r->permits ? "permits" : r->side == HILOCK_READ ? "read"
-                                                                  : "write");
+                  r->permits ? "permits" : side);
         return -1;
     }
     r->noun = r->permits ? "a permit of semaphore"
