@@ -51,7 +51,11 @@ enum {
     OPT_CLUSTER = 1u << 16,       /* uncontended: also on a cluster */
     OPT_WAIT_REPLICAS = 1u << 17, /* uncontended: WAIT off vs on */
     OPT_SENTINEL = 1u << 18,      /* faults: failovers under Sentinel */
-    OPT_FAIR = 1u << 19           /* contended: clients in fair mode */
+    OPT_FAIR = 1u << 19,          /* contended: clients in fair mode */
+    OPT_HOLD = 1u << 20,          /* readmostly, semaphore: section length */
+    OPT_EVERY = 1u << 21,         /* readmostly: the writer's pause */
+    OPT_PERMITS = 1u << 22,       /* semaphore: its permits */
+    OPT_COUNTING = 1u << 23       /* semaphore: counting, not expiring */
 };
 
 /* Command-line options; 0 or NULL means "the scenario's default". */
@@ -80,6 +84,10 @@ struct bench_opts {
     int wait_replicas; /* uncontended: replicas to WAIT for, 0: no WAIT */
     int sentinel;      /* faults: the Sentinel runs instead */
     int fair;          /* contended: hilock_options.fair = 1 */
+    double hold_ms;    /* readmostly, semaphore: length of a section */
+    uint32_t every_ms; /* readmostly: the writer's pause between sections */
+    int permits;       /* semaphore: permits of the semaphore */
+    int counting;      /* semaphore: a counting one (RSemaphore) */
     unsigned given; /* OPT_* bits of the options on the command line */
 };
 
@@ -123,6 +131,8 @@ int sc_waiters(struct bench *b);
 int sc_oversell(struct bench *b);
 int sc_faults(struct bench *b);
 int sc_redlock(struct bench *b);
+int sc_readmostly(struct bench *b);
+int sc_semaphore(struct bench *b);
 
 /* ---- time and process figures (sysstat.c) ----------------------------- */
 

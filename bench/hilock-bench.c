@@ -85,6 +85,27 @@ static const struct scenario scenarios[] = {
      "  --waiters W    contended: waiters in all (100)\n"
      "  --contended-seconds S\n"
      "                 contended: run time; kill -9 of a master halfway (10)\n"},
+    {"readmostly", "P x R readers and one writer on a read-write lock, then "
+                   "on a mutex",
+     OPT_SECONDS | OPT_PROCS | OPT_WAITERS | OPT_HOLD | OPT_EVERY |
+         OPT_REMOTE,
+     sc_readmostly,
+     "  --procs P      reader processes, one loop and one client each (2)\n"
+     "  --waiters W    reader handles in all (20)\n"
+     "  --hold MS      length of every section (1)\n"
+     "  --every MS     the writer's pause between its sections (10)\n"
+     "  --seconds S    length of each of the two runs (5)\n"},
+    {"semaphore", "P x W waiters for the N permits of a semaphore",
+     OPT_SECONDS | OPT_PROCS | OPT_WAITERS | OPT_HOLD | OPT_PERMITS |
+         OPT_COUNTING | OPT_REMOTE,
+     sc_semaphore,
+     "  --permits N    permits of the semaphore (4)\n"
+     "  --procs P      processes, one loop and one client each (2)\n"
+     "  --waiters W    waiters in all (20)\n"
+     "  --hold MS      length of every section (2)\n"
+     "  --seconds S    run time (5)\n"
+     "  --counting     a counting semaphore (RSemaphore) instead of\n"
+     "                 expiring permits under the watchdog\n"},
 };
 
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
@@ -131,8 +152,10 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     case 'n': o->no_lock = 1; o->given |= OPT_NO_LOCK; return 0;
     case 'T': o->sentinel = 1; o->given |= OPT_SENTINEL; return 0;
     case 'F': o->fair = 1; o->given |= OPT_FAIR; return 0;
+    case 'K': o->counting = 1; o->given |= OPT_COUNTING; return 0;
     }
-    double min = c == 's' || c == 'C' ? 0.1 : c == 'W' ? 0 : 1;
+    double min = c == 's' || c == 'C' ? 0.1
+                 : c == 'W' || c == 'D' || c == 'E' ? 0 : 1;
     if (parse_num(arg, min, c == 'L' ? 1e8 : 1e7, &v) != 0)
         return -1;
     switch (c) {
@@ -157,6 +180,12 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     case 'u': o->purchases = (int)v; o->given |= OPT_PURCHASES; break;
     case 'S': o->stock = (int)v; o->given |= OPT_STOCK; break;
     case 'x': o->worst = (int)v; o->given |= OPT_WORST; break;
+    case 'D': o->hold_ms = v; o->given |= OPT_HOLD; break;
+    case 'E': o->every_ms = (uint32_t)v; o->given |= OPT_EVERY; break;
+    case 'N':
+        o->permits = (int)v;
+        o->given |= OPT_PERMITS;
+        return v <= 1000000 ? 0 : -1;
     case 'c':
         o->cluster = (int)v;
         o->given |= OPT_CLUSTER;
@@ -198,6 +227,10 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         {"wait-replicas", required_argument, NULL, 'R'},
         {"sentinel", no_argument, NULL, 'T'},
         {"fair", no_argument, NULL, 'F'},
+        {"hold", required_argument, NULL, 'D'},
+        {"every", required_argument, NULL, 'E'},
+        {"permits", required_argument, NULL, 'N'},
+        {"counting", no_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;

@@ -69,9 +69,15 @@ void keys_fence(struct resp_buf *b, const struct key_src *k)
 
 size_t keys_channel_text(const struct key_src *k, char *out, size_t size)
 {
+    return keys_tagged_text(k, CHANNEL_PREFIX, KEYS_TAG_TAIL, out, size);
+}
+
+size_t keys_tagged_text(const struct key_src *k, const char *head,
+                        const char *tail, char *out, size_t size)
+{
     struct resp_part p[4];
     size_t len = 0;
-    tagged_parts(k, CHANNEL_PREFIX, KEYS_TAG_TAIL, p);
+    tagged_parts(k, head, tail, p);
     for (int i = 0; i < 4; i++)
         len += p[i].len;
     if (len >= size)

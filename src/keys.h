@@ -68,6 +68,10 @@ void keys_channel_of(struct resp_buf *b, const struct key_src *k,
  * CLI): written with a NUL after it into out when it fits in size bytes
  * with that NUL, else nothing is written. Returns its length either way. */
 size_t keys_channel_text(const struct key_src *k, char *out, size_t size);
+/* The same for the companion key <prefix><head><name><tail> (the tag rule
+ * above), e.g. an expiring semaphore's "{name}:timeout". */
+size_t keys_tagged_text(const struct key_src *k, const char *head,
+                        const char *tail, char *out, size_t size);
 /* Fair mode: append the wait queue "hilock_queue:{name}", or the hand-off
  * channel of a client, "<channel>:<listener>" (listener: its public tag). */
 void keys_queue(struct resp_buf *b, const struct key_src *k);

@@ -15,7 +15,9 @@
  * does not own it; a forced release that wakes a waiter of a name with a
  * hash tag of its own), a Sentinel (--sentinel, --master: the master it
  * names, a dead sentinel before it; --wait-replicas without a replica),
- * and their usage errors.
+ * and their usage errors. Then the other kinds of lock: --read runs share a
+ * read-write lock, --write excludes them both ways, --permits N lets N runs
+ * in at once and no more, and a permit lost under its command.
  *
  * The command under test is $HILOCK_CLI (meson passes the built tools/hilock;
  * HILOCK_README the README, whose ACL line is run as written). Each test gets
@@ -1490,6 +1492,12 @@ START_TEST(bad_topology_options_are_usage_errors)
         {"--wait-replicas", "1", "--wait-timeout", "0", NULL,
          "--wait-timeout must be at least 1 ms"},
         {"--wait-replicas", "two", NULL, "bad --wait-replicas 'two'"},
+        {"--read", "--write", NULL, "--read and --write exclude each other"},
+        {"--permits", "0", NULL, "bad --permits '0'"},
+        {"--permits", "2", "--write", NULL,
+         "--permits and --write exclude each other"},
+        {"--redlock", "a:1,b:1,c:1", "--read", NULL,
+         "--read is not for --redlock"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *args[16] = {"run"};
@@ -1514,6 +1522,163 @@ START_TEST(bad_topology_options_are_usage_errors)
     ck_assert_ptr_nonnull(strstr(file_text("out"), "--sentinel h:p[,...] "
                                                    "--master NAME"));
     ck_assert_ptr_nonnull(strstr(file_text("out"), "--cluster h:p[,...]"));
+}
+END_TEST
+
+/* ---- read-write locks and semaphores ------------------------------------ */
+
+/* A command that marks its arrival (touch me) and waits, 5 s at most, for
+ * the mark of another (other): both exit 0 only if both were inside at
+ * once. In buf (>= 256 bytes). */
+static const char *meet(char *buf, const char *me, const char *other)
+{
+    snprintf(buf, 256,
+             "touch %s; i=0; while [ ! -e %s ]; do i=$((i+1)); "
+             "[ $i -gt 250 ] && exit 9; sleep 0.02; done", me, other);
+    return buf;
+}
+
+START_TEST(two_read_runs_hold_the_lock_at_once)
+{
+    char a[256], b[256];
+    const char *ra[] = {"run", "-p", port, "--read", "rw", "--", "sh", "-c",
+                        meet(a, "A", "B"), NULL};
+    const char *rb[] = {"run", "-p", port, "--read", "rw", "--", "sh", "-c",
+                        meet(b, "B", "A"), NULL};
+    pid_t pa = cli_spawn(ra, NULL), pb = cli_spawn(rb, NULL);
+    ck_assert_int_eq(cli_wait(pa, scaled(10000)), 0);
+    ck_assert_int_eq(cli_wait(pb, scaled(10000)), 0);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "rw", (char *)NULL), 0);
+}
+END_TEST
+
+/* Start a run of side (--read or --write) on "rw" whose command touches
+ * mark and stays until the file go appears. */
+static pid_t hold_rw(const char *side, const char *mark, const char *go)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "touch %s; while [ ! -e %s ]; do sleep 0.02; "
+             "done", mark, go);
+    const char *run[] = {"run", "-p", port, side, "rw", "--", "sh", "-c",
+                         cmd, NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears(mark, scaled(5000)));
+    return pid;
+}
+
+START_TEST(a_write_run_excludes_read_runs_and_they_exclude_it)
+{
+    const char *status[] = {"status", "-p", port, "rw", NULL};
+    const char *read[] = {"run", "-w", "300", "-p", port, "--read", "rw",
+                          "--", "touch", "RAN", NULL};
+    const char *write[] = {"run", "-w", "300", "-p", port, "--write", "rw",
+                           "--", "touch", "RAN", NULL};
+    char holder[48];
+    pid_t w = hold_rw("--write", "W", "GO");
+    ck_assert_int_eq(cli(read, NULL), EXIT_TIMEDOUT);
+    ck_assert_int_eq(cli(status, "out"), 0);
+    snprintf(holder, sizeof(holder), ":%d  holds 1\n", (int)w);
+    ck_assert_msg(strstr(file_text("out"), "rw: read-write lock, write mode")
+                  && strstr(file_text("out"), "  writer ") &&
+                  strstr(file_text("out"), holder),
+                  "status printed: %s", file_text("out"));
+    touch("GO");
+    ck_assert_int_eq(cli_wait(w, scaled(5000)), 0);
+
+    pid_t r = hold_rw("--read", "R", "GO2");
+    ck_assert_int_eq(cli(write, NULL), EXIT_TIMEDOUT);
+    ck_assert(!exists("RAN"));
+    ck_assert_int_eq(cli(status, "out"), 0);
+    ck_assert_msg(strstr(file_text("out"), "read mode, 1 reader,"),
+                  "status printed: %s", file_text("out"));
+    touch("GO2");
+    ck_assert_int_eq(cli_wait(r, scaled(5000)), 0);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "rw", (char *)NULL), 0);
+}
+END_TEST
+
+/* The command of a --permits run on "sem": counts itself in ("inside"),
+ * notes the count in the file seen, waits (5 s at most) until two runs
+ * have come in, then counts itself out. In buf (>= 512 bytes). */
+static const char *count_in(char *buf)
+{
+    snprintf(buf, 512,
+             "rc() { \"${HILOCK_REDIS_CLI:-redis-cli}\" -p %s \"$@\"; }; "
+             "rc incr inside >> seen; rc incr entered > /dev/null; i=0; "
+             "while [ \"$(rc get entered)\" -lt 2 ]; do i=$((i+1)); "
+             "[ $i -gt 250 ] && exit 9; sleep 0.02; done; "
+             "sleep 0.1; rc decr inside > /dev/null", port);
+    return buf;
+}
+
+START_TEST(permits_2_let_two_of_three_runs_in_at_once_and_never_three)
+{
+    char cmd[512];
+    const char *run[] = {"run", "-p", port, "--permits", "2", "sem", "--",
+                         "sh", "-c", count_in(cmd), NULL};
+    pid_t pid[3];
+    for (int i = 0; i < 3; i++)
+        pid[i] = cli_spawn(run, NULL);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(cli_wait(pid[i], scaled(10000)), 0);
+    /* Every count noted, one a line: three runs, none saw three inside. */
+    const char *seen = file_text("seen");
+    int lines = 0, most = 0;
+    for (const char *at = seen; *at; at = strchr(at, '\n') + 1) {
+        int n = atoi(at);
+        most = n > most ? n : most;
+        lines++;
+    }
+    ck_assert_msg(lines == 3 && most == 2, "counts seen: %s", seen);
+    ck_assert_int_eq(rs_int(tu_srv, "GET", "sem", (char *)NULL), 2);
+    ck_assert_int_eq(tu_exists("{sem}:timeout"), 0);
+}
+END_TEST
+
+START_TEST(a_semaphore_of_another_size_is_used_with_a_word)
+{
+    ck_assert_int_eq(rs_int(tu_srv, "INCRBY", "sem", "1", (char *)NULL), 1);
+    const char *run[] = {"run", "-p", port, "--permits", "3", "sem", "--",
+                         "sh", "-c", "touch READY; while [ ! -e GO ]; do "
+                         "sleep 0.02; done", NULL};
+    const char *other[] = {"run", "-w", "300", "-p", port, "--permits", "3",
+                           "sem", "--", "touch", "RAN", NULL};
+    const char *status[] = {"status", "-p", port, "sem", NULL};
+    struct spawn how = {NULL, "err", NULL};
+    pid_t pid = cli_start(run, &how);
+    ck_assert(file_appears("READY", scaled(5000)));
+    ck_assert_msg(strstr(file_text("err"), "semaphore sem has 1 permits in "
+                                           "all, not 3"),
+                  "said: %s", file_text("err"));
+    /* Its one permit is taken: another run times out. */
+    ck_assert_int_eq(cli(other, NULL), EXIT_TIMEDOUT);
+    ck_assert(!exists("RAN"));
+    ck_assert_int_eq(cli(status, "out"), 0);
+    ck_assert_msg(strstr(file_text("out"), "sem: semaphore, 0 available, 1 "
+                                           "expiring permit taken\n"
+                                           "  permit "),
+                  "status printed: %s", file_text("out"));
+    touch("GO");
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
+    ck_assert_int_eq(cli(status, "out"), 1);
+    ck_assert_str_eq(file_text("out"),
+                     "sem: semaphore, 1 available, 0 expiring permits "
+                     "taken\n");
+}
+END_TEST
+
+START_TEST(a_permit_taken_from_under_its_command_exits_122)
+{
+    const char *run[] = {"run", "-L", "600", "-p", port, "--permits", "1",
+                         "sem", "--", "sh", "-c",
+                         "trap 'touch TERMED; exit 0' TERM; "
+                         "touch READY; while :; do sleep 0.05; done", NULL};
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears("READY", scaled(5000)));
+    ck_assert_int_eq(tu_exists("{sem}:timeout"), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "DEL", "{sem}:timeout", (char *)NULL), 1);
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), EXIT_LOST);
+    ck_assert(exists("TERMED"));
 }
 END_TEST
 
@@ -1584,6 +1749,16 @@ static Suite *cli_suite(void)
     tcase_set_timeout(usage, 30);
     tcase_add_test(usage, bad_topology_options_are_usage_errors);
     suite_add_tcase(s, usage);
+
+    TCase *kinds = tcase_create("kinds");
+    tcase_add_checked_fixture(kinds, setup, teardown);
+    tcase_set_timeout(kinds, 30);
+    tcase_add_test(kinds, two_read_runs_hold_the_lock_at_once);
+    tcase_add_test(kinds, a_write_run_excludes_read_runs_and_they_exclude_it);
+    tcase_add_test(kinds, permits_2_let_two_of_three_runs_in_at_once_and_never_three);
+    tcase_add_test(kinds, a_semaphore_of_another_size_is_used_with_a_word);
+    tcase_add_test(kinds, a_permit_taken_from_under_its_command_exits_122);
+    suite_add_tcase(s, kinds);
 
     TCase *topo = tcase_create("cluster");
     tcase_add_checked_fixture(topo, setup_cluster, teardown_cluster);

@@ -45,7 +45,10 @@ enum cli_opt {
     CLI_OPT_SENTINEL_PASSWORD,
     CLI_OPT_CLUSTER,
     CLI_OPT_WAIT_REPLICAS,    /* run only */
-    CLI_OPT_WAIT_TIMEOUT      /* run only */
+    CLI_OPT_WAIT_TIMEOUT,     /* run only */
+    CLI_OPT_READ,             /* run only */
+    CLI_OPT_WRITE,            /* run only */
+    CLI_OPT_PERMITS           /* run only */
 };
 
 /* The long options of the endpoint, for every subcommand's option table. */
@@ -133,6 +136,12 @@ const char *cli_escape(char *buf, size_t size, const char *s, size_t len);
 /* Print "hilock: <fmt>" and a newline to stderr. */
 void cli_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
+/* The permits semaphore name has in all where r points (inspect.c): the
+ * ones available plus the expiring permits taken, live or expired, read in
+ * one atomic step. 0 with the number in *total (0: none set), or -1 with a
+ * message on stderr. */
+int cli_semaphore_total(const struct cli_redis *r, const char *name,
+                        long long *total);
 /* The usage text, on stdout for --help (then exit 0) or on stderr. */
 void cli_usage(int to_stderr);
 

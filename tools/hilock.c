@@ -1,7 +1,7 @@
 /* hilock.c -- the hilock command: run a command under a Redis lock, look at
  * a lock, break one.
  *
- *   hilock run [options] NAME [--] CMD [ARG...]
+ *   hilock run [options] [--read | --write | --permits N] NAME [--] CMD...
  *   hilock status [options] NAME
  *   hilock release --force [options] NAME
  *
@@ -29,7 +29,7 @@ void cli_usage(int to_stderr)
     fprintf(f,
 "usage: hilock run [REDIS] [-w wait_ms] [-l lease_ms | -L watchdog_ms] [-n]\n"
 "                  [--wait-replicas N [--wait-timeout ms]]\n"
-"                  NAME [--] CMD [ARG...]\n"
+"                  [--read | --write | --permits N] NAME [--] CMD [ARG...]\n"
 "       hilock status [REDIS] NAME\n"
 "       hilock release --force [REDIS] NAME\n"
 "       hilock --help | --version\n"
@@ -54,6 +54,12 @@ void cli_usage(int to_stderr)
 "  -L ms  instead of -l, the watchdog lease (>= 100): renewed every third of\n"
 "         it while CMD runs, and what is left to others if hilock dies\n"
 "         (default 30000)\n"
+"  --read, --write  take the read or the write side of the read-write\n"
+"         lock NAME: runs with --read share it, a --write run has it alone\n"
+"  --permits N  take one of the N permits of semaphore NAME (an expiring\n"
+"         permit, which comes back if hilock dies); N sets its permits if\n"
+"         it has none; if it has another number, it is used as it is\n"
+"         (said on stderr). Not with --redlock, nor with --read/--write\n"
 "  --wait-replicas N  after taking and after each renewal, WAIT until N\n"
 "         replicas have the lock; not taken (exit 125) when they do not\n"
 "         within --wait-timeout ms (default 1000), lost when a renewal\n"
@@ -61,10 +67,14 @@ void cli_usage(int to_stderr)
 "status   print the holders of NAME (owner field: client id and owner tag,\n"
 "         which is the pid of a hilock run), their hold counts and the ttl;\n"
 "         with --redlock, what each master holds; with --sentinel, what the\n"
-"         master they name holds; with --cluster, the master of NAME's slot\n"
+"         master they name holds; with --cluster, the master of NAME's slot.\n"
+"         A read-write lock: its mode, readers and writer; a semaphore: the\n"
+"         permits available and the expiring permits taken\n"
 "release  --force: delete NAME whoever holds it and publish the release on\n"
 "         its channel, so that waiters wake; with --redlock, on every master;\n"
-"         with --sentinel and --cluster, on the master status reads\n"
+"         with --sentinel and --cluster, on the master status reads\n");
+    /* Two parts: C11 compilers need not take longer strings. */
+    fprintf(f,
 "\n"
 "  -H host  Redis host (default 127.0.0.1)     -p port  (default 6379)\n"
 "  -u user  ACL user name (needs a password)\n"
@@ -88,7 +98,8 @@ void cli_usage(int to_stderr)
 "           124  the lock was not acquired within -w (-w 0 too)\n"
 "           126  CMD is not executable      127  CMD was not found\n"
 "           128+N  a signal N arrived while waiting for the lock\n"
-"  status:  0 held, 1 free          release: 0 released, 1 was free\n"
+"  status:  0 held, 1 free (a semaphore: held while an expiring permit is\n"
+"           taken)                  release: 0 released, 1 was free\n"
 "  all:     125 usage error; Redis unreachable, refusing or failing (no\n"
 "           sentinel naming a master, no cluster node answering); a\n"
 "           failed release; status, release: the key is not a lock;\n"

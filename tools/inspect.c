@@ -71,10 +71,35 @@
     "  return {'lock', all}\n"                                              \
     "end\n"
 
-/* layout(KEYS[1]), and for a lock its PTTL as a third element. */
+/* The kinds beside a mutex, in the library's (Redisson's) layouts: a hash
+ * with a "mode" field is a read-write lock, {'rwlock', HGETALL, PTTL}; a
+ * number, or no key while expiring permits are taken (their sorted set
+ * permits), is a semaphore, {'semaphore', available, the permits taken
+ * with their expiry (ZRANGE WITHSCORES), the server's time in ms}; else
+ * nil. */
+#define KINDS_LUA                                                            \
+    "local function kind(key, permits)\n"                                   \
+    "  local t = redis.call('type', key).ok\n"                              \
+    "  if t == 'hash' and redis.call('hexists', key, 'mode') == 1 then\n"   \
+    "    return {'rwlock', redis.call('hgetall', key),\n"                   \
+    "            redis.call('pttl', key)}\n"                                \
+    "  end\n"                                                               \
+    "  local v = t == 'string' and redis.call('get', key)\n"                \
+    "  if (v and string.find(v, '^%-?%d+$')) or\n"                          \
+    "     (t == 'none' and redis.call('exists', permits) == 1) then\n"      \
+    "    local now = redis.call('time')\n"                                  \
+    "    return {'semaphore', v or '0',\n"                                  \
+    "            redis.call('zrange', permits, 0, -1, 'withscores'),\n"     \
+    "            now[1] * 1000 + math.floor(now[2] / 1000)}\n"              \
+    "  end\n"                                                               \
+    "end\n"
+
+/* kind(KEYS[1], KEYS[2]) or layout(KEYS[1]), and for a lock its PTTL as a
+ * third element. */
 static const char status_lua[] =
     LAYOUT_LUA
-    "local r = layout(KEYS[1])\n"
+    KINDS_LUA
+    "local r = kind(KEYS[1], KEYS[2]) or layout(KEYS[1])\n"
     "if r[1] == 'lock' then r[3] = redis.call('pttl', KEYS[1]) end\n"
     "return r\n";
 
@@ -153,14 +178,16 @@ static redisContext *connect_to(const char *host, int port, const char *user,
     return c;
 }
 
-/* What a script is run with: the lock key, and its channel as KEYS[2] with
- * the publish command as ARGV[1] when with_channel. */
+/* What a script is run with: the lock key and a second key, with the
+ * publish command as ARGV[1]. The second key is the lock's channel when the
+ * script publishes, else the sorted set of a semaphore's expiring permits
+ * (status). */
 struct call {
     const struct cli_redis *r;
     const char *script;
     const char *name;
-    int with_channel;
-    char channel[sizeof(KEYS_CHANNEL_HEAD) + HILOCK_NAME_MAX + 2];
+    int publishes;
+    char key2[sizeof(KEYS_CHANNEL_HEAD) + HILOCK_NAME_MAX + 2];
 };
 
 /* The script of k on c (after ASKING when asking); the reply as Redis gave
@@ -169,8 +196,8 @@ struct call {
 static redisReply *eval_on(redisContext *c, const struct call *k,
                            const char *publish, int asking, char *err)
 {
-    const char *argv[] = {"EVAL", k->script, k->with_channel ? "2" : "1",
-                          k->name, k->channel, publish};
+    const char *argv[] = {"EVAL", k->script, "2", k->name, k->key2,
+                          publish};
     if (asking) {
         const char *ask[] = {"ASKING"};
         redisReply *ok = command(c, 1, ask, err);
@@ -178,8 +205,7 @@ static redisReply *eval_on(redisContext *c, const struct call *k,
             return NULL;
         freeReplyObject(ok);
     }
-    redisReply *reply =
-        redisCommandArgv(c, k->with_channel ? 6 : 4, argv, NULL);
+    redisReply *reply = redisCommandArgv(c, 6, argv, NULL);
     if (!reply)
         failed(err, c, NULL);
     return reply;
@@ -329,7 +355,7 @@ static redisReply *run_cluster(const struct call *k)
     int asking = 0;
     for (int hop = 0; hop <= CLUSTER_HOPS; hop++) {
         const char *publish =
-            k->with_channel && sharded(c) ? "spublish" : "publish";
+            k->publishes && sharded(c) ? "spublish" : "publish";
         struct reply_redirect to;
         reply = eval_on(c, k, publish, asking, err);
         enum reply_redirect_kind kind = reply_redirect(reply, &to);
@@ -441,6 +467,100 @@ static int not_a_lock(const char *shown, const char *kind, const redisReply *r)
     return CLI_EXIT_FAILURE;
 }
 
+/* Whether r, a status reply of the kind "rwlock" or "semaphore", has that
+ * kind's shape; if not, says so. */
+static int shaped(const redisReply *r, const char *kind)
+{
+    int ok = strcmp(kind, "rwlock") == 0
+                 ? r->elements == 3 &&
+                       r->element[1]->type == REDIS_REPLY_ARRAY &&
+                       r->element[2]->type == REDIS_REPLY_INTEGER
+                 : r->elements == 4 &&
+                       r->element[1]->type == REDIS_REPLY_STRING &&
+                       r->element[2]->type == REDIS_REPLY_ARRAY &&
+                       r->element[3]->type == REDIS_REPLY_INTEGER;
+    if (!ok)
+        cli_error("unexpected reply from Redis");
+    return ok;
+}
+
+/* Print a read-write lock's status reply as "<label>: read-write lock,
+ * <mode> mode, N readers, ttl N ms" and its holders below it after
+ * indent, each a reader or the writer (its field without ":write"). The
+ * exit code: held. */
+#define WRITER_SUFFIX ":write"
+
+/* What field f of a read-write lock's hash is: 'm' its mode, 'w' the
+ * writer ("<owner field>:write"), 'r' a reader. */
+static char rw_field(const redisReply *f)
+{
+    size_t w = sizeof(WRITER_SUFFIX) - 1;
+    if (f->len == 4 && memcmp(f->str, "mode", 4) == 0)
+        return 'm';
+    if (f->len >= w && memcmp(f->str + f->len - w, WRITER_SUFFIX, w) == 0)
+        return 'w';
+    return 'r';
+}
+
+static int print_rwlock(const char *label, const char *indent,
+                        const redisReply *r)
+{
+    const redisReply *all = r->element[1];
+    char mode[CLI_ESCAPED_SIZE(8)] = "?", field[CLI_ESCAPED_SIZE(64)],
+         count[CLI_ESCAPED_SIZE(24)];
+    size_t readers = 0;
+    for (size_t i = 0; i + 1 < all->elements; i += 2) {
+        const redisReply *f = all->element[i], *v = all->element[i + 1];
+        if (rw_field(f) == 'm')
+            cli_escape(mode, sizeof(mode), v->str, v->len);
+        readers += rw_field(f) == 'r';
+    }
+    printf("%s: read-write lock, %s mode, %zu reader%s, ttl %lld ms\n", label,
+           mode, readers, readers == 1 ? "" : "s", r->element[2]->integer);
+    for (size_t i = 0; i + 1 < all->elements; i += 2) {
+        const redisReply *f = all->element[i], *v = all->element[i + 1];
+        char is = rw_field(f);
+        size_t len = f->len - (is == 'w' ? sizeof(WRITER_SUFFIX) - 1 : 0);
+        if (is != 'm')
+            printf("%s%s %s  holds %s\n", indent,
+                   is == 'w' ? "writer" : "reader",
+                   cli_escape(field, sizeof(field), f->str, len),
+                   cli_escape(count, sizeof(count), v->str, v->len));
+    }
+    return CLI_EXIT_OK;
+}
+
+/* Print a semaphore's status reply as "<label>: semaphore, N available, N
+ * expiring permits taken" and each permit taken below it after indent: its
+ * id in hex and when it expires. The exit code: 0 while a permit is taken
+ * and not expired, else 1. */
+static int print_semaphore(const char *label, const char *indent,
+                           const redisReply *r)
+{
+    const redisReply *taken = r->element[2];
+    char avail[CLI_ESCAPED_SIZE(24)], id[2 * 32 + 1];
+    long long now = r->element[3]->integer;
+    size_t live = 0, n = taken->elements / 2;
+    printf("%s: semaphore, %s available, %zu expiring permit%s taken\n",
+           label, cli_escape(avail, sizeof(avail), r->element[1]->str,
+                             r->element[1]->len), n, n == 1 ? "" : "s");
+    for (size_t i = 0; i + 1 < taken->elements; i += 2) {
+        const redisReply *m = taken->element[i], *at = taken->element[i + 1];
+        size_t len = m->len < 32 ? m->len : 32;
+        for (size_t k = 0; k < len; k++)
+            snprintf(id + 2 * k, 3, "%02x", (unsigned char)m->str[k]);
+        id[2 * len] = '\0';
+        long long left = (long long)strtod(at->str ? at->str : "0", NULL) -
+                         now;
+        live += left > 0;
+        if (left > 0)
+            printf("%spermit %s  expires in %lld ms\n", indent, id, left);
+        else
+            printf("%spermit %s  expired\n", indent, id);
+    }
+    return live ? CLI_EXIT_OK : CLI_EXIT_NO;
+}
+
 /* Print what the status script returned, as "<label>: held, ttl N ms" (or
  * free) and the holders below it after indent; a key that is not a lock is
  * reported under the name shown. The exit code. */
@@ -453,6 +573,12 @@ static int print_status(const char *shown, const char *label,
     if (strcmp(kind, "none") == 0) {
         printf("%s: free\n", label);
         return CLI_EXIT_NO;
+    }
+    if (strcmp(kind, "rwlock") == 0 || strcmp(kind, "semaphore") == 0) {
+        if (!shaped(r, kind))
+            return CLI_EXIT_FAILURE;
+        return kind[0] == 'r' ? print_rwlock(label, indent, r)
+                              : print_semaphore(label, indent, r);
     }
     if (strcmp(kind, "lock") != 0) {
         if (strcmp(label, shown) != 0)
@@ -474,16 +600,21 @@ static int print_status(const char *shown, const char *label,
 }
 
 /* Run script on the Redis that holds name's lock (for a single endpoint or
- * a Redlock master: ep), with the lock key and, when with_channel, its
- * channel as KEYS; the reply, or NULL with a message. */
+ * a Redlock master: ep), with the lock key and, when the script publishes,
+ * its channel as KEYS, else the lock key and its permits' sorted set; the
+ * reply, or NULL with a message. */
 static redisReply *run_script(const struct cli_redis *r,
                               const struct hilock_endpoint *ep,
                               const char *script, const char *name,
-                              int with_channel)
+                              int publishes)
 {
-    struct call k = {r, script, name, with_channel, ""};
+    struct call k = {r, script, name, publishes, ""};
     struct key_src src = {"", 0, name, strlen(name)};
-    keys_channel_text(&src, k.channel, sizeof(k.channel));
+    if (publishes)
+        keys_channel_text(&src, k.key2, sizeof(k.key2));
+    else
+        keys_tagged_text(&src, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL, k.key2,
+                         sizeof(k.key2));
     if (r->topo == CLI_SENTINEL)
         return run_sentinel(&k);
     if (r->topo == CLI_CLUSTER)
@@ -497,9 +628,9 @@ static redisReply *run_script(const struct cli_redis *r,
 static redisReply *run_checked(const struct cli_redis *r,
                                const struct hilock_endpoint *ep,
                                const char *script, const char *name,
-                               int with_channel, const char **kind)
+                               int publishes, const char **kind)
 {
-    redisReply *reply = run_script(r, ep, script, name, with_channel);
+    redisReply *reply = run_script(r, ep, script, name, publishes);
     if (reply && !(*kind = reply_kind(reply))) {
         freeReplyObject(reply);
         reply = NULL;
@@ -673,6 +804,32 @@ static int release_masters(const struct cli_redis *r, const char *name,
 }
 
 /* ---- the subcommands ----------------------------------------------------- */
+
+int cli_semaphore_total(const struct cli_redis *r, const char *name,
+                        long long *total)
+{
+    struct hilock_endpoint one;
+    size_t n;
+    const char *kind;
+    char shown[CLI_ESCAPED_SIZE(HILOCK_NAME_MAX)];
+    redisReply *reply = run_checked(r, cli_endpoints(r, &one, &n),
+                                    status_lua, name, 0, &kind);
+    if (!reply)
+        return -1;
+    int rc = 0;
+    if (strcmp(kind, "none") == 0) {
+        *total = 0;
+    } else if (strcmp(kind, "semaphore") == 0 && shaped(reply, kind)) {
+        *total = strtoll(reply->element[1]->str, NULL, 10) +
+                 (long long)(reply->element[2]->elements / 2);
+    } else {
+        cli_error("%s is not a semaphore",
+                  cli_escape(shown, sizeof(shown), name, strlen(name)));
+        rc = -1;
+    }
+    freeReplyObject(reply);
+    return rc;
+}
 
 int cli_status(int argc, char **argv)
 {

@@ -5,12 +5,16 @@
  * starts the command; signals meant for hilock are passed on to it through
  * the reaper; when the command and everything it started have exited, the
  * reaper reports the command's status, the lock is released and the status
- * becomes ours. If the lock is lost meanwhile, every descendant is told with
+ * becomes ours. The lock is a mutex, or with --read / --write one side of a
+ * read-write lock, or with --permits one expiring permit of a semaphore:
+ * all of them are lock handles, so only taking them and their messages
+ * differ. If the lock is lost meanwhile, every descendant is told with
  * SIGTERM (and SIGKILL after KILL_AFTER_MS) and we exit CLI_EXIT_LOST:
  * whatever they did after the loss was not exclusive. If hilock dies, the
  * reaper kills them all; reaper.c says what that does not cover.
  *
- * Before anything else a query (the lock's ttl) checks that Redis answers,
+ * Before anything else a query (the lock's ttl; for a semaphore, setting its
+ * permits when it has none) checks that Redis answers,
  * so that a wait that times out (CLI_EXIT_TIMEDOUT) is not confused with a
  * Redis that cannot be reached (CLI_EXIT_FAILURE). With --redlock the client
  * is given every master and the library decides each step by majority; the
@@ -54,12 +58,16 @@ enum phase { PROBING, ACQUIRING, RUNNING, RELEASING, DONE };
 struct runner {
     struct event_base *base;
     struct hilock_client *client;
-    struct hilock_lock *lock;
+    struct hilock_lock *lock;   /* a mutex, a read or write side, a permit */
     struct event *sig[NFORWARDED];
     struct event *report;   /* the reaper's report is readable */
     struct event *timer;    /* SIGKILL after a loss, or the release bound */
     enum phase phase;
     const char *name;
+    const char *noun;       /* "lock", "read lock", ...: for messages */
+    int side;               /* HILOCK_READ, HILOCK_WRITE (both: a usage
+                               error), 0 for a mutex or a permit */
+    uint64_t permits;       /* --permits N; 0: not a semaphore */
     char shown[CLI_ESCAPED_SIZE(HILOCK_NAME_MAX)];  /* name, escaped */
     struct reaper_cmd cmd;
     struct reaper reaper;
@@ -152,7 +160,8 @@ static void on_released(struct hilock_lock *lock, int status, int64_t left,
     } else if (status == HILOCK_ENOTOWNER) {
         /* Gone before the command ended, unnoticed until now: what it did
          * after that was not exclusive. */
-        cli_error("lock %s was lost before the command ended", r->shown);
+        cli_error("%s %s was lost before the command ended", r->noun,
+                  r->shown);
         finish(r, CLI_EXIT_LOST);
     } else {
         cli_error("releasing %s failed: %s; it may stay until its lease "
@@ -225,8 +234,8 @@ static void on_lost(struct hilock_lock *lock, int status, int64_t v,
     if (r->phase != RUNNING || r->lost)
         return;
     r->lost = 1;
-    cli_error("lock %s lost; sending SIGTERM to the command and all it "
-              "started", r->shown);
+    cli_error("%s %s lost; sending SIGTERM to the command and all it "
+              "started", r->noun, r->shown);
     reaper_order(&r->reaper, REAPER_TREE | SIGTERM);
     arm_timer(r, KILL_AFTER_MS);
 }
@@ -270,6 +279,22 @@ static int command_start(struct runner *r)
 
 static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
                         void *arg);
+
+/* Say why -n did not get it; ttl is what the busy acquire reported: the
+ * holder's lease, or for a permit when the first one taken expires (-1:
+ * none will, or no expiry). */
+static void say_busy(const struct runner *r, int64_t ttl)
+{
+    char when[64] = "";
+    if (ttl >= 0)
+        snprintf(when, sizeof(when), " (%s %lld ms)",
+                 r->permits ? "the first taken expires in" : "ttl",
+                 (long long)ttl);
+    if (r->permits)
+        cli_error("every permit of semaphore %s is taken%s", r->shown, when);
+    else
+        cli_error("%s is held by another owner%s", r->shown, when);
+}
 
 static long long now_ms(void)
 {
@@ -325,8 +350,7 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
             release_start(r);
         }
     } else if (status == HILOCK_EBUSY && r->nonblock) {
-        cli_error("%s is held by another owner (ttl %lld ms)", r->shown,
-                  (long long)ttl);
+        say_busy(r, ttl);
         finish(r, CLI_EXIT_BUSY);
     } else if (status == HILOCK_EBUSY || (status == HILOCK_ETIMEDOUT &&
                                           r->wait_given)) {
@@ -348,7 +372,8 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
     }
 }
 
-/* The ttl query answered: Redis is there, so go for the lock. */
+/* The ttl query answered (or the semaphore's permits were set): Redis is
+ * there, so go for the lock. */
 static void on_probe(struct hilock_lock *lock, int status, int64_t ttl,
                      void *arg)
 {
@@ -362,6 +387,25 @@ static void on_probe(struct hilock_lock *lock, int status, int64_t ttl,
     }
     if (acquire(r) != 0)
         finish(r, CLI_EXIT_FAILURE);
+}
+
+/* The semaphore has permits now (set by us when set is 1). One set before
+ * with another total is used as it is, with a word on stderr: it is shared,
+ * and its users agreed on its size first. Its total is read with status's
+ * blocking connection (2 s at most), once, before the command starts: the
+ * library counts only the permits available. Then as on_probe. */
+static void on_init(struct hilock_lock *lock, int status, int64_t set,
+                    void *arg)
+{
+    struct runner *r = arg;
+    long long total;
+    if (r->phase == PROBING && status == 0 && set == 0 &&
+        cli_semaphore_total(r->redis, r->name, &total) == 0 &&
+        total != (long long)r->permits)
+        cli_error("semaphore %s has %lld permits in all, not %llu: it is "
+                  "used as it is", r->shown, total,
+                  (unsigned long long)r->permits);
+    on_probe(lock, status, set, arg);
 }
 
 /* ---- setup ------------------------------------------------------------- */
@@ -388,8 +432,36 @@ static int parse_command(struct runner *r, int argc, char **argv, int i)
     return 0;
 }
 
+/* Check --read, --write and --permits, and set r->noun; 0, or -1 with a
+ * message. */
+static int check_kind(struct runner *r)
+{
+    const char *side = r->side == HILOCK_READ ? "read" : "write";
+    if (r->side == (HILOCK_READ | HILOCK_WRITE)) {
+        cli_error("--read and --write exclude each other: a run holds one "
+                  "side of a read-write lock");
+        return -1;
+    }
+    if (r->permits && r->side) {
+        cli_error("--permits and --%s exclude each other: NAME is a "
+                  "semaphore or a read-write lock", side);
+        return -1;
+    }
+    if ((r->permits || r->side) && r->redis->topo == CLI_REDLOCK) {
+        cli_error("--%s is not for --redlock: read-write locks and "
+                  "semaphores live on one master",
+                  r->permits ? "permits" : side);
+        return -1;
+    }
+    r->noun = r->permits ? "a permit of semaphore"
+              : r->side == HILOCK_READ  ? "read lock"
+              : r->side == HILOCK_WRITE ? "write lock"
+                                        : "lock";
+    return 0;
+}
+
 /* Check the options taken together; 0, or -1 with a message. */
-static int check_args(const struct runner *r, int lease_given,
+static int check_args(struct runner *r, int lease_given,
                       int watchdog_given, int wait_timeout_given)
 {
     if (lease_given && watchdog_given) {
@@ -411,20 +483,24 @@ static int check_args(const struct runner *r, int lease_given,
         cli_error("--wait-timeout must be at least 1 ms");
         return -1;
     }
-    if (cli_redis_check(r->redis) != 0)
+    if (check_kind(r) != 0 || cli_redis_check(r->redis) != 0)
         return -1;
     return cli_name_check(r->redis, r->name);
 }
 
-/* Parse a replica count 0..HILOCK_MS_MAX (WAIT's numreplicas) into *n; 0,
- * or -1 with a message. */
-static int replicas_arg(const char *s, uint64_t *n)
+/* Parse the count s of option opt, min..max, into *n: a replica count
+ * (WAIT's numreplicas) or a number of permits. 0, or -1 with a message
+ * naming unit. */
+static int count_arg(const char *opt, const char *unit, const char *s,
+                     uint64_t min, uint64_t max, uint64_t *n)
 {
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || !*s || *end || *s == '-' || *s == '+' || v > HILOCK_MS_MAX) {
-        cli_error("bad --wait-replicas '%s' (a number of replicas)", s);
+    if (errno || !*s || *end || *s == '-' || *s == '+' || v < min ||
+        v > max) {
+        cli_error("bad %s '%s' (a number of %s, %llu..%llu)", opt, s, unit,
+                  (unsigned long long)min, (unsigned long long)max);
         return -1;
     }
     *n = v;
@@ -441,6 +517,9 @@ static int parse_args(struct runner *r, struct cli_redis *redis, int argc,
         CLI_REDIS_LONGOPTS,
         {"wait-replicas", required_argument, NULL, CLI_OPT_WAIT_REPLICAS},
         {"wait-timeout", required_argument, NULL, CLI_OPT_WAIT_TIMEOUT},
+        {"read", no_argument, NULL, CLI_OPT_READ},
+        {"write", no_argument, NULL, CLI_OPT_WRITE},
+        {"permits", required_argument, NULL, CLI_OPT_PERMITS},
         {NULL, 0, NULL, 0}};
     int c, lease_given = 0, watchdog_given = 0, wait_timeout_given = 0;
     while ((c = getopt_long(argc, argv, "+H:p:u:a:w:l:L:nh", longopts,
@@ -465,7 +544,18 @@ static int parse_args(struct runner *r, struct cli_redis *redis, int argc,
             r->nonblock = 1;
             break;
         case CLI_OPT_WAIT_REPLICAS:
-            bad = replicas_arg(optarg, &r->wait_replicas);
+            bad = count_arg("--wait-replicas", "replicas", optarg, 0,
+                            HILOCK_MS_MAX, &r->wait_replicas);
+            break;
+        case CLI_OPT_READ:
+            r->side |= HILOCK_READ;
+            break;
+        case CLI_OPT_WRITE:
+            r->side |= HILOCK_WRITE;
+            break;
+        case CLI_OPT_PERMITS:
+            bad = count_arg("--permits", "permits", optarg, 1,
+                            HILOCK_PERMITS_MAX, &r->permits);
             break;
         case CLI_OPT_WAIT_TIMEOUT:
             bad = cli_ms_arg("wait timeout", optarg, &r->wait_timeout_ms);
@@ -530,6 +620,20 @@ static int runner_events(struct runner *r)
     return 0;
 }
 
+/* The handle into r->lock: a mutex or one side of a read-write lock owned
+ * by our pid, or an expiring permit. 0 or a HILOCK_E* code. */
+static int handle_new(struct runner *r)
+{
+    size_t len = strlen(r->name);
+    uint64_t tag = (uint64_t)getpid();
+    if (r->permits)
+        return hilock_permit_new(r->client, r->name, len, &r->lock);
+    if (r->side)
+        return hilock_rwlock_new(r->client, r->name, len, tag, r->side,
+                                 &r->lock);
+    return hilock_lock_new(r->client, r->name, len, tag, &r->lock);
+}
+
 /* The loop, the client, the lock handle and the events; 0, or -1 with a
  * message saying which failed. */
 static int runner_open(struct runner *r)
@@ -569,10 +673,10 @@ static int runner_open(struct runner *r)
         cli_error("cannot set up a Redis client: %s", hilock_strerror(rc));
         return -1;
     }
-    rc = hilock_lock_new(r->client, r->name, strlen(r->name),
-                         (uint64_t)getpid(), &r->lock);
+    rc = handle_new(r);
     if (rc != 0) {
-        cli_error("cannot set up lock %s: %s", r->shown, hilock_strerror(rc));
+        cli_error("cannot set up %s %s: %s", r->noun, r->shown,
+                  hilock_strerror(rc));
         return -1;
     }
     return runner_events(r);
@@ -594,10 +698,14 @@ static void runner_close(struct runner *r)
     reaper_cmd_free(&r->cmd);
 }
 
-/* The ttl query that checks Redis answers, then the loop; the exit code. */
+/* The ttl query that checks Redis answers (for a semaphore: setting its
+ * permits if it has none), then the loop; the exit code. */
 static int runner_run(struct runner *r)
 {
-    int rc = hilock_lock_query_ttl(r->lock, on_probe, r);
+    int rc = r->permits ? hilock_semaphore_init(r->lock,
+                                                (uint32_t)r->permits,
+                                                on_init, r)
+                        : hilock_lock_query_ttl(r->lock, on_probe, r);
     if (rc != 0) {
         cli_error("cannot ask Redis about %s: %s", r->shown,
                   hilock_strerror(rc));
