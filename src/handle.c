@@ -17,7 +17,7 @@ struct hilock_lock *handle_new(struct engine *eng, const char *name,
         return NULL;
     lock->eng = eng;
     lock->owner_tag = owner_tag;
-    lock->kind = (uint8_t)kind;
+    lock->kind = kind;
     lock->refs = 1;
     TAILQ_INIT(&lock->ops);
     heap_node_init(&lock->wd_node);

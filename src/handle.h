@@ -51,10 +51,10 @@ struct hilock_lock {
     unsigned queued : 1;             /* a waiting attempt went out: in fair
                                         mode it may have a queue entry, a
                                         writer may have left its mark */
+    unsigned kind : 3;               /* enum lock_kind */
     unsigned handed : 1;             /* fair: handed over while an attempt
                                         was in flight */
-    uint8_t op;                      /* enum lock_op pending */
-    uint8_t kind;                    /* enum lock_kind */
+    unsigned op : 2;                 /* enum lock_op pending */
     uint8_t splits;                  /* split votes in a row (Redlock) */
     int8_t wait_err;                 /* last busy/no-quorum of the wait */
     uint32_t wait_id;                /* fair: which acquire call this is
