@@ -109,10 +109,22 @@ static uint32_t owner_hash(const struct hilock_lock *lock)
     return (uint32_t)(h ^ (h >> 32));
 }
 
+static struct hilock_lock *twin_from(struct table_node *n,
+                                     const struct hilock_lock *lock);
+
+/* A handle that begins to hold while twins hold, and those twins, are
+ * marked: a handle that holds unmarked has no holding twin, and
+ * handle_twins() needs no lookup for it (the watchdog's renewals ask for
+ * every lock it renews). */
 void handle_hold_begin(struct hilock_lock *lock)
 {
-    if (!lock->in_owners &&
-        table_insert(&lock->eng->owners, &lock->owner_node,
+    if (lock->in_owners)
+        return;
+    struct hilock_lock *t =
+        twin_from(table_first(&lock->eng->owners, owner_hash(lock)), lock);
+    for (; t; t = twin_from(table_next(&t->owner_node), lock))
+        t->twinned = lock->twinned = 1;
+    if (table_insert(&lock->eng->owners, &lock->owner_node,
                      owner_hash(lock)) == 0)
         lock->in_owners = 1; /* without memory its twins go unseen */
 }
@@ -122,6 +134,7 @@ void handle_hold_end(struct hilock_lock *lock)
     if (lock->in_owners)
         table_remove(&lock->eng->owners, &lock->owner_node);
     lock->in_owners = 0;
+    lock->twinned = 0;
 }
 
 /* The next holding twin of lock from table node n on, or NULL. */
@@ -148,6 +161,11 @@ size_t handle_twins(struct hilock_lock *lock,
                     struct hilock_lock *out[HANDLE_TWINS_MAX])
 {
     size_t n = 0;
+    if (lock->in_owners && !lock->twinned) {
+        handle_ref(lock);
+        out[0] = lock;
+        return 1;
+    }
     struct hilock_lock *h =
         twin_from(table_first(&lock->eng->owners, owner_hash(lock)), lock);
     for (; h && n < HANDLE_TWINS_MAX;

@@ -52,6 +52,7 @@ struct hilock_lock {
                                         mode it may have a queue entry, a
                                         writer may have left its mark */
     unsigned kind : 3;               /* enum lock_kind */
+    unsigned twinned : 1;            /* a twin held while it held */
     unsigned handed : 1;             /* fair: handed over while an attempt
                                         was in flight */
     unsigned op : 2;                 /* enum lock_op pending */

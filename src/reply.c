@@ -250,15 +250,13 @@ int reply_renew(const struct redisReply *r, size_t n, unsigned char *ok)
 {
     if (r && r->type == REDIS_REPLY_INTEGER && r->integer == -1)
         return HILOCK_ETIMEDOUT; /* reached Redis after its deadline */
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != n ||
-        (n && !r->element))
+    if (!r || r->type != REDIS_REPLY_STRING || r->len != n ||
+        (n && !r->str))
         return unexpected(r);
     for (size_t i = 0; i < n; i++) {
-        const struct redisReply *e = r->element[i];
-        if (!e || e->type != REDIS_REPLY_INTEGER || e->integer < 0 ||
-            e->integer > 2)
+        if (r->str[i] < '0' || r->str[i] > '2')
             return HILOCK_EPROTO;
-        ok[i] = (unsigned char)e->integer;
+        ok[i] = (unsigned char)(r->str[i] - '0');
     }
     return 0;
 }

@@ -66,8 +66,9 @@ int reply_wake_message(const char *msg, size_t len, int64_t *ms);
  * *index (the lock held by another owner) and *ttl_ms (its PTTL). */
 int reply_multi_acquire(const struct redisReply *r, int64_t *index,
                         int64_t *ttl_ms);
-/* renew script for n locks: 0 with ok[i] = 1 (renewed), 0 (gone) or 2
- * (the node could not tell: the key is not served there);
+/* renew script for n locks (a string of n digits): 0 with ok[i] = 1
+ * (renewed), 0 (gone) or 2 (the node could not tell: the key is not
+ * served there);
  * HILOCK_ETIMEDOUT when it arrived after its deadline and did nothing. */
 int reply_renew(const struct redisReply *r, size_t n, unsigned char *ok);
 /* An integer reply; nil counts as nil_value. */

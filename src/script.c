@@ -102,7 +102,8 @@ static const char release_lua[] =
  *   "p" <sorted set> <permit>    an expiring permit: not expired, its
  *                                expiry moved to now + lease
  * No declared keys: a cluster master renews all the locks it holds, of
- * many slots, in one call. Returns one integer per lock: 1 held (lease
+ * many slots, in one call. Returns one digit per lock, in one string (one
+ * reply object for the whole batch, not one per lock): 1 held (lease
  * reset), 0 not held by that owner, 2 not known here (a cluster node that
  * does not serve the key); or the integer -1, with nothing changed, when
  * the deadline has passed: a renewal held up in a stall must not revive a
@@ -162,7 +163,7 @@ static const char renew_lua[] =
     "  end\n"
     "  i = i + (t == 'r' and 4 or 3)\n"
     "end\n"
-    "return r\n";
+    "return table.concat(r)\n";
 
 /* fence (Redlock)
  * KEYS[1] fencing counter, ARGV[1] a token handed out by some master

@@ -381,16 +381,19 @@ START_TEST(release_renew_and_integer_replies_decode)
     r = parse("*2\r\n:-3\r\n:0\r\n");
     ck_assert_int_eq(reply_release(r, &v, &heard), HILOCK_EPROTO);
     freeReplyObject(r);
-    r = parse("*3\r\n:1\r\n:0\r\n:1\r\n");
+    r = parse("$3\r\n101\r\n");
     ck_assert_int_eq(reply_renew(r, 3, ok), 0);
     ck_assert(ok[0] == 1 && ok[1] == 0 && ok[2] == 1);
     ck_assert_int_eq(reply_renew(r, 2, ok), HILOCK_EPROTO);
     freeReplyObject(r);
-    r = parse("*2\r\n:1\r\n:2\r\n"); /* 2: that node cannot tell */
+    r = parse("$2\r\n12\r\n"); /* 2: that node cannot tell */
     ck_assert_int_eq(reply_renew(r, 2, ok), 0);
     ck_assert(ok[0] == 1 && ok[1] == 2);
     freeReplyObject(r);
-    r = parse("*2\r\n:1\r\n:3\r\n");
+    r = parse("$2\r\n13\r\n");
+    ck_assert_int_eq(reply_renew(r, 2, ok), HILOCK_EPROTO);
+    freeReplyObject(r);
+    r = parse("*2\r\n:1\r\n:1\r\n"); /* the old array form */
     ck_assert_int_eq(reply_renew(r, 2, ok), HILOCK_EPROTO);
     freeReplyObject(r);
     r = parse("$2\r\n42\r\n");

@@ -29,8 +29,8 @@ static void decode_all(const redisReply *r)
     reply_is_noscript(r);
     struct reply_redirect to;
     reply_redirect(r, &to);
-    if (r->type == REDIS_REPLY_ARRAY && r->elements <= sizeof(ok))
-        reply_renew(r, r->elements, ok);
+    if (r->type == REDIS_REPLY_STRING && r->len <= sizeof(ok))
+        reply_renew(r, r->len, ok);
     reply_renew(r, 1, ok);
     if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_ERROR) {
         const char *name[2];
