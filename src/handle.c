@@ -5,6 +5,7 @@
  * (a late acquire success is released at once). */
 #include "handle.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,8 @@ struct hilock_lock *handle_new(struct engine *eng, const char *name,
                                size_t len, uint64_t owner_tag,
                                enum lock_kind kind)
 {
-    struct hilock_lock *lock = calloc(1, sizeof(*lock) + len + 1);
+    struct hilock_lock *lock =
+        calloc(1, offsetof(struct hilock_lock, name) + len + 1);
     if (!lock)
         return NULL;
     lock->eng = eng;

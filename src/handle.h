@@ -62,6 +62,7 @@ struct hilock_lock {
                                         (request ids, low 32 bits) */
     struct table_node owner_node;    /* eng->owners */
     struct heap_node wd_node;
+    uint32_t name_hash;              /* table_hash of the name, once */
     uint64_t valid_until;            /* ms: lease may run out after this */
     hilock_lock_cb *lost_cb;
     void *lost_arg;
@@ -71,7 +72,6 @@ struct hilock_lock {
     struct op *op_pending;           /* attempt or release in flight */
     struct hilock_multi *multi;      /* the MultiLock it is a member of */
     struct waiting *waiting;         /* allocated on its first wait */
-    uint32_t name_hash;              /* table_hash of the name, once */
     uint16_t name_len;               /* at most HILOCK_NAME_MAX */
     uint16_t slot;                   /* of its keys, in a cluster */
     char name[];

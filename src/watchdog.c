@@ -72,13 +72,14 @@ static void rearm(struct engine *c)
         c->wd.armed_ms = 0;
         return;
     }
-    if (c->wd.armed_ms == top->key)
+    uint64_t key = heap_top_key(&c->wd.heap);
+    if (c->wd.armed_ms == key)
         return;
     uint64_t now = clock_now_ms();
-    uint64_t ms = top->key > now ? top->key - now : 0;
+    uint64_t ms = key > now ? key - now : 0;
     struct timeval tv = clock_tv(ms);
     evtimer_add(&c->wd.timer, &tv);
-    c->wd.armed_ms = top->key;
+    c->wd.armed_ms = key;
 }
 
 /* Key the lock at key (or drop it if the heap cannot grow: then it is
@@ -347,7 +348,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     reentry_enter(c->guard);
     c->wd.armed_ms = 0;
     while (!c->guard->closing && (top = heap_top(&c->wd.heap)) &&
-           top->key <= now) {
+           heap_top_key(&c->wd.heap) <= now) {
         struct hilock_lock *lock = lock_of(top);
         if (lock->renewing || !lock->auto_renew || now >= lock->valid_until) {
             watchdog_forget(lock); /* out of the heap whatever the hook does */
@@ -375,7 +376,7 @@ void watchdog_verify_all(struct engine *c)
     /* Collect first: batch_put reorders the heap. A lock that finds no
      * memory is still caught by its own renewal or lease end. */
     for (size_t i = 0; i < n; i++) {
-        struct hilock_lock *lock = lock_of(c->wd.heap.items[i]);
+        struct hilock_lock *lock = lock_of(c->wd.heap.items[i].node);
         if (!lock->renewing)
             all[k++] = lock;
     }

@@ -104,8 +104,9 @@ START_TEST(heap_pops_in_key_order_under_moves_and_removals)
     size_t popped = 0;
     struct heap_node *top;
     while ((top = heap_top(&h))) {
-        ck_assert_uint_ge(top->key, last);
-        last = top->key;
+        ck_assert_uint_ge(heap_top_key(&h), last);
+        ck_assert_uint_eq(heap_key(&h, top), heap_top_key(&h));
+        last = heap_top_key(&h);
         heap_remove(&h, top);
         popped++;
     }
