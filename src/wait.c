@@ -98,6 +98,13 @@ static struct wait_queue *queue_find(struct engine *eng, enum sub_kind kind,
     return NULL;
 }
 
+/* The queue of lock name name (its release channel), if any. */
+static struct wait_queue *lock_queue(struct engine *eng, const char *name,
+                                     size_t len)
+{
+    return queue_find(eng, SUB_RELEASE, name, len, table_hash(name, len, 0));
+}
+
 /* The queue lock waits in, if any. */
 static struct wait_queue *queue_of(const struct hilock_lock *lock)
 {
@@ -223,8 +230,7 @@ void wait_on_message(struct engine *eng, enum sub_kind kind,
 void wait_handed(struct engine *eng, const char *name, size_t len,
                  const struct reply_handoff *h)
 {
-    struct wait_queue *q =
-        queue_find(eng, SUB_RELEASE, name, len, table_hash(name, len, 0));
+    struct wait_queue *q = lock_queue(eng, name, len);
     struct waiting *w;
     if (!q)
         return;
@@ -245,8 +251,7 @@ static void arm_fallback(struct wait_queue *q, int64_t ttl_ms);
 static void queue_rearm(struct engine *eng, const char *name, size_t len,
                         uint64_t ms)
 {
-    struct wait_queue *q =
-        queue_find(eng, SUB_RELEASE, name, len, table_hash(name, len, 0));
+    struct wait_queue *q = lock_queue(eng, name, len);
     struct waiting *first = q ? TAILQ_FIRST(&q->waiters) : NULL;
     if (first && !first->lock->op_pending)
         arm_fallback(q, (int64_t)ms);
@@ -257,12 +262,14 @@ void wait_on_handoff(struct engine *eng, const char *name, size_t len,
 {
     struct reply_handoff h;
     int64_t ms;
-    if (reply_wake_message(msg, mlen, &ms) == 0 && ms >= 0)
+    if (reply_wake_message(msg, mlen, &ms) != 0) {
+        if (reply_handoff_message(msg, mlen, &h) == 0)
+            wait_handed(eng, name, len, &h);
+    } else if (ms >= 0) {
         queue_rearm(eng, name, len, (uint64_t)ms);
-    else if (reply_wake_message(msg, mlen, &ms) == 0)
+    } else {
         wait_on_message(eng, SUB_RELEASE, name, len); /* learn the lease */
-    else if (reply_handoff_message(msg, mlen, &h) == 0)
-        wait_handed(eng, name, len, &h);
+    }
 }
 
 static void on_wait_deadline(evutil_socket_t fd, short what, void *arg)
