@@ -272,10 +272,20 @@ void wait_on_handoff(struct engine *eng, const char *name, size_t len,
     }
 }
 
+/* The wait's deadline timer. libevent times it from its own cached view
+ * of the clock, which can lag clock_now_ms(), so it may fire a little
+ * before the deadline: a wait never ends early, the timer is armed again
+ * for what is left. */
 static void on_wait_deadline(evutil_socket_t fd, short what, void *arg)
 {
     struct hilock_lock *lock = arg;
     struct reentry *guard = lock->eng->guard;
+    uint64_t now = clock_now_ms();
+    if (now < lock->waiting->deadline) {
+        struct timeval tv = clock_tv(lock->waiting->deadline - now);
+        evtimer_add(&lock->waiting->timer, &tv);
+        return;
+    }
     reentry_enter(guard);
     lock->waiting->deadline = 1; /* passed, whatever the clock's rounding */
     lock->eng->hooks.wait_expired(lock);
@@ -306,7 +316,8 @@ int wait_set_deadline(struct hilock_lock *lock, uint64_t deadline)
 
 int wait_begin(struct hilock_lock *lock, uint64_t wait_ms)
 {
-    int rc = wait_set_deadline(lock, clock_now_ms() + wait_ms);
+    /* + 1: the ms clock truncates; wait_ms whole ones must pass */
+    int rc = wait_set_deadline(lock, clock_now_ms() + wait_ms + 1);
     if (rc)
         return rc;
     struct timeval tv = clock_tv(wait_ms);
