@@ -199,13 +199,12 @@ static int c_count(struct uslot *s, struct chalf *h,
     return h->done ? (h->ok == u->quorum ? 1 : -1) : 0;
 }
 
-static void c_on_released(redisAsyncContext *ac, void *reply, void *arg)
+/* Count a release reply of slot s (ok: it freed the lock); once decided,
+ * the pair is done (or an error) and the slot goes on. */
+static void release_counted(struct uslot *s, const redisAsyncContext *ac,
+                            int ok)
 {
-    struct uslot *s = arg;
-    const redisReply *r = reply;
-    if (!r) /* the context is being freed, nothing runs any more */
-        return;
-    int d = c_count(s, &s->rel, ac, release_freed(r));
+    int d = c_count(s, &s->rel, ac, ok);
     if (d == 0)
         return;
     if (d < 0)
@@ -213,6 +212,42 @@ static void c_on_released(redisAsyncContext *ac, void *reply, void *arg)
     else
         pair_done(s->run);
     slot_next(s);
+}
+
+/* Count an acquire reply of slot s that came at t (ok: it took the lock):
+ * 1 when it is decided taken (its latency recorded: send the release), 0
+ * when not decided yet or failed (an error, and the slot goes on). */
+static int acquire_counted(struct uslot *s, const redisAsyncContext *ac,
+                           int ok, int64_t t)
+{
+    struct urun *u = s->run;
+    int d = c_count(s, &s->acq, ac, ok);
+    if (d < 0) { /* busy, or taken */
+        u->errors++;
+        slot_next(s);
+    }
+    if (d <= 0)
+        return 0;
+    if (u->lat)
+        samples_add(u->lat, t - s->t0);
+    return 1;
+}
+
+/* The release of slot s was sent (rc REDIS_OK) or not: then it is an
+ * error, and the slot goes on. */
+static void release_sent(struct uslot *s, int rc)
+{
+    if (rc != REDIS_OK) {
+        s->run->errors++;
+        slot_next(s);
+    }
+}
+
+static void c_on_released(redisAsyncContext *ac, void *reply, void *arg)
+{
+    const redisReply *r = reply;
+    if (r) /* NULL: the context is being freed, nothing runs any more */
+        release_counted(arg, ac, release_freed(r));
 }
 
 /* Hand the encoded cmd to every raw context with fn as its callback, as
@@ -245,25 +280,10 @@ static int c_send_release(struct uslot *s)
 static void c_on_acquired(redisAsyncContext *ac, void *reply, void *arg)
 {
     struct uslot *s = arg;
-    struct urun *u = s->run;
     const redisReply *r = reply;
     int64_t t = now_ns();
-    if (!r)
-        return; /* the context is being freed */
-    int d = c_count(s, &s->acq, ac, r->type == REDIS_REPLY_ARRAY);
-    if (d == 0)
-        return;
-    if (d < 0) { /* integers: busy */
-        u->errors++;
-        slot_next(s);
-        return;
-    }
-    if (u->lat)
-        samples_add(u->lat, t - s->t0);
-    if (c_send_release(s) != REDIS_OK) {
-        u->errors++;
-        slot_next(s);
-    }
+    if (r && acquire_counted(s, ac, r->type == REDIS_REPLY_ARRAY, t))
+        release_sent(s, c_send_release(s)); /* integers: busy */
 }
 
 /* The acquire script as hilock sends it (lock.c send_attempt): the
@@ -296,19 +316,10 @@ static int s_send(struct urun *u, redisCallbackFn *fn, void *arg, int argc,
 
 static void s_on_deleted(redisAsyncContext *ac, void *reply, void *arg)
 {
-    struct uslot *s = arg;
     const redisReply *r = reply;
-    if (!r)
-        return;
-    int d = c_count(s, &s->rel, ac,
-                    r->type == REDIS_REPLY_INTEGER && r->integer == 1);
-    if (d == 0)
-        return;
-    if (d < 0)
-        s->run->errors++;
-    else
-        pair_done(s->run);
-    slot_next(s);
+    if (r)
+        release_counted(arg, ac,
+                        r->type == REDIS_REPLY_INTEGER && r->integer == 1);
 }
 
 static void s_on_set(redisAsyncContext *ac, void *reply, void *arg)
@@ -317,24 +328,11 @@ static void s_on_set(redisAsyncContext *ac, void *reply, void *arg)
     struct urun *u = s->run;
     const redisReply *r = reply;
     int64_t t = now_ns();
-    if (!r)
-        return;
-    int d = c_count(s, &s->acq, ac, r->type == REDIS_REPLY_STATUS);
-    if (d == 0)
-        return;
-    if (d < 0) { /* nil: taken */
-        u->errors++;
-        slot_next(s);
-        return;
-    }
-    if (u->lat)
-        samples_add(u->lat, t - s->t0);
+    if (!r || !acquire_counted(s, ac, r->type == REDIS_REPLY_STATUS, t))
+        return; /* nil: taken */
     const char *argv[5] = {"EVALSHA", u->sha_cad, "1", s->skey, s->sval};
     size_t lens[5] = {7, 40, 1, s->sklen, s->svlen};
-    if (s_send(u, s_on_deleted, s, 5, argv, lens) != REDIS_OK) {
-        u->errors++;
-        slot_next(s);
-    }
+    release_sent(s, s_send(u, s_on_deleted, s, 5, argv, lens));
 }
 
 /* SET key token NX PX lease, a fresh token per pair. */

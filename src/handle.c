@@ -118,10 +118,10 @@ static struct hilock_lock *twin_from(struct table_node *n,
  * marked: a handle that holds unmarked has no holding twin, and
  * handle_twins() needs no lookup for it (the watchdog's renewals ask for
  * every lock it renews). */
-void handle_hold_begin(struct hilock_lock *lock)
+int handle_hold_begin(struct hilock_lock *lock)
 {
     if (lock->in_owners)
-        return;
+        return 1;
     struct hilock_lock *t =
         twin_from(table_first(&lock->eng->owners, owner_hash(lock)), lock);
     for (; t; t = twin_from(table_next(&t->owner_node), lock))
@@ -129,6 +129,7 @@ void handle_hold_begin(struct hilock_lock *lock)
     if (table_insert(&lock->eng->owners, &lock->owner_node,
                      owner_hash(lock)) == 0)
         lock->in_owners = 1; /* without memory its twins go unseen */
+    return lock->twinned;
 }
 
 void handle_hold_end(struct hilock_lock *lock)

@@ -118,8 +118,9 @@ void handle_attach(struct hilock_lock *lock, struct op *op);
 struct wire_lock handle_wire(const struct hilock_lock *lock);
 
 /* The owner's hold: a handle that holds enters the twins table, and leaves
- * it when its hold ends. */
-void handle_hold_begin(struct hilock_lock *lock);
+ * it when its hold ends. Begin returns whether the owner held already
+ * (through this handle or a twin). */
+int handle_hold_begin(struct hilock_lock *lock);
 void handle_hold_end(struct hilock_lock *lock);
 /* Nonzero when some handle of lock's name and owner holds. */
 int handle_owner_holds(const struct hilock_lock *lock);

@@ -356,18 +356,19 @@ static void claim_done(struct op *op, int status,
         send_claim(lock);
 }
 
-static void acquired(struct hilock_lock *lock, int64_t token,
-                     uint64_t sent_ms);
+static void took(struct hilock_lock *lock, int64_t token, uint64_t sent_ms,
+                 uint32_t lease_ms);
 
 /* A hold with lease_ms from sent_ms on, under the watchdog or not: count
- * it and track its lease (shared with its twins). */
-static void granted(struct hilock_lock *lock, uint64_t sent_ms, int watchdog,
-                    uint32_t lease_ms)
+ * it and track its lease (shared with its twins). Returns whether the
+ * owner held already (a re-entry). */
+static int granted(struct hilock_lock *lock, uint64_t sent_ms, int watchdog,
+                   uint32_t lease_ms)
 {
-    if (lock->holds++ == 0)
-        handle_hold_begin(lock);
+    int again = lock->holds++ > 0 || handle_hold_begin(lock);
     lock->auto_renew |= watchdog != 0;
     share_lease(lock, sent_ms, lease_ms);
+    return again;
 }
 
 /* wait.c (fair mode): a release handed the lock to this waiter, with the
@@ -387,17 +388,12 @@ static void hook_handed(struct hilock_lock *lock, int64_t token)
         lock->handed = 1;
         return;
     }
-    if (lock->op_lease_ms > FAIR_HANDOFF_LEASE_MS) {
-        send_claim(lock);
-        acquired(lock, token, clock_now_ms());
-        return;
-    }
     uint32_t lease = acquire_lease(lock);
-    lock->token = token;
-    lock->splits = 0;
-    granted(lock, clock_now_ms(), lock->op_lease_ms == 0,
-            lease < FAIR_HANDOFF_LEASE_MS ? lease : FAIR_HANDOFF_LEASE_MS);
-    finish_op(lock, 0, token);
+    if (lock->op_lease_ms > FAIR_HANDOFF_LEASE_MS)
+        send_claim(lock);
+    else if (lease > FAIR_HANDOFF_LEASE_MS)
+        lease = FAIR_HANDOFF_LEASE_MS;
+    took(lock, token, clock_now_ms(), lease);
 }
 
 /* A hold was granted by a request sent at sent_ms: count it and track its
@@ -414,10 +410,11 @@ void lock_drop_hold(struct hilock_lock *lock)
         hold_ended(lock);
 }
 
-/* The acquire succeeded (sent at sent_ms): record the hold, report. A
- * counting semaphore's permits have no lease: the handle only counts them
- * (and reports how many it took). */
-static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
+/* The pending acquire got a hold with lease_ms from sent_ms on: record
+ * it, report. A counting semaphore's permits have no lease: the handle
+ * only counts them (and reports how many it took). */
+static void took(struct hilock_lock *lock, int64_t token, uint64_t sent_ms,
+                 uint32_t lease_ms)
 {
     if (lock->kind == KIND_SEM) {
         lock->holds += lock->op_lease_ms;
@@ -426,9 +423,15 @@ static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
     }
     lock->token = token; /* on re-entry, Redis returns the current token */
     lock->splits = 0;
-    lock->eng->stats.reentries += handle_owner_holds(lock) != 0;
-    lock_granted(lock, sent_ms, lock->op_lease_ms);
+    lock->eng->stats.reentries +=
+        granted(lock, sent_ms, lock->op_lease_ms == 0, lease_ms);
     finish_op(lock, 0, lock->token);
+}
+
+/* The acquire succeeded (sent at sent_ms) with the lease it asked for. */
+static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
+{
+    took(lock, token, sent_ms, acquire_lease(lock));
 }
 
 static void cleanup_done(struct op *op, int status,
@@ -689,10 +692,7 @@ static int lock_usable(const struct hilock_lock *lock)
 int hilock_lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
                         uint64_t lease_ms, hilock_lock_cb *cb, void *arg)
 {
-    int rc = lock_usable(lock);
-    if (rc)
-        return rc;
-    if (lease_ms > HILOCK_MS_MAX)
+    if (!lock || lease_ms > HILOCK_MS_MAX)
         return HILOCK_EINVAL;
     return lock_acquire(lock, wait_ms,
                         lock->kind == KIND_SEM ? 1 : (uint32_t)lease_ms, cb,

@@ -21,9 +21,30 @@
  * Every script declares only the lock key (the rest shares its slot). */
 #include "script.h"
 
-/* A reader's field is alive while its newest hold's key is. Drops the
- * fields of readers whose every hold expired; returns how many live. */
-#define RW_PRUNE_LUA                                                          \
+/* What every script shares, on the lock KEYS[1] and the request ids
+ * rids:
+ * longer  makes key k live at least ms;
+ * applied whether owner f's request rid was applied already;
+ * note    records that f's request rid was applied (kept ms at least);
+ * forget  removes owner f, its holds and its request id;
+ * prune   drops the fields of readers whose every hold expired (a reader's
+ *         field is alive while its newest hold's key is; a writer's
+ *         always); returns how many holders are left. */
+#define RW_LUA                                                                \
+    "local function longer(k, ms)\n"                                          \
+    "  if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end\n" \
+    "end\n"                                                                   \
+    "local function applied(rids, f, rid)\n"                                  \
+    "  return tonumber(rid) <= tonumber(redis.call('hget', rids, f) or '0')\n" \
+    "end\n"                                                                   \
+    "local function note(rids, f, rid, ms)\n"                                 \
+    "  redis.call('hset', rids, f, rid)\n"                                    \
+    "  longer(rids, ms)\n"                                                    \
+    "end\n"                                                                   \
+    "local function forget(rids, f)\n"                                        \
+    "  redis.call('hdel', KEYS[1], f)\n"                                      \
+    "  redis.call('hdel', rids, f)\n"                                         \
+    "end\n"                                                                   \
     "local function prune(base, rids)\n"                                      \
     "  local f = redis.call('hgetall', KEYS[1])\n"                            \
     "  local live = 0\n"                                                      \
@@ -31,20 +52,15 @@
     "    if f[i] ~= 'mode' then\n"                                            \
     "      local top = base .. f[i] .. ':rwlock_timeout:'\n"                  \
     "      local c = tonumber(f[i + 1]) or 0\n"                               \
-    "      if c > 0 and redis.call('exists', top .. c) == 1 then\n"           \
+    "      if (c > 0 and redis.call('exists', top .. c) == 1) or\n"         \
+    "         string.find(f[i], ':write$') then\n"                            \
     "        live = live + 1\n"                                               \
-    "      elseif not string.find(f[i], ':write$') then\n"                    \
-    "        redis.call('hdel', KEYS[1], f[i])\n"                             \
-    "        redis.call('hdel', rids, f[i])\n"                                \
     "      else\n"                                                            \
-    "        live = live + 1\n"                                               \
+    "        forget(rids, f[i])\n"                                            \
     "      end\n"                                                             \
     "    end\n"                                                               \
     "  end\n"                                                                 \
     "  return live\n"                                                         \
-    "end\n"                                                                   \
-    "local function longer(k, ms)\n"                                          \
-    "  if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end\n" \
     "end\n"
 
 /* The start of both acquire scripts: the owner's holds n (a resend of a
@@ -52,8 +68,7 @@
 #define RW_ACQUIRE_LUA                                                        \
     "local lease = tonumber(ARGV[1])\n"                                       \
     "local n = redis.call('hget', KEYS[1], ARGV[2])\n"                        \
-    "if n and tonumber(ARGV[9]) <=\n"                                         \
-    "    tonumber(redis.call('hget', ARGV[5], ARGV[2]) or '0') then\n"        \
+    "if n and applied(ARGV[5], ARGV[2], ARGV[9]) then\n"                      \
     "  return {tonumber(n), 0}\n"                                             \
     "end\n"                                                                   \
     "local mode = redis.call('hget', KEYS[1], 'mode')\n"
@@ -69,7 +84,7 @@
  * writer's mark's, for a reader kept off by it); a writer that holds the
  * read lock gets the error "DEADLK". */
 const char script_read_acquire_lua[] =
-    RW_PRUNE_LUA
+    RW_LUA
     RW_ACQUIRE_LUA
     "if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 0 then\n"
     "  return redis.call('pttl', KEYS[1])\n"
@@ -83,12 +98,11 @@ const char script_read_acquire_lua[] =
     "redis.call('set', ARGV[4] .. ARGV[2] .. ':rwlock_timeout:' .. c, 1,\n"
     "           'px', lease)\n"
     "longer(KEYS[1], lease)\n"
-    "redis.call('hset', ARGV[5], ARGV[2], ARGV[9])\n"
-    "longer(ARGV[5], lease)\n"
+    "note(ARGV[5], ARGV[2], ARGV[9], lease)\n"
     "return {c, 0}\n";
 
 const char script_write_acquire_lua[] =
-    RW_PRUNE_LUA
+    RW_LUA
     RW_ACQUIRE_LUA
     "if mode == 'read' and prune(ARGV[4], ARGV[5]) == 0 then\n"
     "  redis.call('del', KEYS[1], ARGV[5])\n"
@@ -111,8 +125,7 @@ const char script_write_acquire_lua[] =
     "  end\n"
     "  return redis.call('pttl', KEYS[1])\n"
     "end\n"
-    "redis.call('hset', ARGV[5], ARGV[2], ARGV[9])\n"
-    "longer(ARGV[5], lease)\n"
+    "note(ARGV[5], ARGV[2], ARGV[9], lease)\n"
     "return {c, 0}\n";
 
 /* write_leave (a waiting writer gave up)
@@ -134,26 +147,21 @@ const char script_write_leave_lua[] =
  * nothing. A writer that leaves readers behind (it took the read lock
  * too) hands the lock over to them: mode "read". */
 const char script_read_release_lua[] =
-    RW_PRUNE_LUA
+    RW_LUA
     "local n = redis.call('hget', KEYS[1], ARGV[3])\n"
     "if not n then return nil end\n"
     "n = tonumber(n)\n"
-    "if tonumber(ARGV[9]) <=\n"
-    "    tonumber(redis.call('hget', ARGV[8], ARGV[3]) or '0') then\n"
-    "  return {n, 0}\n"
-    "end\n"
+    "if applied(ARGV[8], ARGV[3], ARGV[9]) then return {n, 0} end\n"
     "local c = math.max(n - tonumber(ARGV[4]), 0)\n"
     "for i = c + 1, n do\n"
     "  redis.call('del', ARGV[7] .. ARGV[3] .. ':rwlock_timeout:' .. i)\n"
     "end\n"
     "if c > 0 then\n"
     "  redis.call('hset', KEYS[1], ARGV[3], c)\n"
-    "  redis.call('hset', ARGV[8], ARGV[3], ARGV[9])\n"
-    "  longer(ARGV[8], tonumber(ARGV[2]))\n"
+    "  note(ARGV[8], ARGV[3], ARGV[9], tonumber(ARGV[2]))\n"
     "  return {c, 0}\n"
     "end\n"
-    "redis.call('hdel', KEYS[1], ARGV[3])\n"
-    "redis.call('hdel', ARGV[8], ARGV[3])\n"
+    "forget(ARGV[8], ARGV[3])\n"
     "if redis.call('hget', KEYS[1], 'mode') == 'write' then return {0, 0} end\n"
     "if prune(ARGV[7], ARGV[8]) > 0 then\n"
     "  local most = 0\n"
@@ -173,26 +181,21 @@ const char script_read_release_lua[] =
     "return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])}\n";
 
 const char script_write_release_lua[] =
-    RW_PRUNE_LUA
+    RW_LUA
     "local n = redis.call('hget', KEYS[1], ARGV[3])\n"
     "if not n or redis.call('hget', KEYS[1], 'mode') ~= 'write' then\n"
     "  return nil\n"
     "end\n"
     "n = tonumber(n)\n"
-    "if tonumber(ARGV[9]) <=\n"
-    "    tonumber(redis.call('hget', ARGV[8], ARGV[3]) or '0') then\n"
-    "  return {n, 0}\n"
-    "end\n"
+    "if applied(ARGV[8], ARGV[3], ARGV[9]) then return {n, 0} end\n"
     "local c = math.max(n - tonumber(ARGV[4]), 0)\n"
     "if c > 0 then\n"
     "  redis.call('hset', KEYS[1], ARGV[3], c)\n"
-    "  redis.call('hset', ARGV[8], ARGV[3], ARGV[9])\n"
+    "  note(ARGV[8], ARGV[3], ARGV[9], tonumber(ARGV[2]))\n"
     "  longer(KEYS[1], tonumber(ARGV[2]))\n"
-    "  longer(ARGV[8], tonumber(ARGV[2]))\n"
     "  return {c, 0}\n"
     "end\n"
-    "redis.call('hdel', KEYS[1], ARGV[3])\n"
-    "redis.call('hdel', ARGV[8], ARGV[3])\n"
+    "forget(ARGV[8], ARGV[3])\n"
     "if redis.call('hlen', KEYS[1]) == 1 then\n"
     "  redis.call('del', KEYS[1], ARGV[8])\n"
     "else\n"

@@ -29,6 +29,7 @@ struct renew_batch {
     const struct node *group; /* the node its locks' slots map to */
     uint64_t sent_ms;
     uint64_t valid_min;   /* earliest validity end among the locks */
+    size_t nargs;         /* the locks' arguments (wire_renew_size) */
     uint32_t lease_ms;
     size_t n;
     struct hilock_lock *locks[];
@@ -132,12 +133,7 @@ static void encode_batch(struct resp_buf *buf, const char *sha,
 {
     uint64_t deadline = b->lease_ms && n ? node_server_ms(n, b->valid_min)
                                          : 0;
-    size_t nargs = 0;
-    for (size_t i = 0; i < b->n; i++) {
-        struct wire_lock w = handle_wire(b->locks[i]);
-        nargs += wire_renew_size(&w);
-    }
-    wire_renew_head(buf, sha, nargs, b->lease_ms, deadline);
+    wire_renew_head(buf, sha, b->nargs, b->lease_ms, deadline);
     for (size_t i = 0; i < b->n; i++) {
         struct wire_lock w = handle_wire(b->locks[i]);
         wire_renew_lock(buf, &w);
@@ -186,6 +182,13 @@ static void flush_batch(struct engine *c, struct renew_batch *b)
     free(b);
 }
 
+/* Put lock into b (there is room). */
+static void batch_push(struct renew_batch *b, struct hilock_lock *lock)
+{
+    b->locks[b->n++] = lock;
+    b->nargs += wire_renew_size((enum lock_kind)lock->kind);
+}
+
 /* Put lock into b, marked as having a renewal in flight. */
 static void batch_add(struct engine *c, struct renew_batch *b,
                       struct hilock_lock *lock)
@@ -193,7 +196,7 @@ static void batch_add(struct engine *c, struct renew_batch *b,
     lock->renewing = 1;
     heap_set(&c->wd.heap, &lock->wd_node, lock->valid_until);
     handle_ref(lock);
-    b->locks[b->n++] = lock;
+    batch_push(b, lock);
     if (lock->valid_until < b->valid_min)
         b->valid_min = lock->valid_until;
 }
@@ -208,6 +211,7 @@ static struct renew_batch *batch_new(size_t cap, uint32_t lease_ms)
         b->next = NULL;
         b->group = NULL;
         b->n = 0;
+        b->nargs = 0;
         b->valid_min = UINT64_MAX;
         b->lease_ms = lease_ms;
         b->sent_ms = clock_now_ms();
@@ -296,7 +300,7 @@ int watchdog_renew_now(struct hilock_lock *lock, uint32_t lease_ms,
         return HILOCK_ENOMEM;
     b->cb = cb;
     b->arg = arg;
-    b->locks[b->n++] = lock;
+    batch_push(b, lock);
     b->valid_min = lock->valid_until;
     int rc = send_batch(lock->eng, b);
     if (rc)

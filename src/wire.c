@@ -66,9 +66,9 @@ void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
     resp_arg_u64(b, deadline_ms);
 }
 
-size_t wire_renew_size(const struct wire_lock *l)
+size_t wire_renew_size(enum lock_kind kind)
 {
-    return l->kind == KIND_READ ? 4 : 3;
+    return kind == KIND_READ ? 4 : 3;
 }
 
 /* A lock in a renew call: its type (see script.c), then its keys and

@@ -74,8 +74,8 @@ void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
                      uint32_t lease_ms, uint64_t deadline_ms);
 void wire_renew_lock(struct resp_buf *b, const struct wire_lock *l);
 
-/* The arguments lock l takes in a renew call. */
-size_t wire_renew_size(const struct wire_lock *l);
+/* The arguments a lock of kind takes in a renew call. */
+size_t wire_renew_size(enum lock_kind kind);
 
 /* EVALSHA sha of the fence script: raise l's fencing counter to token. */
 void wire_fence(struct resp_buf *b, const char *sha,

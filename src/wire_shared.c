@@ -59,24 +59,28 @@ void wire_write_leave(struct resp_buf *b, const char *sha,
     keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
 }
 
-/* A counting semaphore's handle, for its request ids: the first 12 bytes
- * of its member (the client's permit prefix and the handle's number). */
-static void sem_field(struct resp_buf *b, const struct wire_lock *l)
+/* What both counting semaphore scripts start with: the counter, permits,
+ * where the request ids are kept, the handle they are kept for (the first
+ * 12 bytes of its member: the client's permit prefix and the handle's
+ * number), and how long. */
+static void sem_head(struct resp_buf *b, const char *sha, size_t argc,
+                     const struct wire_lock *l, uint32_t permits,
+                     uint32_t rid_ttl_ms)
 {
+    struct key_src k = wire_key(l);
+    wire_evalsha(b, sha, argc, 1);
+    keys_lock(b, &k);
+    resp_arg_u64(b, permits);
+    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
     resp_arg(b, (const char *)l->member, 12);
+    resp_arg_u64(b, rid_ttl_ms);
 }
 
 void wire_sem_acquire(struct resp_buf *b, const char *sha,
                       const struct wire_lock *l, uint32_t permits,
                       uint32_t rid_ttl_ms, uint64_t rid)
 {
-    struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 9, 1);
-    keys_lock(b, &k);
-    resp_arg_u64(b, permits);
-    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
-    sem_field(b, l);
-    resp_arg_u64(b, rid_ttl_ms);
+    sem_head(b, sha, 9, l, permits, rid_ttl_ms);
     resp_arg_u64_fixed(b, rid);
 }
 
@@ -86,12 +90,7 @@ void wire_sem_release(struct resp_buf *b, const char *sha,
                       uint64_t rid)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 11, 1);
-    keys_lock(b, &k);
-    resp_arg_u64(b, permits);
-    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
-    sem_field(b, l);
-    resp_arg_u64(b, rid_ttl_ms);
+    sem_head(b, sha, 11, l, permits, rid_ttl_ms);
     resp_arg(b, publish, strlen(publish));
     keys_channel_of(b, &k, KEYS_SEM_CHANNEL_HEAD);
     resp_arg_u64_fixed(b, rid);

@@ -1285,6 +1285,27 @@ static int owner_of(const char *key)
 }
 
 /* EXISTS key on the node that owns its slot. */
+/* Start run (a command that holds "job" until the file GO appears; it
+ * makes READY first), check with exists that Redis has the lock and with
+ * status that it is shown held, let the command end: it exits 0 and the
+ * lock is gone. */
+static void run_held_and_shown(const char *const *run,
+                               const char *const *status,
+                               long long (*in_redis)(const char *key))
+{
+    pid_t pid = cli_spawn(run, NULL);
+    ck_assert(file_appears("READY", scaled(5000)));
+    long long held = in_redis("job");
+    int rc = cli(status, "out");
+    touch("GO");
+    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strncmp(file_text("out"), "job: held, ttl ", 15) == 0,
+                  "status printed: %s", file_text("out"));
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
+    ck_assert_int_eq(in_redis("job"), 0);
+}
+
 static long long cluster_exists(const char *key)
 {
     return rs_int(rc_server(cluster, owner_of(key)), "EXISTS", key,
@@ -1319,17 +1340,7 @@ START_TEST(cluster_run_status_and_release_force_reach_the_slots_master)
                          "touch READY; while [ ! -e GO ]; do sleep 0.02; done",
                          NULL};
     const char *status[] = {"status", "--cluster", seed, "job", NULL};
-    pid_t pid = cli_spawn(run, NULL);
-    ck_assert(file_appears("READY", scaled(5000)));
-    long long held = cluster_exists("job");
-    int rc = cli(status, "out");
-    touch("GO");
-    ck_assert_int_eq(held, 1);
-    ck_assert_int_eq(rc, 0);
-    ck_assert_msg(strncmp(file_text("out"), "job: held, ttl ", 15) == 0,
-                  "status printed: %s", file_text("out"));
-    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
-    ck_assert_int_eq(cluster_exists("job"), 0);
+    run_held_and_shown(run, status, cluster_exists);
     ck_assert_int_eq(cli(status, "out"), 1);
     ck_assert_str_eq(file_text("out"), "job: free\n");
 
@@ -1348,7 +1359,7 @@ START_TEST(cluster_run_status_and_release_force_reach_the_slots_master)
     tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
     const char *wait[] = {"run", "-w", "10000", "--cluster", cluster_arg,
                           "a{b}c", "--", "touch", "RAN", NULL};
-    pid = cli_spawn(wait, NULL);
+    pid_t pid = cli_spawn(wait, NULL);
     long long deadline = tu_now_ms() + scaled(5000);
     while (cluster_listeners("redisson_lock__channel:a{b}c") != 1 &&
            tu_now_ms() < deadline)
@@ -1404,17 +1415,7 @@ START_TEST(sentinel_run_status_and_release_force_find_the_master)
                          NULL};
     const char *status[] = {"status", "--sentinel", sentinel_arg, "--master",
                             SENTINEL_MASTER, "job", NULL};
-    pid_t pid = cli_spawn(run, NULL);
-    ck_assert(file_appears("READY", scaled(5000)));
-    long long held = master_exists("job");
-    int rc = cli(status, "out");
-    touch("GO");
-    ck_assert_int_eq(held, 1);
-    ck_assert_int_eq(rc, 0);
-    ck_assert_msg(strncmp(file_text("out"), "job: held, ttl ", 15) == 0,
-                  "status printed: %s", file_text("out"));
-    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
-    ck_assert_int_eq(master_exists("job"), 0);
+    run_held_and_shown(run, status, master_exists);
 
     /* release --force on the master, of a lock the library holds there */
     struct hilock_endpoint eps[] = {

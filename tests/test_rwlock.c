@@ -35,12 +35,12 @@ static struct hilock_lock *rw(struct hilock_client *c, const char *name,
     return l;
 }
 
-/* The hold count of field <client-uuid>:<tag><suffix> in hash key. */
-static long long field_holds(const char *key, struct hilock_client *c,
-                             uint64_t tag, const char *suffix)
+/* The hold count of writer <client-uuid>:<tag>:write in hash key. */
+static long long writer_holds(const char *key, struct hilock_client *c,
+                              uint64_t tag)
 {
     char f[64], g[80];
-    snprintf(g, sizeof(g), "%s%s", tu_field(c, tag, f), suffix);
+    snprintf(g, sizeof(g), "%s:write", tu_field(c, tag, f));
     return rs_int(tu_srv, "HGET", key, g, (char *)NULL);
 }
 
@@ -87,7 +87,7 @@ START_TEST(readers_share_and_a_writer_excludes_them_both_ways)
     m = mode_of("doc");
     ck_assert_str_eq(m, "write");
     free(m);
-    ck_assert_int_eq(field_holds("doc", b, 9, ":write"), 1);
+    ck_assert_int_eq(writer_holds("doc", b, 9), 1);
     tu_assert_status(tu_acquire(r1, 0, 10000, &v), HILOCK_EBUSY);
     ck_assert_msg(v > 0 && v <= 10000, "EBUSY value %lld", (long long)v);
     struct hilock_lock *w2 = rw(a, "doc", 1, HILOCK_WRITE);
@@ -106,7 +106,7 @@ START_TEST(reentry_counts_holds_with_a_timeout_key_per_read_hold)
     for (int i = 1; i <= 3; i++) {
         tu_assert_status(tu_acquire(r, 0, 10000, NULL), 0);
         ck_assert_uint_eq(hilock_lock_hold_count(r), (unsigned)i);
-        ck_assert_int_eq(field_holds("re", a, 4, ""), i);
+        ck_assert_int_eq(tu_holds("re", a, 4), i);
         long long t = rs_int(tu_srv, "PTTL",
                              timeout_key(a, "re", 4, i, k, sizeof(k)),
                              (char *)NULL);
@@ -126,7 +126,7 @@ START_TEST(reentry_counts_holds_with_a_timeout_key_per_read_hold)
 
     tu_assert_status(tu_acquire(w, 0, 10000, NULL), 0);
     tu_assert_status(tu_acquire(w, 0, 10000, NULL), 0);
-    ck_assert_int_eq(field_holds("re", b, 4, ":write"), 2);
+    ck_assert_int_eq(writer_holds("re", b, 4), 2);
     tu_assert_status(tu_release(w, &v), 0);
     ck_assert_int_eq(v, 1);
     ck_assert_int_eq(tu_exists("re"), 1);
@@ -166,26 +166,6 @@ START_TEST(a_writer_downgrades_and_an_upgrade_is_refused)
 }
 END_TEST
 
-struct chain {
-    struct hilock_lock *lock;
-    int acquired;
-    long long at_ms;
-};
-
-static void chain_cb(struct hilock_lock *lock, int status, int64_t value,
-                     void *arg)
-{
-    struct chain *c = arg;
-    (void)lock;
-    (void)value;
-    if (status == 0) {
-        c->acquired = 1;
-        c->at_ms = tu_now_ms();
-    } else {
-        c->acquired = -1;
-    }
-}
-
 /* Readers that keep overlapping (each new one takes the read lock before
  * the last one leaves) would keep a writer out for ever; here a writer
  * that waits stops new readers, and gets the lock once the readers that
@@ -195,28 +175,30 @@ START_TEST(a_waiting_writer_is_not_starved_by_overlapping_readers)
     struct hilock_lock *r1 = rw(a, "hot", 1, HILOCK_READ);
     struct hilock_lock *r2 = rw(a, "hot", 2, HILOCK_READ);
     struct hilock_lock *w = rw(b, "hot", 1, HILOCK_WRITE);
-    struct chain cw = {w, 0, 0}, c2 = {r2, 0, 0};
+    struct tu_result cw = {0}, c2 = {0};
     tu_assert_status(tu_acquire(r1, 0, 30000, NULL), 0);
-    tu_assert_status(hilock_lock_acquire(w, 20000, 30000, chain_cb, &cw), 0);
+    tu_assert_status(hilock_lock_acquire(w, 20000, 30000, tu_record, &cw), 0);
     ck_assert(tu_run_until_redis(1, tu_ms(2000), "EXISTS",
                                  "hilock_rwlock_writer:{hot}", (char *)NULL));
     /* A new reader now waits behind the writer... */
     int64_t v = 0;
     tu_assert_status(tu_acquire(r2, 0, 30000, &v), HILOCK_EBUSY);
     ck_assert_msg(v > 0, "EBUSY value %lld", (long long)v);
-    tu_assert_status(hilock_lock_acquire(r2, 20000, 30000, chain_cb, &c2), 0);
+    tu_assert_status(hilock_lock_acquire(r2, 20000, 30000, tu_record, &c2), 0);
     tu_run_for(200);
-    ck_assert_int_eq(cw.acquired, 0);
-    ck_assert_int_eq(c2.acquired, 0);
+    ck_assert_int_eq(cw.calls, 0);
+    ck_assert_int_eq(c2.calls, 0);
     /* ... but the reader that holds may re-enter. */
     tu_assert_status(tu_acquire(r1, 0, 30000, NULL), 0);
     tu_assert_status(tu_release(r1, NULL), 0);
     tu_assert_status(tu_release(r1, NULL), 0);
-    ck_assert(tu_run_until_count(&cw.acquired, 1, tu_ms(3000)));
-    ck_assert_int_eq(c2.acquired, 0);
+    ck_assert(tu_run_until_count(&cw.calls, 1, tu_ms(3000)));
+    tu_assert_status(cw.status, 0);
+    ck_assert_int_eq(c2.calls, 0);
     ck_assert_int_eq(tu_exists("hilock_rwlock_writer:{hot}"), 0);
     tu_assert_status(tu_release(w, NULL), 0);
-    ck_assert(tu_run_until_count(&c2.acquired, 1, tu_ms(3000)));
+    ck_assert(tu_run_until_count(&c2.calls, 1, tu_ms(3000)));
+    tu_assert_status(c2.status, 0);
     ck_assert_msg(c2.at_ms >= cw.at_ms, "the reader went first");
     tu_assert_status(tu_release(r2, NULL), 0);
 }
@@ -270,12 +252,13 @@ START_TEST(read_holds_expire_one_by_one)
     tu_assert_status(tu_acquire(w, 0, 10000, NULL), HILOCK_EBUSY);
     /* The survivor's release frees the lock: the dead reader counts no
      * more, and the writer that waits gets it. */
-    struct chain cw = {w, 0, 0};
-    tu_assert_status(hilock_lock_acquire(w, 5000, 10000, chain_cb, &cw), 0);
+    struct tu_result cw = {0};
+    tu_assert_status(hilock_lock_acquire(w, 5000, 10000, tu_record, &cw), 0);
     tu_run_for(100);
-    ck_assert_int_eq(cw.acquired, 0);
+    ck_assert_int_eq(cw.calls, 0);
     tu_assert_status(tu_release(kept, NULL), 0);
-    ck_assert(tu_run_until_count(&cw.acquired, 1, tu_ms(3000)));
+    ck_assert(tu_run_until_count(&cw.calls, 1, tu_ms(3000)));
+    tu_assert_status(cw.status, 0);
     ck_assert_int_eq(lost.calls, 0);
     hilock_client_free(c);
 }
@@ -318,10 +301,10 @@ START_TEST(readers_wait_for_the_writer_and_all_go_at_its_release)
     struct hilock_lock *r[3] = {rw(b, "wk", 1, HILOCK_READ),
                                 rw(b, "wk", 2, HILOCK_READ),
                                 rw(b, "wk", 3, HILOCK_READ)};
-    struct chain c[3] = {{r[0], 0, 0}, {r[1], 0, 0}, {r[2], 0, 0}};
+    struct tu_result c[3] = {{0}, {0}, {0}};
     tu_assert_status(tu_acquire(w, 0, 30000, NULL), 0);
     for (int i = 0; i < 3; i++)
-        tu_assert_status(hilock_lock_acquire(r[i], 10000, 30000, chain_cb,
+        tu_assert_status(hilock_lock_acquire(r[i], 10000, 30000, tu_record,
                                              &c[i]),
                          0);
     ck_assert(tu_numsub_becomes("redisson_rwlock:{wk}", 1, tu_ms(2000)));
@@ -330,7 +313,8 @@ START_TEST(readers_wait_for_the_writer_and_all_go_at_its_release)
     tu_assert_status(tu_release(w, NULL), 0);
     int all = 0;
     for (int i = 0; i < 3; i++) {
-        ck_assert(tu_run_until_count(&c[i].acquired, 1, tu_ms(2000)));
+        ck_assert(tu_run_until_count(&c[i].calls, 1, tu_ms(2000)));
+        tu_assert_status(c[i].status, 0);
         all++;
     }
     ck_assert_int_eq(all, 3);

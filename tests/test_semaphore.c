@@ -60,11 +60,6 @@ static int sem_init(struct hilock_lock *s, uint32_t n, int64_t *v)
     return run_cb(hilock_semaphore_init(s, n, tu_record, &r), &r, v);
 }
 
-static int sem_available(struct hilock_lock *s, int64_t *v)
-{
-    struct tu_result r = {0};
-    return run_cb(hilock_semaphore_available(s, tu_record, &r), &r, v);
-}
 
 static int sem_acquire(struct hilock_lock *s, uint32_t n, uint64_t wait_ms,
                        int64_t *v)
@@ -100,7 +95,7 @@ START_TEST(permits_are_set_once_taken_and_given_back)
     ck_assert_uint_eq(hilock_lock_hold_count(s), 3);
     tu_assert_status(sem_acquire(t, 3, 0, &v), HILOCK_EBUSY);
     tu_assert_status(sem_acquire(t, 2, 0, NULL), 0);
-    tu_assert_status(sem_available(t, &v), 0);
+    tu_assert_status(tu_query(hilock_semaphore_available, t, &v), 0);
     ck_assert_int_eq(v, 0);
     tu_assert_status(sem_release(s, 2, &v), 0);
     ck_assert_int_eq(v, 2);
@@ -128,48 +123,31 @@ START_TEST(permits_are_set_once_taken_and_given_back)
 }
 END_TEST
 
-struct waiter {
-    int done;
-    int status;
-    long long at_ms;
-};
-
-static void waiter_cb(struct hilock_lock *lock, int status, int64_t value,
-                      void *arg)
-{
-    struct waiter *w = arg;
-    (void)lock;
-    (void)value;
-    w->done++;
-    w->status = status;
-    w->at_ms = tu_now_ms();
-}
-
 START_TEST(a_waiter_is_woken_by_a_release_elsewhere)
 {
     struct hilock_lock *s = sem(a, "w"), *t = sem(b, "w"), *u = sem(b, "w");
     tu_assert_status(sem_init(s, 2, NULL), 0);
     tu_assert_status(sem_acquire(s, 2, 0, NULL), 0);
-    struct waiter w1 = {0}, w2 = {0};
-    tu_assert_status(hilock_semaphore_acquire(t, 1, 10000, waiter_cb, &w1),
+    struct tu_result w1 = {0}, w2 = {0};
+    tu_assert_status(hilock_semaphore_acquire(t, 1, 10000, tu_record, &w1),
                      0);
-    tu_assert_status(hilock_semaphore_acquire(u, 1, 10000, waiter_cb, &w2),
+    tu_assert_status(hilock_semaphore_acquire(u, 1, 10000, tu_record, &w2),
                      0);
     ck_assert(tu_numsub_becomes("redisson_sc:{w}", 1, tu_ms(2000)));
     tu_run_for(100);
-    ck_assert_int_eq(w1.done + w2.done, 0);
+    ck_assert_int_eq(w1.calls + w2.calls, 0);
     long long t0 = tu_now_ms();
     /* Two permits back at once: both waiters of the other client go. */
     tu_assert_status(sem_release(s, 2, NULL), 0);
-    ck_assert(tu_run_until_count(&w1.done, 1, tu_ms(2000)));
-    ck_assert(tu_run_until_count(&w2.done, 1, tu_ms(2000)));
+    ck_assert(tu_run_until_count(&w1.calls, 1, tu_ms(2000)));
+    ck_assert(tu_run_until_count(&w2.calls, 1, tu_ms(2000)));
     tu_assert_status(w1.status, 0);
     tu_assert_status(w2.status, 0);
     ck_assert_msg(w1.at_ms - t0 < 900 && w2.at_ms - t0 < 900,
                   "woken after %lld / %lld ms (the fallback poll, not the "
                   "message)", w1.at_ms - t0, w2.at_ms - t0);
     int64_t v = -1;
-    tu_assert_status(sem_available(s, &v), 0);
+    tu_assert_status(tu_query(hilock_semaphore_available, s, &v), 0);
     ck_assert_int_eq(v, 0);
     /* A wait that runs out leaves nothing taken. */
     tu_assert_status(sem_acquire(s, 1, 200, NULL), HILOCK_ETIMEDOUT);
@@ -319,7 +297,7 @@ START_TEST(expiring_permits_have_ids_and_a_lease)
     tu_assert_status(tu_release(p1, &v), 0);
     tu_assert_status(hilock_permit_id(p1, id1, sizeof(id1)), HILOCK_EINVAL);
     tu_assert_status(tu_acquire(p3, 0, 10000, NULL), 0);
-    tu_assert_status(sem_available(p3, &v), 0);
+    tu_assert_status(tu_query(hilock_semaphore_available, p3, &v), 0);
     ck_assert_int_eq(v, 0);
     tu_assert_status(tu_release(p3, NULL), 0);
     tu_assert_status(tu_release(p3, NULL), HILOCK_ENOTOWNER);
@@ -350,10 +328,10 @@ START_TEST(an_expired_permit_comes_back_and_its_holder_is_told)
     tu_assert_status(tu_acquire(p3, 0, 10000, &v), HILOCK_EBUSY);
     ck_assert_msg(v > 0 && v <= 300, "first expiry in %lld ms",
                   (long long)v);
-    struct waiter w = {0};
+    struct tu_result w = {0};
     long long t0 = tu_now_ms();
-    tu_assert_status(hilock_lock_acquire(p3, 5000, 10000, waiter_cb, &w), 0);
-    ck_assert(tu_run_until_count(&w.done, 1, tu_ms(3000)));
+    tu_assert_status(hilock_lock_acquire(p3, 5000, 10000, tu_record, &w), 0);
+    ck_assert(tu_run_until_count(&w.calls, 1, tu_ms(3000)));
     tu_assert_status(w.status, 0);
     ck_assert_msg(w.at_ms - t0 < 900, "took %lld ms", w.at_ms - t0);
     ck_assert(tu_run_until_count(&lost.calls, 1, tu_ms(2000)));
