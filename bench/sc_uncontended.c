@@ -1,15 +1,17 @@
-/* sc_uncontended.c -- what hilock costs over the scripts it runs.
+/* sc_uncontended.c -- what hilock costs over the commands it sends.
  *
  * One process, one loop, K request slots in flight. Each slot loops over
  * lock + release pairs on its own key, so nothing ever waits:
  *  - hilock:  hilock_lock_acquire (watchdog lease, wait_ms 5000) then
  *             hilock_lock_release on one handle per slot;
- *  - ceiling: the same two scripts, byte for byte (the text is taken from
- *             src/script.c through the pure static library and loaded with
- *             SCRIPT LOAD), with the same keys and arguments, encoded by
- *             hilock's own src/wire.c into a stack buffer and sent with raw
- *             hiredis (redisAsyncFormattedCommand), with no bookkeeping at
- *             all.
+ *  - ceiling: the same commands, byte for byte -- on one node the plain
+ *             fast path (RESTORE, then HDEL and the release message in
+ *             MULTI/EXEC), on
+ *             several the two scripts (the text is taken from src/script.c
+ *             through the pure static library and loaded with SCRIPT LOAD)
+ *             -- with the same keys and arguments, encoded by hilock's own
+ *             src/wire.c into a stack buffer and sent with raw hiredis
+ *             (redisAsyncFormattedCommand), with no bookkeeping at all.
  *  - SET NX PX: the textbook lock on the same server, SET key token NX PX
  *             then a compare-and-delete script by EVALSHA: the server
  *             time per pair (INFO commandstats around every phase) of each
@@ -173,8 +175,19 @@ static void h_on_acquired(struct hilock_lock *lock, int status, int64_t value,
 /* Nonzero when a release reply says "no holds left": an integer 0, or an
  * array starting with 0 (the script's reply grew a second element once;
  * the check accepts both shapes). */
-static int release_freed(const redisReply *r)
+/* Whether the ceiling sends hilock's plain commands (one node, as
+ * lock.c's fast path) rather than the scripts. */
+static int c_plain(const struct uslot *s)
 {
+    return s->run->nac == 1;
+}
+
+static int release_freed(const redisReply *r, int plain)
+{
+    if (plain) /* EXEC: HDEL removed the owner's field and request id */
+        return r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+               r->element[0]->type == REDIS_REPLY_INTEGER &&
+               r->element[0]->integer > 0;
     if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1)
         r = r->element[0];
     return r->type == REDIS_REPLY_INTEGER && r->integer == 0;
@@ -247,34 +260,54 @@ static void c_on_released(redisAsyncContext *ac, void *reply, void *arg)
 {
     const redisReply *r = reply;
     if (r) /* NULL: the context is being freed, nothing runs any more */
-        release_counted(arg, ac, release_freed(r));
+        release_counted(arg, ac, release_freed(r, c_plain(arg)));
 }
 
 /* Hand the encoded cmd to every raw context with fn as its callback, as
  * hilock does, so that the baseline carries no formatting cost hilock
  * avoids; then drop cmd's heap storage, if any. REDIS_OK or not. */
-static int c_send(struct urun *u, struct resp_buf *cmd, redisCallbackFn *fn,
-                  void *arg)
+static int c_send(struct urun *u, struct resp_buf *cmd, size_t split,
+                  redisCallbackFn *fn, void *arg)
 {
+    static const char multi[] = "*1\r\n$5\r\nMULTI\r\n";
+    static const char exec[] = "*1\r\n$4\r\nEXEC\r\n";
     int rc = cmd->failed ? REDIS_ERR : REDIS_OK;
-    for (int j = 0; j < u->nac && rc == REDIS_OK; j++)
-        rc = redisAsyncFormattedCommand(u->ac[j], fn, arg, cmd->data,
-                                        cmd->len);
+    for (int j = 0; j < u->nac && rc == REDIS_OK; j++) {
+        redisAsyncContext *ac = u->ac[j];
+        if (!split) {
+            rc = redisAsyncFormattedCommand(ac, fn, arg, cmd->data, cmd->len);
+            continue;
+        }
+        /* two commands in one transaction, as hilock (conn.c) */
+        if (redisAsyncFormattedCommand(ac, NULL, NULL, multi,
+                                       sizeof multi - 1) != REDIS_OK ||
+            redisAsyncFormattedCommand(ac, NULL, NULL, cmd->data, split) !=
+                REDIS_OK ||
+            redisAsyncFormattedCommand(ac, NULL, NULL, cmd->data + split,
+                                       cmd->len - split) != REDIS_OK)
+            rc = REDIS_ERR;
+        else
+            rc = redisAsyncFormattedCommand(ac, fn, arg, exec, sizeof exec - 1);
+    }
     resp_free(cmd);
     return rc;
 }
 
-/* The release script as hilock sends it (lock.c release_req): one hold,
- * the watchdog lease, a latch named by the client's request tag. */
+/* The release as hilock sends it (lock.c release_op): one hold, the
+ * watchdog lease; on one node plain, HDEL and the release message. */
 static int c_send_release(struct uslot *s)
 {
     struct urun *u = s->run;
     char inline_cmd[U_CMD_INLINE];
     struct resp_buf cmd;
+    size_t split = 0;
     resp_init(&cmd, inline_cmd, sizeof inline_cmd);
-    wire_release(&cmd, u->sha_rel, &s->wire, ++u->seq, u->lease_ms, 1,
-                 "publish");
-    return c_send(u, &cmd, c_on_released, s);
+    if (c_plain(s))
+        split = wire_drop(&cmd, &s->wire, "publish");
+    else
+        wire_release(&cmd, u->sha_rel, &s->wire, ++u->seq, u->lease_ms, 1,
+                     "publish");
+    return c_send(u, &cmd, split, c_on_released, s);
 }
 
 static void c_on_acquired(redisAsyncContext *ac, void *reply, void *arg)
@@ -282,23 +315,26 @@ static void c_on_acquired(redisAsyncContext *ac, void *reply, void *arg)
     struct uslot *s = arg;
     const redisReply *r = reply;
     int64_t t = now_ns();
-    if (r && acquire_counted(s, ac, r->type == REDIS_REPLY_ARRAY, t))
-        release_sent(s, c_send_release(s)); /* integers: busy */
+    int ok = r && (r->type == REDIS_REPLY_ARRAY || /* integers: busy */
+                   (r->type == REDIS_REPLY_STATUS && c_plain(s)));
+    if (r && acquire_counted(s, ac, ok, t))
+        release_sent(s, c_send_release(s));
 }
 
-/* The acquire script as hilock sends it (lock.c send_attempt): the
- * watchdog lease, fencing off, the next request id. */
+/* The acquire as hilock sends it (lock.c send_attempt): the watchdog
+ * lease, fencing off, the next request id; on one node plain, RESTORE. */
 static int c_send_acquire(struct uslot *s)
 {
     struct urun *u = s->run;
     char inline_cmd[U_CMD_INLINE];
     struct resp_buf cmd;
     resp_init(&cmd, inline_cmd, sizeof inline_cmd);
-    wire_acquire(&cmd, u->sha_acq, &s->wire, u->lease_ms, 0, ++u->seq);
+    if (!c_plain(s) || wire_take(&cmd, &s->wire, u->lease_ms, ++u->seq) != 0)
+        wire_acquire(&cmd, u->sha_acq, &s->wire, u->lease_ms, 0, ++u->seq);
     s->pair++;
     s->acq.ok = s->acq.bad = s->acq.done = 0;
     s->rel.ok = s->rel.bad = s->rel.done = 0;
-    return c_send(u, &cmd, c_on_acquired, s);
+    return c_send(u, &cmd, 0, c_on_acquired, s);
 }
 
 /* ---- U_SETNX: SET NX PX, then compare-and-delete --------------------- */
@@ -423,22 +459,29 @@ static int phase_run(struct urun *u, enum umode mode, int k, double secs)
     return u->active == 0 ? 0 : -1;
 }
 
-/* Server time so far of the commands mode sends (EVALSHA; and SET for
- * U_SETNX), summed over the nodes, in us; -1 without INFO connections or
- * when INFO failed. */
+/* Server time so far of the commands mode sends, summed over the nodes,
+ * in us: EVALSHA, and SET for U_SETNX; on one node also the plain
+ * commands of hilock's fast path, RESTORE, MULTI and EXEC (whose time
+ * includes the HDEL and PUBLISH it runs, as a script call's includes its
+ * commands). -1 without INFO connections or when INFO failed. */
 static int64_t redis_usec(struct urun *u, enum umode mode)
 {
+    static const char *const setnx[] = {"evalsha", "set"};
+    static const char *const ours[] = {"evalsha", "restore", "multi",
+                                       "exec"};
+    const char *const *name = mode == U_SETNX ? setnx : ours;
+    size_t n = mode == U_SETNX ? 2 : u->nac == 1 ? 4 : 1;
     int64_t sum = 0;
     if (u->nac == 0)
         return -1;
     for (int j = 0; j < u->nac; j++) {
-        long long calls, sha, set = 0;
-        if (!u->stat[j] ||
-            bench_cmdstat(u->stat[j], "evalsha", &calls, &sha) != 0 ||
-            (mode == U_SETNX &&
-             bench_cmdstat(u->stat[j], "set", &calls, &set) != 0))
-            return -1;
-        sum += sha + set;
+        for (size_t i = 0; i < n; i++) {
+            long long calls, us;
+            if (!u->stat[j] ||
+                bench_cmdstat(u->stat[j], name[i], &calls, &us) != 0)
+                return -1;
+            sum += us;
+        }
     }
     return sum;
 }
@@ -759,7 +802,8 @@ static int report_redis(const int *ks, int nk, struct ucell (*cells)[U_MODES])
     struct table t;
     int missed = 0;
     printf("Redis CPU per acquire+release pair (INFO commandstats usec: "
-           "EVALSHA; SET NX PX: SET + EVALSHA)\n");
+           "EVALSHA, and on one node RESTORE + MULTI + EXEC; SET NX PX: "
+           "SET + EVALSHA)\n");
     table_init(&t, "K", "hilock", "ceiling", "SET NX PX",
                "hilock / SET NX PX", "target <= 2", NULL);
     for (int i = 0; i < nk; i++) {

@@ -130,18 +130,39 @@ static void req_recycle(struct req *r)
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata);
 
-/* ASKING, whose reply nobody reads: it only lets the next command in. */
+/* Commands whose replies nobody reads: ASKING only lets the next command
+ * in; MULTI opens the transaction of a split request, whose commands
+ * answer QUEUED, and EXEC's reply is the request's. */
 static const char asking_cmd[] = "*1\r\n$6\r\nASKING\r\n";
+static const char multi_cmd[] = "*1\r\n$5\r\nMULTI\r\n";
+static const char exec_cmd[] = "*1\r\n$4\r\nEXEC\r\n";
+
+static int send_cmd(struct conn *conn, const char *cmd, size_t len,
+                    struct req *r)
+{
+    return redisAsyncFormattedCommand(conn->ac, r ? on_reply : NULL, r, cmd,
+                                      len) == REDIS_OK;
+}
+
+/* Hand what r sends to hiredis; 0 when the context refuses (going down:
+ * what went out is lost with it). */
+static int send_parts(struct conn *conn, struct req *r)
+{
+    if (r->asking && !send_cmd(conn, asking_cmd, sizeof(asking_cmd) - 1, NULL))
+        return 0;
+    if (!r->split)
+        return send_cmd(conn, r->cmd.data, r->cmd.len, r);
+    return send_cmd(conn, multi_cmd, sizeof(multi_cmd) - 1, NULL) &&
+           send_cmd(conn, r->cmd.data, r->split, NULL) &&
+           send_cmd(conn, r->cmd.data + r->split, r->cmd.len - r->split,
+                    NULL) &&
+           send_cmd(conn, exec_cmd, sizeof(exec_cmd) - 1, r);
+}
 
 /* Hand r to hiredis; when the context refuses (going down), queue it. */
 static void send_now(struct conn *conn, struct req *r)
 {
-    if (conn->state == CONN_READY &&
-        (!r->asking ||
-         redisAsyncFormattedCommand(conn->ac, NULL, NULL, asking_cmd,
-                                    sizeof(asking_cmd) - 1) == REDIS_OK) &&
-        redisAsyncFormattedCommand(conn->ac, on_reply, r, r->cmd.data,
-                                   r->cmd.len) == REDIS_OK) {
+    if (conn->state == CONN_READY && send_parts(conn, r)) {
         r->where = REQ_SENT;
         TAILQ_INSERT_TAIL(&conn->sent, r, link);
     } else {
@@ -330,6 +351,8 @@ static void dropped(struct conn *conn, struct req *r)
     if (r->retry && (r->done || r->late)) {
         if (!r->done)
             evtimer_add(&r->timer, conn->cfg->req_timeout);
+        if (r->refresh)
+            r->refresh(r, REQ_AGAIN_DROPPED);
         r->resent = 1;
         r->where = REQ_QUEUED;
         TAILQ_INSERT_TAIL(&conn->queued, r, link);

@@ -28,9 +28,21 @@ typedef void req_done_fn(struct req *req, int status,
 typedef void req_late_fn(struct req *req, struct redisReply *reply);
 /* Called when the request's memory is recycled (drop references here). */
 typedef void req_fini_fn(struct req *req);
-/* Called before a request is sent again after Redis answered NOSCRIPT: it
- * was not applied, so its owner may bring the command up to date. */
-typedef void req_refresh_fn(struct req *req);
+/* Why a request goes again: Redis refused it unapplied (NOSCRIPT, a
+ * cluster redirect); Redis refused a plain request (req.plain) with an
+ * error, which the script it stands for is to meet or settle; the same
+ * because the server does not take that plain command at all (unknown,
+ * or refused by an ACL); its connection dropped after it was sent, so it
+ * may have been applied. */
+enum req_again {
+    REQ_AGAIN_REFUSED = 0,
+    REQ_AGAIN_SCRIPT,
+    REQ_AGAIN_NO_PLAIN,
+    REQ_AGAIN_DROPPED
+};
+/* Called before a request goes again (why): its owner may bring the
+ * command up to date. */
+typedef void req_refresh_fn(struct req *req, enum req_again why);
 
 enum req_where { REQ_NOWHERE = 0, REQ_QUEUED, REQ_SENT, REQ_ORPHAN };
 
@@ -54,6 +66,13 @@ struct req {
     uint8_t asking;           /* send ASKING first (a cluster's ASK) */
     uint8_t resent;           /* sent again after its connection dropped:
                                  it may have been applied already */
+    uint8_t plain;            /* a plain command standing in for a script:
+                                 an error reply other than a redirect makes
+                                 it go again through refresh */
+    uint32_t split;           /* nonzero: cmd holds two commands, the
+                                 second from this offset on, sent as one
+                                 transaction (MULTI, both, EXEC): the reply
+                                 is EXEC's */
     /* The cluster topology's: the slot the request is about, and how
      * often it was redirected. */
     uint8_t routed;

@@ -260,10 +260,97 @@ static void encode_acquire(struct hilock_lock *lock, struct op *op,
                         writer_mark_ms(lock), rid);
 }
 
+/* The plain fast path. A lock (not fair, no fencing token, one node)
+ * is taken with RESTORE when its handle's owner holds nothing and this is
+ * the acquire's first attempt, and a single hold is given back with HDEL
+ * and the release message: Redis runs no script for the common
+ * uncontended pair. The hash is the one the scripts write (Redisson's
+ * layout with the request id field), so both paths mix freely:
+ * - RESTORE refused (BUSYKEY: the key exists) goes again as the acquire
+ *   script, with a new request id (it was not applied), and the script
+ *   decides as ever; a waiter's later attempts run the script at once;
+ * - a RESTORE resent after a dropped connection may have been applied, so
+ *   it goes as the acquire script with its own request id, which the hash
+ *   then holds: the script sees the resend and counts nothing twice;
+ * - HDEL removes only this owner's fields, so it never touches another
+ *   owner's hold, is harmless to repeat, and its count says whether the
+ *   owner held the lock; it goes in one transaction with the release
+ *   message (whose count is the release script's), so that a refused
+ *   PUBLISH (an ACL without the channel) applies nothing and the script
+ *   then reports it, as it would have; a release message after nothing
+ *   was removed only makes waiters look once more;
+ * - any other error reply (an ACL without RESTORE, a server that lacks
+ *   it) sends the script instead, and turns the fast path off for the
+ *   client when the command itself was refused. */
+static int plain_ok(const struct hilock_lock *lock)
+{
+    const struct engine *eng = lock->eng;
+    return lock->kind == KIND_MUTEX && !fair(lock) && eng->nnodes == 1 &&
+           !eng->opts->fencing && !eng->opts->scripts_only &&
+           !eng->plain_refused;
+}
+
+/* op->again of a plain acquire or release (see op.h). */
+static int plain_again(struct op *op, struct resp_buf *cmd,
+                       enum req_again why)
+{
+    struct hilock_lock *lock = op->ctx;
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    eng->plain_refused |= why == REQ_AGAIN_NO_PLAIN;
+    if (op->kind == OP_KIND_RELEASE) {
+        if (why == REQ_AGAIN_DROPPED || why == REQ_AGAIN_REFUSED)
+            return -1; /* HDEL goes again as it is */
+        resp_reset(cmd);
+        wire_release(cmd, eng->scripts.sha[SCRIPT_RELEASE], &w, ++eng->seq,
+                     lock_lease(lock), 1, topo_publish(eng->topo));
+        return SCRIPT_RELEASE;
+    }
+    if (why != REQ_AGAIN_DROPPED)
+        op->rid = ++eng->seq; /* not applied: a new request */
+    resp_reset(cmd);
+    if (why == REQ_AGAIN_REFUSED &&
+        wire_take(cmd, &w, op->lease_ms, op->rid) == 0)
+        return -1;
+    resp_reset(cmd);
+    wire_acquire(cmd, eng->scripts.sha[SCRIPT_ACQUIRE], &w, op->lease_ms, 0,
+                 op->rid);
+    return SCRIPT_ACQUIRE;
+}
+
+/* Encode the first attempt of lock w's acquire as RESTORE when it may go
+ * plain. Returns 1 when it did. */
+static int plain_take(struct hilock_lock *lock, const struct wire_lock *w,
+                      struct op *op)
+{
+    if (!plain_ok(lock) || lock->holds > 0 || handle_owner_holds(lock))
+        return 0;
+    op->rid = ++lock->eng->seq;
+    op->lease_ms = acquire_lease(lock);
+    if (wire_take(op_cmd(op), w, op->lease_ms, op->rid) != 0)
+        return 0; /* nothing written: the script goes */
+    op->again = plain_again;
+    op_plain(op, 0);
+    return 1;
+}
+
+/* Encode a release of drop holds of lock w as HDEL and the release
+ * message when it may go plain: the owner's only hold. 1 when it did. */
+static int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
+                      struct op *op, uint32_t drop)
+{
+    if (!plain_ok(lock) || drop != 1 || lock->holds != 1 ||
+        lock->unreleased || lock->twinned)
+        return 0;
+    op->again = plain_again;
+    op_plain(op, wire_drop(op_cmd(op), w, topo_publish(lock->eng->topo)));
+    return 1;
+}
+
 /* Send one acquire attempt for the pending acquire to every node, with one
  * request id (a resend is applied once; a NOSCRIPT resend takes a new id,
- * see op.c). Returns 0 or ENOMEM. */
-static int send_attempt(struct hilock_lock *lock)
+ * see op.c); the first attempt may go plain. Returns 0 or ENOMEM. */
+static int send_attempt(struct hilock_lock *lock, int first)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
@@ -285,7 +372,7 @@ static int send_attempt(struct hilock_lock *lock)
     } else if (lock->kind != KIND_MUTEX) {
         encode_acquire(lock, op, ++eng->seq);
         lock->queued |= lock->kind == KIND_WRITE && handle_wait_deadline(lock);
-    } else {
+    } else if (!first || !plain_take(lock, &w, op)) {
         op_eval(op, SCRIPT_ACQUIRE);
         wire_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
                      acquire_lease(lock), eng->opts->fencing, ++eng->seq);
@@ -301,7 +388,7 @@ static void hook_attempt(struct hilock_lock *lock)
 {
     if (lock->op_pending)
         return;
-    int rc = send_attempt(lock);
+    int rc = send_attempt(lock, 0);
     if (rc)
         finish_op(lock, rc, 0);
 }
@@ -476,7 +563,7 @@ static struct op *release_op(struct hilock_lock *lock, uint32_t drop,
                           eng->opts->fencing, &f);
     } else if (lock->kind != KIND_MUTEX) {
         encode_release(lock, op, drop, ++eng->seq);
-    } else {
+    } else if (!plain_drop(lock, &w, op, drop)) {
         op_eval(op, SCRIPT_RELEASE);
         wire_release(op_cmd(op), eng->scripts.sha[SCRIPT_RELEASE], &w,
                      ++eng->seq, lock_lease(lock), drop,
@@ -574,7 +661,7 @@ static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
         /* Handed over while this attempt was on its way (it got there
          * first): the next one claims it. */
         lock->handed = 0;
-        int rc = send_attempt(lock);
+        int rc = send_attempt(lock, 0);
         if (rc)
             finish_op(lock, rc, 0);
         return;
@@ -727,7 +814,7 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
         rc = wait_park(lock, -1); /* no barging past our own waiters, but a
                                      re-entry never waits */
     else
-        rc = send_attempt(lock);
+        rc = send_attempt(lock, 1);
     if (rc) {
         wait_end(lock);
         lock->op = OP_NONE;

@@ -45,14 +45,15 @@ static void cmd_on_fail(struct conn *conn, int err)
 #define NODE_RETRY_MS 25
 
 /* A cluster's redirect or retry; NOSCRIPT: load the script r runs, then
- * send r again behind the load. */
+ * send r again behind the load; a plain command refused: it goes again as
+ * what its owner makes of it (the script it stands for). */
 static int cmd_on_error(struct conn *conn, struct req *r, redisReply *reply)
 {
     struct node *n = conn->owner;
     struct reply_redirect to;
     enum reply_redirect_kind kind = reply_redirect(reply, &to);
     if (kind != REPLY_NOT_REDIRECT && r->refresh)
-        r->refresh(r); /* refused unapplied: it goes again as a new one */
+        r->refresh(r, REQ_AGAIN_REFUSED); /* it goes again as a new one */
     if (kind == REPLY_RETRY) {
         conn_resend_later(conn, r, NODE_RETRY_MS);
         return 1;
@@ -60,12 +61,22 @@ static int cmd_on_error(struct conn *conn, struct req *r, redisReply *reply)
     if (kind != REPLY_NOT_REDIRECT)
         return n->ev->on_redirect &&
                n->ev->on_redirect(n->ev->arg, r, kind == REPLY_ASK, &to);
+    if (r->plain && r->refresh) {
+        int refused = reply_plain_refused(reply);
+        if (refused)
+            conn_log(conn, HILOCK_LOG_WARN,
+                     "%.*s: no plain fast path, scripts only from now on",
+                     (int)(reply->len > 200 ? 200 : reply->len), reply->str);
+        r->refresh(r, refused ? REQ_AGAIN_NO_PLAIN : REQ_AGAIN_SCRIPT);
+        conn_resend(conn, r);
+        return 1;
+    }
     if (r->script < 0 || r->reloaded || !reply_is_noscript(reply))
         return 0;
     node_load_script(conn, (enum script_id)r->script);
     r->reloaded = 1;
     if (r->refresh)
-        r->refresh(r);
+        r->refresh(r, REQ_AGAIN_REFUSED);
     conn_resend(conn, r);
     return 1;
 }

@@ -73,14 +73,29 @@ static struct op *op_alloc(struct engine *eng)
     return op;
 }
 
-/* Resent after Redis refused it unapplied (NOSCRIPT, a cluster redirect):
- * a request with an id takes a new one, above every id sent so far (see
- * script.c). */
-static void part_refresh(struct req *r)
+/* Sent again (why). A plain command becomes what its submitter makes of
+ * it. Else, after Redis refused it unapplied (NOSCRIPT, a cluster
+ * redirect), a request with an id takes a new one, above every id sent so
+ * far (see script.c); after a drop it goes as it was. */
+static void part_refresh(struct req *r, enum req_again why)
 {
     struct op *op = r->ctx;
-    if (op->kind == OP_KIND_ACQUIRE || op->kind == OP_KIND_RELEASE ||
-        op->kind == OP_KIND_MULTI_ACQUIRE || op->kind == OP_KIND_MULTI_RELEASE)
+    if (r->plain) {
+        int id = op->again(op, &r->cmd, why);
+        if (id >= 0) {
+            /* A transaction Redis refused to open (MULTI refused) ran its
+             * commands one by one: the release may be applied already. */
+            r->resent |= r->split != 0;
+            r->plain = 0;
+            r->split = 0;
+            node_eval(r, (enum script_id)id);
+        }
+        return;
+    }
+    if (why == REQ_AGAIN_REFUSED &&
+        (op->kind == OP_KIND_ACQUIRE || op->kind == OP_KIND_RELEASE ||
+         op->kind == OP_KIND_MULTI_ACQUIRE ||
+         op->kind == OP_KIND_MULTI_RELEASE))
         wire_rid(&r->cmd, ++op->eng->seq);
 }
 
@@ -155,6 +170,15 @@ void op_eval(struct op *op, enum script_id id)
             node_eval(op->part[i], id);
 }
 
+void op_plain(struct op *op, size_t split)
+{
+    for (size_t i = 0; i < op->n; i++)
+        if (op->part[i]) {
+            op->part[i]->plain = 1;
+            op->part[i]->split = (uint32_t)split;
+        }
+}
+
 void op_submit(struct op *op, uint32_t timeout_ms)
 {
     struct req *first = first_part(op);
@@ -180,9 +204,10 @@ void op_submit(struct op *op, uint32_t timeout_ms)
     op_maybe_free(op);
 }
 
-/* Fill res from node reply rep (status 0) or status. */
-static void decode(struct op *op, size_t i, int status, redisReply *rep,
-                   struct op_result *res)
+/* Fill res from node i's reply rep (status 0) or status; plain: the reply
+ * is that of the plain command (op_plain), not of the script. */
+static void decode(struct op *op, size_t i, int status, int plain,
+                   redisReply *rep, struct op_result *res)
 {
     int64_t v = 0;
     *res = (struct op_result){status, 0, 0};
@@ -197,7 +222,8 @@ static void decode(struct op *op, size_t i, int status, redisReply *rep,
         res->status = reply_acquire(rep, &res->a, &res->b, &res->a);
         break;
     case OP_KIND_RELEASE:
-        res->status = reply_release(rep, &res->a, &res->b);
+        res->status = plain ? reply_release_plain(rep, &res->a, &res->b)
+                            : reply_release(rep, &res->a, &res->b);
         if (res->status == 0) /* one node: fair mode is not for Redlock */
             op->handed = (uint8_t)reply_release_handoff(rep, &op->handoff);
         break;
@@ -368,7 +394,7 @@ static void part_done(struct req *r, int status, redisReply *reply)
 {
     struct op *op = r->ctx;
     size_t i = part_index(op, r);
-    decode(op, i, status, reply, &op->res[i]);
+    decode(op, i, status, r->plain, reply, &op->res[i]);
     if (r->resent)
         resent_release(op, &op->res[i]);
     if (wants_wait(op, i) && wait_send(op, i, r->conn) == 0)
@@ -384,7 +410,7 @@ static void part_late(struct req *r, redisReply *reply)
     if (!op->late)
         return;
     if (reply)
-        decode(op, i, 0, reply, &res);
+        decode(op, i, 0, r->plain, reply, &res);
     op->busy++;
     op->late(op, i, reply ? &res : NULL);
     op->busy--;

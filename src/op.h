@@ -54,6 +54,12 @@ struct op {
     struct req *part[QUORUM_NODES_MAX]; /* NULL: recycled or not sent */
     uint8_t handed;           /* fair release: REPLY_HANDED_* */
     struct reply_handoff handoff; /* ... to a waiter of this client */
+    /* A plain command (op_plain): what it is to become when it goes again
+     * (why, see conn.h): encoded into cmd, and the script it now runs, or
+     * -1 while it stays plain (cmd then left as it is, or rewritten). */
+    int (*again)(struct op *op, struct resp_buf *cmd, enum req_again why);
+    uint64_t rid;             /* the submitter's: a plain acquire's id */
+    uint32_t lease_ms;        /* ... and lease */
     uint32_t nlocks;          /* renew: locks in the batch */
     unsigned char *renew;     /* renew: n rows of nlocks answers, then the
                                  combined row (see quorum_renew) */
@@ -76,6 +82,10 @@ struct resp_buf *op_cmd(struct op *op);
 struct resp_buf *op_cmd_at(struct op *op, size_t i);
 /* Mark the command as running script id (NOSCRIPT reload per node). */
 void op_eval(struct op *op, enum script_id id);
+/* Mark the command as plain, not a script (again: see above); split
+ * nonzero: the buffer holds a second command from there on, whose reply
+ * nobody reads. */
+void op_plain(struct op *op, size_t split);
 /* Send it to its nodes, each with a deadline of timeout_ms (0: the
  * request timeout). */
 void op_submit(struct op *op, uint32_t timeout_ms);

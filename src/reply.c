@@ -57,6 +57,18 @@ int reply_is_noscript(const struct redisReply *r)
            r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
+int reply_plain_refused(const struct redisReply *r)
+{
+    /* The generic ERR: an unknown command, a payload this server cannot
+     * read, EXEC without the MULTI an ACL refused. The others have a word
+     * of their own: BUSYKEY (RESTORE onto a key that exists), EXECABORT (a
+     * command of the transaction refused or redirected: a cluster's
+     * MOVED), LOADING, OOM, ... */
+    return reply_error_code(r) == HILOCK_ENOPERM ||
+           (r && r->type == REDIS_REPLY_ERROR && r->str && r->len >= 4 &&
+            memcmp(r->str, "ERR ", 4) == 0);
+}
+
 /* Whether error text s (length n) starts with word and a space or ends. */
 static int starts_with_word(const char *s, size_t n, const char *word)
 {
@@ -123,6 +135,12 @@ int reply_acquire(const struct redisReply *r, int64_t *holds, int64_t *token,
 {
     if (!r)
         return HILOCK_EPROTO;
+    if (r->type == REDIS_REPLY_STATUS && r->len == 2 &&
+        memcmp(r->str, "OK", 2) == 0) { /* RESTORE made the lock: one hold */
+        *holds = 1;
+        *token = 0;
+        return 0;
+    }
     if (r->type == REDIS_REPLY_INTEGER) {
         if (r->integer < -1)
             return HILOCK_EPROTO;
@@ -157,6 +175,24 @@ int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard)
     *left = r->element[0]->integer;
     *heard = r->element[1]->integer;
     return 0;
+}
+
+int reply_release_plain(const struct redisReply *r, int64_t *left,
+                        int64_t *heard)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        !r->element || !r->element[0] || !r->element[1])
+        return unexpected(r);
+    for (size_t i = 0; i < 2; i++) {
+        const struct redisReply *e = r->element[i];
+        if (e->type == REDIS_REPLY_ERROR)
+            return reply_error_code(e);
+        if (e->type != REDIS_REPLY_INTEGER || e->integer < 0)
+            return HILOCK_EPROTO;
+    }
+    *left = 0;
+    *heard = r->element[1]->integer;
+    return r->element[0]->integer > 0 ? 0 : HILOCK_ENOTOWNER;
 }
 
 /* The decimal u64 in s (length n), into *v: 0, or -1 when it is none. */

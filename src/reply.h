@@ -17,6 +17,11 @@ int reply_error_text_code(const char *s, size_t n);
 int reply_error_code(const struct redisReply *r);
 /* Nonzero when r is a NOSCRIPT error. */
 int reply_is_noscript(const struct redisReply *r);
+/* Whether error reply r to a plain command (see lock.c) says that the
+ * server does not take such commands at all -- unknown or renamed, an
+ * ACL's NOPERM, EXEC without MULTI -- rather than that it refused this
+ * one (BUSYKEY, EXECABORT, OOM, READONLY, ...). */
+int reply_plain_refused(const struct redisReply *r);
 
 /* A Redis Cluster error that asks for the command to go elsewhere or
  * later. */
@@ -38,12 +43,18 @@ enum reply_redirect_kind reply_redirect(const struct redisReply *r,
                                         struct reply_redirect *to);
 
 /* acquire script: 0 with *holds and *token set when acquired; HILOCK_EBUSY
- * with *ttl_ms (-1 when the holder has no expiry) when held by another. */
+ * with *ttl_ms (-1 when the holder has no expiry) when held by another.
+ * RESTORE's OK (the plain acquire) is one hold, token 0. */
 int reply_acquire(const struct redisReply *r, int64_t *holds, int64_t *token,
                   int64_t *ttl_ms);
 /* release script: 0 with *left (holds left) and *heard (subscribers that
  * received the release message) set, HILOCK_ENOTOWNER, or an error. */
 int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard);
+/* The plain release, EXEC of HDEL and PUBLISH: as reply_release (0 holds
+ * left), HILOCK_ENOTOWNER when HDEL removed nothing, or the error of
+ * either command. */
+int reply_release_plain(const struct redisReply *r, int64_t *left,
+                        int64_t *heard);
 /* Fair mode: a hand-off to a waiter of this client. */
 struct reply_handoff {
     uint64_t owner_tag;

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "dump.h"
 #include "keys.h"
 
 void wire_evalsha(struct resp_buf *b, const char *sha, size_t argc,
@@ -31,6 +32,52 @@ void wire_acquire(struct resp_buf *b, const char *sha,
 void wire_rid(struct resp_buf *b, uint64_t rid)
 {
     resp_u64_fixed(rid, b->data + b->len - RESP_U64_WIDTH - 2);
+}
+
+int wire_take(struct resp_buf *b, const struct wire_lock *l, uint32_t lease_ms,
+              uint64_t rid)
+{
+    char field[128], rid_field[sizeof(field) + 4], num[21];
+    unsigned char payload[2 * sizeof(field) + 64];
+    size_t id = strlen(l->client_id);
+    if (lease_ms == 0 || id + 22 > sizeof(field))
+        return -1;
+    memcpy(field, l->client_id, id);
+    field[id] = ':';
+    size_t flen = id + 1 + resp_u64_str(l->owner_tag, field + id + 1);
+    memcpy(rid_field, field, flen);
+    memcpy(rid_field + flen, ":rid", 4);
+    const struct resp_part hash[4] = {{field, flen},
+                                      {"1", 1},
+                                      {rid_field, flen + 4},
+                                      {num, resp_u64_str(rid, num)}};
+    size_t n = dump_hash(hash, 2, payload, sizeof(payload));
+    if (n == 0)
+        return -1;
+    struct key_src k = wire_key(l);
+    resp_array(b, 4);
+    resp_arg(b, "RESTORE", 7);
+    keys_lock(b, &k);
+    resp_arg_u64(b, lease_ms);
+    resp_arg(b, payload, n);
+    return 0;
+}
+
+size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,
+                 const char *publish)
+{
+    struct key_src k = wire_key(l);
+    resp_array(b, 4);
+    resp_arg(b, "HDEL", 4);
+    keys_lock(b, &k);
+    keys_field(b, l->client_id, l->owner_tag);
+    keys_field_sfx(b, l->client_id, l->owner_tag, ":rid");
+    size_t second = b->len;
+    resp_array(b, 3);
+    resp_arg(b, publish, strlen(publish));
+    keys_channel(b, &k);
+    resp_arg(b, "0", 1);
+    return second;
 }
 
 /* The arguments both release scripts start with: the lock, the message,

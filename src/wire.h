@@ -64,6 +64,22 @@ void wire_release(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint64_t rid, uint32_t lease_ms,
                   uint32_t drop, const char *publish);
 
+/* The plain fast path of a lock (see lock.c): commands, not scripts,
+ * for the common case, at a fraction of a script's cost on the server.
+ * wire_take: RESTORE of l's lock key with lease_ms as the hash the acquire
+ * script writes for a first hold (the owner's field 1, its request id
+ * rid); Redis refuses it with BUSYKEY when the key exists. -1 (nothing
+ * written) when the owner field does not fit a payload; lease_ms must not
+ * be 0 (RESTORE's "no expiry").
+ * wire_drop: HDEL of the owner's field and request id, which ends a single
+ * hold and deletes the key with its last field, then the release message
+ * with publish as a second command; returns where that one starts (the
+ * two go as one transaction: see conn.h, req.split). */
+int wire_take(struct resp_buf *b, const struct wire_lock *l, uint32_t lease_ms,
+              uint64_t rid);
+size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,
+                 const char *publish);
+
 /* EVALSHA sha of the renew script over locks of every kind:
  * wire_renew_head, then wire_renew_lock for each lock; nargs is the sum of
  * their wire_renew_size. lease_ms 0 only checks; deadline_ms is the

@@ -273,6 +273,7 @@ static struct hilock_lock *lock_on_fake(const struct script *s)
     struct hilock_options o;
     fake_start(s);
     hilock_options_init(&o);
+    o.scripts_only = 1; /* the fake server speaks the scripts only */
     o.port = fake.port;
     o.request_timeout_ms = REQ_MS;
     o.connect_timeout_ms = REQ_MS;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backoff.h"
+#include "dump.h"
 #include "heap.h"
 #include "hilock/hilock.h"
 #include "keys.h"
@@ -15,6 +16,7 @@
 #include "resp.h"
 #include "sha1.h"
 #include "slot.h"
+#include "wire.h"
 
 static redisReply *parse(const char *resp);
 
@@ -322,11 +324,111 @@ START_TEST(acquire_replies_decode_to_results)
     ck_assert_int_eq(acquire_of("*1\r\n:1\r\n", &holds, &token, &ttl),
                      HILOCK_EPROTO);
     ck_assert_int_eq(acquire_of("$-1\r\n", &holds, &token, &ttl), HILOCK_EPROTO);
+    holds = token = 7;
+    ck_assert_int_eq(acquire_of("+OK\r\n", &holds, &token, &ttl), 0);
+    ck_assert(holds == 1 && token == 0); /* RESTORE made the lock */
+    ck_assert_int_eq(acquire_of("+QUEUED\r\n", &holds, &token, &ttl),
+                     HILOCK_EPROTO);
+    ck_assert_int_eq(acquire_of("-BUSYKEY Target key name already exists.\r\n",
+                                &holds, &token, &ttl), HILOCK_ESERVER);
     ck_assert_int_eq(acquire_of("-WRONGTYPE Operation against a key\r\n",
                                 &holds, &token, &ttl), HILOCK_EWRONGTYPE);
     ck_assert_int_eq(acquire_of("-ERR Error running script (call to f_1): "
                                 "@user_script:1: WRONGTYPE Operation\r\n",
                                 &holds, &token, &ttl), HILOCK_EWRONGTYPE);
+}
+END_TEST
+
+START_TEST(dump_payload_is_a_checked_rdb_hash)
+{
+    /* the CRC-64 Redis checks payloads with: its published check value */
+    ck_assert(dump_crc64(0, (const unsigned char *)"123456789", 9) ==
+              0xe9c6d914c4b8d9caULL);
+    /* and continued over parts, the same */
+    ck_assert(dump_crc64(dump_crc64(0, (const unsigned char *)"1234", 4),
+                         (const unsigned char *)"56789", 5) ==
+              0xe9c6d914c4b8d9caULL);
+    unsigned char out[512];
+    char longer[100];
+    memset(longer, 'x', sizeof longer);
+    const struct resp_part kv[4] = {
+        {"f", 1}, {"1", 1}, {longer, sizeof longer}, {"", 0}};
+    size_t n = dump_hash(kv, 2, out, sizeof out);
+    /* type, pair count, 1+1, 1+1, 2+100 (a two-byte length), 1+0, version,
+     * CRC */
+    ck_assert_uint_eq(n, 1 + 1 + 2 + 2 + 102 + 1 + 2 + 8);
+    ck_assert_int_eq(out[0], 4);
+    ck_assert_int_eq(out[1], 2);
+    ck_assert(out[2] == 1 && out[3] == 'f' && out[4] == 1 && out[5] == '1');
+    ck_assert(out[6] == 0x40 && out[7] == 100);
+    ck_assert(out[108] == 0 && out[109] == 6 && out[110] == 0);
+    uint64_t crc = dump_crc64(0, out, n - 8);
+    for (int i = 0; i < 8; i++)
+        ck_assert_int_eq(out[n - 8 + (size_t)i], (unsigned char)(crc >> (8 * i)));
+    /* too small a buffer, a string too long: nothing */
+    ck_assert_uint_eq(dump_hash(kv, 2, out, n - 1), 0);
+    const struct resp_part huge[2] = {{out, DUMP_STRING_MAX + 1}, {"", 0}};
+    ck_assert_uint_eq(dump_hash(huge, 1, out, sizeof out), 0);
+}
+END_TEST
+
+START_TEST(plain_commands_name_the_lock_and_the_owner)
+{
+    struct wire_lock l = {.prefix = "", .name = "inv", .name_len = 3,
+                          .client_id = "c1", .owner_tag = 42};
+    char in[512];
+    struct resp_buf b;
+    resp_init(&b, in, sizeof in);
+    ck_assert_int_eq(wire_take(&b, &l, 30000, 9), 0);
+    static const char head[] = "*4\r\n$7\r\nRESTORE\r\n$3\r\ninv\r\n"
+                               "$5\r\n30000\r\n";
+    /* the payload: a hash of 2 pairs, the owner's field = 1, its request
+     * id (as the scripts write it) */
+    static const char hash[] = "\x04\x02\x05" "c1:42" "\x01" "1" "\x09"
+                               "c1:42:rid" "\x01" "9";
+    ck_assert(memcmp(b.data, head, sizeof head - 1) == 0);
+    ck_assert(memcmp(b.data + sizeof head - 1, "$32\r\n", 5) == 0);
+    ck_assert(memcmp(b.data + sizeof head + 4, hash, sizeof hash - 1) == 0);
+    resp_reset(&b);
+    ck_assert_int_eq(wire_take(&b, &l, 0, 9), -1); /* RESTORE's "forever" */
+    ck_assert_uint_eq(b.len, 0);
+    size_t second = wire_drop(&b, &l, "publish");
+    static const char hdel[] = "*4\r\n$4\r\nHDEL\r\n$3\r\ninv\r\n"
+                               "$5\r\nc1:42\r\n$9\r\nc1:42:rid\r\n";
+    static const char pub[] = "*3\r\n$7\r\npublish\r\n"
+                              "$28\r\nredisson_lock__channel:{inv}\r\n"
+                              "$1\r\n0\r\n";
+    ck_assert_uint_eq(second, sizeof hdel - 1);
+    ck_assert_uint_eq(b.len, second + sizeof pub - 1);
+    ck_assert(memcmp(b.data, hdel, second) == 0);
+    ck_assert(memcmp(b.data + second, pub, sizeof pub - 1) == 0);
+    resp_free(&b);
+}
+END_TEST
+
+START_TEST(plain_command_refusals_are_told_apart)
+{
+    static const struct {
+        const char *resp;
+        int refused;
+    } v[] = {
+        {"-BUSYKEY Target key name already exists.\r\n", 0},
+        {"-EXECABORT Transaction discarded because of previous errors.\r\n",
+         0},
+        {"-OOM command not allowed\r\n", 0},
+        {"-READONLY You can't write against a read only replica.\r\n", 0},
+        {"-LOADING Redis is loading the dataset in memory\r\n", 0},
+        {"-NOPERM User u has no permissions to run the 'restore' command\r\n",
+         1},
+        {"-ERR unknown command 'RESTORE', with args beginning with: \r\n", 1},
+        {"-ERR EXEC without MULTI\r\n", 1},
+        {"-ERR DUMP payload version or checksum are wrong\r\n", 1},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        redisReply *r = parse(v[i].resp);
+        ck_assert_msg(reply_plain_refused(r) == v[i].refused, "%s", v[i].resp);
+        freeReplyObject(r);
+    }
 }
 END_TEST
 
@@ -378,6 +480,27 @@ START_TEST(release_renew_and_integer_replies_decode)
     freeReplyObject(r);
     r = parse(":2\r\n");
     ck_assert_int_eq(reply_release(r, &v, &heard), HILOCK_EPROTO);
+    freeReplyObject(r);
+    /* the plain release: EXEC of HDEL (fields removed) and PUBLISH */
+    r = parse("*2\r\n:2\r\n:3\r\n");
+    v = heard = -1;
+    ck_assert_int_eq(reply_release_plain(r, &v, &heard), 0);
+    ck_assert(v == 0 && heard == 3);
+    freeReplyObject(r);
+    r = parse("*2\r\n:0\r\n:0\r\n"); /* another owner's, or none */
+    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_ENOTOWNER);
+    freeReplyObject(r);
+    r = parse("*2\r\n-WRONGTYPE Operation against a key\r\n:0\r\n");
+    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_EWRONGTYPE);
+    freeReplyObject(r);
+    r = parse("*2\r\n:-1\r\n:0\r\n");
+    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_EPROTO);
+    freeReplyObject(r);
+    r = parse("*1\r\n:1\r\n");
+    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_EPROTO);
+    freeReplyObject(r);
+    r = parse("-EXECABORT Transaction discarded\r\n");
+    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_ESERVER);
     freeReplyObject(r);
     r = parse("*2\r\n:-3\r\n:0\r\n");
     ck_assert_int_eq(reply_release(r, &v, &heard), HILOCK_EPROTO);
@@ -509,6 +632,9 @@ int main(void)
 {
     Suite *s = suite_create("pure");
     TCase *tc = tcase_create("pure");
+    tcase_add_test(tc, dump_payload_is_a_checked_rdb_hash);
+    tcase_add_test(tc, plain_commands_name_the_lock_and_the_owner);
+    tcase_add_test(tc, plain_command_refusals_are_told_apart);
     tcase_add_test(tc, sha1_matches_the_fips_vectors);
     tcase_add_test(tc, sha1_handles_every_padding_boundary);
     tcase_add_test(tc, resp_encodes_binary_safe_arguments_with_lengths);

@@ -62,9 +62,9 @@ static void restart_and_await_up(int (*restart)(struct rs_server *),
                   "the client did not report itself up again");
 }
 
-static bool evalsha_reaches(void *arg)
+static bool lock_calls_reach(void *arg)
 {
-    return rs_cmdstat_calls(tu_srv, "evalsha") >= *(const long long *)arg;
+    return tu_lock_calls() >= *(const long long *)arg;
 }
 
 START_TEST(script_flush_behind_our_back_is_survived)
@@ -152,7 +152,7 @@ START_TEST(acquire_timing_out_on_a_frozen_server_leaves_no_hold)
 {
     struct hilock_lock *l = tu_lock(client, "late", 1);
     tu_client_ready(client);
-    long long evalsha = rs_cmdstat_calls(tu_srv, "evalsha");
+    long long calls = tu_lock_calls();
     ck_assert_int_eq(rs_pause(tu_srv), 0);
     long long t0 = tu_now_ms();
     tu_assert_status(hilock_lock_acquire(l, 0, 30000, tu_record, &res[0]), 0);
@@ -162,10 +162,10 @@ START_TEST(acquire_timing_out_on_a_frozen_server_leaves_no_hold)
     tu_assert_status(res[0].status, HILOCK_ETIMEDOUT);
     ck_assert_msg(res[0].at_ms - t0 < 300 + tu_ms(1000),
                   "timed out after %lld ms", res[0].at_ms - t0);
-    /* the server now runs the queued acquire (a script call) and must see
-     * its success undone (another) */
-    evalsha += 2;
-    ck_assert_msg(tu_run_until(evalsha_reaches, &evalsha, tu_ms(3000)),
+    /* the server now runs the queued acquire (RESTORE) and must see its
+     * success undone (a script call) */
+    calls += 2;
+    ck_assert_msg(tu_run_until(lock_calls_reach, &calls, tu_ms(3000)),
                   "the late acquire never ran, or was never undone");
     ck_assert_msg(tu_run_until_redis(0, tu_ms(3000), "EXISTS", "late",
                                      (char *)NULL),

@@ -115,7 +115,10 @@ START_TEST(noscript_resend_overtaken_by_its_twin_counts_two_holds)
 {
     proxy = tp_new(tu_base, rs_port(tu_srv));
     ck_assert_ptr_nonnull(proxy);
-    client = new_client(0);
+    struct hilock_options opts;
+    options(&opts, 0);
+    opts.scripts_only = 1; /* both attempts are scripts */
+    client = tu_client(&opts);
     struct hilock_lock *a = tu_lock(client, "ns", 1);
     struct hilock_lock *b = tu_lock(client, "ns", 1);
     tu_assert_status(tu_query(hilock_lock_query_held, a, NULL), 0);
@@ -322,11 +325,13 @@ START_TEST(server_error_text_reaches_the_log)
     rs_stop(tu_srv);
     struct rs_options so;
     memset(&so, 0, sizeof so);
-    so.conf = "rename-command EVALSHA \"\"\nrename-command EVAL \"\"";
+    so.conf = "rename-command EVALSHA \"\"\nrename-command EVAL \"\"\n"
+              "rename-command RESTORE \"\"";
     tu_srv = tu_server_start(&so);
     ck_assert_ptr_nonnull(tu_srv);
     client = new_client(0);
     struct hilock_lock *l = tu_lock(client, "renamed", 1);
+    /* RESTORE refused: the script goes instead, and is refused too */
     tu_assert_status(tu_acquire(l, 0, 0, NULL), HILOCK_ESERVER);
     ck_assert_msg(strstr(logged, "unknown command") != NULL,
                   "server text not logged: %s", logged);

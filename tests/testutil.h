@@ -127,8 +127,11 @@ long long tu_exists(const char *key);
  * its reply (a query sent behind it is answered). Fails the test when that
  * takes longer than timeout_ms. */
 void tu_await_renewal(struct hilock_lock *lock, int timeout_ms);
+/* The lock commands tu_srv has run so far: script calls (EVALSHA) and
+ * the plain fast path's RESTORE and HDEL. */
+long long tu_lock_calls(void);
 /* Run for window_ms and then the quiet window, and fail the test if Redis
- * ran a script call meanwhile: no renewal (nor any other lock operation)
+ * ran a lock command meanwhile: no renewal (nor any other lock operation)
  * for a lock that must not be renewed any more. window_ms should cover a
  * renewal period, a third of the watchdog lease. */
 void tu_assert_no_script_call(int window_ms);

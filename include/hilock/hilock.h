@@ -210,6 +210,15 @@ struct hilock_options {
      * does not queue. Not with masters (Redlock): HILOCK_EINVAL. Default 0
      * (Redisson's RLock behaviour). See the README, "Fair mode". */
     int fair;
+    /* Nonzero: no plain fast path; every acquire and release runs its
+     * script. By default a lock's first acquire attempt with nothing held
+     * is a RESTORE of the lock hash (refused at once when the key exists,
+     * then the script runs), and a release of a single hold is an HDEL
+     * and a PUBLISH in MULTI/EXEC: plain commands cost Redis a fraction of
+     * a script call. Only on one node without fencing tokens or fair
+     * mode; a server or ACL that does not take RESTORE, MULTI or EXEC
+     * turns it off by itself. See the README, "What a lock costs Redis". */
+    int scripts_only;
 };
 
 /* Fill *opts with the defaults listed in struct hilock_options. */

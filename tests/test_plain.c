@@ -1,0 +1,281 @@
+/* test_plain.c -- the plain fast path: a free lock is taken with RESTORE
+ * and a single hold given back with HDEL and the release message, no
+ * script; the hash is the one the scripts write, so both paths mix; a
+ * refused RESTORE goes on as the script; a server or ACL without the
+ * commands turns the path off and nothing is lost. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct hilock_client *a, *b;
+static char logged[512];
+
+static void log_line(enum hilock_log_level level, const char *msg, void *arg)
+{
+    (void)level;
+    (void)arg;
+    snprintf(logged, sizeof logged, "%s", msg);
+}
+
+static void setup(void)
+{
+    struct hilock_options o;
+    tu_setup();
+    tu_options(&o);
+    o.log_cb = log_line;
+    logged[0] = '\0';
+    a = tu_client(&o);
+    b = tu_client(&o);
+}
+
+static void teardown(void)
+{
+    hilock_client_free(a);
+    hilock_client_free(b);
+    a = b = NULL;
+    tu_teardown();
+}
+
+/* INFO commandstats of cmd on tu_srv: its calls, and its failed calls. */
+static long long calls(const char *cmd)
+{
+    long long n = rs_cmdstat_calls(tu_srv, cmd);
+    ck_assert_int_ge(n, 0);
+    return n;
+}
+
+/* Its failed calls (refused by the command), or rejected ones (refused
+ * before it ran: an ACL). */
+static long long cmdstat(const char *cmd, const char *what)
+{
+    char field[64], key[64];
+    snprintf(field, sizeof field, "cmdstat_%s", cmd);
+    snprintf(key, sizeof key, ",%s=", what);
+    char *v = rs_info(tu_srv, "commandstats", field);
+    const char *p = v ? strstr(v, key) : NULL;
+    long long n = p ? strtoll(p + strlen(key), NULL, 10) : 0;
+    free(v);
+    return n;
+}
+
+static long long failed(const char *cmd)
+{
+    return cmdstat(cmd, "failed_calls");
+}
+
+START_TEST(free_lock_taken_and_given_back_without_a_script)
+{
+    struct hilock_lock *l = tu_lock(a, "inv", 7);
+    tu_client_ready(a);
+    /* a subscriber of the release channel, as a waiter elsewhere */
+    redisContext *sub = rs_connect(tu_srv);
+    ck_assert_ptr_nonnull(sub);
+    redisReply *r = redisCommand(sub, "SUBSCRIBE redisson_lock__channel:{inv}");
+    ck_assert_ptr_nonnull(r);
+    freeReplyObject(r);
+    long long sha = calls("evalsha"), rst = calls("restore");
+    long long hdel = calls("hdel");
+
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
+    ck_assert_int_eq(calls("restore"), rst + 1);
+    ck_assert_int_eq(calls("evalsha"), sha);
+    /* Redisson's layout: the owner's field = 1, beside the request id */
+    char field[128], rid[140];
+    tu_field(a, 7, field);
+    snprintf(rid, sizeof rid, "%s:rid", field);
+    ck_assert_int_eq(tu_holds("inv", a, 7), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "HLEN", "inv", (char *)NULL), 2);
+    ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", "inv", rid, (char *)NULL), 1);
+    long long pttl = rs_int(tu_srv, "PTTL", "inv", (char *)NULL);
+    ck_assert_msg(pttl > 15000 && pttl <= 20000, "lease %lld", pttl);
+    ck_assert_uint_eq(hilock_lock_hold_count(l), 1);
+
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(calls("hdel"), hdel + 1);
+    ck_assert_int_eq(calls("evalsha"), sha);
+    ck_assert_int_eq(tu_exists("inv"), 0);
+    ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
+    /* the release message went out: Redisson's "0" */
+    r = NULL;
+    ck_assert_int_eq(redisGetReply(sub, (void **)&r), REDIS_OK);
+    ck_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ck_assert_str_eq(r->element[1]->str, "redisson_lock__channel:{inv}");
+    ck_assert_str_eq(r->element[2]->str, "0");
+    freeReplyObject(r);
+    redisFree(sub);
+    ck_assert_int_eq(rs_int(tu_srv, "DBSIZE", (char *)NULL), 0);
+}
+END_TEST
+
+START_TEST(busy_lock_goes_on_as_the_script_and_waits)
+{
+    struct hilock_lock *la = tu_lock(a, "busy", 1);
+    struct hilock_lock *lb = tu_lock(b, "busy", 1);
+    tu_assert_status(tu_acquire(la, 0, 20000, NULL), 0);
+    long long sha = calls("evalsha"), bad = failed("restore");
+    /* refused (BUSYKEY), then the script: busy at once */
+    tu_assert_status(tu_acquire(lb, 0, 20000, NULL), HILOCK_EBUSY);
+    ck_assert_int_eq(failed("restore"), bad + 1);
+    ck_assert_int_eq(calls("evalsha"), sha + 1);
+    ck_assert_int_eq(tu_holds("busy", b, 1), RS_NIL);
+    /* a waiter is woken by the plain release's message */
+    struct tu_result got = {0};
+    tu_assert_status(hilock_lock_acquire(lb, 5000, 20000, tu_record, &got), 0);
+    tu_run_for(50);
+    ck_assert_int_eq(got.calls, 0);
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_release(la, NULL), 0);
+    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(2000)));
+    tu_assert_status(got.status, 0);
+    ck_assert_msg(tu_now_ms() - t0 < 1000, "woken after %lld ms",
+                  tu_now_ms() - t0);
+    ck_assert_int_eq(tu_holds("busy", b, 1), 1);
+    /* the plain path is still on for that client */
+    tu_assert_status(tu_release(lb, NULL), 0);
+    long long rst = calls("restore");
+    tu_assert_status(tu_acquire(la, 0, 20000, NULL), 0);
+    ck_assert_int_eq(calls("restore"), rst + 1);
+}
+END_TEST
+
+/* Two handles of one owner take a free lock at once: one RESTORE wins,
+ * the other is refused and counts a second hold with the script. */
+START_TEST(twins_taking_a_free_lock_together_count_two_holds)
+{
+    struct hilock_lock *x = tu_lock(a, "twins", 3);
+    struct hilock_lock *y = tu_lock(a, "twins", 3);
+    struct tu_result rx = {0}, ry = {0};
+    tu_client_ready(a);
+    tu_assert_status(hilock_lock_acquire(x, 0, 20000, tu_record, &rx), 0);
+    tu_assert_status(hilock_lock_acquire(y, 0, 20000, tu_record, &ry), 0);
+    ck_assert(tu_run_until_count(&rx.calls, 1, tu_ms(2000)));
+    ck_assert(tu_run_until_count(&ry.calls, 1, tu_ms(2000)));
+    tu_assert_status(rx.status, 0);
+    tu_assert_status(ry.status, 0);
+    ck_assert_int_eq(tu_holds("twins", a, 3), 2);
+    tu_assert_status(tu_release(x, NULL), 0);
+    ck_assert_int_eq(tu_holds("twins", a, 3), 1);
+    tu_assert_status(tu_release(y, NULL), 0);
+    ck_assert_int_eq(tu_exists("twins"), 0);
+}
+END_TEST
+
+/* Re-entry runs the script; the first release of two runs it too, the
+ * last one goes plain. */
+START_TEST(reentry_and_its_releases_keep_the_count)
+{
+    struct hilock_lock *l = tu_lock(a, "re", 1);
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
+    long long sha = calls("evalsha"), hdel = calls("hdel");
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
+    ck_assert_int_eq(tu_holds("re", a, 1), 2);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(tu_holds("re", a, 1), 1);
+    ck_assert_int_eq(calls("evalsha"), sha + 2);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(calls("hdel"), hdel + 1);
+    ck_assert_int_eq(tu_exists("re"), 0);
+    /* a release of nothing: not the owner, whatever the path */
+    tu_assert_status(tu_release(l, NULL), HILOCK_ENOTOWNER);
+}
+END_TEST
+
+/* A plain release finds another owner's lock (ours expired): nothing of
+ * it is touched. */
+START_TEST(plain_release_after_expiry_leaves_the_new_owner_alone)
+{
+    struct hilock_lock *la = tu_lock(a, "exp", 1);
+    struct hilock_lock *lb = tu_lock(b, "exp", 1);
+    tu_assert_status(tu_acquire(la, 0, 100, NULL), 0);
+    tu_assert_status(tu_acquire(lb, 3000, 20000, NULL), 0);
+    tu_assert_status(tu_release(la, NULL), HILOCK_ENOTOWNER);
+    ck_assert_int_eq(tu_holds("exp", b, 1), 1);
+    long long pttl = rs_int(tu_srv, "PTTL", "exp", (char *)NULL);
+    ck_assert_msg(pttl > 15000, "lease %lld", pttl);
+}
+END_TEST
+
+/* ACL users without the plain commands: the first refusal is logged and
+ * the scripts take over for good; nothing is lost or left. Without MULTI
+ * (_i = 1) the release's HDEL and PUBLISH run one by one and EXEC is
+ * refused: the release script that follows finds the hold gone and takes
+ * the release as done. */
+START_TEST(acl_without_the_commands_falls_back_to_scripts)
+{
+    static const char *const denied[][2] = {{"-restore", "-hdel"},
+                                            {"-multi", "-exec"}};
+    char *ok = rs_str(tu_srv, "ACL", "SETUSER", "scripted", "on", ">pw",
+                      "~*", "&*", "+@all", denied[_i][0], denied[_i][1],
+                      (char *)NULL);
+    ck_assert_str_eq(ok, "OK");
+    free(ok);
+    struct hilock_options o;
+    tu_options(&o);
+    o.username = "scripted";
+    o.password = "pw";
+    o.log_cb = log_line;
+    struct hilock_client *c = tu_client(&o);
+    struct hilock_lock *l = tu_lock(c, "acl", 1);
+    const char *cmd = _i == 0 ? "restore" : "exec";
+    long long rejected = cmdstat(cmd, "rejected_calls");
+    long long rst = calls("restore");
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
+    ck_assert_int_eq(tu_holds("acl", c, 1), 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(cmdstat(cmd, "rejected_calls"), rejected + 1);
+    ck_assert_msg(strstr(logged, "NOPERM") && strstr(logged, "scripts only"),
+                  "not logged: %s", logged);
+    ck_assert_int_eq(tu_exists("acl"), 0);
+    /* no second try */
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(cmdstat(cmd, "rejected_calls"), rejected + 1);
+    ck_assert_int_eq(calls("restore"), rst + (_i == 1));
+    ck_assert_int_eq(tu_exists("acl"), 0);
+    hilock_client_free(c);
+}
+END_TEST
+
+START_TEST(scripts_only_sends_no_plain_command)
+{
+    struct hilock_options o;
+    tu_options(&o);
+    o.scripts_only = 1;
+    struct hilock_client *c = tu_client(&o);
+    struct hilock_lock *l = tu_lock(c, "so", 1);
+    tu_client_ready(c);
+    long long rst = calls("restore"), hdel = calls("hdel");
+    long long sha = calls("evalsha");
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(calls("evalsha"), sha + 2);
+    ck_assert_int_eq(calls("restore"), rst);
+    ck_assert_int_eq(calls("hdel"), hdel);
+    ck_assert_int_eq(tu_exists("so"), 0);
+    hilock_client_free(c);
+}
+END_TEST
+
+static Suite *plain_suite(void)
+{
+    Suite *s = suite_create("plain");
+    TCase *tc = tcase_create("fast path");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, free_lock_taken_and_given_back_without_a_script);
+    tcase_add_test(tc, busy_lock_goes_on_as_the_script_and_waits);
+    tcase_add_test(tc, twins_taking_a_free_lock_together_count_two_holds);
+    tcase_add_test(tc, reentry_and_its_releases_keep_the_count);
+    tcase_add_test(tc, plain_release_after_expiry_leaves_the_new_owner_alone);
+    tcase_add_loop_test(tc, acl_without_the_commands_falls_back_to_scripts, 0,
+                        2);
+    tcase_add_test(tc, scripts_only_sends_no_plain_command);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(plain_suite());
+}
