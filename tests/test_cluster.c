@@ -127,6 +127,14 @@ START_TEST(locks_spread_over_every_master_and_exclude_others)
         tu_assert_status(tu_release(a[i], NULL), 0);
         ck_assert_int_eq(on_owner(name[i], "EXISTS", NULL), 0);
     }
+    /* each lock was taken and given back plain, on its master */
+    long long restores = 0, hdels = 0;
+    for (int i = 0; i < m; i++) {
+        restores += rs_cmdstat_calls(rc_server(cluster, masters[i]), "restore");
+        hdels += rs_cmdstat_calls(rc_server(cluster, masters[i]), "hdel");
+    }
+    ck_assert_int_ge(restores, N);
+    ck_assert_int_eq(hdels, N);
 }
 END_TEST
 
