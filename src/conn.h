@@ -162,6 +162,9 @@ struct conn {
     struct event retry_timer;         /* backoff, and connect deadline */
     struct event later_timer;         /* sends what conn_resend_later put
                                          back in the queue */
+    struct event flush_ev;            /* writes what was handed to hiredis
+                                         (see conn.c) */
+    uint8_t flush_pending;            /* flush_ev is active */
     struct req_list queued;           /* waiting for a connection */
     struct req_list sent;             /* handed to hiredis */
     struct req *pool;                 /* recycled requests (chained by ctx) */

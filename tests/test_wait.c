@@ -185,11 +185,12 @@ START_TEST(expired_holder_is_taken_over_by_the_fallback_timer)
     ck_assert_msg(took >= 150, "acquired after %lld ms: lock was not held",
                   took);
     ck_assert_msg(took < tu_ms(1500), "took over after %lld ms", took);
-    /* nothing was published (a release would have been), so the waiter
-     * woke by its own timer; commands run by scripts are counted too */
-    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "publish"), 0);
     tu_run_quiet();
     assert_served_once_in_order(1);
+    /* nothing was published but the waiter's own release (a release of
+     * the holder would have been), so the waiter woke by its own timer;
+     * commands run by scripts and transactions are counted too */
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "publish"), 1);
 }
 END_TEST
 
