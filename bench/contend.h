@@ -70,6 +70,7 @@ struct cstats {
     uint64_t cs_errors;              /* GET/SET failed or not sent */
     uint64_t lost;                   /* on_lost callbacks */
     uint64_t stuck;                  /* waiters not idle at the drain end */
+    uint64_t stop_canceled;          /* waits canceled by the stop */
     int64_t overrun;                 /* hit its hard stop */
     int64_t setup_failed;
     int64_t norep_first_ns;          /* first and last acquire callback */

@@ -91,6 +91,8 @@ struct urun {
     int nac;
     int quorum;                                /* of the nac nodes */
     struct event *tick;  /* progress line */
+    struct event *flush; /* writes the raw contexts' buffers (raw_sent) */
+    int flush_pending;
     char uuid[37];
     char sha_acq[41], sha_rel[41], sha_cad[41];
     uint32_t wait_ms;
@@ -266,6 +268,27 @@ static void c_on_released(redisAsyncContext *ac, void *reply, void *arg)
 /* Hand the encoded cmd to every raw context with fn as its callback, as
  * hilock does, so that the baseline carries no formatting cost hilock
  * avoids; then drop cmd's heap storage, if any. REDIS_OK or not. */
+/* The raw modes leave as hilock's requests do (conn.c): what was handed
+ * to the contexts is written once the callbacks running now are done,
+ * not on the loop's next poll. */
+static void on_raw_flush(evutil_socket_t fd, short what, void *arg)
+{
+    struct urun *u = arg;
+    (void)fd;
+    (void)what;
+    u->flush_pending = 0;
+    for (int j = 0; j < u->nac; j++)
+        redisAsyncHandleWrite(u->ac[j]);
+}
+
+static void raw_sent(struct urun *u)
+{
+    if (!u->flush_pending) {
+        u->flush_pending = 1;
+        event_active(u->flush, 0, 1);
+    }
+}
+
 static int c_send(struct urun *u, struct resp_buf *cmd, size_t split,
                   redisCallbackFn *fn, void *arg)
 {
@@ -290,6 +313,7 @@ static int c_send(struct urun *u, struct resp_buf *cmd, size_t split,
             rc = redisAsyncFormattedCommand(ac, fn, arg, exec, sizeof exec - 1);
     }
     resp_free(cmd);
+    raw_sent(u);
     return rc;
 }
 
@@ -347,6 +371,7 @@ static int s_send(struct urun *u, redisCallbackFn *fn, void *arg, int argc,
     int rc = REDIS_OK;
     for (int j = 0; j < u->nac && rc == REDIS_OK; j++)
         rc = redisAsyncCommandArgv(u->ac[j], fn, arg, argc, argv, lens);
+    raw_sent(u);
     return rc;
 }
 
@@ -606,7 +631,8 @@ static int urun_setup(struct urun *u, struct bench *b,
         (ceiling && ceiling_setup(u, ho) != 0) ||
         hilock_client_new(u->base, ho, &u->client) != 0 ||
         slots_init(u, tag) != 0 ||
-        !(u->tick = event_new(u->base, -1, EV_PERSIST, on_tick, u)))
+        !(u->tick = event_new(u->base, -1, EV_PERSIST, on_tick, u)) ||
+        !(u->flush = event_new(u->base, -1, 0, on_raw_flush, u)))
         return -1;
     event_add(u->tick, &tick);
     u->what = "warm-up";
@@ -641,6 +667,8 @@ void urun_free(struct urun *u)
         return;
     if (u->tick)
         event_free(u->tick);
+    if (u->flush)
+        event_free(u->flush);
     if (u->client)
         hilock_client_free(u->client); /* frees the handles too */
     for (int j = 0; j < u->nac; j++)

@@ -238,6 +238,8 @@ struct kv {
     redisAsyncContext *ac; /* NULL while down */
     int connected;
     struct event *retry;
+    struct event *flush; /* writes what kv_cmd handed over (kv_cmd) */
+    int flush_pending;
 };
 
 static void kv_connect(struct kv *kv);
@@ -296,13 +298,27 @@ static void kv_connect(struct kv *kv)
     kv->ac = ac;
 }
 
+static void kv_on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    struct kv *kv = arg;
+    (void)fd;
+    (void)what;
+    kv->flush_pending = 0;
+    if (kv->ac && kv->connected)
+        redisAsyncHandleWrite(kv->ac);
+}
+
 struct kv *kv_new(struct event_base *base, const char *host, int port)
 {
     struct kv *kv = calloc(1, sizeof(*kv));
     if (!kv || !(kv->host = strdup(host)) ||
-        !(kv->retry = evtimer_new(base, kv_on_retry, kv))) {
-        if (kv)
+        !(kv->retry = evtimer_new(base, kv_on_retry, kv)) ||
+        !(kv->flush = event_new(base, -1, 0, kv_on_flush, kv))) {
+        if (kv) {
+            if (kv->retry)
+                event_free(kv->retry);
             free(kv->host);
+        }
         free(kv);
         return NULL;
     }
@@ -315,11 +331,16 @@ struct kv *kv_new(struct event_base *base, const char *host, int port)
 int kv_cmd(struct kv *kv, redisCallbackFn *fn, void *arg, int argc,
            const char **argv, const size_t *lens)
 {
-    if (!kv->ac || !kv->connected)
+    if (!kv->ac || !kv->connected ||
+        redisAsyncCommandArgv(kv->ac, fn, arg, argc, argv, lens) != REDIS_OK)
         return -1;
-    return redisAsyncCommandArgv(kv->ac, fn, arg, argc, argv, lens) == REDIS_OK
-               ? 0
-               : -1;
+    /* it leaves once the running callbacks are done, as hilock's requests
+     * do, not on the loop's next poll: the sections cost what they cost */
+    if (!kv->flush_pending) {
+        kv->flush_pending = 1;
+        event_active(kv->flush, 0, 1);
+    }
+    return 0;
 }
 
 int kv_up(const struct kv *kv)
@@ -332,6 +353,7 @@ void kv_free(struct kv *kv)
     if (!kv)
         return;
     event_free(kv->retry);
+    event_free(kv->flush);
     if (kv->ac) {
         redisAsyncContext *ac = kv->ac;
         ac->data = NULL;
