@@ -83,8 +83,9 @@ struct engine {
     struct op *op_pool;                /* recycled operations (op.c) */
     size_t op_pool_len;
     struct hilock_stats stats;         /* the client's counters */
-    uint8_t plain_refused;             /* a node refused RESTORE or HDEL:
-                                          no plain fast path any more */
+    uint8_t plain_refused;             /* a node does not take the plain
+                                          commands: scripts only from now
+                                          on (see lock.c) */
 };
 
 /* The lease a request asks for: lease_ms, or the watchdog's for 0. */

@@ -83,9 +83,10 @@ static void part_refresh(struct req *r, enum req_again why)
     if (r->plain) {
         int id = op->again(op, &r->cmd, why);
         if (id >= 0) {
-            /* A transaction Redis refused to open (MULTI refused) ran its
-             * commands one by one: the release may be applied already. */
-            r->resent |= r->split != 0;
+            /* A transaction whose MULTI was refused (then EXEC is, and
+             * counts as the command refused) ran its commands one by one:
+             * the release may be applied already. */
+            r->resent |= r->split && why == REQ_AGAIN_NO_PLAIN;
             r->plain = 0;
             r->split = 0;
             node_eval(r, (enum script_id)id);

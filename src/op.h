@@ -83,8 +83,8 @@ struct resp_buf *op_cmd_at(struct op *op, size_t i);
 /* Mark the command as running script id (NOSCRIPT reload per node). */
 void op_eval(struct op *op, enum script_id id);
 /* Mark the command as plain, not a script (again: see above); split
- * nonzero: the buffer holds a second command from there on, whose reply
- * nobody reads. */
+ * nonzero: the buffer holds a second command from there on, and the two
+ * go as one transaction (see conn.h). */
 void op_plain(struct op *op, size_t split);
 /* Send it to its nodes, each with a deadline of timeout_ms (0: the
  * request timeout). */
