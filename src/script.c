@@ -243,8 +243,12 @@ static const char multi_release_lua[] =
  * deadline: the server's unix time in ms after which the entry is stale
  * (its waiter gave up or died); lease: the lease it asked for; listener:
  * its client's public channel tag (never the client id, which is secret);
- * wait id: which acquire call of that owner it is. The list expires with
- * its last deadline.
+ * wait id: which acquire call of that owner it is. An owner has one entry
+ * at most: the hash "hilock_queue:{name}:owners" maps each queued owner
+ * field to its entry, so that queueing, a retry and leaving find it
+ * without reading the list (with a hundred waiters, a scan of the list
+ * was most of what a fair acquire cost Redis). Both expire with the last
+ * deadline.
  *
  * A hand-off makes the first live entry the owner inside the script that
  * frees the lock: its field = 1 and the marker field "hilock:handed" =
@@ -275,9 +279,15 @@ static const char multi_release_lua[] =
     "  local d, l, lt, w, f = string.match(e, " FAIR_ENTRY_RE ")\n"         \
     "  return f, tonumber(d or '0')\n"                                      \
     "end\n"                                                                 \
+    "local function pop(q)\n"                                               \
+    "  local e = redis.call('lpop', q)\n"                                   \
+    "  local f = e and owner_of(e)\n"                                       \
+    "  if f then redis.call('hdel', q .. ':owners', f) end\n"              \
+    "  return e\n"                                                          \
+    "end\n"                                                                 \
     "local function hand(lock, q, now, fencing, fence, pub, chan)\n"        \
     "  while true do\n"                                                     \
-    "    local e = redis.call('lpop', q)\n"                                 \
+    "    local e = pop(q)\n"                                                \
     "    if not e then return nil end\n"                                    \
     "    local d, l, lt, w, f = string.match(e, " FAIR_ENTRY_RE ")\n"       \
     "    if d and tonumber(d) > now then\n"                                 \
@@ -342,10 +352,10 @@ static const char fair_acquire_lua[] =
     "    if not first then break end\n"
     "    f, d = owner_of(first)\n"
     "    if d > now then break end\n"
-    "    redis.call('lpop', q)\n"
+    "    pop(q)\n"
     "  end\n"
     "  if not first or f == ARGV[2] then\n"
-    "    if first then redis.call('lpop', q) end\n"
+    "    if first then pop(q) end\n"
     "    redis.call('hset', KEYS[1], ARGV[2], 1, rid, ARGV[12])\n"
     "    redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "    local t = 0\n"
@@ -357,13 +367,19 @@ static const char fair_acquire_lua[] =
     "if ARGV[6] == 'w' then\n"
     "  local e = (now + tonumber(ARGV[7])) .. ':' .. ARGV[1] .. ':' ..\n"
     "            ARGV[8] .. ':' .. ARGV[9] .. ':' .. ARGV[2]\n"
-    "  local at = nil\n"
-    "  for i, x in ipairs(redis.call('lrange', q, 0, -1)) do\n"
-    "    if owner_of(x) == ARGV[2] then at = i - 1 break end\n"
+    "  local own, at = q .. ':owners', nil\n"
+    "  local old = redis.call('hget', own, ARGV[2])\n"
+    "  if old then\n" /* a retry: the entry keeps its place */
+    "    for i, x in ipairs(redis.call('lrange', q, 0, -1)) do\n"
+    "      if x == old then at = i - 1 break end\n"
+    "    end\n"
     "  end\n"
     "  if at then redis.call('lset', q, at, e) else redis.call('rpush', q, e) end\n"
-    "  if redis.call('pttl', q) < tonumber(ARGV[7]) then\n"
-    "    redis.call('pexpire', q, ARGV[7])\n"
+    "  redis.call('hset', own, ARGV[2], e)\n"
+    "  for _, k in ipairs({q, own}) do\n"
+    "    if redis.call('pttl', k) < tonumber(ARGV[7]) then\n"
+    "      redis.call('pexpire', k, ARGV[7])\n"
+    "    end\n"
     "  end\n"
     "end\n"
     "return redis.call('pttl', KEYS[1])\n";
@@ -404,14 +420,17 @@ static const char fair_release_lua[] =
  * ARGV[1] owner field, ARGV[2] queue, ARGV[3] "1" to issue tokens, ARGV[4]
  * fencing counter, ARGV[5] publish command, ARGV[6] channel, ARGV[7]
  * release message, ARGV[8] the wait id that gave up
- * Removes the owner's entries, and passes on a hand-off to that wait that
+ * Removes the owner's entry, and passes on a hand-off to that wait that
  * raced the giving up (the hold it got: the lock moves on when the owner
  * holds nothing else). Returns 1 when it passed one on, else 0. Sent
  * again, it finds nothing more to do. */
 static const char fair_leave_lua[] =
     FAIR_LUA
-    "for _, x in ipairs(redis.call('lrange', ARGV[2], 0, -1)) do\n"
-    "  if owner_of(x) == ARGV[1] then redis.call('lrem', ARGV[2], 1, x) end\n"
+    "local own = ARGV[2] .. ':owners'\n"
+    "local mine = redis.call('hget', own, ARGV[1])\n"
+    "if mine then\n"
+    "  redis.call('lrem', ARGV[2], 1, mine)\n"
+    "  redis.call('hdel', own, ARGV[1])\n"
     "end\n"
     "local v = redis.call('hmget', KEYS[1], ARGV[1], 'hilock:handed')\n"
     "if not v[1] or string.match(v[2] or '', ':(%d+)$') ~= ARGV[8] then\n"

@@ -23,6 +23,7 @@
 
 #define NAME "fair"
 #define QUEUE "hilock_queue:{" NAME "}"
+#define OWNERS QUEUE ":owners"
 #define LONG_MS 10000 /* a lease or wait no test reaches (before tu_ms) */
 
 static struct hilock_client *cl[4];
@@ -141,6 +142,9 @@ START_TEST(test_fifo_across_clients)
     wait_queued(cl[3], l[3], &w[3], (uint64_t)tu_ms(LONG_MS), 0, 3);
     int expect[3] = {2, 1, 3};
     struct hilock_lock *holder = l[0];
+    /* each queued owner is found by its field, not by reading the list */
+    ck_assert_int_eq(rs_int(tu_srv, "HLEN", OWNERS, (char *)NULL), 3);
+    ck_assert_int_gt(rs_int(tu_srv, "PTTL", OWNERS, (char *)NULL), 0);
     long long calls = rs_cmdstat_calls(tu_srv, "evalsha");
     for (int k = 0; k < 3; k++) {
         struct waiter *next = &w[expect[k]];
@@ -168,6 +172,7 @@ START_TEST(test_fifo_across_clients)
     release_held(holder);
     ck_assert_int_eq(tu_exists(NAME), 0);
     ck_assert_int_eq(tu_exists(QUEUE), 0);
+    ck_assert_int_eq(tu_exists(OWNERS), 0);
 }
 END_TEST
 
@@ -321,10 +326,12 @@ START_TEST(test_timeout_and_cancel_leave_queue)
     ck_assert(tu_run_until_count(&w1.r.calls, 1, tu_ms(2000)));
     tu_assert_status(w1.r.status, HILOCK_ETIMEDOUT);
     ck_assert(tu_run_until_redis(1, tu_ms(1000), "LLEN", QUEUE, (char *)NULL));
+    ck_assert_int_eq(rs_int(tu_srv, "HLEN", OWNERS, (char *)NULL), 1);
     ck_assert_int_eq(hilock_lock_cancel(l2), 0);
     ck_assert_int_eq(w2.r.calls, 1);
     tu_assert_status(w2.r.status, HILOCK_ECANCELED);
     ck_assert(tu_run_until_redis(0, tu_ms(1000), "LLEN", QUEUE, (char *)NULL));
+    ck_assert_int_eq(tu_exists(OWNERS), 0);
     /* the release finds nobody queued: the lock is deleted */
     tu_assert_status(tu_release(h, NULL), 0);
     ck_assert_int_eq(tu_exists(NAME), 0);
