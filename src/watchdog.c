@@ -166,6 +166,16 @@ static int send_batch(struct engine *c, struct renew_batch *b)
     return 0;
 }
 
+/* A renewal of lock could not be sent (no memory): renew a watchdog lock
+ * again shortly, and watch a lock with an explicit lease to its end, as
+ * before (on_timer reports any other lock reaching its key as lost). */
+static void retry_soon(struct hilock_lock *lock)
+{
+    uint64_t soon = clock_now_ms() + 10;
+    schedule(lock, lock->auto_renew && soon < lock->valid_until
+                       ? soon : lock->valid_until);
+}
+
 /* Send a watchdog batch; if that fails, put its locks back on the heap to
  * try again shortly (still bounded by their validity). */
 static void flush_batch(struct engine *c, struct renew_batch *b)
@@ -175,8 +185,7 @@ static void flush_batch(struct engine *c, struct renew_batch *b)
     for (size_t i = 0; i < b->n; i++) {
         struct hilock_lock *lock = b->locks[i];
         lock->renewing = 0;
-        schedule(lock, clock_now_ms() + 10 < lock->valid_until
-                           ? clock_now_ms() + 10 : lock->valid_until);
+        retry_soon(lock);
         handle_unref(lock);
     }
     free(b);
