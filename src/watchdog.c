@@ -83,7 +83,7 @@ static void rearm(struct engine *c)
     c->wd.armed_ms = key;
 }
 
-/* Key the lock at key (or drop it if the heap cannot grow: then it is
+/* Key the lock at key (or drop it if no bucket can be made: then it is
  * reported lost rather than silently unwatched). */
 static void schedule(struct hilock_lock *lock, uint64_t key)
 {
@@ -166,6 +166,16 @@ static int send_batch(struct engine *c, struct renew_batch *b)
     return 0;
 }
 
+/* A renewal of lock could not be sent (no memory): renew a watchdog lock
+ * again shortly, and watch a lock with an explicit lease to its end, as
+ * before (on_timer reports any other lock reaching its key as lost). */
+static void retry_soon(struct hilock_lock *lock)
+{
+    uint64_t soon = clock_now_ms() + 10;
+    schedule(lock, lock->auto_renew && soon < lock->valid_until
+                       ? soon : lock->valid_until);
+}
+
 /* Send a watchdog batch; if that fails, put its locks back on the heap to
  * try again shortly (still bounded by their validity). */
 static void flush_batch(struct engine *c, struct renew_batch *b)
@@ -175,8 +185,7 @@ static void flush_batch(struct engine *c, struct renew_batch *b)
     for (size_t i = 0; i < b->n; i++) {
         struct hilock_lock *lock = b->locks[i];
         lock->renewing = 0;
-        schedule(lock, clock_now_ms() + 10 < lock->valid_until
-                           ? clock_now_ms() + 10 : lock->valid_until);
+        retry_soon(lock);
         handle_unref(lock);
     }
     free(b);
@@ -189,12 +198,11 @@ static void batch_push(struct renew_batch *b, struct hilock_lock *lock)
     b->nargs += wire_renew_size((enum lock_kind)lock->kind);
 }
 
-/* Put lock into b, marked as having a renewal in flight. */
-static void batch_add(struct engine *c, struct renew_batch *b,
-                      struct hilock_lock *lock)
+/* Put lock, keyed at its validity end already, into b, marked as having a
+ * renewal in flight. */
+static void batch_add(struct renew_batch *b, struct hilock_lock *lock)
 {
     lock->renewing = 1;
-    heap_set(&c->wd.heap, &lock->wd_node, lock->valid_until);
     handle_ref(lock);
     batch_push(b, lock);
     if (lock->valid_until < b->valid_min)
@@ -309,8 +317,10 @@ int watchdog_renew_now(struct hilock_lock *lock, uint32_t lease_ms,
 }
 
 /* Put lock into the open batch of its node and lease in *open (made when
- * there is none), sending it when it is full. Returns 0, or -1 without
- * memory. */
+ * there is none), sending it when it is full; while the renewal is out,
+ * the lock is keyed at its validity end. Returns 0, or -1 without memory:
+ * then the lock is where it was, or out of the heap if its key could not
+ * move (the caller puts it back, see retry_soon). */
 static int batch_put(struct engine *c, struct renew_batch **open,
                      uint32_t lease_ms, struct hilock_lock *lock)
 {
@@ -324,7 +334,14 @@ static int batch_put(struct engine *c, struct renew_batch **open,
         (*p)->group = group;
     }
     struct renew_batch *b = *p;
-    batch_add(c, b, lock);
+    if (heap_set(&c->wd.heap, &lock->wd_node, lock->valid_until) != 0) {
+        if (b->n == 0) { /* never send an empty batch */
+            *p = b->next;
+            free(b);
+        }
+        return -1;
+    }
+    batch_add(b, lock);
     if (b->n == RENEW_BATCH_MAX) {
         *p = b->next;
         flush_batch(c, b);
@@ -360,7 +377,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
             continue;
         }
         if (batch_put(c, &open, c->opts->watchdog_lease_ms, lock) != 0) {
-            schedule(lock, now + 1);
+            retry_soon(lock);
             break;
         }
     }
@@ -372,23 +389,30 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 void watchdog_verify_all(struct engine *c)
 {
-    size_t n = c->wd.heap.len, k = 0;
-    struct hilock_lock **all = n ? malloc(n * sizeof(*all)) : NULL;
+    size_t n = c->wd.heap.len;
+    struct heap_node **all = n ? malloc(n * sizeof(*all)) : NULL;
     struct renew_batch *open = NULL;
     if (!all)
         return;
-    /* Collect first: batch_put reorders the heap. A lock that finds no
-     * memory is still caught by its own renewal or lease end. */
+    /* Collect first: batch_put moves locks between buckets. Each gets a
+     * reference, as a lock reported lost on the way (no memory) may be
+     * freed by its owner's callback. */
+    n = heap_nodes(&c->wd.heap, all, n);
+    for (size_t i = 0; i < n; i++)
+        handle_ref(lock_of(all[i]));
     for (size_t i = 0; i < n; i++) {
-        struct hilock_lock *lock = lock_of(c->wd.heap.items[i].node);
-        if (!lock->renewing)
-            all[k++] = lock;
+        struct hilock_lock *lock = lock_of(all[i]);
+        if (lock->renewing || lock->freeing ||
+            !heap_contains(&lock->wd_node))
+            continue; /* in flight already, or its hold ended meanwhile */
+        if (batch_put(c, &open,
+                      lock->auto_renew ? c->opts->watchdog_lease_ms : 0,
+                      lock) != 0)
+            retry_soon(lock);
     }
-    for (size_t i = 0; i < k; i++)
-        batch_put(c, &open,
-                  all[i]->auto_renew ? c->opts->watchdog_lease_ms : 0,
-                  all[i]);
     flush_open(c, open);
+    for (size_t i = 0; i < n; i++)
+        handle_unref(lock_of(all[i]));
     free(all);
     rearm(c);
 }

@@ -92,16 +92,20 @@ START_TEST(heap_pops_in_key_order_under_moves_and_removals)
     struct heap h;
     heap_init(&h);
     srand(7);
+    /* Few keys for many nodes: buckets are shared, moved between and
+     * emptied all the time. */
     for (int i = 0; i < N; i++) {
         heap_node_init(&nodes[i]);
-        ck_assert_int_eq(heap_set(&h, &nodes[i], (uint64_t)(rand() % 5000)), 0);
+        ck_assert_int_eq(heap_set(&h, &nodes[i], (uint64_t)(rand() % 300)), 0);
     }
     for (int i = 0; i < N; i += 3)
-        ck_assert_int_eq(heap_set(&h, &nodes[i], (uint64_t)(rand() % 5000)), 0);
+        ck_assert_int_eq(heap_set(&h, &nodes[i], (uint64_t)(rand() % 300)), 0);
     for (int i = 1; i < N; i += 7)
         heap_remove(&h, &nodes[i]);
     for (int i = 1; i < N; i += 7)
         ck_assert(!heap_contains(&nodes[i]));
+    ck_assert_uint_eq(h.len, N - (N + 5) / 7);
+    ck_assert_uint_le(h.nbuckets, 300);
     uint64_t last = 0;
     size_t popped = 0;
     struct heap_node *top;
@@ -110,10 +114,107 @@ START_TEST(heap_pops_in_key_order_under_moves_and_removals)
         ck_assert_uint_eq(heap_key(&h, top), heap_top_key(&h));
         last = heap_top_key(&h);
         heap_remove(&h, top);
+        ck_assert(!heap_contains(top));
         popped++;
     }
     ck_assert_uint_eq(popped, N - (N + 5) / 7);
-    ck_assert_uint_le(h.cap, 128); /* the array shrank as it emptied */
+    ck_assert_uint_eq(h.len, 0);
+    ck_assert_uint_eq(h.nbuckets, 0);
+    ck_assert_uint_le(h.nslots, 16); /* the table shrank as it emptied */
+    heap_free(&h);
+}
+END_TEST
+
+START_TEST(heap_shares_a_bucket_per_key_and_drops_it_when_emptied)
+{
+    struct heap_node a, b, c, d;
+    struct heap h;
+    heap_init(&h);
+    heap_node_init(&a);
+    heap_node_init(&b);
+    heap_node_init(&c);
+    heap_node_init(&d);
+    ck_assert_int_eq(heap_set(&h, &a, 50), 0);
+    ck_assert_int_eq(heap_set(&h, &b, 50), 0);
+    ck_assert_int_eq(heap_set(&h, &c, 50), 0);
+    ck_assert_int_eq(heap_set(&h, &d, 70), 0);
+    ck_assert_uint_eq(h.nbuckets, 2);
+    ck_assert_uint_eq(heap_top_key(&h), 50);
+    /* Out of the middle, off the head, from the tail of one bucket. */
+    heap_remove(&h, &b);
+    ck_assert_uint_eq(heap_key(&h, &a), 50);
+    ck_assert_int_eq(heap_set(&h, &c, 90), 0); /* c was the head */
+    ck_assert_uint_eq(heap_key(&h, &a), 50);
+    ck_assert_uint_eq(heap_key(&h, &c), 90);
+    ck_assert_uint_eq(h.nbuckets, 3);
+    ck_assert_int_eq(heap_set(&h, &a, 90), 0); /* 50 empties */
+    ck_assert_uint_eq(h.nbuckets, 2);
+    ck_assert_uint_eq(heap_top_key(&h), 70);
+    ck_assert_ptr_eq(heap_top(&h), &d);
+    /* Setting a node to the key it has changes nothing. */
+    ck_assert_int_eq(heap_set(&h, &d, 70), 0);
+    ck_assert_uint_eq(h.len, 3);
+    heap_remove(&h, &d);
+    ck_assert_uint_eq(heap_top_key(&h), 90);
+    heap_remove(&h, &d); /* not in it: nothing happens */
+    ck_assert_uint_eq(h.len, 2);
+    heap_free(&h);
+    ck_assert(!heap_contains(&a) && !heap_contains(&c));
+    ck_assert_ptr_null(heap_top(&h));
+}
+END_TEST
+
+/* Keys that are no arithmetic progression, so that some share a home slot
+ * in the heap's table and removals have probe chains to repair. */
+static uint64_t square(int i)
+{
+    return (uint64_t)i * (uint64_t)i;
+}
+
+START_TEST(heap_finds_buckets_by_key_through_growth_and_shrinking)
+{
+    /* Many distinct keys make the table grow and, as they empty, shrink;
+     * every node must still be found under its own key. */
+    enum { N = 5000 };
+    static struct heap_node nodes[N];
+    static struct heap_node *all[N];
+    struct heap h;
+    heap_init(&h);
+    for (int i = 0; i < N; i++) {
+        heap_node_init(&nodes[i]);
+        ck_assert_int_eq(heap_set(&h, &nodes[i], square(i % 2500)), 0);
+    }
+    ck_assert_uint_eq(h.nbuckets, 2500);
+    ck_assert_uint_eq(heap_nodes(&h, all, N), N);
+    static char seen[N];
+    for (int i = 0; i < N; i++) { /* each listed once */
+        ptrdiff_t k = all[i] - nodes;
+        ck_assert(k >= 0 && k < N && !seen[k]);
+        seen[k] = 1;
+    }
+    ck_assert_uint_eq(heap_nodes(&h, all, 10), 10);
+    static uint64_t key[N];
+    for (int i = 0; i < N; i++)
+        key[i] = square(i % 2500);
+    for (int i = 0; i < N; i += 2)
+        heap_remove(&h, &nodes[i]);
+    for (int i = 1; i < N; i += 2) {
+        ck_assert_uint_eq(heap_key(&h, &nodes[i]), key[i]);
+        /* Joining an existing bucket must find it, not make another. */
+        size_t before = h.nbuckets;
+        ck_assert_int_eq(heap_set(&h, &nodes[i - 1], key[i]), 0);
+        key[i - 1] = key[i];
+        ck_assert_uint_eq(h.nbuckets, before);
+    }
+    for (int i = 0; i < N; i++)
+        if (key[i] >= square(200))
+            heap_remove(&h, &nodes[i]);
+    ck_assert_uint_eq(h.nbuckets, 100); /* the squares of odd j < 200 */
+    ck_assert_uint_le(h.nslots, 1024);
+    for (int i = 0; i < N; i++)
+        if (key[i] < square(200))
+            ck_assert_uint_eq(heap_key(&h, &nodes[i]), key[i]);
+    ck_assert_uint_eq(heap_top_key(&h), 1);
     heap_free(&h);
 }
 END_TEST
@@ -639,6 +740,8 @@ int main(void)
     tcase_add_test(tc, sha1_handles_every_padding_boundary);
     tcase_add_test(tc, resp_encodes_binary_safe_arguments_with_lengths);
     tcase_add_test(tc, heap_pops_in_key_order_under_moves_and_removals);
+    tcase_add_test(tc, heap_shares_a_bucket_per_key_and_drops_it_when_emptied);
+    tcase_add_test(tc, heap_finds_buckets_by_key_through_growth_and_shrinking);
     tcase_add_test(tc, backoff_grows_caps_and_jitters_within_bounds);
     tcase_add_test(tc, keys_follow_the_redisson_layout_and_parse_back);
     tcase_add_test(tc, slots_follow_redis_and_keep_a_lock_in_one_slot);
