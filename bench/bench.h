@@ -315,6 +315,15 @@ int fan_gather(struct fanout *f, int type, struct fan_msg *msgs,
                int timeout_ms);
 /* Send type to every worker. 0 or -1. */
 int fan_broadcast(struct fanout *f, int type);
+/* The start of a run: each worker says FAN_READY once set up, and the
+ * parent answers FAN_GO to all of them at once. */
+enum { FAN_READY = 1, FAN_GO };
+/* Worker: say FAN_READY, then, when ok (set up), wait at most timeout_ms
+ * for FAN_GO. 0 when it came. */
+int fan_ready(int fd, int ok, int timeout_ms);
+/* Parent: FAN_READY from every worker within timeout_ms (fan_gather); when
+ * one fails, the workers are reaped and f freed. 0 or -1. */
+int fan_all_ready(struct fanout *f, int timeout_ms);
 /* Reap the workers that have exited, without waiting; returns how many
  * still run. */
 int fan_poll(struct fanout *f);

@@ -126,6 +126,24 @@ int fan_gather(struct fanout *f, int type, struct fan_msg *msgs,
     return 0;
 }
 
+int fan_ready(int fd, int ok, int timeout_ms)
+{
+    struct fan_msg m;
+    if (fan_send(fd, FAN_READY, NULL, 0) != 0 || !ok ||
+        fan_recv(fd, &m, timeout_ms) != 1 || m.type != FAN_GO)
+        return -1;
+    return 0;
+}
+
+int fan_all_ready(struct fanout *f, int timeout_ms)
+{
+    if (fan_gather(f, FAN_READY, NULL, timeout_ms) == 0)
+        return 0;
+    fan_reap(f, 0);
+    fan_free(f);
+    return -1;
+}
+
 int fan_broadcast(struct fanout *f, int type)
 {
     int bad = 0;

@@ -10,7 +10,6 @@
 
 #include <hilock/hilock.h>
 
-enum { MSG_READY = 1, MSG_GO };
 
 /* ---- worker ------------------------------------------------------------ */
 
@@ -296,10 +295,7 @@ static int hworker(int index, int fd, FILE *out, void *arg)
 {
     const struct hold_cfg *cfg = arg;
     struct hproc p;
-    struct fan_msg m;
-    int rc = hproc_setup(&p, cfg, index);
-    if (fan_send(fd, MSG_READY, NULL, 0) != 0 || rc != 0 ||
-        fan_recv(fd, &m, 60000) != 1 || m.type != MSG_GO)
+    if (fan_ready(fd, hproc_setup(&p, cfg, index) == 0, 60000) != 0)
         return 1;
     hproc_run(&p);
     hproc_close(&p);
@@ -358,13 +354,10 @@ int holders_run(struct bench *b, const struct hold_cfg *cfg,
     memset(res, 0, sizeof(*res));
     if (!ok || fan_spawn(&f, procs, hworker, (void *)cfg) != 0)
         return -1;
-    if (fan_gather(&f, MSG_READY, NULL, 30000) != 0) {
-        fan_reap(&f, 0);
-        fan_free(&f);
+    if (fan_all_ready(&f, 30000) != 0)
         return -1;
-    }
     res->t_go_ns = now_ns();
-    fan_broadcast(&f, MSG_GO);
+    fan_broadcast(&f, FAN_GO);
     int64_t deadline = res->t_go_ns + (int64_t)((cfg->seconds + 25) * 1e9);
     while (fan_poll(&f) > 0 && now_ns() < deadline) {
         progress_show(b, "%.1f s", (double)(now_ns() - res->t_go_ns) / 1e9);

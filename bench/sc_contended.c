@@ -31,8 +31,6 @@
 #define PARENT_GRACE_S 30 /* parent kills workers after the drain + this */
 #define READY_TIMEOUT_MS 15000
 
-/* Worker <-> parent messages. */
-enum { MSG_READY = 1, MSG_GO = 2 };
 
 /* ---- worker: one process, one loop, one hilock client ------------------ */
 
@@ -478,14 +476,13 @@ static int worker_main(int index, int fd, FILE *out, void *arg)
 {
     const struct contend_cfg *cfg = arg;
     struct cproc p;
-    struct fan_msg m;
     int rc = proc_setup(&p, cfg, index);
     if (rc == 0)
         proc_warm_up(&p);
     else
         p.st.setup_failed = 1;
-    if (fan_send(fd, MSG_READY, NULL, 0) != 0 ||
-        fan_recv(fd, &m, READY_TIMEOUT_MS * 2) != 1 || m.type != MSG_GO)
+    /* a worker that failed its setup still goes, and reports it */
+    if (fan_ready(fd, 1, READY_TIMEOUT_MS * 2) != 0)
         return 1;
     if (rc == 0)
         proc_run(&p);
@@ -620,13 +617,10 @@ int contend_run(struct bench *b, const struct contend_cfg *cfg,
     if (reset_keys(b, cfg) != 0 || fan_spawn(&f, cfg->procs, worker_main,
                                         (void *)cfg) != 0)
         return -1;
-    if (fan_gather(&f, MSG_READY, NULL, READY_TIMEOUT_MS) != 0) {
-        fan_reap(&f, 0);
-        fan_free(&f);
+    if (fan_all_ready(&f, READY_TIMEOUT_MS) != 0)
         return -1;
-    }
     res->t_go_ns = now_ns();
-    fan_broadcast(&f, MSG_GO);
+    fan_broadcast(&f, FAN_GO);
     progress_begin(b, cfg->seconds);
     int64_t t_end = res->t_go_ns + (int64_t)(cfg->seconds * 1e9);
     if (during)

@@ -29,7 +29,6 @@
 #define O_WAIT_MS 10000
 #define O_RETRY_MS 10
 
-enum { MSG_READY = 1, MSG_GO };
 
 struct ocfg {
     int procs, buyers, purchases, stock, no_lock;
@@ -311,10 +310,7 @@ static int oworker(int index, int fd, FILE *out, void *arg)
 {
     const struct ocfg *cfg = arg;
     struct oproc p;
-    struct fan_msg m;
-    int rc = oproc_setup(&p, cfg, index);
-    if (fan_send(fd, MSG_READY, NULL, 0) != 0 || rc != 0 ||
-        fan_recv(fd, &m, 60000) != 1 || m.type != MSG_GO)
+    if (fan_ready(fd, oproc_setup(&p, cfg, index) == 0, 60000) != 0)
         return 1;
     oproc_run(&p);
     p.closing = 1;
@@ -385,14 +381,11 @@ static int orun(struct bench *b, const struct ocfg *cfg, struct oresult *res)
     if (oreset(b, cfg) != 0 || fan_spawn(&f, cfg->procs, oworker,
                                          (void *)cfg) != 0)
         return -1;
-    if (fan_gather(&f, MSG_READY, NULL, 30000) != 0) {
-        fan_reap(&f, 0);
-        fan_free(&f);
+    if (fan_all_ready(&f, 30000) != 0)
         return -1;
-    }
     redisContext *rc = bench_connect(b, 2000);
     res->t_go = now_ns();
-    fan_broadcast(&f, MSG_GO);
+    fan_broadcast(&f, FAN_GO);
     progress_begin(b, cfg->seconds);
     int64_t deadline = res->t_go + (int64_t)((cfg->seconds + 40) * 1e9);
     while (fan_poll(&f) > 0 && now_ns() < deadline) {

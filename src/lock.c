@@ -296,11 +296,12 @@ static int plain_again(struct op *op, struct resp_buf *cmd,
 {
     struct hilock_lock *lock = op->ctx;
     struct engine *eng = lock->eng;
-    struct wire_lock w = handle_wire(lock);
     eng->plain_refused |= why == REQ_AGAIN_NO_PLAIN;
+    if (op->kind == OP_KIND_RELEASE &&
+        (why == REQ_AGAIN_DROPPED || why == REQ_AGAIN_REFUSED))
+        return -1; /* HDEL goes again as it is */
+    struct wire_lock w = handle_wire(lock);
     if (op->kind == OP_KIND_RELEASE) {
-        if (why == REQ_AGAIN_DROPPED || why == REQ_AGAIN_REFUSED)
-            return -1; /* HDEL goes again as it is */
         resp_reset(cmd);
         wire_release(cmd, eng->scripts.sha[SCRIPT_RELEASE], &w, ++eng->seq,
                      lock_lease(lock), 1, topo_publish(eng->topo));

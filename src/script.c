@@ -281,15 +281,15 @@ static const char multi_release_lua[] =
     "end\n"                                                                 \
     "local function pop(q)\n"                                               \
     "  local e = redis.call('lpop', q)\n"                                   \
-    "  local f = e and owner_of(e)\n"                                       \
+    "  if not e then return nil end\n"                                      \
+    "  local d, l, lt, w, f = string.match(e, " FAIR_ENTRY_RE ")\n"         \
     "  if f then redis.call('hdel', q .. ':owners', f) end\n"              \
-    "  return e\n"                                                          \
+    "  return e, d, l, lt, w, f\n"                                          \
     "end\n"                                                                 \
     "local function hand(lock, q, now, fencing, fence, pub, chan)\n"        \
     "  while true do\n"                                                     \
-    "    local e = pop(q)\n"                                                \
+    "    local e, d, l, lt, w, f = pop(q)\n"                                \
     "    if not e then return nil end\n"                                    \
-    "    local d, l, lt, w, f = string.match(e, " FAIR_ENTRY_RE ")\n"       \
     "    if d and tonumber(d) > now then\n"                                 \
     "      local t = 0\n"                                                   \
     "      if fencing == '1' then t = redis.call('incr', fence) end\n"      \

@@ -17,10 +17,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    hilock_client_free(a);
-    hilock_client_free(b);
-    a = b = NULL;
-    tu_teardown();
+    tu_teardown_pair(&a, &b);
 }
 
 START_TEST(tokens_strictly_increase_across_holders_and_clients)

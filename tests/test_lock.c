@@ -10,17 +10,12 @@ static struct hilock_client *a, *b;
 
 static void setup(void)
 {
-    tu_setup();
-    a = tu_client(NULL);
-    b = tu_client(NULL);
+    tu_setup_pair(&a, &b);
 }
 
 static void teardown(void)
 {
-    hilock_client_free(a);
-    hilock_client_free(b);
-    a = b = NULL;
-    tu_teardown();
+    tu_teardown_pair(&a, &b);
 }
 
 START_TEST(try_acquire_of_a_held_lock_is_ebusy_with_the_holders_ttl)

@@ -31,10 +31,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    hilock_client_free(a);
-    hilock_client_free(b);
-    a = b = NULL;
-    tu_teardown();
+    tu_teardown_pair(&a, &b);
 }
 
 /* INFO commandstats of cmd on tu_srv: its calls, and its failed calls. */

@@ -17,17 +17,12 @@ static struct hilock_client *a, *b;
 
 static void setup(void)
 {
-    tu_setup();
-    a = tu_client(NULL);
-    b = tu_client(NULL);
+    tu_setup_pair(&a, &b);
 }
 
 static void teardown(void)
 {
-    hilock_client_free(a);
-    hilock_client_free(b);
-    a = b = NULL;
-    tu_teardown();
+    tu_teardown_pair(&a, &b);
 }
 
 static struct hilock_lock *sem(struct hilock_client *c, const char *name)

@@ -33,18 +33,13 @@ static struct tu_result res[4];
 
 static void setup(void)
 {
-    tu_setup();
-    a = tu_client(NULL);
-    b = tu_client(NULL);
+    tu_setup_pair(&a, &b);
     memset(res, 0, sizeof res);
 }
 
 static void teardown(void)
 {
-    hilock_client_free(a);
-    hilock_client_free(b);
-    a = b = NULL;
-    tu_teardown();
+    tu_teardown_pair(&a, &b);
 }
 
 static struct hilock_stats stats_of(const struct hilock_client *c)

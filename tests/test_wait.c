@@ -43,9 +43,7 @@ static int overlaps;           /* acquisitions while another was held */
 
 static void setup(void)
 {
-    tu_setup();
-    a = tu_client(NULL);
-    b = tu_client(NULL);
+    tu_setup_pair(&a, &b);
     memset(ws, 0, sizeof ws);
     memset(order, 0, sizeof order);
     served = holding = overlaps = 0;
@@ -53,10 +51,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    hilock_client_free(a);
-    hilock_client_free(b);
-    a = b = NULL;
-    tu_teardown();
+    tu_teardown_pair(&a, &b);
 }
 
 /* Run until PUBSUB NUMSUB channel reports n subscribers, failing the test

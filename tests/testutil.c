@@ -83,6 +83,21 @@ void tu_teardown(void)
     tu_base = NULL;
 }
 
+void tu_setup_pair(struct hilock_client **a, struct hilock_client **b)
+{
+    tu_setup();
+    *a = tu_client(NULL);
+    *b = tu_client(NULL);
+}
+
+void tu_teardown_pair(struct hilock_client **a, struct hilock_client **b)
+{
+    hilock_client_free(*a);
+    hilock_client_free(*b);
+    *a = *b = NULL;
+    tu_teardown();
+}
+
 long long tu_now_ms(void)
 {
     struct timespec ts;

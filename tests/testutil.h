@@ -29,6 +29,12 @@ extern struct rs_server *tu_srv;
 void tu_setup(void);
 void tu_setup_no_redis(void);
 void tu_teardown(void);
+/* The fixture most suites share: tu_setup, then two clients with the
+ * default options (tu_options) into *a and *b; and its end: both freed
+ * (and set to NULL), then tu_teardown. */
+struct hilock_client;
+void tu_setup_pair(struct hilock_client **a, struct hilock_client **b);
+void tu_teardown_pair(struct hilock_client **a, struct hilock_client **b);
 
 /* A loopback TCP port where connections are refused, for a client pointed
  * at no server: the port stays bound (not listening) until tu_teardown(),
