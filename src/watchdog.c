@@ -123,6 +123,8 @@ void watchdog_forget(struct hilock_lock *lock)
 
 static void renew_done(struct op *op, int status,
                        const struct op_result *res);
+static void renew_late(struct op *op, size_t i, const struct op_result *res);
+static void renew_fini(struct op *op);
 
 /* Encode the renew script for the locks of b into buf, with the deadline
  * in the clock of node n (none while n is not known). Past the earliest
@@ -159,8 +161,12 @@ static int send_batch(struct engine *c, struct renew_batch *b)
             node_clock_refresh(n);
         encode_batch(op_cmd_at(op, i), c->scripts.sha[SCRIPT_RENEW], n, b);
     }
-    if (b->cb)
+    if (b->cb) {
         handle_attach(b->locks[0], op);
+    } else { /* b lives on for the answers after the decision */
+        op->late = c->nnodes > 1 ? renew_late : NULL;
+        op->fini = renew_fini;
+    }
     c->stats.renewals_sent += b->n;
     op_submit(op, 0);
     return 0;
@@ -266,16 +272,38 @@ static void renew_manual(int status, int ok, const struct renew_batch *b)
     b->cb(lock, status, status ? 0 : b->lease_ms, b->arg);
 }
 
-/* Lock k of renewal op held on a majority: the nodes that lost it get it
- * back (see engine.h). */
-static void repair_minority(const struct op *op, size_t k,
-                            struct hilock_lock *lock)
+/* Lock k of renewal op was renewed on a majority: node i, if it said it
+ * had lost it, gets it back (see engine.h), while the lock is held. */
+static void repair_node(const struct op *op, size_t i, size_t k,
+                        struct hilock_lock *lock)
 {
-    if (!lock->renewing || lock->freeing)
+    if (op_renew_at(op, i, k) == RENEW_GONE && !lock->freeing &&
+        heap_contains(&lock->wd_node))
+        lock->eng->hooks.repair(lock, i);
+}
+
+/* Node i of a watchdog renewal on several masters answered after the
+ * decision (a majority decides without waiting for the last one, which is
+ * often the very master that restarted): the locks renewed that it lost
+ * are repaired too. */
+static void renew_late(struct op *op, size_t i, const struct op_result *res)
+{
+    struct renew_batch *b = op->data;
+    if (!res || res->status != 0 || op->status != 0 || !b->lease_ms)
         return;
-    for (size_t i = 0; i < op->n; i++)
-        if (op_renew_at(op, i, k) == RENEW_GONE)
-            lock->eng->hooks.repair(lock, i);
+    const unsigned char *ok = op_renew_result(op);
+    for (size_t k = 0; k < b->n; k++)
+        if (ok[k] == RENEW_OK)
+            repair_node(op, i, k, b->locks[k]);
+}
+
+/* A watchdog renewal's memory goes: its locks are let go. */
+static void renew_fini(struct op *op)
+{
+    struct renew_batch *b = op->data;
+    for (size_t i = 0; i < b->n; i++)
+        handle_unref(b->locks[i]);
+    free(b);
 }
 
 static void renew_done(struct op *op, int status,
@@ -286,16 +314,15 @@ static void renew_done(struct op *op, int status,
     const unsigned char *ok = status == 0 && res ? op_renew_result(op) : NULL;
     if (b->cb) {
         renew_manual(status, ok ? ok[0] : RENEW_UNKNOWN, b);
+        free(b);
     } else {
         for (size_t i = 0; i < b->n; i++) {
             if (ok && ok[i] == RENEW_OK && b->lease_ms)
-                repair_minority(op, i, b->locks[i]);
+                for (size_t j = 0; j < op->n; j++)
+                    repair_node(op, j, i, b->locks[i]);
             renew_apply(b->locks[i], ok ? ok[i] : RENEW_UNKNOWN, b);
         }
-        for (size_t i = 0; i < b->n; i++)
-            handle_unref(b->locks[i]);
     }
-    free(b);
     if (!c->guard->closing)
         rearm(c);
 }
