@@ -10,9 +10,11 @@
  * over only once a connection has proved useful, so a server that accepts
  * and then rejects us (a denied SUBSCRIBE, a failed AUTH) is not hammered.
  *
- * After connecting, AUTH and SELECT go out first and every request waits
- * until both are accepted: a request must never run as another user or in
- * another database. A refused handshake fails the waiting requests with its
+ * After connecting, AUTH and SELECT (or PING, when there is neither) go
+ * out first and every request waits until they are accepted: a request
+ * must never run as another user or in another database, and the
+ * connection is not up before the peer has shown it is a Redis that takes
+ * our commands. A refused handshake fails the waiting requests with its
  * cause. The command connection also asks the server's TIME, so that a
  * renewal can carry a deadline in the server's clock (see watchdog.c).
  *
@@ -72,20 +74,43 @@ void conn_init(struct conn *conn, const struct conn_config *cfg,
     event_assign(&conn->flush_ev, cfg->base, -1, 0, on_flush, conn);
 }
 
-void conn_log(const struct conn *conn, enum hilock_log_level level,
-              const char *fmt, ...)
+/* Write one formatted line to the log callback, if any. */
+static void conn_vlog(const struct conn *conn, enum hilock_log_level level,
+                      const char *fmt, va_list ap)
 {
     const struct hilock_options *o = conn->cfg->opts;
     char line[320];
     int n;
-    va_list ap;
     if (!o->log_cb)
         return;
     n = snprintf(line, sizeof(line), "%s connection: ", conn->what);
-    va_start(ap, fmt);
     vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-    va_end(ap);
     o->log_cb(level, line, o->log_arg);
+}
+
+void conn_log(const struct conn *conn, enum hilock_log_level level,
+              const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    conn_vlog(conn, level, fmt, ap);
+    va_end(ap);
+}
+
+/* Log why the connection failed with err: a warning (an error for a cause
+ * other than the network), or only a debug line when it was down for that
+ * same cause already. A server that keeps refusing costs one line per
+ * change of state, not one per reconnect. */
+static void conn_log_down(const struct conn *conn, int err, const char *fmt,
+                          ...)
+{
+    enum hilock_log_level level = HILOCK_LOG_DEBUG;
+    va_list ap;
+    if (conn->err != err)
+        level = err == HILOCK_ECONN ? HILOCK_LOG_WARN : HILOCK_LOG_ERROR;
+    va_start(ap, fmt);
+    conn_vlog(conn, level, fmt, ap);
+    va_end(ap);
 }
 
 struct conn *conn_of(const redisAsyncContext *ac)
@@ -361,8 +386,9 @@ static void conn_lost(struct conn *conn, const redisAsyncContext *ac)
                   : HILOCK_ECONN;
     if (err == HILOCK_ESERVER)
         err = HILOCK_ECONN;
-    conn_log(conn, err == HILOCK_ECONN ? HILOCK_LOG_WARN : HILOCK_LOG_ERROR,
-             "lost: %s", why);
+    if (ac->err == REDIS_ERR_PROTOCOL)
+        err = HILOCK_EPROTO; /* not Redis, or not speaking RESP */
+    conn_log_down(conn, err, "lost: %s", why);
     conn_detach(conn);
     conn_failed(conn, err);
 }
@@ -478,7 +504,16 @@ void conn_send_raw(struct conn *conn, struct resp_buf *cmd)
 }
 
 /* Tags of the handshake replies (privdata of on_gate_reply). */
-static char gate_auth, gate_select, gate_role;
+static char gate_auth, gate_select, gate_role, gate_ping;
+
+/* The command a handshake reply answers, for logs. */
+static const char *gate_name(const void *tag)
+{
+    return tag == &gate_auth     ? "AUTH"
+           : tag == &gate_select ? "SELECT"
+           : tag == &gate_role   ? "ROLE"
+                                 : "PING";
+}
 
 static void conn_ready(struct conn *conn);
 static void conn_abort(struct conn *conn, int err, int fail_queued);
@@ -491,9 +526,10 @@ static int role_is_master(const redisReply *rep)
            strcmp(rep->element[0]->str, "master") == 0;
 }
 
-/* A reply to AUTH, SELECT or ROLE: the last one accepted opens the gate;
- * a refusal fails the waiting requests and drops the connection. A server
- * that is no master (the sentinels' answer is out of date) is only
+/* A reply to AUTH, SELECT, ROLE or PING: the last one accepted opens the
+ * gate; a refusal fails the waiting requests and drops the connection.
+ * Any answer to PING but NOAUTH will do (an ACL may deny PING itself). A
+ * server that is no master (the sentinels' answer is out of date) is only
  * dropped: the requests wait for the next one. */
 static void on_gate_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
@@ -504,17 +540,17 @@ static void on_gate_reply(redisAsyncContext *ac, void *reply, void *privdata)
     struct reentry *guard = conn->cfg->guard;
     reentry_enter(guard);
     if (privdata == &gate_role && !role_is_master(rep)) {
-        conn_log(conn, HILOCK_LOG_WARN, "%s:%d is not a master",
-                 conn->ep.host ? conn->ep.host : "", conn->ep.port);
+        conn_log_down(conn, HILOCK_EREADONLY, "%s:%d is not a master",
+                      conn->ep.host ? conn->ep.host : "", conn->ep.port);
         conn_abort(conn, HILOCK_EREADONLY, 0);
-    } else if (rep->type == REDIS_REPLY_ERROR) {
-        conn_log(conn, HILOCK_LOG_ERROR, "%s refused: %.*s",
-                 privdata == &gate_auth ? "AUTH" : "SELECT",
-                 (int)(rep->len > 200 ? 200 : rep->len), rep->str);
-        conn_abort(conn,
-                   privdata == &gate_auth ? HILOCK_EAUTH
-                                          : reply_error_code(rep),
-                   1);
+    } else if (rep->type == REDIS_REPLY_ERROR &&
+               (privdata != &gate_ping ||
+                reply_error_code(rep) == HILOCK_EAUTH)) {
+        int err = privdata == &gate_auth ? HILOCK_EAUTH
+                                         : reply_error_code(rep);
+        conn_log_down(conn, err, "%s refused: %.*s", gate_name(privdata),
+                      (int)(rep->len > 200 ? 200 : rep->len), rep->str);
+        conn_abort(conn, err, 1);
     } else if (--conn->gate == 0) {
         conn_ready(conn);
     }
@@ -591,8 +627,8 @@ static void handshake_send(struct conn *conn, struct resp_buf *b,
     resp_reset(b);
 }
 
-/* AUTH and SELECT (the gate), and TIME, ahead of everything else. Returns
- * the number of gate replies to wait for. */
+/* AUTH, SELECT and ROLE, or else PING (the gate), and TIME, ahead of
+ * everything else. Returns the number of gate replies to wait for. */
 static unsigned handshake(struct conn *conn)
 {
     const struct hilock_options *o = conn->cfg->opts;
@@ -618,6 +654,13 @@ static unsigned handshake(struct conn *conn)
         resp_array(&b, 1);
         resp_arg(&b, "ROLE", 4);
         handshake_send(conn, &b, on_gate_reply, &gate_role);
+    }
+    if (conn->gate == 0) {
+        /* Nothing else proves the peer is a Redis that takes commands
+         * from us (no requirepass, not some other service). */
+        resp_array(&b, 1);
+        resp_arg(&b, "PING", 4);
+        handshake_send(conn, &b, on_gate_reply, &gate_ping);
     }
     if (conn->want_clock) {
         resp_array(&b, 1);
@@ -653,6 +696,7 @@ static void on_later_timer(evutil_socket_t fd, short what, void *arg)
 /* The handshake passed: requests flow. */
 static void conn_ready(struct conn *conn)
 {
+    conn_log(conn, HILOCK_LOG_INFO, "up");
     conn->state = CONN_READY;
     conn->err = 0;
     conn->connects++;
@@ -722,16 +766,16 @@ static void on_connect(const redisAsyncContext *ac, int status)
     reentry_enter(guard);
     evtimer_del(&conn->retry_timer);
     if (status != REDIS_OK) {
-        conn_log(conn, HILOCK_LOG_WARN, "failed: %s", ac->errstr);
+        conn_log_down(conn, HILOCK_ECONN, "failed: %s", ac->errstr);
         conn->ac = NULL; /* hiredis frees it after this callback */
         conn->state = CONN_IDLE;
         schedule_retry(conn);
         conn_failed(conn, HILOCK_ECONN);
     } else {
-        conn_log(conn, HILOCK_LOG_INFO, "up");
+        conn_log(conn, HILOCK_LOG_DEBUG, "connected, handshake");
         conn->state = CONN_HANDSHAKE;
         if (handshake(conn) == 0)
-            conn_ready(conn);
+            conn_ready(conn); /* no memory for even a PING: as before */
     }
     reentry_leave(guard);
 }
@@ -756,8 +800,8 @@ void conn_start(struct conn *conn)
                                 ? redisAsyncConnectUnix(ep->unix_path)
                                 : redisAsyncConnect(ep->host, ep->port);
     if (!ac || ac->err) {
-        conn_log(conn, HILOCK_LOG_WARN, "failed: %s",
-                 ac ? ac->errstr : "out of memory");
+        conn_log_down(conn, HILOCK_ECONN, "failed: %s",
+                      ac ? ac->errstr : "out of memory");
         if (ac)
             redisAsyncFree(ac);
         schedule_retry(conn);
@@ -786,7 +830,7 @@ static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
     reentry_enter(guard);
     if (conn->state == CONN_CONNECTING) {
         redisAsyncContext *ac = conn->ac;
-        conn_log(conn, HILOCK_LOG_WARN, "connect timed out");
+        conn_log_down(conn, HILOCK_ECONN, "connect timed out");
         conn->ac = NULL;
         ac->data = NULL;
         conn->state = CONN_IDLE;

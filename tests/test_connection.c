@@ -3,19 +3,129 @@
  * ENOPERM, EWRONGTYPE, EREADONLY, EOOM. Each test starts the server it
  * needs; the teardown stops it. */
 #include "testutil.h"
+#include "proxy.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
 
 static struct hilock_client *client;
 static struct rs_server *master; /* for the replica test */
+static struct tp_proxy *proxy;    /* counts the client's connections */
+
+/* What the client logged and reported. */
+struct seen {
+    int warnings;    /* log lines at HILOCK_LOG_WARN and above */
+    int ups, downs;  /* HILOCK_STATE_UP and _DOWN events */
+    int down_status; /* the status of the last DOWN */
+    char log[4096];  /* every line at WARN and above */
+};
+static struct seen seen;
+
+static void log_line(enum hilock_log_level level, const char *msg, void *arg)
+{
+    struct seen *s = arg;
+    if (level < HILOCK_LOG_WARN)
+        return;
+    s->warnings++;
+    size_t n = strlen(s->log);
+    snprintf(s->log + n, sizeof s->log - n, "%s\n", msg);
+}
+
+static void on_state(struct hilock_client *c, int status, int state,
+                     void *arg)
+{
+    struct seen *s = arg;
+    (void)c;
+    s->ups += state == HILOCK_STATE_UP;
+    if (state == HILOCK_STATE_DOWN) {
+        s->downs++;
+        s->down_status = status;
+    }
+}
+
+/* Options that log into seen and reconnect quickly. */
+static void watched_options(struct hilock_options *o)
+{
+    tu_options(o);
+    o->reconnect_min_ms = 10;
+    o->reconnect_max_ms = 100;
+    o->log_cb = log_line;
+    o->log_arg = &seen;
+    o->state_cb = on_state;
+    o->state_arg = &seen;
+}
+
+/* A peer that is not Redis: it answers whatever comes with an HTTP error
+ * and closes, as a web server on the wrong port does. */
+static struct evconnlistener *http;
+static int http_accepted;
+
+static void http_on_read(struct bufferevent *bev, void *arg)
+{
+    static const char answer[] = "HTTP/1.1 400 Bad Request\r\n"
+                                 "Content-Length: 0\r\n\r\n";
+    (void)arg;
+    evbuffer_drain(bufferevent_get_input(bev), (size_t)-1);
+    send(bufferevent_getfd(bev), answer, sizeof answer - 1, MSG_NOSIGNAL);
+    bufferevent_free(bev);
+}
+
+static void http_on_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)what;
+    (void)arg;
+    bufferevent_free(bev);
+}
+
+static void http_on_accept(struct evconnlistener *l, evutil_socket_t fd,
+                           struct sockaddr *sa, int salen, void *arg)
+{
+    (void)l;
+    (void)sa;
+    (void)salen;
+    (void)arg;
+    http_accepted++;
+    struct bufferevent *bev =
+        bufferevent_socket_new(tu_base, fd, BEV_OPT_CLOSE_ON_FREE);
+    ck_assert_ptr_nonnull(bev);
+    bufferevent_setcb(bev, http_on_read, NULL, http_on_event, NULL);
+    bufferevent_enable(bev, EV_READ);
+}
+
+/* Start the HTTP peer on 127.0.0.1; its port. */
+static int http_start(void)
+{
+    struct sockaddr_in sin;
+    socklen_t len = sizeof sin;
+    memset(&sin, 0, sizeof sin);
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    http = evconnlistener_new_bind(tu_base, http_on_accept, NULL,
+                                   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE,
+                                   16, (struct sockaddr *)&sin, sizeof sin);
+    ck_assert_ptr_nonnull(http);
+    evutil_socket_t fd = evconnlistener_get_fd(http);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+    return ntohs(sin.sin_port);
+}
 
 static void setup(void)
 {
     tu_setup_no_redis();
     client = NULL;
     master = NULL;
+    http = NULL;
+    http_accepted = 0;
+    proxy = NULL;
+    memset(&seen, 0, sizeof seen);
 }
 
 static void teardown(void)
@@ -24,6 +134,11 @@ static void teardown(void)
     client = NULL;
     rs_stop(master);
     master = NULL;
+    if (http)
+        evconnlistener_free(http);
+    http = NULL;
+    tp_free(proxy);
+    proxy = NULL;
     tu_teardown();
 }
 
@@ -76,6 +191,51 @@ START_TEST(missing_password_fails_with_eauth)
     long long t0 = tu_now_ms();
     tu_assert_status(tu_acquire(l, 0, 10000, NULL), HILOCK_EAUTH);
     ck_assert_int_lt(tu_now_ms() - t0, 1000 + tu_ms(1500));
+}
+END_TEST
+
+static bool proxy_accepted_four(void *arg)
+{
+    (void)arg;
+    return tp_accepted(proxy) >= 4;
+}
+
+/* The handshake is refused: DOWN with the cause, once, and one line in
+ * the log, however often the client tries again; never UP. */
+START_TEST(missing_password_reports_down_once_never_up)
+{
+    const char *args[] = {"--requirepass", "s3cret", NULL};
+    start_with_args(args);
+    struct hilock_options o;
+    watched_options(&o);
+    proxy = tp_new(tu_base, rs_port(tu_srv));
+    ck_assert_ptr_nonnull(proxy);
+    o.port = tp_port(proxy);
+    client = tu_client(&o);
+    ck_assert_msg(tu_run_until(proxy_accepted_four, NULL, tu_ms(5000)),
+                  "%ld connections", tp_accepted(proxy));
+    ck_assert_int_eq(seen.ups, 0);
+    ck_assert_int_eq(seen.downs, 1);
+    tu_assert_status(seen.down_status, HILOCK_EAUTH);
+    ck_assert_msg(seen.warnings == 1, "log:\n%s", seen.log);
+    ck_assert_msg(strstr(seen.log, "NOAUTH"), "log:\n%s", seen.log);
+}
+END_TEST
+
+/* A peer that does not speak RESP is never taken for a server that is
+ * up: no UP/DOWN flapping on every reconnect. */
+START_TEST(peer_that_is_not_redis_is_never_reported_up)
+{
+    struct hilock_options o;
+    watched_options(&o);
+    o.port = http_start();
+    client = tu_client(&o);
+    ck_assert_msg(tu_run_until_count(&http_accepted, 4, tu_ms(5000)),
+                  "%d connections", http_accepted);
+    ck_assert_int_eq(seen.ups, 0);
+    ck_assert_int_eq(seen.downs, 1);
+    tu_assert_status(seen.down_status, HILOCK_EPROTO);
+    ck_assert_msg(seen.warnings == 1, "log:\n%s", seen.log);
 }
 END_TEST
 
@@ -200,6 +360,8 @@ static Suite *connection_suite(void)
     tcase_add_test(tc, password_lets_requests_through);
     tcase_add_test(tc, missing_password_fails_with_eauth);
     tcase_add_test(tc, wrong_password_fails_with_eauth);
+    tcase_add_test(tc, missing_password_reports_down_once_never_up);
+    tcase_add_test(tc, peer_that_is_not_redis_is_never_reported_up);
     tcase_add_test(tc, acl_user_lets_requests_through);
     tcase_add_test(tc, acl_key_denial_fails_with_enoperm);
     tcase_add_test(tc, db_option_puts_the_lock_in_that_database);
