@@ -231,16 +231,20 @@ static int client_id_init(struct hilock_client *c)
 }
 
 /* Tell the user of a change of state, once per change: a failure with the
- * same cause as the last one reported is not news. */
-static void client_report(struct hilock_client *c, int state, int status)
+ * same cause as the last one reported is not news. node names the server
+ * (NULL: the Sentinel master's name). */
+static void client_report(struct hilock_client *c, int state, int status,
+                          const char *node)
 {
     int *last = state <= HILOCK_STATE_DOWN ? c->reported : c->reported + 2;
     if (last[0] == state && last[1] == status)
         return;
     last[0] = state;
     last[1] = status;
+    if (!node)
+        node = c->opts.master_name ? c->opts.master_name : "";
     if (c->opts.state_cb && !c->guard.closing)
-        c->opts.state_cb(c, status, state, c->opts.state_arg);
+        c->opts.state_cb(c, status, state, node, c->opts.state_arg);
 }
 
 /* The topology's news. The client is up while a majority of its members
@@ -257,7 +261,8 @@ static size_t members_set(struct hilock_client *c, size_t i, int up)
     return n;
 }
 
-static void on_member_up(void *arg, size_t member, int reconnected)
+static void on_member_up(void *arg, size_t member, int reconnected,
+                         const char *node)
 {
     struct hilock_client *c = arg;
     size_t up = members_set(c, member, 1);
@@ -265,21 +270,22 @@ static void on_member_up(void *arg, size_t member, int reconnected)
     if (reconnected)
         watchdog_verify_all(&c->eng);
     if (up == quorum_of(c->eng.nnodes))
-        client_report(c, HILOCK_STATE_UP, 0);
+        client_report(c, HILOCK_STATE_UP, 0, node);
 }
 
-static void on_member_down(void *arg, size_t member, int err)
+static void on_member_down(void *arg, size_t member, int err,
+                           const char *node)
 {
     struct hilock_client *c = arg;
     if (members_set(c, member, 0) < quorum_of(c->eng.nnodes))
         client_report(c, HILOCK_STATE_DOWN,
-                      c->eng.nnodes == 1 ? err : HILOCK_ENOQUORUM);
+                      c->eng.nnodes == 1 ? err : HILOCK_ENOQUORUM, node);
 }
 
-static void on_pubsub_state(void *arg, int up, int err)
+static void on_pubsub_state(void *arg, int up, int err, const char *node)
 {
     client_report(arg, up ? HILOCK_STATE_PUBSUB_UP : HILOCK_STATE_PUBSUB_DOWN,
-                  err);
+                  err, node);
 }
 
 /* A release message, or a confirmed subscription (a release may have come

@@ -62,27 +62,27 @@ static size_t index_of(const struct cluster *cl, const struct cnode *c)
     return i;
 }
 
-static void cn_up(void *arg, int reconnected)
+static void cn_up(void *arg, int reconnected, const char *addr)
 {
     struct cnode *c = arg;
     struct cluster *cl = c->cl;
     c->up = 1;
     if (++cl->ups == 1 || reconnected)
-        cl->ev->on_up(cl->ev->arg, 0, reconnected);
+        cl->ev->on_up(cl->ev->arg, 0, reconnected, addr);
     if (!cl->known)
         refresh_soon(cl);
 }
 
-static void cn_down(void *arg, int err)
+static void cn_down(void *arg, int err, const char *addr)
 {
     struct cnode *c = arg;
     struct cluster *cl = c->cl;
     if (c->up) {
         c->up = 0;
         if (--cl->ups == 0)
-            cl->ev->on_down(cl->ev->arg, 0, err);
+            cl->ev->on_down(cl->ev->arg, 0, err, addr);
     } else if (cl->ups == 0) {
-        cl->ev->on_down(cl->ev->arg, 0, err);
+        cl->ev->on_down(cl->ev->arg, 0, err, addr);
     }
     refresh_soon(cl); /* its slots may be failing over */
 }
@@ -124,10 +124,10 @@ static void cn_message(void *arg, enum sub_kind kind, const char *name,
     topo_message(c->cl->ev, kind, name, len, msg, mlen);
 }
 
-static void cn_pubsub(void *arg, int up, int err)
+static void cn_pubsub(void *arg, int up, int err, const char *addr)
 {
     struct cnode *c = arg;
-    c->cl->ev->on_pubsub(c->cl->ev->arg, up, err);
+    c->cl->ev->on_pubsub(c->cl->ev->arg, up, err, addr);
 }
 
 static void cn_evicted(void *arg, const char *name, size_t len)
@@ -244,7 +244,7 @@ static void map_changed(struct cluster *cl)
     cl->ev->on_rewant(cl->ev->arg);
     /* Slots moved, maybe in a failover that lost writes: the locks held
      * are checked where they live now. */
-    cl->ev->on_up(cl->ev->arg, 0, 1);
+    cl->ev->on_up(cl->ev->arg, 0, 1, NULL);
 }
 
 /* One CLUSTER SLOTS entry's master: [host, port, ...]; the host is empty

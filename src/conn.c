@@ -74,16 +74,31 @@ void conn_init(struct conn *conn, const struct conn_config *cfg,
     event_assign(&conn->flush_ev, cfg->base, -1, 0, on_flush, conn);
 }
 
-/* Write one formatted line to the log callback, if any. */
+const char *conn_addr(const struct conn *conn, char *buf, size_t len)
+{
+    const struct conn_endpoint *ep = &conn->ep;
+    if (ep->unix_path)
+        snprintf(buf, len, "%s", ep->unix_path);
+    else if (!ep->host || !*ep->host)
+        snprintf(buf, len, "(address not known yet)");
+    else if (strchr(ep->host, ':'))
+        snprintf(buf, len, "[%s]:%d", ep->host, ep->port);
+    else
+        snprintf(buf, len, "%s:%d", ep->host, ep->port);
+    return buf;
+}
+
+/* Write one formatted line, naming the server, to the log callback. */
 static void conn_vlog(const struct conn *conn, enum hilock_log_level level,
                       const char *fmt, va_list ap)
 {
     const struct hilock_options *o = conn->cfg->opts;
-    char line[320];
+    char line[CONN_ADDR_MAX + 320], addr[CONN_ADDR_MAX];
     int n;
     if (!o->log_cb)
         return;
-    n = snprintf(line, sizeof(line), "%s connection: ", conn->what);
+    n = snprintf(line, sizeof(line), "%s connection to %s: ", conn->what,
+                 conn_addr(conn, addr, sizeof(addr)));
     vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
     o->log_cb(level, line, o->log_arg);
 }
@@ -540,8 +555,7 @@ static void on_gate_reply(redisAsyncContext *ac, void *reply, void *privdata)
     struct reentry *guard = conn->cfg->guard;
     reentry_enter(guard);
     if (privdata == &gate_role && !role_is_master(rep)) {
-        conn_log_down(conn, HILOCK_EREADONLY, "%s:%d is not a master",
-                      conn->ep.host ? conn->ep.host : "", conn->ep.port);
+        conn_log_down(conn, HILOCK_EREADONLY, "not a master");
         conn_abort(conn, HILOCK_EREADONLY, 0);
     } else if (rep->type == REDIS_REPLY_ERROR &&
                (privdata != &gate_ping ||

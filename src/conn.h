@@ -180,8 +180,14 @@ void conn_start(struct conn *conn);
  * timers and free the request pool. Requests still inside hiredis are
  * orphaned and freed when hiredis lets go of them. */
 void conn_close(struct conn *conn);
+/* Room for conn_addr's text. */
+#define CONN_ADDR_MAX 280
+/* The server conn talks to, for logs and state events: "host:port"
+ * ("[host]:port" for an IPv6 address), or the unix socket path; into buf
+ * (CONN_ADDR_MAX bytes), which is returned. */
+const char *conn_addr(const struct conn *conn, char *buf, size_t len);
 /* Write msg, formatted, to the client's log callback, as "<what>
- * connection: <msg>". */
+ * connection to <address>: <msg>". */
 void conn_log(const struct conn *conn, enum hilock_log_level level,
               const char *fmt, ...)
 #if defined(__GNUC__)

@@ -28,15 +28,18 @@ static void node_load_script(struct conn *conn, enum script_id id)
 static void cmd_on_ready(struct conn *conn)
 {
     struct node *n = conn->owner;
+    char addr[CONN_ADDR_MAX];
     for (int i = 0; i < SCRIPT_COUNT; i++)
         node_load_script(conn, (enum script_id)i);
-    n->ev->on_up(n->ev->arg, conn->connects > 1);
+    n->ev->on_up(n->ev->arg, conn->connects > 1,
+                 conn_addr(conn, addr, sizeof(addr)));
 }
 
 static void cmd_on_fail(struct conn *conn, int err)
 {
     struct node *n = conn->owner;
-    n->ev->on_down(n->ev->arg, err);
+    char addr[CONN_ADDR_MAX];
+    n->ev->on_down(n->ev->arg, err, conn_addr(conn, addr, sizeof(addr)));
 }
 
 /* How long a request waits before it goes again to a cluster that is

@@ -20,11 +20,12 @@
 /* News for the layer above; arg is handed back. */
 struct node_events {
     void *arg;
-    /* The command connection is up and authenticated; reconnected is
-     * nonzero after a drop (the server may have lost every key). */
-    void (*on_up)(void *arg, int reconnected);
-    /* The command connection failed or dropped with err. */
-    void (*on_down)(void *arg, int err);
+    /* The command connection to addr (see conn_addr) is up and
+     * authenticated; reconnected is nonzero after a drop (the server may
+     * have lost every key). */
+    void (*on_up)(void *arg, int reconnected, const char *addr);
+    /* The command connection to addr failed or dropped with err. */
+    void (*on_down)(void *arg, int err, const char *addr);
     /* A cluster redirect (MOVED, or ASK when ask) answered request r of
      * this node: return nonzero when r was sent on (req_move), 0 to fail
      * it with the error. May be NULL. */

@@ -142,7 +142,8 @@ static void sub_on_drop(struct conn *conn)
 static void sub_on_fail(struct conn *conn, int err)
 {
     struct sub_set *s = conn->owner;
-    s->ev->on_state(s->ev->arg, 0, err);
+    char addr[CONN_ADDR_MAX];
+    s->ev->on_state(s->ev->arg, 0, err, conn_addr(conn, addr, sizeof(addr)));
 }
 
 static const struct conn_hooks sub_hooks = {
@@ -268,7 +269,9 @@ static void sub_event(struct sub_set *s, const char *kind, const char *name,
             e->state = SUB_ACTIVE;
             s->conn.cfg->stats->subscriptions++;
             conn_proven(&s->conn);
-            s->ev->on_state(s->ev->arg, 1, 0);
+            char addr[CONN_ADDR_MAX];
+            s->ev->on_state(s->ev->arg, 1, 0,
+                            conn_addr(&s->conn, addr, sizeof(addr)));
             s->ev->on_subscribed(s->ev->arg, sk, name, len);
         }
     } else if (strcmp(kind, "unsubscribe") == 0 && e->state == SUB_LEAVING) {

@@ -30,9 +30,9 @@ struct sub_events {
      * us. */
     void (*on_subscribed)(void *arg, enum sub_kind kind, const char *name,
                           size_t len);
-    /* The subscriber connection works again (up, err 0) or fails (err:
-     * HILOCK_ECONN, HILOCK_ENOPERM, ...). */
-    void (*on_state)(void *arg, int up, int err);
+    /* The subscriber connection to addr (see conn_addr) works again (up,
+     * err 0) or fails (err: HILOCK_ECONN, HILOCK_ENOPERM, ...). */
+    void (*on_state)(void *arg, int up, int err, const char *addr);
     /* The server ended name's subscription by itself (a cluster moved the
      * channel's slot to another node). May be NULL. */
     void (*on_evicted)(void *arg, const char *name, size_t len);

@@ -9,25 +9,25 @@
 #include "sentinel.h"
 #include "slot.h"
 
-static void link_up(void *arg, int reconnected)
+static void link_up(void *arg, int reconnected, const char *addr)
 {
     struct topo_link *l = arg;
-    l->topo->ev->on_up(l->topo->ev->arg, l->member, reconnected);
+    l->topo->ev->on_up(l->topo->ev->arg, l->member, reconnected, addr);
 }
 
-static void link_down(void *arg, int err)
+static void link_down(void *arg, int err, const char *addr)
 {
     struct topo_link *l = arg;
     struct topo *t = l->topo;
     if (t->sentinel)
         sentinel_resolve(t->sentinel); /* the master may have moved */
-    t->ev->on_down(t->ev->arg, l->member, err);
+    t->ev->on_down(t->ev->arg, l->member, err, addr);
 }
 
-static void link_pubsub(void *arg, int up, int err)
+static void link_pubsub(void *arg, int up, int err, const char *addr)
 {
     struct topo_link *l = arg;
-    l->topo->ev->on_pubsub(l->topo->ev->arg, up, err);
+    l->topo->ev->on_pubsub(l->topo->ev->arg, up, err, addr);
 }
 
 static void link_release(void *arg, enum sub_kind kind, const char *name,
@@ -70,7 +70,7 @@ static void master_unknown(void *arg, int err)
     struct topo *t = arg;
     if (t->nodes[0].cmd.ep.port == 0)
         conn_fail_queued(&t->nodes[0].cmd, err);
-    t->ev->on_down(t->ev->arg, 0, err);
+    t->ev->on_down(t->ev->arg, 0, err, NULL);
 }
 
 static const struct sentinel_events sentinel_ev = {master_named,

@@ -27,12 +27,15 @@ struct topo_events {
     void *arg;
     /* Member i can take commands; reconnected: it came back after a drop
      * or moved to another server (a cluster's slots moved), which may not
-     * have the locks. */
-    void (*on_up)(void *arg, size_t member, int reconnected);
-    /* Member i cannot take commands (err says why). */
-    void (*on_down)(void *arg, size_t member, int err);
-    /* A subscriber connection works (up) or fails with err. */
-    void (*on_pubsub)(void *arg, int up, int err);
+     * have the locks. node: the server whose news it is (see conn_addr),
+     * NULL when no one server is (a cluster's map changed). */
+    void (*on_up)(void *arg, size_t member, int reconnected,
+                  const char *node);
+    /* Member i cannot take commands (err says why); node as for on_up
+     * (NULL: no sentinel names the master). */
+    void (*on_down)(void *arg, size_t member, int err, const char *node);
+    /* A subscriber connection (to node) works (up) or fails with err. */
+    void (*on_pubsub)(void *arg, int up, int err, const char *node);
     /* A release was published on name's channel of kind, or that channel
      * was subscribed (a release may have come before). */
     void (*on_release)(void *arg, enum sub_kind kind, const char *name,

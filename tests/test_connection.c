@@ -18,6 +18,7 @@
 
 static struct hilock_client *client;
 static struct rs_server *master; /* for the replica test */
+static struct rs_server *second; /* a Redlock's second master */
 static struct tp_proxy *proxy;    /* counts the client's connections */
 
 /* What the client logged and reported. */
@@ -25,6 +26,7 @@ struct seen {
     int warnings;    /* log lines at HILOCK_LOG_WARN and above */
     int ups, downs;  /* HILOCK_STATE_UP and _DOWN events */
     int down_status; /* the status of the last DOWN */
+    char node[300];  /* the node of the last event */
     char log[4096];  /* every line at WARN and above */
 };
 static struct seen seen;
@@ -40,10 +42,11 @@ static void log_line(enum hilock_log_level level, const char *msg, void *arg)
 }
 
 static void on_state(struct hilock_client *c, int status, int state,
-                     void *arg)
+                     const char *node, void *arg)
 {
     struct seen *s = arg;
     (void)c;
+    snprintf(s->node, sizeof s->node, "%s", node);
     s->ups += state == HILOCK_STATE_UP;
     if (state == HILOCK_STATE_DOWN) {
         s->downs++;
@@ -122,6 +125,7 @@ static void setup(void)
     tu_setup_no_redis();
     client = NULL;
     master = NULL;
+    second = NULL;
     http = NULL;
     http_accepted = 0;
     proxy = NULL;
@@ -134,6 +138,8 @@ static void teardown(void)
     client = NULL;
     rs_stop(master);
     master = NULL;
+    rs_stop(second);
+    second = NULL;
     if (http)
         evconnlistener_free(http);
     http = NULL;
@@ -236,6 +242,44 @@ START_TEST(peer_that_is_not_redis_is_never_reported_up)
     ck_assert_int_eq(seen.downs, 1);
     tu_assert_status(seen.down_status, HILOCK_EPROTO);
     ck_assert_msg(seen.warnings == 1, "log:\n%s", seen.log);
+}
+END_TEST
+
+/* A state event and the log line of a failure say which server. */
+START_TEST(down_event_and_log_name_the_server)
+{
+    struct hilock_options o;
+    char want[64];
+    watched_options(&o);
+    o.port = tu_dead_port();
+    snprintf(want, sizeof want, "127.0.0.1:%d", o.port);
+    client = tu_client(&o);
+    ck_assert(tu_run_until_count(&seen.downs, 1, tu_ms(3000)));
+    ck_assert_str_eq(seen.node, want);
+    ck_assert_msg(strstr(seen.log, want), "log:\n%s", seen.log);
+}
+END_TEST
+
+/* One Redlock master of three is down: the client works, and the log
+ * names the master that does not. */
+START_TEST(redlock_log_names_the_master_that_is_down)
+{
+    start_with_args(NULL);
+    second = tu_server_start(NULL);
+    ck_assert_ptr_nonnull(second);
+    struct hilock_endpoint m[3] = {{"127.0.0.1", rs_port(tu_srv), NULL},
+                                   {"127.0.0.1", rs_port(second), NULL},
+                                   {"127.0.0.1", tu_dead_port(), NULL}};
+    struct hilock_options o;
+    char want[64];
+    watched_options(&o);
+    o.masters = m;
+    o.nmasters = 3;
+    snprintf(want, sizeof want, "127.0.0.1:%d", m[2].port);
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "rl", 1);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
+    ck_assert_msg(strstr(seen.log, want), "log:\n%s", seen.log);
 }
 END_TEST
 
@@ -362,6 +406,8 @@ static Suite *connection_suite(void)
     tcase_add_test(tc, wrong_password_fails_with_eauth);
     tcase_add_test(tc, missing_password_reports_down_once_never_up);
     tcase_add_test(tc, peer_that_is_not_redis_is_never_reported_up);
+    tcase_add_test(tc, down_event_and_log_name_the_server);
+    tcase_add_test(tc, redlock_log_names_the_master_that_is_down);
     tcase_add_test(tc, acl_user_lets_requests_through);
     tcase_add_test(tc, acl_key_denial_fails_with_enoperm);
     tcase_add_test(tc, db_option_puts_the_lock_in_that_database);

@@ -38,9 +38,10 @@ static void log_line(enum hilock_log_level level, const char *msg, void *arg)
 }
 
 static void on_state(struct hilock_client *c, int status, int state,
-                     void *arg)
+                     const char *node, void *arg)
 {
     (void)c;
+    (void)node;
     (void)arg;
     if (nstates < 32) {
         state_status[nstates] = status;

@@ -232,7 +232,7 @@ static struct client_rec *client_recs;
 /* The state callback tu_client installs: note the news in the record (arg),
  * then pass it on to the test's own callback, if any. */
 static void record_state(struct hilock_client *c, int status, int state,
-                         void *arg)
+                         const char *node, void *arg)
 {
     struct client_rec *r = arg;
     if (state == HILOCK_STATE_UP || state == HILOCK_STATE_DOWN) {
@@ -243,7 +243,7 @@ static void record_state(struct hilock_client *c, int status, int state,
     }
     r->ups += state == HILOCK_STATE_UP;
     if (r->user_cb)
-        r->user_cb(c, status, state, r->user_arg);
+        r->user_cb(c, status, state, node, r->user_arg);
 }
 
 /* The record of client c; fails the test when tu_client did not make c. */

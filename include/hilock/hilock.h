@@ -123,9 +123,14 @@ enum hilock_state {
 
 /* Told of every change of state (status 0 for the UP states, the cause
  * for the DOWN ones). Repeated failures with the same cause are reported
- * once. Runs on the loop, never inside a hilock call. */
+ * once. node names the server whose news made the change: "host:port",
+ * "[host]:port" for an IPv6 address, or the unix socket path (on Redlock
+ * the master that made or broke the majority; with Sentinel the master
+ * name while no sentinel names a master; "" when no one server did, a
+ * cluster's map that changed); valid only during the call. Runs on the
+ * loop, never inside a hilock call. */
 typedef void hilock_state_cb(struct hilock_client *client, int status,
-                             int state, void *arg);
+                             int state, const char *node, void *arg);
 
 /* Shortest watchdog_lease_ms accepted: a renewal every third of it must
  * have time for a round trip. */
