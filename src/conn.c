@@ -393,7 +393,11 @@ static void conn_detach(struct conn *conn)
 /* The connection ac died: say why, forget it, plan a reconnect. */
 static void conn_lost(struct conn *conn, const redisAsyncContext *ac)
 {
-    const char *why = ac->errstr[0] ? ac->errstr : "closed by the server";
+    char text[REPLY_SCRUB_MAX];
+    const char *why = ac->errstr[0] ? reply_error_scrub(ac->errstr,
+                                                        strlen(ac->errstr),
+                                                        text, sizeof(text))
+                                    : "closed by the server";
     /* hiredis drops a connection on an error reply that no request asked
      * for, with the server's text as the reason (a denied SUBSCRIBE). */
     int err = ac->err == REDIS_ERR_OTHER
@@ -431,11 +435,13 @@ static void dropped(struct conn *conn, struct req *r)
     req_recycle(r);
 }
 
-/* Log an error reply with the server's text: it says more than our code. */
+/* Log an error reply with the server's text, scrubbed of the arguments it
+ * may echo (reply_error_scrub): it says more than our code. */
 static void log_error_reply(struct conn *conn, const redisReply *rep)
 {
-    conn_log(conn, HILOCK_LOG_WARN, "%.*s",
-             (int)(rep->len > 200 ? 200 : rep->len), rep->str);
+    char text[REPLY_SCRUB_MAX];
+    conn_log(conn, HILOCK_LOG_WARN, "%s",
+             reply_error_scrub(rep->str, rep->len, text, sizeof(text)));
 }
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
@@ -562,8 +568,10 @@ static void on_gate_reply(redisAsyncContext *ac, void *reply, void *privdata)
                 reply_error_code(rep) == HILOCK_EAUTH)) {
         int err = privdata == &gate_auth ? HILOCK_EAUTH
                                          : reply_error_code(rep);
-        conn_log_down(conn, err, "%s refused: %.*s", gate_name(privdata),
-                      (int)(rep->len > 200 ? 200 : rep->len), rep->str);
+        char text[REPLY_SCRUB_MAX];
+        conn_log_down(conn, err, "%s refused: %s", gate_name(privdata),
+                      reply_error_scrub(rep->str, rep->len, text,
+                                        sizeof(text)));
         conn_abort(conn, err, 1);
     } else if (--conn->gate == 0) {
         conn_ready(conn);

@@ -66,10 +66,12 @@ static int cmd_on_error(struct conn *conn, struct req *r, redisReply *reply)
                n->ev->on_redirect(n->ev->arg, r, kind == REPLY_ASK, &to);
     if (r->plain && r->refresh) {
         int refused = reply_plain_refused(reply);
+        char text[REPLY_SCRUB_MAX];
         if (refused)
             conn_log(conn, HILOCK_LOG_WARN,
-                     "%.*s: no plain fast path, scripts only from now on",
-                     (int)(reply->len > 200 ? 200 : reply->len), reply->str);
+                     "%s: no plain fast path, scripts only from now on",
+                     reply_error_scrub(reply->str, reply->len, text,
+                                       sizeof(text)));
         r->refresh(r, refused ? REQ_AGAIN_NO_PLAIN : REQ_AGAIN_SCRIPT);
         conn_resend(conn, r);
         return 1;

@@ -44,6 +44,53 @@ int reply_error_text_code(const char *s, size_t n)
     return HILOCK_ESERVER;
 }
 
+/* Whether the quoted span s (length n, quotes excluded) is a command's
+ * name ("EVALSHA", "client|setname"): the one kind kept by the scrub. */
+static int scrub_keeps(const char *s, size_t n)
+{
+    if (n == 0 || n > 32)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              s[i] == '|' || s[i] == '_'))
+            return 0;
+    return 1;
+}
+
+/* Append p (length n) to out at *o, up to keep bytes, control bytes as
+ * '?'. */
+static void scrub_put(char *out, size_t *o, size_t keep, const char *p,
+                      size_t n)
+{
+    for (size_t i = 0; i < n && *o < keep; i++)
+        out[(*o)++] = (unsigned char)p[i] < ' ' ? '?' : p[i];
+}
+
+const char *reply_error_scrub(const char *s, size_t n, char *out,
+                              size_t cap)
+{
+    static const char args[] = "with args beginning with:";
+    size_t o = 0, keep = cap > 200 ? 200 : cap - 1;
+    for (size_t i = 0; i < n && o < keep; i++) {
+        if (n - i >= sizeof(args) - 1 &&
+            memcmp(s + i, args, sizeof(args) - 1) == 0)
+            n = i + sizeof(args) - 1; /* the arguments go */
+        if (s[i] != '\'') {
+            scrub_put(out, &o, keep, s + i, 1);
+            continue;
+        }
+        const char *end = memchr(s + i + 1, '\'', n - i - 1);
+        size_t len = end ? (size_t)(end - s) - i - 1 : n - i - 1;
+        if (end && scrub_keeps(s + i + 1, len))
+            scrub_put(out, &o, keep, s + i, len + 2);
+        else
+            scrub_put(out, &o, keep, "'...'", 5);
+        i += len + (end ? 1 : 0);
+    }
+    out[o] = '\0';
+    return out;
+}
+
 int reply_error_code(const struct redisReply *r)
 {
     if (!r || r->type != REDIS_REPLY_ERROR || !r->str)

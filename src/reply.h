@@ -13,6 +13,17 @@ struct redisReply;
 /* The code for the text of a server error, s of length n (HILOCK_ESERVER
  * when unrecognised). */
 int reply_error_text_code(const char *s, size_t n);
+/* Room for reply_error_scrub's text. */
+#define REPLY_SCRUB_MAX 208
+/* The server error text s (length n) fit for a log: the server echoes
+ * arguments, an owner field or a password among them, in some errors
+ * ("ERR unknown command 'X', with args beginning with: ..."). What follows
+ * "with args beginning with:" is dropped, and every quoted span but a
+ * command's name becomes '...'; control bytes become '?'. Written to out
+ * (cap bytes, NUL-terminated, at most 200 bytes of text kept), which is
+ * returned. */
+const char *reply_error_scrub(const char *s, size_t n, char *out,
+                              size_t cap);
 /* The code for an error reply (HILOCK_ESERVER when unrecognised). */
 int reply_error_code(const struct redisReply *r);
 /* Nonzero when r is a NOSCRIPT error. */

@@ -562,6 +562,37 @@ START_TEST(error_replies_map_to_distinct_codes)
 }
 END_TEST
 
+/* Server texts that echo arguments lose them before they are logged. */
+START_TEST(error_texts_are_scrubbed_of_arguments)
+{
+    char out[REPLY_SCRUB_MAX];
+    static const char unknown[] =
+        "ERR unknown command 'EVALSHA', with args beginning with: "
+        "'c24ce29b' '1' 'k' '6a10219f-8b0d-49d8-920c-c91db8cdfc44:1' ";
+    ck_assert_str_eq(reply_error_scrub(unknown, sizeof unknown - 1, out,
+                                       sizeof out),
+                     "ERR unknown command 'EVALSHA', with args beginning "
+                     "with:");
+    static const char quoted[] = "ERR bad 'x-1:2' and 'GET'\r\nmore";
+    ck_assert_str_eq(reply_error_scrub(quoted, sizeof quoted - 1, out,
+                                       sizeof out),
+                     "ERR bad '...' and 'GET'??more");
+    static const char open[] = "ERR unclosed 'secret";
+    ck_assert_str_eq(reply_error_scrub(open, sizeof open - 1, out,
+                                       sizeof out),
+                     "ERR unclosed '...'");
+    char tiny[8];
+    ck_assert_str_eq(reply_error_scrub(unknown, sizeof unknown - 1, tiny,
+                                       sizeof tiny),
+                     "ERR unk");
+    char longtext[400];
+    memset(longtext, 'a', sizeof longtext);
+    ck_assert_uint_eq(strlen(reply_error_scrub(longtext, sizeof longtext,
+                                               out, sizeof out)),
+                      200);
+}
+END_TEST
+
 START_TEST(release_renew_and_integer_replies_decode)
 {
     int64_t v = -5, heard = -5;
@@ -736,6 +767,7 @@ int main(void)
     tcase_add_test(tc, dump_payload_is_a_checked_rdb_hash);
     tcase_add_test(tc, plain_commands_name_the_lock_and_the_owner);
     tcase_add_test(tc, plain_command_refusals_are_told_apart);
+    tcase_add_test(tc, error_texts_are_scrubbed_of_arguments);
     tcase_add_test(tc, sha1_matches_the_fips_vectors);
     tcase_add_test(tc, sha1_handles_every_padding_boundary);
     tcase_add_test(tc, resp_encodes_binary_safe_arguments_with_lengths);

@@ -339,6 +339,37 @@ START_TEST(server_error_text_reaches_the_log)
 }
 END_TEST
 
+/* A server that does not know a command echoes its first arguments in the
+ * error: the owner field among them. The log keeps the server's word and
+ * drops the arguments: the client id is never logged. */
+START_TEST(unknown_command_error_logs_no_client_id)
+{
+    rs_stop(tu_srv);
+    struct rs_options so;
+    memset(&so, 0, sizeof so);
+    so.conf = "rename-command EVALSHA \"\"\nrename-command EVAL \"\"\n"
+              "rename-command RESTORE \"\"\nrename-command HDEL \"\"\n"
+              "rename-command HEXISTS \"\"\nrename-command HGET \"\"";
+    tu_srv = tu_server_start(&so);
+    ck_assert_ptr_nonnull(tu_srv);
+    struct hilock_options o;
+    options(&o, 0);
+    o.scripts_only = 1;
+    client = tu_client(&o);
+    char id[37];
+    tu_assert_status(hilock_client_id(client, id, sizeof id), 0);
+    struct hilock_lock *l = tu_lock(client, "k", 1);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), HILOCK_ESERVER);
+    tu_assert_status(tu_release(l, NULL), HILOCK_ESERVER);
+    tu_query(hilock_lock_query_held, l, NULL);
+    tu_query(hilock_lock_query_count, l, NULL);
+    ck_assert_msg(strstr(logged, "unknown command 'EVALSHA'") != NULL,
+                  "server text not logged: %s", logged);
+    ck_assert_msg(strstr(logged, id) == NULL, "client id logged: %s",
+                  logged);
+}
+END_TEST
+
 /* 9: a failed handshake fails the requests; they never run elsewhere. */
 START_TEST(failed_select_fails_requests_instead_of_using_db_0)
 {
@@ -486,6 +517,7 @@ static Suite *trust_suite(void)
         waiting_acquire_outlasts_a_stall_longer_than_the_request_timeout,
         refused_connection_is_econn,
         server_error_text_reaches_the_log,
+        unknown_command_error_logs_no_client_id,
         failed_select_fails_requests_instead_of_using_db_0,
         password_refused_by_a_server_without_one_fails_with_eauth,
         subscribe_denied_backs_off_reports_enoperm_and_still_waits,
