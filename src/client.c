@@ -17,10 +17,15 @@
 #include "watchdog.h"
 
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <event2/event.h>
@@ -43,37 +48,129 @@ void hilock_options_init(struct hilock_options *opts)
     opts->wait_timeout_ms = 1000;
 }
 
-/* Whether an endpoint can be connected to at all. */
-static int endpoint_ok(const char *host, int port, const char *unix_path)
+/* Room for the text of an option refused by options_check. */
+#define CLIENT_WHY_MAX 224
+
+/* Say in why (CLIENT_WHY_MAX bytes) which option is wrong and how; returns
+ * HILOCK_EINVAL. */
+static int invalid(char *why, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static int invalid(char *why, const char *fmt, ...)
 {
-    if (unix_path)
-        return *unix_path != '\0';
-    return host && *host && port > 0 && port <= 65535;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, CLIENT_WHY_MAX, fmt, ap);
+    va_end(ap);
+    return HILOCK_EINVAL;
 }
 
-static int same_endpoint(const struct hilock_endpoint *a,
-                         const struct hilock_endpoint *b)
+/* Whether an endpoint can be connected to at all; why says otherwise,
+ * naming it name ("masters[1].", or "" for the one endpoint). */
+static int endpoint_check(const char *name, const struct hilock_endpoint *e,
+                          char *why)
+{
+    if (e->unix_path)
+        return *e->unix_path ? 0
+                             : invalid(why, "%sunix_path: empty", name);
+    if (!e->host || !*e->host)
+        return invalid(why, "%shost: %s", name, e->host ? "empty" : "NULL");
+    if (e->port <= 0 || e->port > 65535)
+        return invalid(why, "%sport %d: not 1..65535", name, e->port);
+    return 0;
+}
+
+#define ADDRS_MAX 8
+
+/* The addresses a host resolves to, looked up once. */
+struct addrs {
+    int looked;
+    size_t n;
+    struct sockaddr_storage a[ADDRS_MAX];
+};
+
+/* Resolve host into *r, once (n stays 0 when it does not resolve). */
+static void resolve(const char *host, struct addrs *r)
+{
+    struct addrinfo hints, *res, *ai;
+    if (r->looked)
+        return;
+    r->looked = 1;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0)
+        return;
+    for (ai = res; ai && r->n < ADDRS_MAX; ai = ai->ai_next)
+        if (ai->ai_addrlen <= sizeof(r->a[0]))
+            memcpy(&r->a[r->n++], ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(res);
+}
+
+/* Whether two resolved addresses are the same host (ports aside). */
+static int same_addr(const struct sockaddr_storage *a,
+                     const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family)
+        return 0;
+    if (a->ss_family == AF_INET)
+        return memcmp(&((const struct sockaddr_in *)a)->sin_addr,
+                      &((const struct sockaddr_in *)b)->sin_addr,
+                      sizeof(struct in_addr)) == 0;
+    return a->ss_family == AF_INET6 &&
+           memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                  &((const struct sockaddr_in6 *)b)->sin6_addr,
+                  sizeof(struct in6_addr)) == 0;
+}
+
+/* Whether a and b are one server: the same socket path, or the same port
+ * on hosts of one name or that resolve to a common address ("localhost"
+ * and "127.0.0.1"). ra and rb cache the lookups. */
+static int same_endpoint(const struct hilock_endpoint *a, struct addrs *ra,
+                         const struct hilock_endpoint *b, struct addrs *rb)
 {
     if (a->unix_path || b->unix_path)
         return a->unix_path && b->unix_path &&
                strcmp(a->unix_path, b->unix_path) == 0;
-    return a->port == b->port && strcmp(a->host, b->host) == 0;
+    if (a->port != b->port)
+        return 0;
+    if (strcasecmp(a->host, b->host) == 0)
+        return 1;
+    resolve(a->host, ra);
+    resolve(b->host, rb);
+    for (size_t i = 0; i < ra->n; i++)
+        for (size_t j = 0; j < rb->n; j++)
+            if (same_addr(&ra->a[i], &rb->a[j]))
+                return 1;
+    return 0;
 }
 
-/* A list of min..max endpoints, each usable (over TCP when tcp), none
- * twice. */
-static int endpoints_check(const struct hilock_endpoint *e, size_t n,
-                           size_t min, size_t max, int tcp)
+/* A list (the option what) of min..max endpoints, each usable (over TCP
+ * when tcp), none twice. Hosts are resolved to compare them, as
+ * connecting does (a blocking lookup). */
+static int endpoints_check(const char *what, const struct hilock_endpoint *e,
+                           size_t n, size_t min, size_t max, int tcp,
+                           char *why)
 {
-    if (!e || n < min || n > max)
-        return HILOCK_EINVAL;
+    struct addrs r[HILOCK_SEEDS_MAX];
+    char name[32];
+    if (!e)
+        return invalid(why, "%s: NULL with n%s %zu", what, what, n);
+    if (n < min || n > max)
+        return invalid(why, "n%s %zu: %zu..%zu wanted", what, n, min, max);
+    memset(r, 0, sizeof(r[0]) * n);
     for (size_t i = 0; i < n; i++) {
-        if (!endpoint_ok(e[i].host, e[i].port, e[i].unix_path) ||
-            (tcp && e[i].unix_path))
+        snprintf(name, sizeof(name), "%s[%zu].", what, i);
+        if (endpoint_check(name, &e[i], why))
             return HILOCK_EINVAL;
+        if (tcp && e[i].unix_path)
+            return invalid(why, "%sunix_path: TCP only here", name);
         for (size_t j = 0; j < i; j++)
-            if (same_endpoint(&e[i], &e[j]))
-                return HILOCK_EINVAL;
+            if (same_endpoint(&e[i], &r[i], &e[j], &r[j]))
+                return invalid(why, "%s[%zu] and %s[%zu]: one server listed "
+                                    "twice", what, j, what, i);
     }
     return 0;
 }
@@ -98,47 +195,90 @@ static int cluster_prefix_ok(const char *prefix)
             strchr(strchr(prefix, '{'), '}') != NULL);
 }
 
-/* The topology: one endpoint, or Redlock masters (an odd number from 3 to
- * HILOCK_MASTERS_MAX), or sentinels with a master name, or cluster seeds;
- * only one of the lists. */
-static int topology_check(const struct hilock_options *o)
+/* Redlock masters: an odd number from 3 to HILOCK_MASTERS_MAX. */
+static int masters_check(const struct hilock_options *o, char *why)
+{
+    if (o->nmasters % 2 == 0)
+        return invalid(why, "nmasters %zu: an odd number of masters wanted",
+                       o->nmasters);
+    if (o->fair)
+        return invalid(why, "fair: not with masters (Redlock)");
+    return endpoints_check("masters", o->masters, o->nmasters, 3,
+                           HILOCK_MASTERS_MAX, 0, why);
+}
+
+/* Cluster seeds: no db, a key_prefix with a hash tag. */
+static int cluster_check(const struct hilock_options *o, char *why)
+{
+    if (o->db != 0)
+        return invalid(why, "db %d: a cluster has database 0 only", o->db);
+    if (!cluster_prefix_ok(o->key_prefix))
+        return invalid(why, "key_prefix \"%.64s\": in a cluster it needs a "
+                            "hash tag such as \"{app}:\"", o->key_prefix);
+    return endpoints_check("cluster", o->cluster, o->ncluster, 1,
+                           HILOCK_SEEDS_MAX, 1, why);
+}
+
+/* The topology: one endpoint, or Redlock masters, or sentinels with a
+ * master name, or cluster seeds; only one of the lists. */
+static int topology_check(const struct hilock_options *o, char *why)
 {
     int lists = (o->masters || o->nmasters) + (o->sentinels || o->nsentinels) +
                 (o->cluster || o->ncluster);
+    const struct hilock_endpoint single = {o->host, o->port, o->unix_path};
     if (lists > 1)
-        return HILOCK_EINVAL;
+        return invalid(why, "masters, sentinels, cluster: only one of them");
     if (o->masters || o->nmasters)
-        return o->nmasters % 2 == 0
-                   ? HILOCK_EINVAL
-                   : endpoints_check(o->masters, o->nmasters, 3,
-                                     HILOCK_MASTERS_MAX, 0);
-    if (o->sentinels || o->nsentinels)
-        return master_name_ok(o->master_name)
-                   ? endpoints_check(o->sentinels, o->nsentinels, 1,
-                                     HILOCK_SEEDS_MAX, 0)
-                   : HILOCK_EINVAL;
+        return masters_check(o, why);
+    if (o->sentinels || o->nsentinels) {
+        if (!master_name_ok(o->master_name))
+            return invalid(why, "master_name: %s", o->master_name
+                                    ? "empty, too long, or with a space"
+                                    : "NULL with sentinels");
+        return endpoints_check("sentinels", o->sentinels, o->nsentinels, 1,
+                               HILOCK_SEEDS_MAX, 0, why);
+    }
     if (o->cluster || o->ncluster)
-        return o->db == 0 && cluster_prefix_ok(o->key_prefix)
-                   ? endpoints_check(o->cluster, o->ncluster, 1,
-                                     HILOCK_SEEDS_MAX, 1)
-                   : HILOCK_EINVAL;
-    return endpoint_ok(o->host, o->port, o->unix_path) ? 0 : HILOCK_EINVAL;
+        return cluster_check(o, why);
+    return endpoint_check("", &single, why);
 }
 
-/* Reject options no client could work with. */
-static int options_check(const struct hilock_options *o)
+/* Timeouts, leases and backoff. */
+static int times_check(const struct hilock_options *o, char *why)
 {
-    if (o->db < 0 || o->connect_timeout_ms == 0 ||
-        o->request_timeout_ms == 0 ||
-        o->watchdog_lease_ms < HILOCK_WATCHDOG_MIN_MS ||
-        o->watchdog_lease_ms > HILOCK_MS_MAX || o->reconnect_min_ms == 0 ||
-        o->reconnect_max_ms < o->reconnect_min_ms)
+    if (o->connect_timeout_ms == 0)
+        return invalid(why, "connect_timeout_ms: 0");
+    if (o->request_timeout_ms == 0)
+        return invalid(why, "request_timeout_ms: 0");
+    if (o->watchdog_lease_ms < HILOCK_WATCHDOG_MIN_MS ||
+        o->watchdog_lease_ms > HILOCK_MS_MAX)
+        return invalid(why, "watchdog_lease_ms %u: not %d..%u ms",
+                       (unsigned)o->watchdog_lease_ms, HILOCK_WATCHDOG_MIN_MS,
+                       (unsigned)HILOCK_MS_MAX);
+    if (o->reconnect_min_ms == 0)
+        return invalid(why, "reconnect_min_ms: 0");
+    if (o->reconnect_max_ms < o->reconnect_min_ms)
+        return invalid(why, "reconnect_max_ms %u: below reconnect_min_ms %u",
+                       (unsigned)o->reconnect_max_ms,
+                       (unsigned)o->reconnect_min_ms);
+    if (o->wait_replicas && o->wait_timeout_ms == 0)
+        return invalid(why, "wait_timeout_ms: 0 with wait_replicas");
+    if (o->wait_timeout_ms > HILOCK_MS_MAX)
+        return invalid(why, "wait_timeout_ms %u: above HILOCK_MS_MAX",
+                       (unsigned)o->wait_timeout_ms);
+    return 0;
+}
+
+/* Reject options no client could work with, saying why. */
+static int options_check(const struct hilock_options *o, char *why)
+{
+    if (o->db < 0)
+        return invalid(why, "db %d: negative", o->db);
+    if (o->username && !o->password)
+        return invalid(why, "username: set without a password");
+    if (times_check(o, why))
         return HILOCK_EINVAL;
-    if ((o->username && !o->password) ||
-        (o->wait_replicas && o->wait_timeout_ms == 0) ||
-        o->wait_timeout_ms > HILOCK_MS_MAX || (o->fair && o->nmasters))
-        return HILOCK_EINVAL;
-    return topology_check(o);
+    return topology_check(o, why);
 }
 
 /* Copy s (may be NULL) to *p, advancing it; the copy, or NULL. */
@@ -355,11 +495,16 @@ int hilock_client_new(struct event_base *base,
                       const struct hilock_options *opts,
                       struct hilock_client **out)
 {
+    char why[CLIENT_WHY_MAX], line[CLIENT_WHY_MAX + 32];
     if (!base || !opts || !out)
         return HILOCK_EINVAL;
-    int rc = options_check(opts);
-    if (rc)
+    int rc = options_check(opts, why);
+    if (rc) {
+        snprintf(line, sizeof(line), "invalid option: %s", why);
+        if (opts->log_cb)
+            opts->log_cb(HILOCK_LOG_ERROR, line, opts->log_arg);
         return rc;
+    }
     struct hilock_client *c = calloc(1, sizeof(*c));
     if (!c)
         return HILOCK_ENOMEM;

@@ -107,6 +107,157 @@ START_TEST(client_new_rejects_null_arguments_and_bad_ports)
 }
 END_TEST
 
+/* What hilock_client_new told the log callback. */
+struct told {
+    int lines;
+    enum hilock_log_level level;
+    char line[512];
+};
+
+static void tell(enum hilock_log_level level, const char *msg, void *arg)
+{
+    struct told *t = arg;
+    t->lines++;
+    t->level = level;
+    snprintf(t->line, sizeof t->line, "%s", msg);
+}
+
+/* One bad option: what to change, and the words the log line must have. */
+typedef void opt_fn(struct hilock_options *o);
+struct bad_option {
+    opt_fn *set;
+    const char *says;
+};
+
+static struct hilock_endpoint eps[3];
+
+static void user_alone(struct hilock_options *o) { o->username = "u"; }
+static void lease_50(struct hilock_options *o) { o->watchdog_lease_ms = 50; }
+static void db_negative(struct hilock_options *o) { o->db = -1; }
+static void no_connect(struct hilock_options *o) { o->connect_timeout_ms = 0; }
+static void no_request(struct hilock_options *o) { o->request_timeout_ms = 0; }
+static void no_backoff(struct hilock_options *o) { o->reconnect_min_ms = 0; }
+static void backoff_inverted(struct hilock_options *o)
+{
+    o->reconnect_min_ms = 500;
+    o->reconnect_max_ms = 100;
+}
+static void replicas_no_wait(struct hilock_options *o)
+{
+    o->wait_replicas = 1;
+    o->wait_timeout_ms = 0;
+}
+static void empty_host(struct hilock_options *o) { o->host = ""; }
+static void bad_port(struct hilock_options *o) { o->port = 70000; }
+static void empty_socket(struct hilock_options *o) { o->unix_path = ""; }
+/* masters: three good ones on ports 1..3, then spoilt */
+static void three_masters(struct hilock_options *o)
+{
+    for (int i = 0; i < 3; i++)
+        eps[i] = (struct hilock_endpoint){"127.0.0.1", 7001 + i, NULL};
+    o->masters = eps;
+    o->nmasters = 3;
+}
+static void two_masters(struct hilock_options *o)
+{
+    three_masters(o);
+    o->nmasters = 2;
+}
+static void same_master(struct hilock_options *o)
+{
+    three_masters(o);
+    eps[2].host = "localhost";
+    eps[2].port = eps[0].port;
+}
+static void master_without_port(struct hilock_options *o)
+{
+    three_masters(o);
+    eps[1].port = 0;
+}
+static void fair_redlock(struct hilock_options *o)
+{
+    three_masters(o);
+    o->fair = 1;
+}
+static void two_lists(struct hilock_options *o)
+{
+    three_masters(o);
+    o->cluster = eps;
+    o->ncluster = 3;
+}
+static void cluster_untagged(struct hilock_options *o)
+{
+    three_masters(o);
+    o->masters = NULL;
+    o->nmasters = 0;
+    o->cluster = eps;
+    o->ncluster = 3;
+    o->key_prefix = "app:";
+}
+static void cluster_db(struct hilock_options *o)
+{
+    cluster_untagged(o);
+    o->key_prefix = NULL;
+    o->db = 2;
+}
+static void cluster_socket(struct hilock_options *o)
+{
+    cluster_untagged(o);
+    o->key_prefix = NULL;
+    eps[1].unix_path = "/tmp/redis.sock";
+}
+static void sentinel_unnamed(struct hilock_options *o)
+{
+    three_masters(o);
+    o->masters = NULL;
+    o->nmasters = 0;
+    o->sentinels = eps;
+    o->nsentinels = 3;
+}
+
+/* Each mistake is refused with one line that names the option. */
+START_TEST(client_new_says_which_option_is_wrong_and_why)
+{
+    static const struct bad_option bad[] = {
+        {user_alone, "username"},
+        {lease_50, "watchdog_lease_ms 50"},
+        {db_negative, "db -1"},
+        {no_connect, "connect_timeout_ms"},
+        {no_request, "request_timeout_ms"},
+        {no_backoff, "reconnect_min_ms"},
+        {backoff_inverted, "reconnect_max_ms 100"},
+        {replicas_no_wait, "wait_timeout_ms"},
+        {empty_host, "host: empty"},
+        {bad_port, "port 70000"},
+        {empty_socket, "unix_path: empty"},
+        {two_masters, "nmasters 2"},
+        {same_master, "masters[0] and masters[2]: one server"},
+        {master_without_port, "masters[1].port 0"},
+        {fair_redlock, "fair"},
+        {two_lists, "only one"},
+        {cluster_untagged, "key_prefix \"app:\""},
+        {cluster_db, "db 2"},
+        {cluster_socket, "cluster[1].unix_path"},
+        {sentinel_unnamed, "master_name"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct hilock_options o;
+        struct hilock_client *c = NULL;
+        struct told t = {0, HILOCK_LOG_DEBUG, ""};
+        tu_options(&o);
+        o.log_cb = tell;
+        o.log_arg = &t;
+        bad[i].set(&o);
+        tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
+        ck_assert_ptr_null(c);
+        ck_assert_msg(t.lines == 1 && t.level == HILOCK_LOG_ERROR,
+                      "case %zu: %d lines", i, t.lines);
+        ck_assert_msg(strstr(t.line, bad[i].says), "case %zu said: %s", i,
+                      t.line);
+    }
+}
+END_TEST
+
 START_TEST(client_id_rejects_null_and_short_buffers)
 {
     char buf[64];
@@ -328,6 +479,7 @@ static Suite *badinput_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, client_new_rejects_null_arguments_and_bad_ports);
+    tcase_add_test(tc, client_new_says_which_option_is_wrong_and_why);
     tcase_add_test(tc, client_id_rejects_null_and_short_buffers);
     tcase_add_test(tc, client_ids_differ_between_clients);
     tcase_add_test(tc, lock_new_rejects_null_empty_and_overlong_names);

@@ -1223,6 +1223,9 @@ START_TEST(bad_redlock_lists_are_usage_errors)
         {"-a:1,b:2,c:3", "neither an IPv4 address nor a host name"},
         {"a_b:1,b:2,c:3", "neither an IPv4 address nor a host name"},
         {"::1:5,b:1,c:1", "IPv6"},
+        /* two names of one server: the library says so */
+        {"127.0.0.1:7001,localhost:7001,127.0.0.1:7003",
+         "masters[0] and masters[1]: one server listed twice"},
     };
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
         const char *run[] = {"run", "--redlock", lists[i][0], "job", "--",

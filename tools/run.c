@@ -93,8 +93,9 @@ static int code_of(int status)
 }
 
 /* The library's warnings and errors, such as a server's error text, as
- * "hilock: redis: <line>"; the same line twice in a row only once (a
- * reconnect loop repeats itself). */
+ * "hilock: redis: <line>" ("hilock: <line>" for an option it refused);
+ * the same line twice in a row only once (a reconnect loop repeats
+ * itself). */
 static void on_log(enum hilock_log_level level, const char *msg, void *arg)
 {
     struct runner *r = arg;
@@ -103,7 +104,8 @@ static void on_log(enum hilock_log_level level, const char *msg, void *arg)
         strncmp(msg, r->last_log, sizeof(r->last_log) - 1) == 0)
         return;
     snprintf(r->last_log, sizeof(r->last_log), "%s", msg);
-    cli_error("redis: %s", cli_escape(shown, sizeof(shown), msg, strlen(msg)));
+    cli_error("%s%s", strncmp(msg, "invalid option", 14) ? "redis: " : "",
+              cli_escape(shown, sizeof(shown), msg, strlen(msg)));
 }
 
 /* Say that doing (a lock step, or NULL for the first query) failed with

@@ -172,10 +172,11 @@ struct hilock_options {
     hilock_state_cb *state_cb;   /* NULL: not told */
     void *state_arg;
     /* Redlock: independent masters, an odd number from 3 to
-     * HILOCK_MASTERS_MAX, none listed twice; host, port and unix_path above
-     * are then not used. Every lock operation goes to all of them at once
-     * and a majority decides (see the README). NULL/0: the one endpoint
-     * above. The array and its strings are copied. */
+     * HILOCK_MASTERS_MAX, none listed twice (under any name); host, port
+     * and unix_path above are then not used. Every lock operation goes to
+     * all of them at once and a majority decides (see the README).
+     * NULL/0: the one endpoint above. The array and its strings are
+     * copied. */
     const struct hilock_endpoint *masters;
     size_t nmasters;
     /* Sentinel: the master that the sentinels name master_name. It is
@@ -232,8 +233,11 @@ HILOCK_EXPORT void hilock_options_init(struct hilock_options *opts);
 /* Create a client for the endpoint in *opts on base and start connecting.
  * Requests may be issued at once; they wait for the connection within their
  * deadline. On success stores the client in *out and returns 0.
- * Errors: HILOCK_EINVAL (NULL argument, bad option), HILOCK_ENOMEM,
- * HILOCK_ERANDOM (no owner id could be drawn). */
+ * Errors: HILOCK_EINVAL (NULL argument, bad option: one line to log_cb,
+ * if set, names the option and says why), HILOCK_ENOMEM, HILOCK_ERANDOM
+ * (no owner id could be drawn). Endpoints are compared by the addresses
+ * their hosts resolve to ("localhost" and "127.0.0.1" on one port are one
+ * server), a blocking lookup as connecting does. */
 HILOCK_EXPORT int hilock_client_new(struct event_base *base,
                                     const struct hilock_options *opts,
                                     struct hilock_client **out);
