@@ -695,6 +695,29 @@ START_TEST(watchdog_lease_below_100_ms_is_a_usage_error)
 }
 END_TEST
 
+/* A lease of 0 is no fixed lease (the watchdog is -L), and a number is
+ * digits only: " 5" and "+5" are typos, not 5. */
+START_TEST(lease_of_zero_or_not_plain_digits_is_a_usage_error)
+{
+    static const char *const bad[][3] = {
+        {"-l", "0", "-l 0"},
+        {"-l", " 5", "' 5'"},
+        {"-l", "+5", "'+5'"},
+        {"-w", "+5", "'+5'"},
+        {"-L", " 500", "' 500'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *run[] = {"run", bad[i][0], bad[i][1], "-p", port, "job",
+                             "--", "touch", "RAN", NULL};
+        ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+        ck_assert_msg(strstr(file_text("err"), bad[i][2]), "said: %s",
+                      file_text("err"));
+        ck_assert(!exists("RAN"));
+    }
+    ck_assert_int_eq(job_exists(), 0);
+}
+END_TEST
+
 START_TEST(option_after_the_name_is_a_usage_error)
 {
     const char *wait[] = {"run", "-p", port, "job", "-w", "5", "--", "touch",
@@ -1712,6 +1735,7 @@ static Suite *cli_suite(void)
     tcase_add_test(run, wait_of_zero_that_misses_the_lock_exits_124);
     tcase_add_test(run, lease_and_watchdog_lease_together_are_a_usage_error);
     tcase_add_test(run, watchdog_lease_below_100_ms_is_a_usage_error);
+    tcase_add_test(run, lease_of_zero_or_not_plain_digits_is_a_usage_error);
     tcase_add_test(run, option_after_the_name_is_a_usage_error);
     tcase_add_test(run, empty_host_is_a_usage_error_that_says_so);
     tcase_add_test(run, user_without_password_is_a_usage_error);

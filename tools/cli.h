@@ -111,7 +111,8 @@ const char *cli_topo_option(enum cli_topo topo);
 const struct hilock_endpoint *cli_endpoints(const struct cli_redis *r,
                                             struct hilock_endpoint *one,
                                             size_t *n);
-/* Parse a count of milliseconds 0..2^31-1 into *ms; 0 or -1 (message). */
+/* Parse a count of milliseconds 0..2^31-1, digits only, into *ms; 0 or
+ * -1 (message). */
 int cli_ms_arg(const char *what, const char *s, uint64_t *ms);
 /* Room for what cli_redis_where() writes. */
 #define CLI_WHERE_SIZE (CLI_LIST_TEXT_MAX + 16)

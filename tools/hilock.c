@@ -49,8 +49,8 @@ void cli_usage(int to_stderr)
 "  -w ms  wait at most ms for the lock; -w 0 tries once (default: wait\n"
 "         indefinitely)\n"
 "  -n     do not wait: fail at once when the lock is held (like flock -n)\n"
-"  -l ms  a fixed lease: the lock expires ms after it was taken, even while\n"
-"         CMD runs (and then counts as lost)\n"
+"  -l ms  a fixed lease (>= 1): the lock expires ms after it was taken,\n"
+"         even while CMD runs (and then counts as lost)\n"
 "  -L ms  instead of -l, the watchdog lease (>= 100): renewed every third of\n"
 "         it while CMD runs, and what is left to others if hilock dies\n"
 "         (default 30000)\n"
@@ -346,7 +346,8 @@ int cli_ms_arg(const char *what, const char *s, uint64_t *ms)
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || !*s || *end || *s == '-' || v > HILOCK_MS_MAX) {
+    /* digits only: strtoull would take " 5" and "+5" for 5 */
+    if (errno || *s < '0' || *s > '9' || *end || v > HILOCK_MS_MAX) {
         cli_error("bad %s '%s' (milliseconds, 0..%llu)", what, s,
                   (unsigned long long)HILOCK_MS_MAX);
         return -1;

@@ -471,6 +471,11 @@ static int check_args(struct runner *r, int lease_given,
                   "lease the watchdog renews");
         return -1;
     }
+    if (lease_given && r->lease_ms == 0) {
+        cli_error("-l 0: a fixed lease is at least 1 ms (leave -l out, or "
+                  "give -L, for the watchdog)");
+        return -1;
+    }
     if (watchdog_given && r->watchdog_ms < WATCHDOG_MIN_MS) {
         cli_error("the watchdog lease -L must be at least %d ms (it is "
                   "renewed every third of it)", WATCHDOG_MIN_MS);
@@ -509,8 +514,8 @@ static int count_arg(const char *opt, const char *unit, const char *s,
     return 0;
 }
 
-/* Parse "run"'s arguments into r and redis (-l 0 means the watchdog, as in
- * the library); 0, 1 for --help, -1 on a usage error (message printed). */
+/* Parse "run"'s arguments into r and redis; 0, 1 for --help, -1 on a
+ * usage error (message printed). */
 static int parse_args(struct runner *r, struct cli_redis *redis, int argc,
                       char **argv)
 {
