@@ -54,10 +54,42 @@ void handle_unref(struct hilock_lock *lock)
         handle_destroy(lock);
 }
 
+/* Cut lock loose from its engine, which is going away; the user's
+ * handle stays valid for hilock_lock_free() and the local state calls. */
+static void handle_detach_engine(struct hilock_lock *lock)
+{
+    handle_hold_end(lock);
+    LIST_REMOVE(lock, link);
+    if (lock->waiting) {
+        event_del(&lock->waiting->timer);
+        free(lock->waiting);
+        lock->waiting = NULL;
+    }
+    TAILQ_INIT(&lock->ops);
+    lock->eng = NULL;
+    lock->refs = 1;
+    lock->holds = 0;
+    lock->token = 0;
+    lock->freeing = 1; /* every call but the local ones: HILOCK_EINVAL */
+    lock->op = OP_NONE;
+    lock->op_pending = NULL;
+    lock->lost_cb = NULL;
+}
+
 void handle_free_all(struct engine *eng)
 {
-    while (!LIST_EMPTY(&eng->locks))
-        handle_destroy(LIST_FIRST(&eng->locks));
+    while (!LIST_EMPTY(&eng->locks)) {
+        struct hilock_lock *lock = LIST_FIRST(&eng->locks);
+        if (lock->user_freed || lock->multi)
+            handle_destroy(lock); /* a MultiLock's member goes with it */
+        else
+            handle_detach_engine(lock);
+    }
+}
+
+void handle_free_detached(struct hilock_lock *lock)
+{
+    free(lock);
 }
 
 /* fini of an operation attached to a lock: unlink it, drop its

@@ -34,7 +34,7 @@ struct waiting {
 };
 
 struct hilock_lock {
-    struct engine *eng;
+    struct engine *eng;              /* NULL: detached, its client is gone */
     LIST_ENTRY(hilock_lock) link;    /* eng->locks */
     struct op_list ops;              /* operations about this lock */
     uint64_t owner_tag;
@@ -45,7 +45,9 @@ struct hilock_lock {
     uint32_t op_lease_ms;            /* requested lease (0: watchdog) */
     unsigned auto_renew : 1;         /* watchdog renews the lease */
     unsigned renewing : 1;           /* a watchdog renewal is in flight */
-    unsigned freeing : 1;            /* hilock_lock_free() was called */
+    unsigned freeing : 1;            /* hilock_lock_free() was called, or
+                                        the client is going */
+    unsigned user_freed : 1;         /* hilock_lock_free() was called */
     unsigned in_owners : 1;          /* in eng->owners */
     unsigned unreleased : 1;         /* a release of it got no answer */
     unsigned queued : 1;             /* a waiting attempt went out: in fair
@@ -109,8 +111,12 @@ struct hilock_lock *handle_new(struct engine *eng, const char *name,
 void handle_ref(struct hilock_lock *lock);
 /* Drop a reference; the last one frees the handle. */
 void handle_unref(struct hilock_lock *lock);
-/* Free every handle of eng now (client teardown). */
+/* Client teardown: free every handle of eng now, but those the user has
+ * not freed yet. Those are detached (no engine, nothing pending, nothing
+ * held): hilock_lock_free() then frees only their memory. */
 void handle_free_all(struct engine *eng);
+/* Free a detached handle's memory. */
+void handle_free_detached(struct hilock_lock *lock);
 /* Link operation op to the lock (op->ctx; takes a reference, dropped when
  * op's memory goes). */
 void handle_attach(struct hilock_lock *lock, struct op *op);

@@ -921,8 +921,15 @@ static void cancel_pending(struct hilock_lock *lock)
 
 void hilock_lock_free(struct hilock_lock *lock)
 {
-    if (!lock || lock->freeing)
+    if (lock && !lock->eng) {
+        handle_free_detached(lock); /* its client was freed first */
         return;
+    }
+    if (!lock || lock->user_freed)
+        return;
+    lock->user_freed = 1;
+    if (lock->freeing)
+        return; /* the client's teardown is under way: it frees it */
     struct reentry *guard = lock->eng->guard;
     lock->freeing = 1;
     if (guard->closing)

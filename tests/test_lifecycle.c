@@ -331,6 +331,54 @@ static struct hilock_client *client_on_dead_port(void)
     return tu_client(&o);
 }
 
+static bool one_parked(void *arg)
+{
+    struct hilock_stats st;
+    tu_assert_status(hilock_client_stats(arg, &st, sizeof st), 0);
+    return st.waiters_parked == 1;
+}
+
+/* Handles kept per request often outlive their client: once it is freed,
+ * each is detached -- nothing held, every call but the local ones
+ * refused -- and hilock_lock_free only frees its memory (run it under
+ * ASan: a use after free would abort it). */
+START_TEST(lock_free_after_its_client_frees_only_the_handle)
+{
+    struct hilock_lock *held = numbered_lock(client, "after", 0);
+    struct hilock_lock *idle = numbered_lock(client, "after", 1);
+    struct hilock_lock *waiting = numbered_lock(client, "after", 2);
+    struct hilock_lock *freed = numbered_lock(client, "after", 3);
+    struct hilock_lock *other = numbered_lock(holder, "after", 2);
+    tu_assert_status(tu_acquire(held, 0, 0, NULL), 0);
+    tu_assert_status(tu_acquire(other, 0, 0, NULL), 0);
+    tu_assert_status(
+        hilock_lock_acquire(waiting, 10000, 0, tu_record, &res[0]), 0);
+    ck_assert(tu_run_until(one_parked, client, tu_ms(2000)));
+    hilock_lock_free(freed); /* before: the client frees it */
+    hilock_client_free(client);
+    client = NULL;
+    ck_assert_int_eq(res[0].calls, 1);
+    tu_assert_status(res[0].status, HILOCK_ECANCELED);
+    ck_assert_uint_eq(hilock_lock_hold_count(held), 0);
+    size_t len = 0;
+    ck_assert_ptr_nonnull(hilock_lock_name(idle, &len));
+    ck_assert_uint_eq(len, 6);
+    tu_assert_status(hilock_lock_acquire(idle, 0, 0, tu_record, &res[1]),
+                     HILOCK_EINVAL);
+    tu_assert_status(hilock_lock_release(held, tu_record, &res[1]),
+                     HILOCK_EINVAL);
+    tu_assert_status(hilock_lock_query_held(idle, tu_record, &res[1]),
+                     HILOCK_EINVAL);
+    tu_assert_status(hilock_lock_cancel(waiting), HILOCK_EINVAL);
+    hilock_lock_free(held);
+    hilock_lock_free(idle);
+    hilock_lock_free(waiting);
+    tu_run_quiet();
+    ck_assert_int_eq(res[1].calls, 0);
+    ck_assert_int_eq(res[0].calls, 1);
+}
+END_TEST
+
 START_TEST(request_without_a_server_fails_in_bounded_time_once)
 {
     client = client_on_dead_port();
@@ -414,6 +462,7 @@ static Suite *lifecycle_suite(void)
     tcase_add_test(tc, cancel_of_a_waiting_acquire_fires_ecanceled_once);
     tcase_add_test(tc, cancel_right_after_issuing_undoes_a_late_success);
     tcase_add_test(tc, cancel_after_redis_granted_undoes_the_success);
+    tcase_add_test(tc, lock_free_after_its_client_frees_only_the_handle);
     suite_add_tcase(s, tc);
 
     TCase *ns = tcase_create("no_server");

@@ -242,10 +242,14 @@ HILOCK_EXPORT int hilock_client_new(struct event_base *base,
                                     const struct hilock_options *opts,
                                     struct hilock_client **out);
 
-/* Free the client and every lock created on it. Every pending callback fires
- * once with HILOCK_ECANCELED before the memory goes; held locks are not
- * released (their leases run out), so release them (or free their handles)
- * first. Requests already sent on a live connection -- a release, the
+/* Free the client. Every pending callback fires once with
+ * HILOCK_ECANCELED before the memory goes; held locks are not released
+ * (their leases run out), so release them (or free their handles) first.
+ * Lock handles not freed yet outlive it, detached: nothing pending,
+ * nothing held, every call on them but hilock_lock_free and the local
+ * state calls returns HILOCK_EINVAL; hilock_lock_free then frees their
+ * memory (free every handle, before or after its client). MultiLocks go
+ * with the client. Requests already sent on a live connection -- a release, the
  * release of a freed handle, an acquire whose success must be undone -- are
  * delivered first: the call blocks until their replies are in, for at most
  * request_timeout_ms or 1 s, whichever is shorter. Called from inside a
@@ -286,7 +290,8 @@ HILOCK_EXPORT int hilock_lock_new(struct hilock_client *client,
  * before it returns; if it holds the lock, the holds taken through it are
  * released without waiting for the reply (best effort: on a broken
  * connection the lease expires instead; hilock_client_free() right after
- * still delivers it). Safe inside the lock's own callbacks. NULL is
+ * still delivers it). Safe inside the lock's own callbacks, and after its
+ * client was freed (it then frees only the handle's memory). NULL is
  * ignored. */
 HILOCK_EXPORT void hilock_lock_free(struct hilock_lock *lock);
 
