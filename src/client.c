@@ -452,6 +452,7 @@ static void client_rewant(void *arg)
 }
 
 static void client_teardown(void *arg);
+static void on_close_tick(evutil_socket_t fd, short what, void *arg);
 
 /* Wire the client's parts together: the topology reports here, the
  * engine sends through it. */
@@ -460,11 +461,12 @@ static int client_assemble(struct hilock_client *c, struct event_base *base)
     struct timeval tv = clock_tv(c->opts.request_timeout_ms);
     int rc;
     reentry_init(&c->guard, client_teardown, c);
+    evtimer_assign(&c->close_timer, base, on_close_tick, c);
     c->cfg = (struct conn_config){base, &c->opts,
                                   event_base_init_common_timeout(base, &tv),
                                   &c->rng, &c->guard,
                                   c->opts.fair ? c->listener : NULL,
-                                  &c->eng.stats};
+                                  &c->eng.stats, &c->wire};
     c->events = (struct topo_events){c,
                                      on_member_up,
                                      on_member_down,
@@ -580,7 +582,39 @@ int hilock_multi_new(struct hilock_client *client, const char *const *names,
     return multi_new(&client->eng, names, lens, count, owner_tag, out);
 }
 
-/* Cancel everything, deliver what was sent, fire the callbacks, free all
+/* How often a closing client looks whether its requests are answered. */
+#define CLIENT_CLOSE_POLL_MS 2
+
+/* Close the connections (waiting up to drain_ms, blocking, for what is in
+ * flight) and free all memory. */
+static void client_destroy(struct hilock_client *c, uint32_t drain_ms)
+{
+    topo_close(&c->topo, drain_ms);
+    multi_free_all(&c->eng);
+    lock_engine_free(&c->eng);
+    event_del(&c->close_timer);
+    free(c->strings);
+    free(c);
+}
+
+/* hilock_client_close's wait: once every request sent is answered, or
+ * its deadline passed, tell the user and free the client. */
+static void on_close_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct hilock_client *c = arg;
+    (void)fd;
+    (void)what;
+    if (c->wire > 0 && clock_now_ms() < c->close_deadline_ms) {
+        struct timeval tv = clock_tv(CLIENT_CLOSE_POLL_MS);
+        evtimer_add(&c->close_timer, &tv);
+        return;
+    }
+    c->close_cb(c, c->close_arg);
+    client_destroy(c, 0);
+}
+
+/* Cancel everything and fire the callbacks; then deliver what was sent
+ * (blocking, or on the loop for hilock_client_close) and free all
  * memory. */
 static void client_teardown(void *arg)
 {
@@ -590,15 +624,29 @@ static void client_teardown(void *arg)
                          : CLIENT_DRAIN_MS;
     multi_cancel_all(&c->eng);
     lock_cancel_all(&c->eng);
-    topo_close(&c->topo, drain);
-    multi_free_all(&c->eng);
-    lock_engine_free(&c->eng);
-    free(c->strings);
-    free(c);
+    if (!c->close_cb) {
+        client_destroy(c, drain);
+        return;
+    }
+    topo_cancel(&c->topo);
+    struct timeval now = {0, 0};
+    c->close_deadline_ms = clock_now_ms() + drain;
+    evtimer_add(&c->close_timer, &now);
 }
 
 void hilock_client_free(struct hilock_client *client)
 {
     if (client)
         reentry_close(&client->guard);
+}
+
+int hilock_client_close(struct hilock_client *client, hilock_close_cb *cb,
+                        void *arg)
+{
+    if (!client || !cb || client->guard.closing)
+        return HILOCK_EINVAL;
+    client->close_cb = cb;
+    client->close_arg = arg;
+    reentry_close(&client->guard);
+    return 0;
 }

@@ -29,6 +29,12 @@ struct hilock_client {
     struct topo_events events;
     struct topo topo;
     struct engine eng;
+    size_t wire;                /* requests in flight (conn_config.wire) */
+    /* hilock_client_close: its callback, and the wait for the replies. */
+    hilock_close_cb *close_cb;
+    void *close_arg;
+    uint64_t close_deadline_ms;
+    struct event close_timer;
 };
 
 #endif

@@ -435,6 +435,12 @@ void cluster_free(struct cluster *cl, uint32_t drain_ms)
     free(cl);
 }
 
+void cluster_cancel(struct cluster *cl)
+{
+    for (size_t i = 0; i < cl->n; i++)
+        conn_cancel_all(&cl->nodes[i]->node.cmd);
+}
+
 struct req *cluster_request(struct cluster *cl, unsigned slot,
                             req_done_fn *done)
 {

@@ -31,6 +31,8 @@ int cluster_new(struct cluster **out, const struct conn_config *cfg,
 void cluster_start(struct cluster *cl);
 /* Shutdown (node_close on every node) and free. */
 void cluster_free(struct cluster *cl, uint32_t drain_ms);
+/* conn_cancel_all on every node's command connection. */
+void cluster_cancel(struct cluster *cl);
 /* A request about keys of slot, on its master as far as the map knows
  * (any node before it is known), or NULL. */
 struct req *cluster_request(struct cluster *cl, unsigned slot,

@@ -226,6 +226,7 @@ static void send_now(struct conn *conn, struct req *r)
     if (conn->state == CONN_READY && send_parts(conn, r)) {
         r->where = REQ_SENT;
         TAILQ_INSERT_TAIL(&conn->sent, r, link);
+        (*conn->cfg->wire)++;
         if (!conn->flush_pending) {
             conn->flush_pending = 1;
             event_active(&conn->flush_ev, 0, 1);
@@ -455,6 +456,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
     struct reentry *guard = conn->cfg->guard;
     reentry_enter(guard);
     TAILQ_REMOVE(&conn->sent, r, link);
+    (*conn->cfg->wire)--;
     r->where = REQ_NOWHERE;
     if (!reply) {
         if (ac == conn->ac)
@@ -877,6 +879,8 @@ static void cancel_list(struct req_list *l)
     struct req *r;
     while ((r = TAILQ_FIRST(l)) != NULL) {
         TAILQ_REMOVE(l, r, link);
+        if (r->where == REQ_SENT)
+            (*r->conn->cfg->wire)--;
         if (r->done)
             finish(r, HILOCK_ECANCELED, NULL);
         evtimer_del(&r->timer);

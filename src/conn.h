@@ -101,6 +101,9 @@ struct conn_config {
     const char *listener;              /* fair mode: the client's hand-off
                                           channel tag; NULL: not fair */
     struct hilock_stats *stats;        /* the client's counters */
+    size_t *wire;                      /* requests handed to hiredis and
+                                          not answered yet, over every
+                                          connection of the client */
 };
 
 /* Where to connect; strings borrowed. */

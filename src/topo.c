@@ -135,6 +135,14 @@ void topo_close(struct topo *t, uint32_t drain_ms)
     t->sentinel = NULL;
 }
 
+void topo_cancel(struct topo *t)
+{
+    if (t->cluster)
+        cluster_cancel(t->cluster);
+    for (size_t i = 0; i < t->ninit; i++)
+        conn_cancel_all(&t->nodes[i].cmd);
+}
+
 int topo_name_ok(const struct topo *t, const char *name, size_t len)
 {
     /* a prefix's own tag (required in a cluster) decides every slot */

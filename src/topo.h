@@ -93,6 +93,9 @@ int topo_init(struct topo *t, const struct conn_config *cfg,
 void topo_start(struct topo *t);
 /* Shutdown, as node_close for every node. */
 void topo_close(struct topo *t, uint32_t drain_ms);
+/* Complete every request of every node that still has a callback with
+ * HILOCK_ECANCELED; those sent stay in flight (conn_cancel_all). */
+void topo_cancel(struct topo *t);
 
 /* Whether lock name can be used: in a cluster every key of it must hash
  * to one slot (see keys_slot_safe). */

@@ -331,6 +331,80 @@ static struct hilock_client *client_on_dead_port(void)
     return tu_client(&o);
 }
 
+/* What hilock_client_close told. */
+struct closed {
+    int calls;
+    long long at_ms;
+    uint64_t requests; /* the client's request count, read in the call */
+};
+
+static void on_closed(struct hilock_client *c, void *arg)
+{
+    struct closed *cl = arg;
+    struct hilock_stats st;
+    tu_assert_status(hilock_client_stats(c, &st, sizeof st), 0);
+    cl->calls++;
+    cl->at_ms = tu_now_ms();
+    for (int i = 0; i < HILOCK_HIST_BUCKETS; i++)
+        cl->requests += st.request_us[i];
+}
+
+/* Take lock "lk", stop Redis (SIGSTOP), release it and write the release
+ * out: it is on the wire when the test closes the client. */
+static void release_into_a_stalled_server(void)
+{
+    struct hilock_lock *l = tu_lock(client, "lk", 1);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    ck_assert_int_eq(rs_pause(tu_srv), 0);
+    tu_assert_status(hilock_lock_release(l, tu_record, &res[0]), 0);
+    ck_assert_int_ge(event_base_loop(tu_base, EVLOOP_ONCE | EVLOOP_NONBLOCK),
+                     0);
+}
+
+/* The asynchronous close returns at once where hilock_client_free blocks
+ * (up to 1 s) for a stalled server, and still delivers the release when
+ * the server comes back within the deadline; its callback comes after. */
+START_TEST(client_close_returns_at_once_and_delivers_the_release)
+{
+    struct closed cl = {0, 0, 0};
+    release_into_a_stalled_server();
+    long long t0 = tu_now_ms();
+    tu_assert_status(hilock_client_close(client, on_closed, &cl), 0);
+    long long took = tu_now_ms() - t0;
+    client = NULL;
+    ck_assert_msg(took < 500, "hilock_client_close blocked %lld ms", took);
+    ck_assert_int_eq(cl.calls, 0); /* never inside the call */
+    ck_assert_int_eq(res[0].calls, 1);
+    tu_assert_status(res[0].status, HILOCK_ECANCELED);
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+    ck_assert(tu_run_until_count(&cl.calls, 1, tu_ms(3000)));
+    ck_assert_int_gt(cl.requests, 0);
+    ck_assert_int_eq(tu_exists("lk"), 0); /* the release was applied */
+    tu_run_quiet();
+    ck_assert_int_eq(cl.calls, 1);
+    ck_assert_int_eq(res[0].calls, 1);
+}
+END_TEST
+
+/* A server that stays stopped costs the close its deadline, on the loop:
+ * the callback fires once when it passed. */
+START_TEST(client_close_gives_up_on_a_stalled_server_at_the_deadline)
+{
+    struct closed cl = {0, 0, 0};
+    release_into_a_stalled_server();
+    long long t0 = tu_now_ms();
+    tu_assert_status(hilock_client_close(client, on_closed, &cl), 0);
+    tu_assert_status(hilock_client_close(client, on_closed, &cl),
+                     HILOCK_EINVAL);
+    client = NULL;
+    ck_assert(tu_run_until_count(&cl.calls, 1, tu_ms(3000)));
+    ck_assert_int_ge(cl.at_ms - t0, 1000); /* min(1500 ms requests, 1 s) */
+    tu_run_quiet();
+    ck_assert_int_eq(cl.calls, 1);
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+}
+END_TEST
+
 static bool one_parked(void *arg)
 {
     struct hilock_stats st;
@@ -463,6 +537,9 @@ static Suite *lifecycle_suite(void)
     tcase_add_test(tc, cancel_right_after_issuing_undoes_a_late_success);
     tcase_add_test(tc, cancel_after_redis_granted_undoes_the_success);
     tcase_add_test(tc, lock_free_after_its_client_frees_only_the_handle);
+    tcase_add_test(tc, client_close_returns_at_once_and_delivers_the_release);
+    tcase_add_test(tc,
+                   client_close_gives_up_on_a_stalled_server_at_the_deadline);
     suite_add_tcase(s, tc);
 
     TCase *ns = tcase_create("no_server");

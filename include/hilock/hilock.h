@@ -258,6 +258,24 @@ HILOCK_EXPORT int hilock_client_new(struct event_base *base,
  * when that callback returns. NULL is ignored. */
 HILOCK_EXPORT void hilock_client_free(struct hilock_client *client);
 
+/* Told once by hilock_client_close() that the client is done: the client
+ * may still be read (hilock_client_stats) during the call, and is freed
+ * when it returns. */
+typedef void hilock_close_cb(struct hilock_client *client, void *arg);
+
+/* Close the client without blocking the loop: as hilock_client_free()
+ * (pending callbacks fire with HILOCK_ECANCELED before it returns, lock
+ * handles are detached, held locks are not released), but the requests
+ * already sent -- releases, the undoing of a success that came too late
+ * -- are given until their replies are in, or request_timeout_ms or 1 s
+ * (the shorter) passed, on the loop. Then cb fires, once and never inside
+ * this call, and the client is freed after it. Call neither this nor
+ * hilock_client_free() on the client again. Safe inside any hilock
+ * callback. Returns 0, or HILOCK_EINVAL (NULL client or cb, or the client
+ * is being freed or closed already). */
+HILOCK_EXPORT int hilock_client_close(struct hilock_client *client,
+                                      hilock_close_cb *cb, void *arg);
+
 /* Write the client id as a 36-character UUID plus NUL into buf (>= 37 bytes).
  * It is part of every owner field: whoever knows it can release this
  * client's locks. Treat it as a secret, and remember that anyone allowed to
