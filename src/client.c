@@ -493,20 +493,34 @@ static int client_assemble(struct hilock_client *c, struct event_base *base)
     return multi_init(&c->eng);
 }
 
+/* hilock_client_new's arguments and options: 0, or HILOCK_EINVAL with
+ * one line to opts->log_cb (when there is one) saying which and why. */
+static int client_args_check(const struct event_base *base,
+                             const struct hilock_options *opts,
+                             struct hilock_client *const *out)
+{
+    char why[CLIENT_WHY_MAX], line[CLIENT_WHY_MAX + 32];
+    if (!opts)
+        return HILOCK_EINVAL;
+    if (!base || !out)
+        snprintf(line, sizeof(line), "invalid argument: %s: NULL",
+                 base ? "out" : "base");
+    else if (options_check(opts, why))
+        snprintf(line, sizeof(line), "invalid option: %s", why);
+    else
+        return 0;
+    if (opts->log_cb)
+        opts->log_cb(HILOCK_LOG_ERROR, line, opts->log_arg);
+    return HILOCK_EINVAL;
+}
+
 int hilock_client_new(struct event_base *base,
                       const struct hilock_options *opts,
                       struct hilock_client **out)
 {
-    char why[CLIENT_WHY_MAX], line[CLIENT_WHY_MAX + 32];
-    if (!base || !opts || !out)
-        return HILOCK_EINVAL;
-    int rc = options_check(opts, why);
-    if (rc) {
-        snprintf(line, sizeof(line), "invalid option: %s", why);
-        if (opts->log_cb)
-            opts->log_cb(HILOCK_LOG_ERROR, line, opts->log_arg);
+    int rc = client_args_check(base, opts, out);
+    if (rc)
         return rc;
-    }
     struct hilock_client *c = calloc(1, sizeof(*c));
     if (!c)
         return HILOCK_ENOMEM;

@@ -255,6 +255,15 @@ START_TEST(client_new_says_which_option_is_wrong_and_why)
         ck_assert_msg(strstr(t.line, bad[i].says), "case %zu said: %s", i,
                       t.line);
     }
+    struct hilock_options o;
+    struct hilock_client *c = NULL;
+    struct told t = {0, HILOCK_LOG_DEBUG, ""};
+    tu_options(&o);
+    o.log_cb = tell;
+    o.log_arg = &t;
+    tu_assert_status(hilock_client_new(NULL, &o, &c), HILOCK_EINVAL);
+    ck_assert_msg(t.lines == 1 && strstr(t.line, "base: NULL"), "said: %s",
+                  t.line);
 }
 END_TEST
 
