@@ -138,7 +138,7 @@ static int options_check(const struct hilock_options *o)
         (o->wait_replicas && o->wait_timeout_ms == 0) ||
         o->wait_timeout_ms > HILOCK_MS_MAX || (o->fair && o->nmasters))
         return HILOCK_EINVAL;
-    return topology_check(o);
+    return topology_check(o) ? HILOCK_EINVAL : tls_options_check(o);
 }
 
 /* Copy s (may be NULL) to *p, advancing it; the copy, or NULL. */
@@ -318,7 +318,8 @@ static int client_assemble(struct hilock_client *c, struct event_base *base)
                                   event_base_init_common_timeout(base, &tv),
                                   &c->rng, &c->guard,
                                   c->opts.fair ? c->listener : NULL,
-                                  &c->eng.stats};
+                                  &c->eng.stats, c->tls.main,
+                                  c->tls.sentinel};
     c->events = (struct topo_events){c,
                                      on_member_up,
                                      on_member_down,
@@ -357,7 +358,8 @@ int hilock_client_new(struct event_base *base,
     struct hilock_client *c = calloc(1, sizeof(*c));
     if (!c)
         return HILOCK_ENOMEM;
-    if ((rc = options_copy(c, opts)) || (rc = client_id_init(c))) {
+    if ((rc = options_copy(c, opts)) || (rc = client_id_init(c)) ||
+        (rc = tls_set_init(&c->tls, opts))) {
         free(c->strings);
         free(c);
         return rc;
@@ -365,6 +367,7 @@ int hilock_client_new(struct event_base *base,
     if ((rc = client_assemble(c, base))) {
         topo_close(&c->topo, 0);
         lock_engine_free(&c->eng);
+        tls_set_free(&c->tls);
         free(c->strings);
         free(c);
         return rc;
@@ -442,6 +445,7 @@ static void client_teardown(void *arg)
     topo_close(&c->topo, drain);
     multi_free_all(&c->eng);
     lock_engine_free(&c->eng);
+    tls_set_free(&c->tls);
     free(c->strings);
     free(c);
 }

@@ -101,6 +101,8 @@ struct conn_config {
     const char *listener;              /* fair mode: the client's hand-off
                                           channel tag; NULL: not fair */
     struct hilock_stats *stats;        /* the client's counters */
+    const struct tls *tls;             /* NULL: plain TCP (tls.h) */
+    const struct tls *sentinel_tls;    /* the sentinels' (sentinel.c) */
 };
 
 /* Where to connect; strings borrowed. */
@@ -143,6 +145,8 @@ struct conn {
     void *owner;                      /* the hooks' context */
     const char *what;                 /* "command" or "subscriber", for logs */
     struct redisAsyncContext *ac;
+    void *tls_session;                /* ac's TLS session, or NULL */
+    uint8_t tls_wait;                 /* connected, TLS handshake under way */
     enum conn_state state;
     unsigned attempt;                 /* connects in a row that did not
                                          prove useful (backoff exponent) */
