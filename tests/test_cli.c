@@ -224,7 +224,7 @@ static bool file_appears(const char *name, int timeout_ms)
 /* dir/name's content (first 4 KiB) in a static buffer. */
 static const char *file_text(const char *name)
 {
-    static char text[4096];
+    static char text[8192];
     char p[512];
     FILE *f = fopen(path_in(p, name), "r");
     size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
