@@ -363,8 +363,8 @@ static void conn_lost(struct conn *conn, const redisAsyncContext *ac)
     char tls_why[160];
     if (err == HILOCK_ESERVER)
         err = HILOCK_ECONN;
-    if (conn->tls_session &&
-        tls_failed(conn->tls_session, tls_why, sizeof(tls_why))) {
+    if (conn->tls_session && tls_failed(conn->tls_session, conn->tls_wait,
+                                        tls_why, sizeof(tls_why))) {
         err = HILOCK_ETLS;
         why = tls_why;
     }
@@ -739,6 +739,7 @@ static void on_tls_reply(redisAsyncContext *ac, void *reply, void *privdata)
     if (!conn || !reply || conn->state != CONN_CONNECTING)
         return;
     reentry_enter(conn->cfg->guard);
+    conn->tls_wait = 0;
     conn_opened(conn);
     reentry_leave(conn->cfg->guard);
 }

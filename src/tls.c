@@ -131,9 +131,10 @@ int tls_attach(const struct tls *t, struct redisAsyncContext *ac,
     return -1;
 }
 
-int tls_failed(void *session, char *why, size_t len)
+int tls_failed(void *session, int pending, char *why, size_t len)
 {
     (void)session;
+    (void)pending;
     (void)why;
     (void)len;
     return 0;
@@ -239,7 +240,7 @@ int tls_attach(const struct tls *t, redisAsyncContext *ac, const char *host,
     if (!ssl || (name && !tls_set_name(ssl, name)) ||
         redisInitiateSSL(&ac->c, ssl) != REDIS_OK) {
         /* The handshake may fail at once (loopback): say why. */
-        if (!ssl || !tls_failed(ssl, ac->c.errstr, sizeof(ac->c.errstr)))
+        if (!ssl || !tls_failed(ssl, 1, ac->c.errstr, sizeof(ac->c.errstr)))
             snprintf(ac->c.errstr, sizeof(ac->c.errstr), "TLS setup: %s",
                      ssl_reason());
         if (!ac->c.err)
@@ -253,7 +254,7 @@ int tls_attach(const struct tls *t, redisAsyncContext *ac, const char *host,
     return 0;
 }
 
-int tls_failed(void *session, char *why, size_t len)
+int tls_failed(void *session, int pending, char *why, size_t len)
 {
     SSL *ssl = session;
     unsigned long e = ERR_peek_last_error();
@@ -267,6 +268,8 @@ int tls_failed(void *session, char *why, size_t len)
         snprintf(why, len, "TLS: %s", ssl_reason()); /* e.g. an alert */
     else if (!SSL_is_init_finished(ssl))
         snprintf(why, len, "TLS handshake did not complete");
+    else if (pending) /* a refused client certificate, often */
+        snprintf(why, len, "TLS: closed by the server before any reply");
     else
         failed = 0;
     ERR_clear_error();

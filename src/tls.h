@@ -47,8 +47,9 @@ void tls_free(struct tls *t);
 int tls_attach(const struct tls *t, struct redisAsyncContext *ac,
                const char *host, void **session);
 /* Whether a connection that was lost failed in TLS (the handshake did not
- * complete, the server's certificate was refused, or the server refused
- * ours), with the reason in why (len bytes). 0: lost for another reason. */
-int tls_failed(void *session, char *why, size_t len);
+ * complete, the server's certificate was refused, the server refused ours,
+ * or, when pending, it closed before its first reply over TLS), with the
+ * reason in why (len bytes). 0: lost for another reason. */
+int tls_failed(void *session, int pending, char *why, size_t len);
 
 #endif

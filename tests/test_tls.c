@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "redis_cluster.h"
 #include "tls_certs.h"
 
 #ifdef HILOCK_HAVE_TLS
@@ -297,6 +298,41 @@ START_TEST(redlock_masters_over_tls)
 }
 END_TEST
 
+/* The seed is reached over TLS, and so is every master the slot map and
+ * the redirects name (the cluster tells TLS clients its TLS ports). */
+START_TEST(cluster_locks_over_tls)
+{
+    struct hilock_options o;
+    struct rs_tls t = {cert("server.crt"), cert("server.key"),
+                       cert("ca.crt"), 0};
+    rc_set_tls(&t);
+    struct rc_cluster *rc = rc_start(3, 0);
+    rc_set_tls(NULL);
+    ck_assert_msg(rc != NULL, "could not start a TLS cluster");
+    struct hilock_endpoint seed = {"127.0.0.1", rc_tls_port(rc, 0), NULL};
+    tls_options(&o, "ca.crt");
+    o.cluster = &seed;
+    o.ncluster = 1;
+    client = tu_client(&o);
+    int on[3] = {0, 0, 0};
+    for (int i = 0; i < 12; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "tls-c-%d", i);
+        int owner = rc_slot_owner(rc, rc_key_slot(name, strlen(name)));
+        ck_assert_int_ge(owner, 0);
+        struct hilock_lock *l = tu_lock(client, name, 1);
+        tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
+        ck_assert_int_eq(
+            rs_int(rc_server(rc, owner), "EXISTS", name, (char *)NULL), 1);
+        tu_assert_status(tu_release(l, NULL), 0);
+        on[owner]++;
+    }
+    ck_assert_msg(on[0] && on[1] && on[2], "locks on %d, %d and %d", on[0],
+                  on[1], on[2]);
+    rc_stop(rc);
+}
+END_TEST
+
 START_TEST(unreadable_ca_file_is_refused_at_client_new)
 {
     struct hilock_options o;
@@ -362,6 +398,7 @@ static Suite *tls_suite(void)
     tcase_add_test(tc, reconnect_after_restart_handshakes_again);
     tcase_add_test(tc, waiter_is_woken_over_tls);
     tcase_add_test(tc, redlock_masters_over_tls);
+    tcase_add_test(tc, cluster_locks_over_tls);
     tcase_add_test(tc, unreadable_ca_file_is_refused_at_client_new);
 #else
     tcase_add_test(tc, tls_is_refused_without_tls_support);
