@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "redis_cluster.h"
+#include "redis_sentinel.h"
 #include "tls_certs.h"
 
 #ifdef HILOCK_HAVE_TLS
@@ -333,6 +334,53 @@ START_TEST(cluster_locks_over_tls)
 }
 END_TEST
 
+/* Sentinels and master speak TLS only: the sentinels are asked over TLS
+ * (the same settings, or their own), the master they name is reached over
+ * TLS, and after a failover the new one is. */
+START_TEST(sentinel_master_over_tls)
+{
+    struct hilock_options o;
+    struct rs_tls t = {cert("server.crt"), cert("server.key"),
+                       cert("ca.crt"), 0};
+    rt_set_tls(&t);
+    struct rt_sentinel *st = rt_start(1, 1, "tlsmaster");
+    rt_set_tls(NULL);
+    ck_assert_msg(st != NULL, "could not start TLS sentinels");
+    struct hilock_endpoint ep = {"127.0.0.1", rt_sentinel_port(st, 0), NULL};
+    tls_options(&o, "ca.crt");
+    o.sentinels = &ep;
+    o.nsentinels = 1;
+    o.master_name = "tlsmaster";
+    o.sentinel_tls_own = 1;
+    o.sentinel_tls = o.tls;
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "tls-sentinel", 1);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
+    ck_assert_int_eq(rs_int(rt_server(st, rt_master(st)), "EXISTS",
+                            "tls-sentinel", (char *)NULL),
+                     1);
+    tu_assert_status(tu_release(l, NULL), 0);
+    int ups = tu_ups(client);
+    int promoted = rt_failover(st);
+    ck_assert_int_ge(promoted, 0);
+    ck_assert(tu_run_until_up(client, ups + 1, tu_ms(10000)));
+    struct hilock_lock *m = tu_lock(client, "tls-sentinel-2", 1);
+    tu_assert_status(tu_acquire_eventually(m, 10000), 0);
+    ck_assert_int_eq(rs_int(rt_server(st, promoted), "EXISTS",
+                            "tls-sentinel-2", (char *)NULL),
+                     1);
+    tu_assert_status(tu_release(m, NULL), 0);
+    /* The sentinels' own settings are the ones used for them: off, the
+     * TLS-only sentinel cannot be asked. */
+    hilock_client_free(client);
+    o.sentinel_tls.mode = HILOCK_TLS_OFF;
+    client = tu_client(&o);
+    l = tu_lock(client, "tls-sentinel-3", 1);
+    ck_assert_int_ne(tu_acquire(l, 0, 10000, NULL), 0);
+    rt_stop(st);
+}
+END_TEST
+
 START_TEST(unreadable_ca_file_is_refused_at_client_new)
 {
     struct hilock_options o;
@@ -399,6 +447,7 @@ static Suite *tls_suite(void)
     tcase_add_test(tc, waiter_is_woken_over_tls);
     tcase_add_test(tc, redlock_masters_over_tls);
     tcase_add_test(tc, cluster_locks_over_tls);
+    tcase_add_test(tc, sentinel_master_over_tls);
     tcase_add_test(tc, unreadable_ca_file_is_refused_at_client_new);
 #else
     tcase_add_test(tc, tls_is_refused_without_tls_support);
