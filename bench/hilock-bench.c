@@ -19,7 +19,7 @@
 static const struct scenario scenarios[] = {
     {"uncontended", "lock+release pairs on distinct keys vs raw EVALSHA",
      OPT_SECONDS | OPT_INFLIGHT | OPT_ROUNDS | OPT_WAIT | OPT_REMOTE |
-         OPT_CLUSTER | OPT_WAIT_REPLICAS,
+         OPT_CLUSTER | OPT_WAIT_REPLICAS | OPT_TLS,
      sc_uncontended,
      "  --inflight K   pairs in flight, at most 1024 (default: 1, 64, 256 and\n"
      "                 1024 in one run)\n"
@@ -30,7 +30,9 @@ static const struct scenario scenarios[] = {
      "                 on one plain master, in one run\n"
      "  --wait-replicas N\n"
      "                 instead: hilock on a master with N replicas (1..4),\n"
-     "                 WAIT off vs WAIT N, in one run\n"},
+     "                 WAIT off vs WAIT N, in one run\n"
+     "  --tls          instead: hilock on a plain server vs on a TLS one,\n"
+     "                 in one run (needs hilock built with TLS)\n"},
     {"contended", "P processes, W waiters, one lock, a GET/SET section",
      OPT_SECONDS | OPT_PROCS | OPT_WAITERS | OPT_WORST | OPT_FAIR |
          OPT_REMOTE,
@@ -151,6 +153,7 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     case 'q': o->no_progress = 1; return 0;
     case 'n': o->no_lock = 1; o->given |= OPT_NO_LOCK; return 0;
     case 'T': o->sentinel = 1; o->given |= OPT_SENTINEL; return 0;
+    case 'Y': o->tls = 1; o->given |= OPT_TLS; return 0;
     case 'F': o->fair = 1; o->given |= OPT_FAIR; return 0;
     case 'K': o->counting = 1; o->given |= OPT_COUNTING; return 0;
     }
@@ -226,6 +229,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         {"cluster", required_argument, NULL, 'c'},
         {"wait-replicas", required_argument, NULL, 'R'},
         {"sentinel", no_argument, NULL, 'T'},
+        {"tls", no_argument, NULL, 'Y'},
         {"fair", no_argument, NULL, 'F'},
         {"hold", required_argument, NULL, 'D'},
         {"every", required_argument, NULL, 'E'},
@@ -255,7 +259,8 @@ static unsigned foreign_options(const struct scenario *sc,
  * are combined with each other or with --port. */
 static int conflicting_options(const struct bench_opts *o)
 {
-    unsigned own = o->given & (OPT_CLUSTER | OPT_WAIT_REPLICAS | OPT_SENTINEL);
+    unsigned own = o->given & (OPT_CLUSTER | OPT_WAIT_REPLICAS | OPT_SENTINEL |
+                               OPT_TLS);
     return (own & (own - 1)) || (own && (o->given & OPT_REMOTE));
 }
 
@@ -314,8 +319,8 @@ int main(int argc, char **argv)
     }
     if (conflicting_options(&b.o) ||
         ((b.o.given & OPT_LEASE) && sc->run == sc_faults && !b.o.sentinel)) {
-        fprintf(stderr, "hilock-bench: --cluster, --wait-replicas and "
-                        "--sentinel start their own servers: one of them, "
+        fprintf(stderr, "hilock-bench: --cluster, --wait-replicas, --tls "
+                        "and --sentinel start their own servers: one of them, "
                         "without --port (--lease: faults only with "
                         "--sentinel)\n");
         return usage(sc);

@@ -1,6 +1,8 @@
 /* sc_topology.c -- "uncontended" on two setups in one run:
  *  --cluster N        hilock on a Redis Cluster of N masters (no replicas)
  *                     against hilock on one plain master;
+ *  --tls              hilock on the plain server against hilock on a
+ *                     second, TLS-only one (certificates made at start);
  *  --wait-replicas N  hilock on a master with N replicas, WAIT off against
  *                     WAIT N (wait_replicas in struct hilock_options).
  *
@@ -25,6 +27,7 @@
 
 #include "redis_cluster.h"
 #include "redis_server.h"
+#include "tls_certs.h"
 
 #define T_KS 4
 #define T_REPLICAS_MAX 4
@@ -418,7 +421,77 @@ out:
     return rc;
 }
 
+/* ---- --tls --------------------------------------------------------------- */
+
+#ifdef HILOCK_HAVE_TLS
+/* Both sides on a server of their own, configured alike but for TLS. */
+static int tls_compare(struct bench *b, struct tpart *p, const char *dir)
+{
+    char f[3][PATH_MAX + 16];
+    const char *names[3] = {"server.crt", "server.key", "ca.crt"};
+    for (int i = 0; i < 3; i++)
+        snprintf(f[i], sizeof f[i], "%s/%s", dir, names[i]);
+    struct rs_options o;
+    memset(&o, 0, sizeof o);
+    o.tls = (struct rs_tls){f[0], f[1], f[2], 0};
+    struct rs_server *srv = rs_start_opts(&o);
+    if (!srv) {
+        fprintf(stderr, "uncontended: the TLS server could not be started\n");
+        return 1;
+    }
+    printf("uncontended: hilock on a plain server (port %d) vs on a TLS one "
+           "(port %d, TLS 1.2+, certificate verified)\n",
+           b->port, rs_port(srv));
+    p->ratio_label = "TLS / plain";
+    p->side[0].label = "plain";
+    p->side[0].tag = "plain";
+    p->side[1].label = "TLS";
+    p->side[1].tag = "tls";
+    for (int s = 0; s < 2; s++) {
+        hilock_options_init(&p->side[s].ho);
+        p->side[s].ho.host = b->host;
+        p->side[s].ho.port = s ? rs_port(srv) : b->port;
+    }
+    p->side[1].ho.tls.mode = HILOCK_TLS_VERIFY;
+    p->side[1].ho.tls.ca_file = f[2];
+    json_int(b->json, "tls_port", rs_port(srv));
+    int rc = t_result(t_measure(p));
+    rs_stop(srv);
+    return rc;
+}
+
+static int uncontended_tls(struct bench *b)
+{
+    struct tpart *p = calloc(1, sizeof(*p));
+    const char *tmp = getenv("TMPDIR");
+    char dir[PATH_MAX], cmd[PATH_MAX + 16];
+    int rc = 1;
+    if (!p)
+        return 1;
+    t_plan(p, b);
+    snprintf(dir, sizeof dir, "%s/hilock-bench-tls-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    if (mkdtemp(dir) && rs_tls_certs(dir) == 0)
+        rc = tls_compare(b, p, dir);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "uncontended: could not remove %s\n", dir);
+    free(p);
+    return rc;
+}
+#else
+static int uncontended_tls(struct bench *b)
+{
+    (void)b;
+    fprintf(stderr, "uncontended --tls: this hilock was built without TLS "
+                    "(it needs hiredis 1.x with hiredis_ssl)\n");
+    return 1;
+}
+#endif
+
 int uncontended_topology(struct bench *b)
 {
+    if (b->o.tls)
+        return uncontended_tls(b);
     return b->o.cluster ? uncontended_cluster(b) : uncontended_wait(b);
 }

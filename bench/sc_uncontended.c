@@ -966,7 +966,7 @@ int sc_uncontended(struct bench *b)
     int ks[4], nk = 0, rounds = b->o.rounds ? b->o.rounds : 3;
     double secs = b->o.seconds > 0 ? b->o.seconds : 1.0;
     uint32_t wait_ms = (b->o.given & OPT_WAIT) ? b->o.wait_ms : 5000;
-    if (b->o.cluster || b->o.wait_replicas)
+    if (b->o.cluster || b->o.wait_replicas || b->o.tls)
         return uncontended_topology(b);
     struct ucell (*cells)[U_MODES] = calloc(4, sizeof(*cells));
     if (b->o.inflight)

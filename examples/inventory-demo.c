@@ -64,6 +64,7 @@
 #include "redis_cluster.h"
 #include "redis_sentinel.h"
 #include "redis_server.h"
+#include "tls_certs.h"
 
 #define SERVERS_MAX 16
 #define MASTERS_MAX 9   /* HILOCK_MASTERS_MAX */
@@ -77,6 +78,7 @@ struct config {
     int masters;           /* --redlock N; 0: one redis-server, no Redlock */
     int cluster;           /* --cluster: a Redis Cluster instead */
     int sentinel;          /* --sentinel: a master and a Sentinel instead */
+    int tls;               /* --tls: TLS-only redis-servers */
     const char *product;
     char server_path[PATH_MAX];
 };
@@ -111,6 +113,8 @@ struct demo {
     char masters_list[MASTERS_MAX * 24];  /* --redlock for the servers */
     char cluster_list[CLUSTER_MASTERS * 24];  /* --cluster for them */
     char sentinel_list[24];                   /* --sentinel for them */
+    char certs[PATH_MAX];  /* --tls: the certificates' directory */
+    char cacert[PATH_MAX + 16];  /* --tls: the CA, --cacert for them */
     int issued, answered;  /* purchases sent / answered */
     int sold, not_sold, errors;
     int *left_seen;        /* sold answers per "left" value, [0, stock) */
@@ -150,7 +154,12 @@ static void server_exec(const struct demo *d, int out_fd, int redis_port,
     dup2(out_fd, STDOUT_FILENO);
     close(out_fd);
     snprintf(rport, sizeof(rport), "%d", redis_port);
-    if (*d->cluster_list)
+    if (d->cfg->tls)  /* one server or --redlock only (parse_args) */
+        execl(cfg->server_path, cfg->server_path, "--port", "0",
+              "--redis-port", rport, "--cacert", d->cacert, "--product",
+              cfg->product, *d->masters_list ? "--redlock" : (char *)NULL,
+              d->masters_list, (char *)NULL);
+    else if (*d->cluster_list)
         execl(cfg->server_path, cfg->server_path, "--port", "0",
               "--cluster", d->cluster_list, "--product", cfg->product,
               (char *)NULL);
@@ -652,6 +661,7 @@ static int parse_args(struct config *cfg, int argc, char **argv)
         {"cluster", no_argument, NULL, 'C'},
         {"sentinel", no_argument, NULL, 'T'},
         {"server", required_argument, NULL, 'S'},
+        {"tls", no_argument, NULL, 'L'},
         {NULL, 0, NULL, 0}};
     int c, bad = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -669,6 +679,8 @@ static int parse_args(struct config *cfg, int argc, char **argv)
             cfg->cluster = 1;
         else if (c == 'T')
             cfg->sentinel = 1;
+        else if (c == 'L')
+            cfg->tls = 1;
         else if (c == 'S')
             snprintf(cfg->server_path, sizeof(cfg->server_path), "%s", optarg);
         else
@@ -678,11 +690,13 @@ static int parse_args(struct config *cfg, int argc, char **argv)
         cfg->concurrency = cfg->purchases;
     if (bad || optind != argc || cfg->servers > SERVERS_MAX ||
         cfg->concurrency < cfg->servers || strlen(cfg->product) > 64 ||
-        (cfg->cluster + cfg->sentinel + (cfg->masters > 0)) > 1) {
+        (cfg->cluster + cfg->sentinel + (cfg->masters > 0)) > 1 ||
+        (cfg->tls && (cfg->cluster || cfg->sentinel))) {
         fprintf(stderr, "usage: hilock-inventory-demo [--servers N<=%d] "
                 "[--stock N] [--purchases N] [--concurrency N>=servers] "
                 "[--time-limit S] [--product P] [--redlock N (odd, 3..%d) | "
-                "--cluster | --sentinel] [--server PATH]\n", SERVERS_MAX,
+                "--cluster | --sentinel] [--tls (not with --cluster, "
+                "--sentinel)] [--server PATH]\n", SERVERS_MAX,
                 MASTERS_MAX);
         return -1;
     }
@@ -704,14 +718,38 @@ static void default_server_path(struct config *cfg)
              "%s/hilock-inventory-server", dirname(self));
 }
 
+/* --tls: certificates in a fresh directory (d->certs), the CA's path in
+ * d->cacert, the servers' files in *t. 0, or -1 (message on stderr). */
+static int tls_prepare(struct demo *d, struct rs_tls *t, char f[2][PATH_MAX + 16])
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(d->certs, sizeof(d->certs), "%s/hilock-demo-tls-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(d->certs) || rs_tls_certs(d->certs) != 0) {
+        fprintf(stderr, "inventory-demo: no certificates (is openssl "
+                        "installed?)\n");
+        return -1;
+    }
+    snprintf(d->cacert, sizeof(d->cacert), "%s/ca.crt", d->certs);
+    snprintf(f[0], PATH_MAX + 16, "%s/server.crt", d->certs);
+    snprintf(f[1], PATH_MAX + 16, "%s/server.key", d->certs);
+    *t = (struct rs_tls){f[0], f[1], d->cacert, 0};
+    return 0;
+}
+
 /* Start the redis-servers into srv: one, or cfg->masters Redlock masters
  * whose list goes into d->masters_list; the first holds the stock either
- * way. Print them. 0, or -1 (message on stderr). */
+ * way; TLS only with --tls. Print them. 0, or -1 (message on stderr). */
 static int redis_start(struct demo *d, struct rs_server **srv, int n)
 {
     size_t len = 0;
+    struct rs_options o;
+    char f[2][PATH_MAX + 16];
+    memset(&o, 0, sizeof(o));
+    if (d->cfg->tls && tls_prepare(d, &o.tls, f) != 0)
+        return -1;
     for (int i = 0; i < n; i++) {
-        if (!(srv[i] = rs_start(NULL)))
+        if (!(srv[i] = rs_start_opts(&o)))
             return -1;
         if (d->cfg->masters)
             len += (size_t)snprintf(d->masters_list + len,
@@ -719,6 +757,10 @@ static int redis_start(struct demo *d, struct rs_server **srv, int n)
                                     "%s127.0.0.1:%d", i ? "," : "",
                                     rs_port(srv[i]));
     }
+    if (d->cfg->tls)
+        printf("TLS only: certificates made in %s; the lock client checks "
+               "the chain and the name, the stock connection the chain\n",
+               d->certs);
     if (!d->cfg->masters) {
         printf("redis-server 127.0.0.1:%d (pid %d)\n", rs_port(srv[0]),
                (int)rs_pid(srv[0]));
@@ -836,6 +878,14 @@ int main(int argc, char **argv)
     default_server_path(&cfg);
     if (parse_args(&cfg, argc, argv) != 0)
         return 2;
+#ifndef HILOCK_HAVE_TLS
+    if (cfg.tls) {
+        fprintf(stderr, "inventory-demo: --tls needs hilock built with TLS: "
+                        "hiredis 1.x with hiredis_ssl (Debian 12's hiredis "
+                        "0.14 has none; see the README, \"TLS\")\n");
+        return 2;
+    }
+#endif
     /* The last resort behind every bound below: SIGALRM ends this process,
      * and the servers and redis-server die with it (PR_SET_PDEATHSIG). */
     alarm((unsigned)cfg.time_limit_s + STOP_MS / 1000 + 15);
@@ -879,6 +929,12 @@ int main(int argc, char **argv)
             rs_stop(srv[i]);
     event_base_free(d.base);
     free(d.left_seen);
+    if (d.certs[0]) {
+        char cmd[PATH_MAX + 16];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d.certs);
+        if (system(cmd) != 0)
+            fprintf(stderr, "inventory-demo: could not remove %s\n", d.certs);
+    }
     for (int i = 0; i < cfg.servers; i++)
         free(d.metrics[i]);
     if (rc == 0 && bad_exits == 0 && cfg.cluster) {
@@ -895,13 +951,15 @@ int main(int argc, char **argv)
     }
     if (rc == 0 && bad_exits == 0 && cfg.masters) {
         printf("inventory-demo: OK -- exactly %d sold, none oversold, the "
-               "lock on %d Redlock masters; servers and redis-servers "
-               "stopped\n", cfg.stock, cfg.masters);
+               "lock on %d Redlock masters%s; servers and redis-servers "
+               "stopped\n", cfg.stock, cfg.masters,
+               cfg.tls ? ", over TLS" : "");
         return 0;
     }
     if (rc == 0 && bad_exits == 0) {
-        printf("inventory-demo: OK -- exactly %d sold, none oversold; "
-               "servers and redis-server stopped\n", cfg.stock);
+        printf("inventory-demo: OK -- exactly %d sold, none oversold%s; "
+               "servers and redis-server stopped\n", cfg.stock,
+               cfg.tls ? ", over TLS" : "");
         return 0;
     }
     printf("inventory-demo: FAILED\n");

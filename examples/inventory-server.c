@@ -62,6 +62,9 @@
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
+#ifdef HILOCK_HAVE_TLS
+#include <hiredis/hiredis_ssl.h>
+#endif
 
 #include <hilock/hilock.h>
 
@@ -95,6 +98,10 @@ struct shop {
                                             --sentinel or --cluster nodes */
     size_t nnodes;              /* 0: the lock is on the stock's Redis */
     const char *master_name;    /* --master */
+    const char *cacert;         /* --cacert: lock and stock over TLS */
+#ifdef HILOCK_HAVE_TLS
+    redisSSLContext *ssl;       /* the stock connection's TLS */
+#endif
     char list_text[LIST_TEXT_MAX];  /* the list, split in place */
     const char *product;        /* default product */
     uint64_t next_tag;          /* owner tag of the next sale's lock */
@@ -281,6 +288,13 @@ static redisAsyncContext *shop_redis(struct shop *shop)
             redisAsyncFree(ac);
         return NULL;
     }
+#ifdef HILOCK_HAVE_TLS
+    if (shop->ssl && redisInitiateSSLWithContext(&ac->c, shop->ssl) != REDIS_OK) {
+        fprintf(stderr, "inventory-server: redis TLS: %s\n", ac->c.errstr);
+        redisAsyncFree(ac);
+        return NULL;
+    }
+#endif
     ac->data = shop;
     redisLibeventAttach(ac, shop->base);
     redisAsyncSetConnectCallback(ac, on_redis_connected);
@@ -755,6 +769,9 @@ static void usage(FILE *f)
         "                  Redis Cluster of these nodes (host:port,\n"
         "                  comma-separated, 1..%d), instead of --redis-host\n"
         "                  and --redis-port\n"
+        "  --cacert FILE   the lock and the stock over TLS, trusting the CAs\n"
+        "                  of FILE (one Redis or --redlock; needs hilock\n"
+        "                  built with TLS)\n"
         "  --product P     product of requests without ?product= "
         "(default inventory001)\n"
         "POST /sale buys one item; GET /stock shows what is left; GET\n"
@@ -813,6 +830,7 @@ static int parse_args(struct shop *shop, int *port, int argc, char **argv)
         {"master", required_argument, NULL, 'M'},
         {"cluster", required_argument, NULL, 'C'},
         {"product", required_argument, NULL, 'P'},
+        {"cacert", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c, redis_given = 0;
@@ -838,6 +856,7 @@ static int parse_args(struct shop *shop, int *port, int argc, char **argv)
             break;
         case 'M': shop->master_name = optarg; break;
         case 'P': shop->product = optarg; break;
+        case 'T': shop->cacert = optarg; break;
         case 'h': return 1;
         default: return -1;
         }
@@ -846,7 +865,8 @@ static int parse_args(struct shop *shop, int *port, int argc, char **argv)
     int elsewhere = shop->topo == TOPO_SENTINEL || shop->topo == TOPO_CLUSTER;
     if (optind != argc || plen == 0 || plen > PRODUCT_MAX ||
         (elsewhere && redis_given) ||
-        (shop->topo == TOPO_SENTINEL) != (shop->master_name != NULL))
+        (shop->topo == TOPO_SENTINEL) != (shop->master_name != NULL) ||
+        (shop->cacert && elsewhere))
         return -1;
     if (shop->topo == TOPO_CLUSTER) {  /* the stock: first asked of the
                                           first node */
@@ -910,6 +930,20 @@ static int shop_open(struct shop *shop, int port)
         opts.masters = shop->nodes;
         opts.nmasters = shop->nnodes;
     }
+    if (shop->cacert) {
+        opts.tls.mode = HILOCK_TLS_VERIFY;
+        opts.tls.ca_file = shop->cacert;
+    }
+#ifdef HILOCK_HAVE_TLS
+    redisSSLContextError ssl_err = REDIS_SSL_CTX_NONE;
+    if (shop->cacert &&
+        !(shop->ssl = redisCreateSSLContext(shop->cacert, NULL, NULL, NULL,
+                                            NULL, &ssl_err))) {
+        fprintf(stderr, "inventory-server: TLS: %s\n",
+                redisSSLContextGetError(ssl_err));
+        return -1;
+    }
+#endif
     int rc = hilock_client_new(shop->base, &opts, &shop->locks);
     if (rc != 0) {
         fprintf(stderr, "inventory-server: hilock: %s%s\n", hilock_strerror(rc),
@@ -966,6 +1000,10 @@ static void shop_close(struct shop *shop)
         event_free(shop->sig_term);
     if (shop->drain)
         event_free(shop->drain);
+#ifdef HILOCK_HAVE_TLS
+    if (shop->ssl)
+        redisFreeSSLContext(shop->ssl);
+#endif
 }
 
 int main(int argc, char **argv)

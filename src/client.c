@@ -278,7 +278,12 @@ static int options_check(const struct hilock_options *o, char *why)
         return invalid(why, "username: set without a password");
     if (times_check(o, why))
         return HILOCK_EINVAL;
-    return topology_check(o, why);
+    if (topology_check(o, why))
+        return HILOCK_EINVAL;
+    if (tls_options_check(o))
+        return invalid(why, "tls, sentinel_tls: inconsistent settings (mode, "
+                            "cert_file without key_file, or a unix socket)");
+    return 0;
 }
 
 /* Copy s (may be NULL) to *p, advancing it; the copy, or NULL. */
@@ -466,7 +471,8 @@ static int client_assemble(struct hilock_client *c, struct event_base *base)
                                   event_base_init_common_timeout(base, &tv),
                                   &c->rng, &c->guard,
                                   c->opts.fair ? c->listener : NULL,
-                                  &c->eng.stats, &c->wire};
+                                  &c->eng.stats, &c->wire, c->tls.main,
+                                  c->tls.sentinel};
     c->events = (struct topo_events){c,
                                      on_member_up,
                                      on_member_down,
@@ -524,7 +530,8 @@ int hilock_client_new(struct event_base *base,
     struct hilock_client *c = calloc(1, sizeof(*c));
     if (!c)
         return HILOCK_ENOMEM;
-    if ((rc = options_copy(c, opts)) || (rc = client_id_init(c))) {
+    if ((rc = options_copy(c, opts)) || (rc = client_id_init(c)) ||
+        (rc = tls_set_init(&c->tls, opts))) {
         free(c->strings);
         free(c);
         return rc;
@@ -532,6 +539,7 @@ int hilock_client_new(struct event_base *base,
     if ((rc = client_assemble(c, base))) {
         topo_close(&c->topo, 0);
         lock_engine_free(&c->eng);
+        tls_set_free(&c->tls);
         free(c->strings);
         free(c);
         return rc;
@@ -607,6 +615,7 @@ static void client_destroy(struct hilock_client *c, uint32_t drain_ms)
     multi_free_all(&c->eng);
     lock_engine_free(&c->eng);
     event_del(&c->close_timer);
+    tls_set_free(&c->tls);
     free(c->strings);
     free(c);
 }

@@ -9,6 +9,7 @@
 #include "engine.h"
 #include "hilock/hilock.h"
 #include "reentry.h"
+#include "tls.h"
 #include "topo.h"
 
 struct hilock_client {
@@ -24,6 +25,7 @@ struct hilock_client {
                                    command and the subscriber connection */
     struct reentry guard;
     struct conn_config cfg;
+    struct tls_set tls;         /* TLS contexts (NULL: plain) */
     struct hilock_endpoint eps[HILOCK_SEEDS_MAX]; /* copies of the lists */
     uint8_t up[HILOCK_MASTERS_MAX]; /* members up */
     struct topo_events events;

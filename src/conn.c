@@ -49,6 +49,7 @@
 #include "guard.h"
 #include "reply.h"
 #include "stats.h"
+#include "tls.h"
 
 #define REQ_POOL_MAX 4096
 
@@ -404,10 +405,17 @@ static void conn_lost(struct conn *conn, const redisAsyncContext *ac)
     int err = ac->err == REDIS_ERR_OTHER
                   ? reply_error_text_code(why, strlen(why))
                   : HILOCK_ECONN;
+    char tls_why[160];
     if (err == HILOCK_ESERVER)
         err = HILOCK_ECONN;
     if (ac->err == REDIS_ERR_PROTOCOL)
         err = HILOCK_EPROTO; /* not Redis, or not speaking RESP */
+    if (conn->tls_session && tls_failed(conn->tls_session, conn->tls_wait,
+                                        tls_why, sizeof(tls_why))) {
+        err = HILOCK_ETLS;
+        why = tls_why;
+    }
+    conn->tls_session = NULL;
     conn_log_down(conn, err, "lost: %s", why);
     conn_detach(conn);
     conn_failed(conn, err);
@@ -781,25 +789,52 @@ void conn_restart(struct conn *conn)
     evtimer_add(&conn->retry_timer, &now);
 }
 
+/* Connected (and through TLS): the handshake of AUTH, SELECT and ROLE. */
+static void conn_opened(struct conn *conn)
+{
+    evtimer_del(&conn->retry_timer);
+    conn_log(conn, HILOCK_LOG_DEBUG, "connected, handshake");
+    conn->state = CONN_HANDSHAKE;
+    if (handshake(conn) == 0)
+        conn_ready(conn);
+}
+
+/* Any reply to the PING that follows a TLS connect: the TLS handshake is
+ * over. */
+static void on_tls_reply(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    struct conn *conn = ac->data;
+    if (!conn || !reply || conn->state != CONN_CONNECTING)
+        return;
+    reentry_enter(conn->cfg->guard);
+    conn->tls_wait = 0;
+    conn_opened(conn);
+    reentry_leave(conn->cfg->guard);
+}
+
 static void on_connect(const redisAsyncContext *ac, int status)
 {
     struct conn *conn = ac->data;
+    static const char ping[] = "*1\r\n$4\r\nPING\r\n";
     if (!conn)
         return;
     struct reentry *guard = conn->cfg->guard;
     reentry_enter(guard);
-    evtimer_del(&conn->retry_timer);
     if (status != REDIS_OK) {
+        evtimer_del(&conn->retry_timer);
         conn_log_down(conn, HILOCK_ECONN, "failed: %s", ac->errstr);
         conn->ac = NULL; /* hiredis frees it after this callback */
         conn->state = CONN_IDLE;
         schedule_retry(conn);
         conn_failed(conn, HILOCK_ECONN);
+    } else if (conn->tls_session) {
+        /* The TLS handshake runs within the connect deadline, which stays
+         * armed: a server that never answers it (plaintext) fails. */
+        conn->tls_wait = 1;
+        redisAsyncFormattedCommand(conn->ac, on_tls_reply, NULL, ping,
+                                   sizeof(ping) - 1);
     } else {
-        conn_log(conn, HILOCK_LOG_DEBUG, "connected, handshake");
-        conn->state = CONN_HANDSHAKE;
-        if (handshake(conn) == 0)
-            conn_ready(conn); /* no memory for even a PING: as before */
+        conn_opened(conn);
     }
     reentry_leave(guard);
 }
@@ -823,14 +858,20 @@ void conn_start(struct conn *conn)
     redisAsyncContext *ac = ep->unix_path
                                 ? redisAsyncConnectUnix(ep->unix_path)
                                 : redisAsyncConnect(ep->host, ep->port);
-    if (!ac || ac->err) {
-        conn_log_down(conn, HILOCK_ECONN, "failed: %s",
-                      ac ? ac->errstr : "out of memory");
+    int err = !ac || ac->err ? HILOCK_ECONN : 0;
+    conn->tls_session = NULL;
+    conn->tls_wait = 0;
+    if (!err && conn->cfg->tls &&
+        tls_attach(conn->cfg->tls, ac, ep->host, &conn->tls_session) != 0)
+        err = HILOCK_ETLS; /* a loopback handshake may fail at once */
+    if (err) {
+        conn_log_down(conn, err, "failed: %s",
+                 ac ? ac->errstr : "out of memory");
         if (ac)
             redisAsyncFree(ac);
         schedule_retry(conn);
         /* Told from the retry timer: this may run inside a user's call. */
-        conn->err = HILOCK_ECONN;
+        conn->err = err;
         conn->fail_pending = 1;
         return;
     }
@@ -854,13 +895,15 @@ static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
     reentry_enter(guard);
     if (conn->state == CONN_CONNECTING) {
         redisAsyncContext *ac = conn->ac;
-        conn_log_down(conn, HILOCK_ECONN, "connect timed out");
+        conn_log_down(conn, conn->tls_wait ? HILOCK_ETLS : HILOCK_ECONN,
+                      "%s timed out",
+                      conn->tls_wait ? "TLS handshake" : "connect");
         conn->ac = NULL;
         ac->data = NULL;
         conn->state = CONN_IDLE;
         redisAsyncFree(ac);
         schedule_retry(conn);
-        conn_failed(conn, HILOCK_ECONN);
+        conn_failed(conn, conn->tls_wait ? HILOCK_ETLS : HILOCK_ECONN);
     } else if (conn->state == CONN_IDLE) {
         if (conn->fail_pending) {
             conn->fail_pending = 0;

@@ -104,6 +104,8 @@ struct conn_config {
     size_t *wire;                      /* requests handed to hiredis and
                                           not answered yet, over every
                                           connection of the client */
+    const struct tls *tls;             /* NULL: plain TCP (tls.h) */
+    const struct tls *sentinel_tls;    /* the sentinels' (sentinel.c) */
 };
 
 /* Where to connect; strings borrowed. */
@@ -146,6 +148,8 @@ struct conn {
     void *owner;                      /* the hooks' context */
     const char *what;                 /* "command" or "subscriber", for logs */
     struct redisAsyncContext *ac;
+    void *tls_session;                /* ac's TLS session, or NULL */
+    uint8_t tls_wait;                 /* connected, TLS handshake under way */
     enum conn_state state;
     unsigned attempt;                 /* connects in a row that did not
                                          prove useful (backoff exponent) */

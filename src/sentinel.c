@@ -114,6 +114,7 @@ int sentinel_new(struct sentinel **out, const struct conn_config *cfg,
     s->opts.db = 0;
     s->cfg = *cfg;
     s->cfg.opts = &s->opts;
+    s->cfg.tls = cfg->sentinel_tls;
     s->eps = o->sentinels;
     s->n = o->nsentinels;
     s->name = o->master_name;

@@ -38,6 +38,7 @@
 struct rc_cluster {
     int n;
     struct rs_server *srv[RC_MAX_NODES];
+    int tls_port[RC_MAX_NODES];
     char id[RC_MAX_NODES][41];
 };
 
@@ -117,14 +118,33 @@ static int node_by_port(const struct rc_cluster *c, long long port)
 /* A node with a bus port of its own: redis picks port + 10000 otherwise,
  * which may be taken or above 65535. The bus port was free a moment ago;
  * should it be taken meanwhile, the node exits and we try another. */
-static struct rs_server *start_node(void)
+/* rc_set_tls's files (empty: no TLS). */
+static char tls_files[3][PATH_MAX];
+
+void rc_set_tls(const struct rs_tls *tls)
+{
+    const char *f[3] = {tls ? tls->cert_file : NULL,
+                        tls ? tls->key_file : NULL,
+                        tls ? tls->ca_file : NULL};
+    for (int i = 0; i < 3; i++)
+        snprintf(tls_files[i], sizeof tls_files[i], "%s", f[i] ? f[i] : "");
+}
+
+int rc_tls_port(const struct rc_cluster *c, int i)
+{
+    return valid(c, i) && c->tls_port[i] > 0 ? c->tls_port[i] : -1;
+}
+
+static struct rs_server *start_node(int *tls_port)
 {
     for (int attempt = 0; attempt < 3; attempt++) {
-        char bus[16];
+        char bus[16], tls[16];
         int bus_port = rs_free_port();
-        if (bus_port < 0)
+        *tls_port = tls_files[0][0] ? rs_free_port() : 0;
+        if (bus_port < 0 || *tls_port < 0)
             break;
         snprintf(bus, sizeof bus, "%d", bus_port);
+        snprintf(tls, sizeof tls, "%d", *tls_port);
         /* hz 100: SIGTERM acted on within 10 ms. validity-factor 0: a
          * replica may always take over, however long its link was down.
          * Full syncs through a file: a diskless one starts at once too,
@@ -141,7 +161,18 @@ static struct rs_server *start_node(void)
                               "--cluster-replica-validity-factor", "0",
                               "--repl-diskless-sync", "no",
                               "--shutdown-timeout", "0",
+                              /* with rc_set_tls: */
+                              "--tls-port", tls,
+                              "--tls-cert-file", tls_files[0],
+                              "--tls-key-file", tls_files[1],
+                              "--tls-ca-cert-file", tls_files[2],
+                              "--tls-auth-clients", "no",
+                              "--tls-cluster", "yes",
+                              "--tls-replication", "yes",
                               NULL};
+        for (int i = 0; !tls_files[0][0] && args[i]; i++)
+            if (strcmp(args[i], "--tls-port") == 0)
+                args[i] = NULL; /* no TLS: end before its arguments */
         struct rs_server *srv = rs_start(args);
         if (srv)
             return srv;
@@ -595,7 +626,7 @@ struct rc_cluster *rc_start(int masters, int replicas_per_master)
         return NULL;
     int n = masters * (1 + replicas_per_master);
     for (c->n = 0; c->n < n; c->n++) {
-        c->srv[c->n] = start_node();
+        c->srv[c->n] = start_node(&c->tls_port[c->n]);
         if (!c->srv[c->n])
             goto fail;
     }

@@ -45,6 +45,15 @@ struct rc_cluster;
  * master is up. Node i < masters is a master. NULL on failure, with every
  * node stopped. */
 struct rc_cluster *rc_start(int masters, int replicas_per_master);
+/* TLS for the nodes rc_start starts from now on (NULL: none): each also
+ * listens with TLS on a port of its own (rc_tls_port), with tls-cluster
+ * and tls-replication on, so that the bus and replication use TLS and TLS
+ * clients are told the TLS ports (in CLUSTER SLOTS, MOVED, ASK). The
+ * harness and redis-cli keep the plain port. Copied. */
+void rc_set_tls(const struct rs_tls *tls);
+/* Node i's TLS port, or -1. */
+int rc_tls_port(const struct rc_cluster *c, int i);
+
 /* Stop every node and free the cluster; NULL is ignored. */
 void rc_stop(struct rc_cluster *c);
 

@@ -325,16 +325,49 @@ static int wait_new_master(struct rt_sentinel *t, int old, const char *what)
  * redis_cluster.c: a diskless one may leave a replica "up" without a stream
  * for a second. shutdown-timeout 0: a master stops without waiting for its
  * replicas. */
+/* rt_set_tls's files (empty: no TLS). */
+static char tls_files[3][PATH_MAX];
+
+void rt_set_tls(const struct rs_tls *tls)
+{
+    const char *f[3] = {tls ? tls->cert_file : NULL,
+                        tls ? tls->key_file : NULL,
+                        tls ? tls->ca_file : NULL};
+    for (int i = 0; i < 3; i++)
+        snprintf(tls_files[i], sizeof tls_files[i], "%s", f[i] ? f[i] : "");
+}
+
+/* rs_start_opts(o), with TLS (and replication over it) when rt_set_tls
+ * asked for it. */
+static struct rs_server *start_with(struct rs_options *o)
+{
+    const char *args[16];
+    int n = 0;
+    if (!tls_files[0][0])
+        return rs_start_opts(o);
+    for (int i = 0; o->args && o->args[i] && n < 13; i++)
+        args[n++] = o->args[i];
+    args[n++] = "--tls-replication";
+    args[n++] = "yes";
+    args[n] = NULL;
+    o->args = args;
+    o->tls = (struct rs_tls){tls_files[0], tls_files[1], tls_files[2], 0};
+    return rs_start_opts(o);
+}
+
 static struct rs_server *start_data_node(int master_port)
 {
     char port[16];
+    struct rs_options o;
     snprintf(port, sizeof port, "%d", master_port);
     const char *args[] = {"--hz", "100",
                           "--repl-diskless-sync", "no",
                           "--shutdown-timeout", "0",
                           master_port > 0 ? "--replicaof" : NULL,
                           "127.0.0.1", port, NULL};
-    return rs_start(args);
+    memset(&o, 0, sizeof o);
+    o.args = args;
+    return start_with(&o);
 }
 
 static struct rs_server *start_sentinel(const struct rt_sentinel *t,
@@ -353,7 +386,7 @@ static struct rs_server *start_sentinel(const struct rt_sentinel *t,
     static const char *const args[] = {"--sentinel", NULL};
     o.args = args;
     o.conf = conf;
-    struct rs_server *sen = rs_start_opts(&o);
+    struct rs_server *sen = start_with(&o);
     if (!sen)
         return NULL;
     /* Hellos every 200 ms: Sentinels find each other and spread a new

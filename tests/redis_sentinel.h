@@ -43,6 +43,10 @@ struct rt_sentinel;
  * and every other Sentinel. NULL on failure, with everything stopped. */
 struct rt_sentinel *rt_start(int replicas, int sentinels,
                              const char *master_name);
+/* TLS for what rt_start starts from now on (NULL: none): every data node
+ * and Sentinel speaks TLS only (see struct rs_tls; rs_port gives the TLS
+ * port), replication and the Sentinels' links too. Copied. */
+void rt_set_tls(const struct rs_tls *tls);
 /* Stop every process and free; NULL is ignored. */
 void rt_stop(struct rt_sentinel *t);
 

@@ -46,6 +46,7 @@ struct rs_server {
     char conf_path[PATH_MAX + 16]; /* "" when no conf text was given */
     char sock_path[PATH_MAX + 16]; /* "" without a unix socket */
     char *args[RS_MAX_ARGS];       /* copies of the extra arguments */
+    char *tls_args[11];            /* TLS only: the TLS arguments, NULL-ended */
     int nargs;
     struct rs_server *next; /* registry of running servers */
 };
@@ -228,7 +229,8 @@ static void child_exec(struct rs_server *srv, pid_t parent)
     argv[n++] = bin && bin[0] ? bin : "redis-server";
     if (srv->conf_path[0])
         argv[n++] = srv->conf_path;
-    const char *fixed[] = {"--port", port, "--bind", "127.0.0.1",
+    const char *fixed[] = {"--port", srv->tls_args[0] ? "0" : port,
+                           "--bind", "127.0.0.1",
                            "--save", "", "--appendonly", "no",
                            "--dir", srv->dir, "--daemonize", "no",
                            "--logfile", logfile, "--protected-mode", "no"};
@@ -240,6 +242,8 @@ static void child_exec(struct rs_server *srv, pid_t parent)
         argv[n++] = "--unixsocketperm";
         argv[n++] = "700";
     }
+    for (int i = 0; srv->tls_args[i]; i++)
+        argv[n++] = strcmp(srv->tls_args[i], "PORT") ? srv->tls_args[i] : port;
     for (int i = 0; i < srv->nargs; i++)
         argv[n++] = srv->args[i];
     argv[n] = NULL;
@@ -403,6 +407,26 @@ reaped:
 
 /* ---- public ------------------------------------------------------------- */
 
+/* The TLS arguments of o (none without a certificate); "PORT" stands for
+ * the port, known only at launch. 0 or -1. */
+static int copy_tls(struct rs_server *srv, const struct rs_tls *t)
+{
+    const char *a[] = {"--tls-port", "PORT", "--tls-cert-file", t->cert_file,
+                       "--tls-key-file", t->key_file, "--tls-ca-cert-file",
+                       t->ca_file, "--tls-auth-clients",
+                       t->auth_clients ? "yes" : "no"};
+    if (!t->cert_file)
+        return 0;
+    if (!t->key_file || !t->ca_file)
+        return -1;
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
+        if (!(srv->tls_args[i] = strdup(a[i])))
+            return -1;
+    snprintf(srv->sock_path, sizeof srv->sock_path, "%s/redis.sock",
+             srv->dir);
+    return 0;
+}
+
 static int copy_options(struct rs_server *srv, const struct rs_options *o)
 {
     if (o && o->args) {
@@ -419,6 +443,8 @@ static int copy_options(struct rs_server *srv, const struct rs_options *o)
     if (o && o->unix_socket)
         snprintf(srv->sock_path, sizeof srv->sock_path, "%s/redis.sock",
                  srv->dir);
+    if (o && copy_tls(srv, &o->tls) != 0)
+        return -1;
     if (o && o->conf) {
         snprintf(srv->conf_path, sizeof srv->conf_path, "%s/redis.conf",
                  srv->dir);
@@ -440,6 +466,8 @@ static void free_server(struct rs_server *srv)
     remove_dir(srv->dir);
     for (int i = 0; i < srv->nargs; i++)
         free(srv->args[i]);
+    for (int i = 0; srv->tls_args[i]; i++)
+        free(srv->tls_args[i]);
     free(srv);
 }
 
@@ -553,7 +581,11 @@ int rs_resume(struct rs_server *srv)
 redisContext *rs_connect_timeout(const struct rs_server *srv, int timeout_ms)
 {
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", srv->port, tv);
+    /* A TLS-only server is reached over its unix socket. */
+    redisContext *c =
+        srv->tls_args[0]
+            ? redisConnectUnixWithTimeout(srv->sock_path, tv)
+            : redisConnectWithTimeout("127.0.0.1", srv->port, tv);
     if (!c)
         return NULL;
     if (c->err || redisSetTimeout(c, tv) != REDIS_OK) {

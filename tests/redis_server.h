@@ -41,6 +41,17 @@ struct rs_options {
     /* Nonzero: also listen on a unix socket in the server's directory
      * (see rs_unix_path). */
     int unix_socket;
+    /* TLS only (cert_file set): --port 0 and --tls-port on the server's
+     * port, with these PEM files (see tls_certs.h). The harness's own
+     * helpers (rs_connect, rs_int, ...) then use a unix socket, which is
+     * added. auth_clients nonzero: clients must show a certificate of
+     * ca_file. Copied. */
+    struct rs_tls {
+        const char *cert_file;
+        const char *key_file;
+        const char *ca_file;
+        int auth_clients;
+    } tls;
 };
 
 /* Make the session directory that will hold every server's directory and

@@ -224,7 +224,7 @@ static bool file_appears(const char *name, int timeout_ms)
 /* dir/name's content (first 4 KiB) in a static buffer. */
 static const char *file_text(const char *name)
 {
-    static char text[4096];
+    static char text[8192];
     char p[512];
     FILE *f = fopen(path_in(p, name), "r");
     size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
@@ -512,6 +512,11 @@ START_TEST(usage_errors_exit_125_and_help_exits_0)
     const char *bad_wait[] = {"run", "-w", "soon", "job", "true", NULL};
     const char *bad_sub[] = {"frobnicate", NULL};
     const char *help[] = {"--help", NULL};
+    const char *status_tls[] = {"status", "-p", port, "--tls", "job", NULL};
+    const char *tls_detail[] = {"run", "-p", port, "--cacert", "ca.crt",
+                                "job", "true", NULL};
+    ck_assert_int_eq(cli(status_tls, NULL), EXIT_FAILURE_);
+    ck_assert_int_eq(cli(tls_detail, NULL), EXIT_FAILURE_);
     ck_assert_int_eq(cli(no_cmd, NULL), EXIT_FAILURE_);
     ck_assert_int_eq(cli(bad_wait, NULL), EXIT_FAILURE_);
     ck_assert_int_eq(cli(bad_sub, NULL), EXIT_FAILURE_);

@@ -48,7 +48,13 @@ enum cli_opt {
     CLI_OPT_WAIT_TIMEOUT,     /* run only */
     CLI_OPT_READ,             /* run only */
     CLI_OPT_WRITE,            /* run only */
-    CLI_OPT_PERMITS           /* run only */
+    CLI_OPT_PERMITS,          /* run only */
+    CLI_OPT_TLS,
+    CLI_OPT_CACERT,
+    CLI_OPT_CERT,
+    CLI_OPT_KEY,
+    CLI_OPT_SNI,
+    CLI_OPT_INSECURE
 };
 
 /* The long options of the endpoint, for every subcommand's option table. */
@@ -58,7 +64,13 @@ enum cli_opt {
     {"master", required_argument, NULL, CLI_OPT_MASTER},                    \
     {"sentinel-password", required_argument, NULL,                          \
      CLI_OPT_SENTINEL_PASSWORD},                                            \
-    {"cluster", required_argument, NULL, CLI_OPT_CLUSTER}
+    {"cluster", required_argument, NULL, CLI_OPT_CLUSTER},                  \
+    {"tls", no_argument, NULL, CLI_OPT_TLS},                                \
+    {"cacert", required_argument, NULL, CLI_OPT_CACERT},                    \
+    {"cert", required_argument, NULL, CLI_OPT_CERT},                        \
+    {"key", required_argument, NULL, CLI_OPT_KEY},                          \
+    {"sni", required_argument, NULL, CLI_OPT_SNI},                          \
+    {"insecure", no_argument, NULL, CLI_OPT_INSECURE}
 
 /* The Redis endpoint, from -H/-p/-u/-a (and HILOCK_AUTH), or the list of
  * one of --redlock, --sentinel (with --master) or --cluster, which the user
@@ -80,6 +92,11 @@ struct cli_redis {
     const char *sentinel_password;  /* NULL: no AUTH to the sentinels */
     int sentinel_password_given;    /* --sentinel-password seen */
     char list_text[CLI_LIST_TEXT_MAX];  /* the list, split in place */
+    /* --tls (mode VERIFY, or NO_VERIFY with --insecure), --cacert, --cert,
+     * --key, --sni: for every connection, the sentinels' too. */
+    struct hilock_tls tls;
+    int tls_given;                  /* --tls seen */
+    int tls_detail_given;           /* one of the others seen */
 };
 
 /* Set the defaults: 127.0.0.1:6379, password from $HILOCK_AUTH if set. */

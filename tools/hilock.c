@@ -38,6 +38,8 @@ void cli_usage(int to_stderr)
 "        or --sentinel h:p[,...] --master NAME [--sentinel-password pw]\n"
 "           [-u user] [-a password]\n"
 "        or --cluster h:p[,...] [-u user] [-a password]\n"
+"        each with [--tls [--cacert file] [--cert file --key file]\n"
+"                  [--sni name] [--insecure]]\n"
 "\n"
 "run      take the Redis lock NAME, run CMD while holding it, release it when\n"
 "         CMD and everything it started have exited, and exit with CMD's\n"
@@ -89,6 +91,15 @@ void cli_usage(int to_stderr)
 "  --cluster host:port,...  Redis Cluster: 1 to 16 of its nodes; each lock\n"
 "           is on the master of its slot. -u and -a apply to every node.\n"
 "  Hosts are IPv4 addresses or names; only one of -H/-p and the lists.\n"
+"  --tls    connect with TLS (every connection, the sentinels' too; needs\n"
+"           hilock built with hiredis 1.x and hiredis_ssl). The server's\n"
+"           certificate must chain to a trusted CA and name the host (or\n"
+"           IP address) connected to, or --sni\n"
+"  --cacert file  trusted CAs, PEM (default: the system's)\n"
+"  --cert file --key file  a client certificate and its key (mutual TLS)\n"
+"  --sni name  the server name sent and required in every certificate\n"
+"  --insecure  NO CHECK of the server's certificate at all: encrypted, but\n"
+"           anyone on the path can pose as Redis. For tests only\n"
 "\n"
 "exit status:\n"
 "  run:     CMD's own exit status; 128+N when signal N killed CMD\n"
@@ -181,6 +192,16 @@ int cli_redis_option(struct cli_redis *r, int opt, const char *value)
         r->sentinel_password = value;
         r->sentinel_password_given = 1;
         return 0;
+    case CLI_OPT_TLS:
+        r->tls_given = 1;
+        if (r->tls.mode == HILOCK_TLS_OFF)
+            r->tls.mode = HILOCK_TLS_VERIFY;
+        return 0;
+    case CLI_OPT_INSECURE: r->tls.mode = HILOCK_TLS_NO_VERIFY; break;
+    case CLI_OPT_CACERT: r->tls.ca_file = value; break;
+    case CLI_OPT_CERT: r->tls.cert_file = value; break;
+    case CLI_OPT_KEY: r->tls.key_file = value; break;
+    case CLI_OPT_SNI: r->tls.server_name = value; break;
     case 'u': r->username = value; return 0;
     case 'a': r->password = value; return 0;
     case 'p':
@@ -196,6 +217,22 @@ int cli_redis_option(struct cli_redis *r, int opt, const char *value)
     default:
         return -1;
     }
+    r->tls_detail_given = 1; /* one of the TLS details */
+    return 0;
+}
+
+/* The TLS options taken together; 0, or -1 with a message. */
+static int cli_tls_check(const struct cli_redis *r)
+{
+    if (r->tls_detail_given && !r->tls_given) {
+        cli_error("--cacert, --cert, --key, --sni and --insecure need --tls");
+        return -1;
+    }
+    if (!r->tls.cert_file != !r->tls.key_file) {
+        cli_error("--cert and --key go together (mutual TLS)");
+        return -1;
+    }
+    return 0;
 }
 
 int cli_redis_check(const struct cli_redis *r)
@@ -228,7 +265,7 @@ int cli_redis_check(const struct cli_redis *r)
         cli_error("--sentinel-password is for the sentinels of --sentinel");
         return -1;
     }
-    return 0;
+    return cli_tls_check(r);
 }
 
 int cli_name_check(const struct cli_redis *r, const char *name)

@@ -407,6 +407,11 @@ static int parse_args(struct cli_redis *r, int *force, const char **name,
     *name = argv[optind];
     if (cli_redis_check(r) != 0)
         return -1;
+    if (r->tls_given) {
+        /* Never a plaintext connection where TLS was asked for. */
+        cli_error("%s does not take --tls (only run does)", argv[0]);
+        return -1;
+    }
     return cli_name_check(r, *name);
 }
 

@@ -664,6 +664,7 @@ static int runner_open(struct runner *r)
     }
     opts.username = redis->username;
     opts.password = redis->password;
+    opts.tls = redis->tls;
     opts.wait_replicas = (uint32_t)r->wait_replicas;
     if (r->wait_timeout_ms)
         opts.wait_timeout_ms = (uint32_t)r->wait_timeout_ms;

@@ -74,7 +74,9 @@ extern "C" {
     X(EWRONGTYPE, -18, "the lock key holds a value of another type")          \
     X(ENOREPLICA, -19, "the write did not reach enough replicas in time")    \
     X(EDEADLK, -20, "the owner holds the read lock: taking the write lock " \
-                    "would deadlock")
+                    "would deadlock")                                         \
+    X(ETLS, -22, "TLS failed: handshake, certificate check, or no TLS "      \
+                 "support built in")
 
 enum hilock_errno {
 #define HILOCK_ERRNO_ENUM_(name, value, msg) HILOCK_##name = (value),
@@ -141,6 +143,35 @@ struct hilock_endpoint {
     const char *host;      /* required unless unix_path is set */
     int port;
     const char *unix_path; /* when set, used instead of host/port */
+};
+
+/* How a group of connections uses TLS (see struct hilock_tls). */
+enum hilock_tls_mode {
+    HILOCK_TLS_OFF = 0,      /* plain TCP (the default) */
+    HILOCK_TLS_VERIFY = 1,   /* TLS; the server's certificate must chain to
+                                a trusted CA and name the server */
+    HILOCK_TLS_NO_VERIFY = 2 /* TLS without any check of the server: the
+                                traffic is encrypted, but anyone on the path
+                                can pose as Redis. For tests only */
+};
+
+/* TLS settings of a group of connections. Needs hilock built with hiredis
+ * 1.x and its hiredis_ssl; otherwise hilock_client_new() refuses a mode
+ * other than HILOCK_TLS_OFF with HILOCK_ETLS. Files are PEM and are read
+ * by hilock_client_new(), which fails with HILOCK_ETLS (and a log line)
+ * when one cannot be used. Not with unix sockets. */
+struct hilock_tls {
+    enum hilock_tls_mode mode;
+    const char *ca_file;     /* trusted CAs; with ca_dir NULL too: the
+                                system's default CAs */
+    const char *ca_dir;      /* a directory of hashed CA certificates */
+    const char *cert_file;   /* client certificate (mutual TLS); needs
+                                key_file */
+    const char *key_file;    /* its private key */
+    const char *server_name; /* sent as SNI and required in every server's
+                                certificate; NULL: each server's certificate
+                                must name the host (or IP address)
+                                connected to */
 };
 
 /* Most masters a Redlock client takes. */
@@ -225,6 +256,14 @@ struct hilock_options {
      * mode; a server or ACL that does not take RESTORE, MULTI or EXEC
      * turns it off by itself. See the README, "What a lock costs Redis". */
     int scripts_only;
+    /* TLS for the connections to Redis: the one node, the master behind
+     * the sentinels, every cluster node (also those a redirect names), every
+     * Redlock master. Off by default. */
+    struct hilock_tls tls;
+    /* Sentinel: 0 (default): the sentinels are reached with tls as well;
+     * nonzero: with sentinel_tls instead (which may be off). */
+    int sentinel_tls_own;
+    struct hilock_tls sentinel_tls;
 };
 
 /* Fill *opts with the defaults listed in struct hilock_options. */
