@@ -34,6 +34,7 @@
 #define KEYS_WRITER_HEAD "hilock_rwlock_writer:{"
 #define KEYS_FENCE_HEAD "hilock_fence:{"
 #define KEYS_QUEUE_HEAD "hilock_queue:{"
+#define KEYS_OWNERS_TAIL "}:owners"    /* fair queue's owners hash */
 #define KEYS_TAG_TAIL "}"
 /* The owner field's companion in the lock hash: <field><suffix> holds the
  * highest acquire request id applied for that owner (see script.c). */

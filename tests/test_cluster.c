@@ -400,6 +400,50 @@ START_TEST(moved_after_a_slot_migration_is_followed)
 }
 END_TEST
 
+/* The fencing counter moves with the lock: while a slot migrates, an
+ * acquire after ASK is not run on the importing node before the counter
+ * is there (it waits, TRYAGAIN), so tokens never go back and the
+ * counter's MIGRATE finds no copy in its way. */
+START_TEST(fencing_tokens_keep_rising_while_the_slot_migrates)
+{
+    struct hilock_options o;
+    cluster_options(&o, 0);
+    o.fencing = 1;
+    o.request_timeout_ms = 8000;
+    client = tu_client(&o);
+    tu_client_ready(client);
+    struct hilock_lock *l = tu_lock(client, "minted", 0);
+    int64_t token = 0, last = 0;
+    for (int i = 0; i < 5; i++) {
+        tu_assert_status(tu_acquire(l, 0, 0, &token), 0);
+        ck_assert_int_gt(token, last);
+        last = token;
+        tu_assert_status(tu_release(l, NULL), 0);
+    }
+    int slot = rc_key_slot("minted", 6);
+    int from = rc_slot_owner(cluster, slot), to = other_master(from);
+    ck_assert_int_eq(rc_migrate_begin(cluster, slot, from, to), 0);
+    /* The lock is free: ASK sends the acquire to `to`, whose counter has
+     * not arrived. It must not be taken there yet. */
+    struct tu_result got = {0};
+    ck_assert_int_eq(hilock_lock_acquire(l, 0, 0, tu_record, &got), 0);
+    tu_run_for(300);
+    if (got.calls)
+        ck_assert_int_gt(got.value, last); /* never a token from 1 */
+    ck_assert_int_eq(got.calls, 0);
+    ck_assert_int_eq(rc_migrate_keys(cluster, slot, from, to), 0);
+    tu_run_for(100);
+    ck_assert_int_eq(rc_migrate_finish(cluster, slot, to), 0);
+    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(5000)));
+    tu_assert_status(got.status, 0);
+    ck_assert_int_eq(got.value, last + 1);
+    ck_assert_int_eq(rs_int(rc_server(cluster, to), "GET",
+                            "hilock_fence:{minted}", (char *)NULL),
+                     last + 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+}
+END_TEST
+
 /* While a slot is migrating, a lock whose key is not on the old master
  * any more is taken on the importing one (ASK, then ASKING). */
 START_TEST(ask_during_a_migration_is_followed)
@@ -658,6 +702,7 @@ int main(void)
     tcase_add_test(tc, waiter_is_woken_by_a_sharded_release);
     tcase_add_test(tc, moved_after_a_slot_migration_is_followed);
     tcase_add_test(tc, ask_during_a_migration_is_followed);
+    tcase_add_test(tc, fencing_tokens_keep_rising_while_the_slot_migrates);
     tcase_add_test(tc, fair_hand_off_works_in_a_cluster);
     tcase_add_test(tc, read_write_locks_and_permits_work_in_a_cluster);
     suite_add_tcase(s, tc);
