@@ -16,7 +16,7 @@
  * instead of running where half of them are missing. Where a script reads
  * a companion key's name from ARGV (its layout predates the rule), the key
  * is declared after the lock key as well (KEYS[2..]), in the order of the
- * ARGV it copies. The renew script alone declares none (see there). */
+ * ARGV it copies. The renew script declares at most one (see there). */
 #include "script.h"
 
 #include <string.h>
@@ -109,7 +109,9 @@ static const char release_lua[] =
  *   "p" <sorted set> <permit>    an expiring permit: not expired, its
  *                                expiry moved to now + lease
  * No declared keys: a cluster master renews all the locks it holds, of
- * many slots, in one call. Returns one digit per lock, in one string (one
+ * many slots, in one call. A lock that a master says it does not serve
+ * goes again alone, its key declared as KEYS[1] (unread here), which the
+ * cluster redirects to where the key is (ASK during a migration). Returns one digit per lock, in one string (one
  * reply object for the whole batch, not one per lock): 1 held (lease
  * reset), 0 not held by that owner, 2 not known here (a cluster node that
  * does not serve the key); or the integer -1, with nothing changed, when

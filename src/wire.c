@@ -109,9 +109,18 @@ void wire_release(struct resp_buf *b, const char *sha,
 }
 
 void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
-                     uint32_t lease_ms, uint64_t deadline_ms)
+                     uint32_t lease_ms, uint64_t deadline_ms,
+                     const struct wire_lock *keyed)
 {
-    wire_evalsha(b, sha, 5 + nargs, 0);
+    struct key_src k;
+    wire_evalsha(b, sha, 5 + nargs + (keyed != NULL), keyed != NULL);
+    if (keyed) { /* the key its renewal touches first (wire_renew_lock) */
+        k = wire_key(keyed);
+        if (keyed->kind == KIND_PERMIT)
+            keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL);
+        else
+            keys_lock(b, &k);
+    }
     resp_arg_u64(b, lease_ms);
     resp_arg_u64(b, deadline_ms);
 }

@@ -444,6 +444,42 @@ START_TEST(fencing_tokens_keep_rising_while_the_slot_migrates)
 }
 END_TEST
 
+/* A held lock whose key MIGRATE moved while its slot is still migrating:
+ * the old master answers ASK for it, and the watchdog's renewals, a query
+ * and the release follow there; the lock is never reported lost. */
+START_TEST(renewals_follow_ask_while_the_slot_migrates)
+{
+    struct tu_result lost = {0};
+    struct hilock_options o;
+    cluster_options(&o, 0);
+    o.watchdog_lease_ms = 600;
+    client = tu_client(&o);
+    tu_client_ready(client);
+    struct hilock_lock *l = tu_lock(client, "carried", 0);
+    hilock_lock_on_lost(l, tu_record, &lost);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    int slot = rc_key_slot("carried", 7);
+    int from = rc_slot_owner(cluster, slot), to = other_master(from);
+    ck_assert_int_eq(rc_migrate_begin(cluster, slot, from, to), 0);
+    ck_assert_int_eq(rc_migrate_keys(cluster, slot, from, to), 0);
+    tu_run_for(1500); /* two and a half leases, renewed on `to` only */
+    ck_assert_int_eq(lost.calls, 0);
+    char n[16];
+    snprintf(n, sizeof(n), "%d", slot);
+    ck_assert_int_eq(rs_int(rc_server(cluster, to), "CLUSTER",
+                            "COUNTKEYSINSLOT", n, (char *)NULL),
+                     1); /* still there: its lease was renewed */
+    int64_t held = 0;
+    tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
+    ck_assert_int_eq(held, 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(rs_int(rc_server(cluster, to), "CLUSTER",
+                            "COUNTKEYSINSLOT", n, (char *)NULL),
+                     0);
+    ck_assert_int_eq(rc_migrate_finish(cluster, slot, to), 0);
+}
+END_TEST
+
 /* While a slot is migrating, a lock whose key is not on the old master
  * any more is taken on the importing one (ASK, then ASKING). */
 START_TEST(ask_during_a_migration_is_followed)
@@ -703,6 +739,7 @@ int main(void)
     tcase_add_test(tc, moved_after_a_slot_migration_is_followed);
     tcase_add_test(tc, ask_during_a_migration_is_followed);
     tcase_add_test(tc, fencing_tokens_keep_rising_while_the_slot_migrates);
+    tcase_add_test(tc, renewals_follow_ask_while_the_slot_migrates);
     tcase_add_test(tc, fair_hand_off_works_in_a_cluster);
     tcase_add_test(tc, read_write_locks_and_permits_work_in_a_cluster);
     suite_add_tcase(s, tc);
