@@ -355,6 +355,54 @@ START_TEST(fair_hand_off_works_in_a_cluster)
 }
 END_TEST
 
+/* Log lines of a client, kept for a test to read. */
+static char logged[4096];
+static void log_keep(enum hilock_log_level level, const char *msg, void *arg)
+{
+    size_t n = strlen(logged);
+    (void)level;
+    (void)arg;
+    snprintf(logged + n, sizeof(logged) - n, "%s\n", msg);
+}
+
+/* A standalone server among the seeds is refused (a log line names it)
+ * and takes no lock, even from an acquire sent before the slot map is
+ * known; with only that seed, acquires fail with HILOCK_ENOTCLUSTER. */
+START_TEST(standalone_seed_is_refused_and_takes_no_lock)
+{
+    struct rs_server *solo = tu_server_start(NULL);
+    ck_assert_ptr_nonnull(solo);
+    struct hilock_endpoint mixed[2] = {
+        {"127.0.0.1", rs_port(solo), NULL},
+        {"127.0.0.1", rc_port(cluster, 0), NULL}};
+    struct hilock_options o;
+    tu_options(&o);
+    o.cluster = mixed;
+    o.ncluster = 2;
+    o.log_cb = log_keep;
+    logged[0] = '\0';
+    client = tu_client(&o); /* not waited for: the map is not known yet */
+    struct hilock_lock *l = tu_lock(client, "solo", 0);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    ck_assert_int_eq(rs_int(solo, "EXISTS", "solo", (char *)NULL), 0);
+    ck_assert_int_eq(on_owner("solo", "EXISTS", NULL), 1);
+    char want[64];
+    snprintf(want, sizeof(want), "127.0.0.1:%d is not in cluster mode",
+             rs_port(solo));
+    ck_assert_msg(strstr(logged, want), "no log line \"%s\" in:\n%s", want,
+                  logged);
+    tu_assert_status(tu_release(l, NULL), 0);
+
+    o.ncluster = 1;
+    o.log_cb = NULL;
+    client2 = tu_client(&o);
+    struct hilock_lock *l2 = tu_lock(client2, "solo", 0);
+    tu_assert_status(tu_acquire(l2, 0, 0, NULL), HILOCK_ENOTCLUSTER);
+    ck_assert_int_eq(rs_int(solo, "EXISTS", "solo", (char *)NULL), 0);
+    rs_stop(solo);
+}
+END_TEST
+
 /* A master other than node. */
 static int other_master(int node)
 {
@@ -740,6 +788,7 @@ int main(void)
     tcase_add_test(tc, ask_during_a_migration_is_followed);
     tcase_add_test(tc, fencing_tokens_keep_rising_while_the_slot_migrates);
     tcase_add_test(tc, renewals_follow_ask_while_the_slot_migrates);
+    tcase_add_test(tc, standalone_seed_is_refused_and_takes_no_lock);
     tcase_add_test(tc, fair_hand_off_works_in_a_cluster);
     tcase_add_test(tc, read_write_locks_and_permits_work_in_a_cluster);
     suite_add_tcase(s, tc);

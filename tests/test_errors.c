@@ -23,6 +23,7 @@ static const struct {
     {-17, "HILOCK_EOOM"},      {-18, "HILOCK_EWRONGTYPE"},
     {-19, "HILOCK_ENOREPLICA"},
     {-20, "HILOCK_EDEADLK"},
+    {-23, "HILOCK_ENOTCLUSTER"},
 };
 #define NPINNED ((int)(sizeof pinned / sizeof pinned[0]))
 
