@@ -774,6 +774,29 @@ START_TEST(killed_master_with_wait_keeps_exclusion)
 }
 END_TEST
 
+/* One slot resharded by hand (IMPORTING/MIGRATING, MIGRATE of its keys,
+ * SETSLOT NODE) while six workers take and give back a fenced lock in it:
+ * the MIGRATE finds no copy of the counter in its way, the workers go on
+ * on the new master, and no token goes back, no two hold at once. */
+START_TEST(reshard_under_lock_load_completes)
+{
+    contend_start(0);
+    ck_assert(acquisitions(10, tu_ms(5000)));
+    int slot = rc_key_slot("contended", 9);
+    int from = rc_slot_owner(cluster, slot), to = other_master(from);
+    ck_assert_int_eq(rc_migrate_begin(cluster, slot, from, to), 0);
+    tu_run_for(300);
+    ck_assert_int_eq(rc_migrate_keys(cluster, slot, from, to), 0);
+    tu_run_for(300);
+    ck_assert_int_eq(rc_migrate_finish(cluster, slot, to), 0);
+    ck_assert(acquisitions(10, tu_ms(5000)));
+    contend_stop();
+    ck_assert_int_eq(ct.overlaps, 0);
+    ck_assert_int_eq(ct.token_drops, 0);
+    ck_assert_int_eq(ct.lost, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cluster");
@@ -789,6 +812,7 @@ int main(void)
     tcase_add_test(tc, fencing_tokens_keep_rising_while_the_slot_migrates);
     tcase_add_test(tc, renewals_follow_ask_while_the_slot_migrates);
     tcase_add_test(tc, standalone_seed_is_refused_and_takes_no_lock);
+    tcase_add_test(tc, reshard_under_lock_load_completes);
     tcase_add_test(tc, fair_hand_off_works_in_a_cluster);
     tcase_add_test(tc, read_write_locks_and_permits_work_in_a_cluster);
     suite_add_tcase(s, tc);
