@@ -112,14 +112,19 @@ void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
                      uint32_t lease_ms, uint64_t deadline_ms,
                      const struct wire_lock *keyed)
 {
-    struct key_src k;
-    wire_evalsha(b, sha, 5 + nargs + (keyed != NULL), keyed != NULL);
-    if (keyed) { /* the key its renewal touches first (wire_renew_lock) */
-        k = wire_key(keyed);
+    /* The keys its renewal reads first (wire_renew_lock); a reader's
+     * first hold moves with its lock. */
+    size_t nk = !keyed ? 0 : keyed->kind == KIND_READ ? 2 : 1;
+    wire_evalsha(b, sha, 5 + nargs + nk, nk);
+    if (keyed) {
+        struct key_src k = wire_key(keyed);
         if (keyed->kind == KIND_PERMIT)
             keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL);
         else
             keys_lock(b, &k);
+        if (keyed->kind == KIND_READ)
+            keys_read_hold(b, &k, keyed->client_id, keyed->owner_tag,
+                           keyed->suffix);
     }
     resp_arg_u64(b, lease_ms);
     resp_arg_u64(b, deadline_ms);

@@ -492,20 +492,27 @@ START_TEST(fencing_tokens_keep_rising_while_the_slot_migrates)
 }
 END_TEST
 
-/* A held lock whose key MIGRATE moved while its slot is still migrating:
- * the old master answers ASK for it, and the watchdog's renewals, a query
- * and the release follow there; the lock is never reported lost. */
+/* A held lock and a read lock whose keys MIGRATE moved while their slot
+ * is still migrating: the old master answers ASK for them, and the
+ * watchdog's renewals, a query and the releases follow there; neither is
+ * ever reported lost. */
 START_TEST(renewals_follow_ask_while_the_slot_migrates)
 {
     struct tu_result lost = {0};
     struct hilock_options o;
     cluster_options(&o, 0);
     o.watchdog_lease_ms = 600;
+    o.request_timeout_ms = 5000; /* outlasts the end of the migration */
     client = tu_client(&o);
     tu_client_ready(client);
-    struct hilock_lock *l = tu_lock(client, "carried", 0);
+    struct hilock_lock *l = tu_lock(client, "carried", 0), *r = NULL;
     hilock_lock_on_lost(l, tu_record, &lost);
     tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    tu_assert_status(hilock_rwlock_new(client, "{carried}r", 10, 2,
+                                       HILOCK_READ, &r),
+                     0);
+    hilock_lock_on_lost(r, tu_record, &lost);
+    tu_assert_status(tu_acquire(r, 0, 0, NULL), 0);
     int slot = rc_key_slot("carried", 7);
     int from = rc_slot_owner(cluster, slot), to = other_master(from);
     ck_assert_int_eq(rc_migrate_begin(cluster, slot, from, to), 0);
@@ -516,15 +523,23 @@ START_TEST(renewals_follow_ask_while_the_slot_migrates)
     snprintf(n, sizeof(n), "%d", slot);
     ck_assert_int_eq(rs_int(rc_server(cluster, to), "CLUSTER",
                             "COUNTKEYSINSLOT", n, (char *)NULL),
-                     1); /* still there: its lease was renewed */
+                     3); /* the lock, the read lock and its hold's key:
+                            their leases were renewed */
     int64_t held = 0;
     tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
     ck_assert_int_eq(held, 1);
     tu_assert_status(tu_release(l, NULL), 0);
+    /* The reader's release declares its request ids too, which expired:
+     * the importing node answers TRYAGAIN until the slot is its own. */
+    struct tu_result done = {0};
+    tu_assert_status(hilock_lock_release(r, tu_record, &done), 0);
+    tu_run_for(100);
+    ck_assert_int_eq(rc_migrate_finish(cluster, slot, to), 0);
+    ck_assert(tu_run_until_count(&done.calls, 1, tu_ms(3000)));
+    tu_assert_status(done.status, 0);
     ck_assert_int_eq(rs_int(rc_server(cluster, to), "CLUSTER",
                             "COUNTKEYSINSLOT", n, (char *)NULL),
                      0);
-    ck_assert_int_eq(rc_migrate_finish(cluster, slot, to), 0);
 }
 END_TEST
 
