@@ -184,9 +184,9 @@ static struct cnode *cnode_get(struct cluster *cl, const char *host,
     return c;
 }
 
-/* The connection a request about slot goes to now: its master's, any
- * cluster node's that is up while the map has no master for it, or the
- * parked queue while there is no map. */
+/* The connection a request about slot goes to now: its master's, a
+ * cluster node's (one that is up if any) while the map has no master for
+ * it, or the parked queue while there is no map. */
 static struct conn *route(struct cluster *cl, unsigned slot)
 {
     unsigned o = cl->owner[slot];
@@ -194,10 +194,15 @@ static struct conn *route(struct cluster *cl, unsigned slot)
         return &cl->parked;
     if (o)
         return &cl->nodes[o - 1]->node.cmd;
-    for (size_t i = 0; i < cl->n; i++)
-        if (cl->nodes[i]->up && !cl->nodes[i]->standalone)
-            return &cl->nodes[i]->node.cmd;
-    return &cl->parked;
+    struct cnode *any = NULL;
+    for (size_t i = 0; i < cl->n; i++) {
+        struct cnode *c = cl->nodes[i];
+        if (c->up && !c->standalone)
+            return &c->node.cmd;
+        if (!any && !c->standalone)
+            any = c; /* none up: queue there until it connects */
+    }
+    return any ? &any->node.cmd : &cl->parked;
 }
 
 static struct conn *reroute_dest(void *arg, const struct req *r)
