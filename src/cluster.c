@@ -49,6 +49,7 @@ struct cluster {
     uint8_t known;                /* map and pub/sub kind known */
     uint8_t sharded;              /* servers have sharded pub/sub */
     uint8_t probed;
+    const struct cnode *prober;   /* the node whose answer set sharded */
     uint8_t again;                /* refresh once more when this one ends */
     uint8_t evicted;              /* a server dropped a subscription */
     struct req *refresh;          /* CLUSTER SLOTS in flight */
@@ -328,6 +329,7 @@ static void on_probe(struct req *req, int status, redisReply *reply)
     if (status)
         return; /* asked again with the next refresh */
     cl->probed = 1;
+    cl->prober = req->data;
     cl->sharded = reply->type == REDIS_REPLY_ARRAY;
     for (size_t i = 0; i < cl->n; i++)
         cl->nodes[i]->node.subs.conn.sharded = cl->sharded;
@@ -359,6 +361,8 @@ static int refuse_standalone(struct cluster *cl, struct cnode *c,
         !strstr(r->str, "cluster support disabled"))
         return 0;
     c->standalone = 1;
+    if (cl->prober == c)
+        cl->probed = 0; /* ask a cluster node what it has */
     conn_log(&c->node.cmd, HILOCK_LOG_ERROR,
              "%s:%d is not in cluster mode: not used as a cluster node",
              c->host, c->port);
