@@ -1,4 +1,11 @@
-/* cluster.c -- see cluster.h. */
+/* cluster.c -- see cluster.h.
+ *
+ * Nothing about a lock is sent before the slot map is known: until then
+ * requests wait in the queue of a connection that never connects (parked)
+ * and move to their masters with the first map, or fail at their
+ * deadline. A seed that answers CLUSTER SLOTS with "cluster support
+ * disabled" is a standalone server: it is logged and never used, since a
+ * lock taken there is one the cluster's clients do not see. */
 #include "cluster.h"
 
 #include <stdlib.h>
@@ -25,6 +32,7 @@ struct cnode {
     struct cluster *cl;
     struct node_events events;
     uint8_t up;
+    uint8_t standalone;           /* not in cluster mode: never used */
     int port;
     char host[];
 };
@@ -41,11 +49,13 @@ struct cluster {
     uint8_t known;                /* map and pub/sub kind known */
     uint8_t sharded;              /* servers have sharded pub/sub */
     uint8_t probed;
+    const struct cnode *prober;   /* the node whose answer set sharded */
     uint8_t again;                /* refresh once more when this one ends */
     uint8_t evicted;              /* a server dropped a subscription */
     struct req *refresh;          /* CLUSTER SLOTS in flight */
     uint64_t refreshed_ms;
     struct event refresh_timer;
+    struct conn parked;           /* requests waiting for the map */
     const struct hilock_endpoint *seeds;
     size_t nseeds;
     uint16_t owner[SLOT_COUNT];   /* master of each slot: index + 1; 0 not
@@ -175,21 +185,30 @@ static struct cnode *cnode_get(struct cluster *cl, const char *host,
     return c;
 }
 
-/* The node a request about slot goes to now. */
-static struct cnode *route(struct cluster *cl, unsigned slot)
+/* The connection a request about slot goes to now: its master's, a
+ * cluster node's (one that is up if any) while the map has no master for
+ * it, or the parked queue while there is no map. */
+static struct conn *route(struct cluster *cl, unsigned slot)
 {
     unsigned o = cl->owner[slot];
+    if (!cl->known)
+        return &cl->parked;
     if (o)
-        return cl->nodes[o - 1];
-    for (size_t i = 0; i < cl->n; i++) /* not known: any node that is up */
-        if (cl->nodes[i]->up)
-            return cl->nodes[i];
-    return cl->nodes[0];
+        return &cl->nodes[o - 1]->node.cmd;
+    struct cnode *any = NULL;
+    for (size_t i = 0; i < cl->n; i++) {
+        struct cnode *c = cl->nodes[i];
+        if (c->up && !c->standalone)
+            return &c->node.cmd;
+        if (!any && !c->standalone)
+            any = c; /* none up: queue there until it connects */
+    }
+    return any ? &any->node.cmd : &cl->parked;
 }
 
 static struct conn *reroute_dest(void *arg, const struct req *r)
 {
-    return r->routed ? &route(arg, r->slot)->node.cmd : NULL;
+    return r->routed ? route(arg, r->slot) : NULL;
 }
 
 /* Names wanted on a node that no longer owns their slot. */
@@ -209,7 +228,7 @@ static void stray_one(void *arg, const char *name, size_t len,
 {
     struct strays *s = arg;
     unsigned slot = slot_of2(s->cl->prefix, s->cl->prefix_len, name, len);
-    if (route(s->cl, slot) == s->c)
+    if (route(s->cl, slot) == &s->c->node.cmd)
         return;
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 16;
@@ -230,6 +249,7 @@ static void stray_one(void *arg, const char *name, size_t len,
 static void map_changed(struct cluster *cl)
 {
     struct strays s = {cl, NULL, 0, 0, NULL};
+    conn_reroute(&cl->parked, reroute_dest, cl);
     for (size_t i = 0; i < cl->n; i++) {
         struct cnode *c = cl->nodes[i];
         conn_reroute(&c->node.cmd, reroute_dest, cl);
@@ -309,9 +329,49 @@ static void on_probe(struct req *req, int status, redisReply *reply)
     if (status)
         return; /* asked again with the next refresh */
     cl->probed = 1;
+    cl->prober = req->data;
     cl->sharded = reply->type == REDIS_REPLY_ARRAY;
     for (size_t i = 0; i < cl->n; i++)
         cl->nodes[i]->node.subs.conn.sharded = cl->sharded;
+}
+
+/* Whether some node may still be a cluster node. */
+static int usable(const struct cluster *cl)
+{
+    for (size_t i = 0; i < cl->n; i++)
+        if (!cl->nodes[i]->standalone)
+            return 1;
+    return 0;
+}
+
+/* No node is left to ask for the map: what waits for it fails now. */
+static void no_cluster(struct cluster *cl)
+{
+    cl->parked.err = HILOCK_ENOTCLUSTER;
+    conn_fail_queued(&cl->parked, HILOCK_ENOTCLUSTER);
+}
+
+/* c answered CLUSTER SLOTS with r: when r says that c is no cluster node,
+ * c is never used again (logged; the client is told when no node is
+ * left). Returns 1 then. */
+static int refuse_standalone(struct cluster *cl, struct cnode *c,
+                             const redisReply *r)
+{
+    if (!r || r->type != REDIS_REPLY_ERROR || !r->str ||
+        !strstr(r->str, "cluster support disabled"))
+        return 0;
+    c->standalone = 1;
+    if (cl->prober == c)
+        cl->probed = 0; /* ask a cluster node what it has */
+    conn_log(&c->node.cmd, HILOCK_LOG_ERROR,
+             "not in cluster mode: not used as a cluster node");
+    if (!usable(cl)) {
+        char addr[CONN_ADDR_MAX];
+        no_cluster(cl);
+        cl->ev->on_down(cl->ev->arg, 0, HILOCK_ENOTCLUSTER,
+                        conn_addr(&c->node.cmd, addr, sizeof(addr)));
+    }
+    return 1;
 }
 
 static void on_slots(struct req *req, int status, redisReply *reply)
@@ -322,6 +382,11 @@ static void on_slots(struct req *req, int status, redisReply *reply)
     if (status == HILOCK_ECANCELED)
         return;
     cl->refreshed_ms = clock_now_ms();
+    if (status == 0 && refuse_standalone(cl, asked, reply)) {
+        if (usable(cl))
+            refresh_soon(cl); /* ask a cluster node */
+        return;
+    }
     if (status || map_apply(cl, reply, asked) != 0 || !cl->probed) {
         struct timeval tv = clock_tv(CLUSTER_DOWN_POLL_MS);
         evtimer_add(&cl->refresh_timer, &tv); /* the error is logged */
@@ -331,6 +396,7 @@ static void on_slots(struct req *req, int status, redisReply *reply)
         /* Nothing subscribed before now: every subscriber connection
          * starts with the right kind. */
         cl->known = 1;
+        conn_reroute(&cl->parked, reroute_dest, cl);
         cl->ev->on_rewant(cl->ev->arg);
     }
     if (cl->again) {
@@ -356,16 +422,24 @@ static void ask_node(struct cluster *cl, struct cnode *c, const char *a,
     req_submit(r, 0);
 }
 
+/* Ask a node that is up (else the next one that may be a cluster node:
+ * it goes when that connects) for the map. */
 static void refresh_now(struct cluster *cl)
 {
-    struct cnode *c = NULL;
+    struct cnode *c = NULL, *next = NULL;
     for (size_t k = 0; k < cl->n && !c; k++) {
         struct cnode *x = cl->nodes[(cl->asked + k) % cl->n];
-        if (x->up)
+        if (!x->standalone && !next)
+            next = x;
+        if (!x->standalone && x->up)
             c = x;
     }
-    if (!c) /* none up: queue on the next one; it goes when it connects */
-        c = cl->nodes[cl->asked % cl->n];
+    if (!c)
+        c = next;
+    if (!c) {
+        no_cluster(cl);
+        return;
+    }
     cl->asked = index_of(cl, c) + 1;
     if (!cl->probed)
         ask_node(cl, c, "PUBSUB", "SHARDNUMSUB", on_probe, NULL);
@@ -410,6 +484,9 @@ int cluster_new(struct cluster **out, const struct conn_config *cfg,
     cl->prefix = prefix;
     cl->prefix_len = prefix_len;
     evtimer_assign(&cl->refresh_timer, cfg->base, on_refresh_timer, cl);
+    static const struct conn_hooks none = {0};
+    static const struct conn_endpoint nowhere = {"", 0, NULL};
+    conn_init(&cl->parked, cfg, &nowhere, &none, cl, "cluster map");
     cl->seeds = seeds;
     cl->nseeds = n;
     *out = cl;
@@ -427,6 +504,7 @@ void cluster_start(struct cluster *cl)
 void cluster_free(struct cluster *cl, uint32_t drain_ms)
 {
     evtimer_del(&cl->refresh_timer);
+    conn_close(&cl->parked);
     for (size_t i = 0; i < cl->n; i++)
         node_close(&cl->nodes[i]->node, drain_ms);
     for (size_t i = 0; i < cl->n; i++)
@@ -446,7 +524,11 @@ struct req *cluster_request(struct cluster *cl, unsigned slot,
 {
     if (cl->n == 0)
         return NULL;
-    struct req *r = node_request(&route(cl, slot)->node, done);
+    struct req *r = req_new(route(cl, slot), done);
+    if (r && !cl->known && !usable(cl)) { /* fails on the loop, not here */
+        struct timeval tv = clock_tv(0);
+        evtimer_add(&cl->refresh_timer, &tv);
+    }
     if (r) {
         r->routed = 1;
         r->slot = (uint16_t)slot;

@@ -33,8 +33,10 @@ void cluster_start(struct cluster *cl);
 void cluster_free(struct cluster *cl, uint32_t drain_ms);
 /* conn_cancel_all on every node's command connection. */
 void cluster_cancel(struct cluster *cl);
-/* A request about keys of slot, on its master as far as the map knows
- * (any node before it is known), or NULL. */
+/* A request about keys of slot, on its master as far as the map knows;
+ * before the map is known it waits for it (and fails with
+ * HILOCK_ENOTCLUSTER when no seed is a cluster node). NULL without
+ * memory. */
 struct req *cluster_request(struct cluster *cl, unsigned slot,
                             req_done_fn *done);
 /* The master of slot, or NULL while the map is not known. */

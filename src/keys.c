@@ -119,6 +119,21 @@ void keys_field_sfx(struct resp_buf *b, const char *client_id,
     resp_arg_parts(b, 4, p);
 }
 
+void keys_read_hold(struct resp_buf *b, const struct key_src *k,
+                    const char *client_id, uint64_t owner_tag,
+                    const char *suffix)
+{
+    char num[21];
+    struct resp_part p[9];
+    tagged_parts(k, KEYS_SUFFIX_HEAD, KEYS_BASE_TAIL, p);
+    p[4] = (struct resp_part){client_id, strlen(client_id)};
+    p[5] = (struct resp_part){":", 1};
+    p[6] = (struct resp_part){num, resp_u64_str(owner_tag, num)};
+    p[7] = (struct resp_part){suffix ? suffix : "", suffix ? strlen(suffix) : 0};
+    p[8] = (struct resp_part){":rwlock_timeout:1", 17};
+    resp_arg_parts(b, 9, p);
+}
+
 void keys_field(struct resp_buf *b, const char *client_id,
                 uint64_t owner_tag)
 {

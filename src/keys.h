@@ -34,6 +34,7 @@
 #define KEYS_WRITER_HEAD "hilock_rwlock_writer:{"
 #define KEYS_FENCE_HEAD "hilock_fence:{"
 #define KEYS_QUEUE_HEAD "hilock_queue:{"
+#define KEYS_OWNERS_TAIL "}:owners"    /* fair queue's owners hash */
 #define KEYS_TAG_TAIL "}"
 /* The owner field's companion in the lock hash: <field><suffix> holds the
  * highest acquire request id applied for that owner (see script.c). */
@@ -84,6 +85,12 @@ void keys_field(struct resp_buf *b, const char *client_id,
                 uint64_t owner_tag);
 void keys_field_sfx(struct resp_buf *b, const char *client_id,
                     uint64_t owner_tag, const char *suffix);
+/* Append a reader's first hold's key, "{name}:<field>:rwlock_timeout:1"
+ * (the field as keys_field_sfx makes it), which lives while the reader
+ * holds the lock. */
+void keys_read_hold(struct resp_buf *b, const struct key_src *k,
+                    const char *client_id, uint64_t owner_tag,
+                    const char *suffix);
 /* The lock names whose channel is ch (length len) for prefix: stores them
  * in name[]/name_len[] and returns how many (0 when ch is no lock channel
  * of this prefix). Names "X" and "{X}" share a channel, as in Redisson. */

@@ -8,7 +8,15 @@
  *
  * Scripts are called with EVALSHA; the connection sends SCRIPT LOAD for all
  * of them right after connecting, and a NOSCRIPT reply (restart, failover,
- * SCRIPT FLUSH) makes the request load the script and go out once more. */
+ * SCRIPT FLUSH) makes the request load the script and go out once more.
+ *
+ * Every key a script touches is declared, so that Redis Cluster routes the
+ * call by all of them: during a slot migration a call whose keys are split
+ * between the two nodes is refused with TRYAGAIN (and sent again shortly)
+ * instead of running where half of them are missing. Where a script reads
+ * a companion key's name from ARGV (its layout predates the rule), the key
+ * is declared after the lock key as well (KEYS[2..]), in the order of the
+ * ARGV it copies. The renew script declares at most one (see there). */
 #include "script.h"
 
 #include <string.h>
@@ -16,7 +24,7 @@
 #include "sha1.h"
 
 /* acquire
- * KEYS[1] lock
+ * KEYS[1] lock, KEYS[2] the fencing counter when tokens are issued
  * ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] "1" to issue tokens,
  * ARGV[4] fencing counter, ARGV[5] request id (fixed across resends of one
  * acquire)
@@ -24,10 +32,9 @@
  * else {holds, token}: token is a fresh INCR on a first acquisition, the
  * current counter on re-entry, 0 without fencing.
  *
- * Only the lock is a declared key; the counter is in its slot (see keys.h).
- * During a cluster's slot migration a command of several declared keys
- * that are not all there yet is refused (TRYAGAIN) until the migration
- * ends; one key is taken at once.
+ * The counter is declared with the lock: after an ASK the importing node
+ * must not draw a token from a counter that has not moved yet (it would
+ * start again at 1, and the counter's MIGRATE would then fail).
  *
  * A request whose reply was lost is sent again with the same request id.
  * The highest request id applied for an owner (acquire or release) is kept
@@ -102,7 +109,9 @@ static const char release_lua[] =
  *   "p" <sorted set> <permit>    an expiring permit: not expired, its
  *                                expiry moved to now + lease
  * No declared keys: a cluster master renews all the locks it holds, of
- * many slots, in one call. Returns one digit per lock, in one string (one
+ * many slots, in one call. A lock that a master says it does not serve
+ * goes again alone, its key declared as KEYS[1] (unread here), which the
+ * cluster redirects to where the key is (ASK during a migration). Returns one digit per lock, in one string (one
  * reply object for the whole batch, not one per lock): 1 held (lease
  * reset), 0 not held by that owner, 2 not known here (a cluster node that
  * does not serve the key); or the integer -1, with nothing changed, when
@@ -307,7 +316,8 @@ static const char multi_release_lua[] =
     "end\n"
 
 /* fair_acquire
- * KEYS[1] lock
+ * KEYS[1] lock, KEYS[2] queue, KEYS[3] its owners hash, KEYS[4] the
+ * fencing counter when tokens are issued
  * ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] "1" to issue tokens,
  * ARGV[4] fencing counter, ARGV[5] queue, ARGV[6] mode: "w" wait (queue
  * when busy), "t" try once, "c" claim a hand-off only, ARGV[7] ms the
@@ -385,7 +395,7 @@ static const char fair_acquire_lua[] =
     "return redis.call('pttl', KEYS[1])\n";
 
 /* fair_release
- * KEYS[1] lock
+ * KEYS[1..4] as for fair_acquire
  * ARGV[1..7] as for release (the request id is ARGV[11]), ARGV[7] queue,
  * ARGV[8] "1" to issue tokens, ARGV[9] fencing counter, ARGV[10] the
  * caller's listener
@@ -416,7 +426,7 @@ static const char fair_release_lua[] =
     "return {0, 0, 0}\n";
 
 /* fair_leave (a fair wait cancelled or timed out)
- * KEYS[1] lock
+ * KEYS[1..4] as for fair_acquire
  * ARGV[1] owner field, ARGV[2] queue, ARGV[3] "1" to issue tokens, ARGV[4]
  * fencing counter, ARGV[5] publish command, ARGV[6] channel, ARGV[7]
  * release message, ARGV[8] the wait id that gave up

@@ -18,7 +18,9 @@
  * readers off for a short time that the writer's retries renew: readers
  * then cannot starve it (readers already holding still re-enter).
  *
- * Every script declares only the lock key (the rest shares its slot). */
+ * Every script declares the lock key, then the request ids and the
+ * writer's mark it reads from ARGV (see script.c); a reader's timeout keys
+ * are named inside the scripts, in the lock's slot. */
 #include "script.h"
 
 /* What every script shares, on the lock KEYS[1] and the request ids
@@ -74,7 +76,7 @@
     "local mode = redis.call('hget', KEYS[1], 'mode')\n"
 
 /* read_acquire, write_acquire
- * KEYS[1] lock
+ * KEYS[1] lock, KEYS[2] request ids, KEYS[3] waiting writer's mark
  * ARGV[1] lease ms, ARGV[2] owner field (a writer's ends ":write"),
  * ARGV[3] the same owner's field on the other side, ARGV[4] base,
  * ARGV[5] request ids, ARGV[6] waiting writer's mark, ARGV[7] "1" when
@@ -129,7 +131,8 @@ const char script_write_acquire_lua[] =
     "return {c, 0}\n";
 
 /* write_leave (a waiting writer gave up)
- * KEYS[1] lock, ARGV[1] waiting writer's mark, ARGV[2] the writer's field
+ * KEYS[1] lock, KEYS[2] waiting writer's mark, ARGV[1] the same mark,
+ * ARGV[2] the writer's field
  * Deletes the mark if this writer made it last. Returns 0. */
 const char script_write_leave_lua[] =
     "if redis.call('get', ARGV[1]) == ARGV[2] then\n"
@@ -138,7 +141,7 @@ const char script_write_leave_lua[] =
     "return 0\n";
 
 /* read_release, write_release
- * KEYS[1] lock
+ * KEYS[1] lock, KEYS[2] request ids
  * ARGV[1] release message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4]
  * holds to drop, ARGV[5] publish command, ARGV[6] channel, ARGV[7] base,
  * ARGV[8] request ids, ARGV[9] request id

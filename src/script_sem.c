@@ -15,11 +15,12 @@
  * A permit's id is fixed for one acquire: a resent acquire finds it taken
  * and applies nothing more.
  *
- * Every script declares only the counter (the rest shares its slot). */
+ * Every script declares the counter, then the companion key it reads from
+ * ARGV (see script.c): the request ids, or the permits' sorted set. */
 #include "script.h"
 
 /* sem_acquire
- * KEYS[1] counter
+ * KEYS[1] counter, KEYS[2] request ids
  * ARGV[1] permits, ARGV[2] request ids, ARGV[3] handle, ARGV[4] rid_ttl ms,
  * ARGV[5] request id
  * Return {permits, 0} when taken, else -1. */
@@ -37,7 +38,7 @@ const char script_sem_acquire_lua[] =
     "return {tonumber(ARGV[1]), 0}\n";
 
 /* sem_release
- * KEYS[1] counter
+ * KEYS[1] counter, KEYS[2] request ids
  * ARGV[1] permits, ARGV[2] request ids, ARGV[3] handle, ARGV[4] rid_ttl ms,
  * ARGV[5] publish command, ARGV[6] channel, ARGV[7] request id
  * Return {permits available after it, subscribers that heard}. */
@@ -53,8 +54,8 @@ const char script_sem_release_lua[] =
 
 /* What every expiring-permit script starts with: the server's clock in
  * ms, and the expired permits given back.
- * KEYS[1] counter, ARGV[1] sorted set, ARGV[2] publish command, ARGV[3]
- * channel. */
+ * KEYS[1] counter, KEYS[2] sorted set, ARGV[1] the same set, ARGV[2]
+ * publish command, ARGV[3] channel. */
 #define PERMIT_LUA                                                            \
     "local t = redis.call('time')\n"                                          \
     "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"                     \

@@ -31,6 +31,7 @@ struct renew_batch {
     uint64_t valid_min;   /* earliest validity end among the locks */
     size_t nargs;         /* the locks' arguments (wire_renew_size) */
     uint32_t lease_ms;
+    uint8_t keyed;        /* one lock, its key declared (see wire.h) */
     size_t n;
     struct hilock_lock *locks[];
 };
@@ -135,7 +136,9 @@ static void encode_batch(struct resp_buf *buf, const char *sha,
 {
     uint64_t deadline = b->lease_ms && n ? node_server_ms(n, b->valid_min)
                                          : 0;
-    wire_renew_head(buf, sha, b->nargs, b->lease_ms, deadline);
+    struct wire_lock key = handle_wire(b->locks[0]);
+    wire_renew_head(buf, sha, b->nargs, b->lease_ms, deadline,
+                    b->keyed ? &key : NULL);
     for (size_t i = 0; i < b->n; i++) {
         struct wire_lock w = handle_wire(b->locks[i]);
         wire_renew_lock(buf, &w);
@@ -224,6 +227,7 @@ static struct renew_batch *batch_new(size_t cap, uint32_t lease_ms)
         b->arg = NULL;
         b->next = NULL;
         b->group = NULL;
+        b->keyed = 0;
         b->n = 0;
         b->nargs = 0;
         b->valid_min = UINT64_MAX;
@@ -306,21 +310,48 @@ static void renew_fini(struct op *op)
     free(b);
 }
 
+/* The one node of a batch answered that it does not serve lock (a
+ * cluster master whose slot is migrating or has moved): renew the lock
+ * alone with its key declared, which the cluster redirects to where the
+ * key is. Returns 1 when that went out (the lock stays renewing). */
+static int renew_keyed(struct hilock_lock *lock, const struct renew_batch *b)
+{
+    struct renew_batch *k = batch_new(1, b->lease_ms);
+    if (!k)
+        return 0;
+    k->keyed = 1;
+    batch_push(k, lock);
+    k->valid_min = lock->valid_until;
+    handle_ref(lock);
+    if (send_batch(lock->eng, k) == 0)
+        return 1;
+    handle_unref(lock);
+    free(k);
+    return 0;
+}
+
 static void renew_done(struct op *op, int status,
                        const struct op_result *res)
 {
     struct renew_batch *b = op->data;
     struct engine *c = b->locks[0]->eng;
     const unsigned char *ok = status == 0 && res ? op_renew_result(op) : NULL;
+    /* Only one node's answer says where a key is not (a Redlock's
+     * unknown is a master that did not answer). */
+    int reroute = ok && !b->keyed && op->n == 1;
     if (b->cb) {
         renew_manual(status, ok ? ok[0] : RENEW_UNKNOWN, b);
         free(b);
     } else {
         for (size_t i = 0; i < b->n; i++) {
+            struct hilock_lock *lock = b->locks[i];
             if (ok && ok[i] == RENEW_OK && b->lease_ms)
                 for (size_t j = 0; j < op->n; j++)
-                    repair_node(op, j, i, b->locks[i]);
-            renew_apply(b->locks[i], ok ? ok[i] : RENEW_UNKNOWN, b);
+                    repair_node(op, j, i, lock);
+            if (reroute && ok[i] == RENEW_UNKNOWN && lock->renewing &&
+                !lock->freeing && renew_keyed(lock, b))
+                continue;
+            renew_apply(lock, ok ? ok[i] : RENEW_UNKNOWN, b);
         }
     }
     if (!c->guard->closing)
@@ -335,6 +366,7 @@ int watchdog_renew_now(struct hilock_lock *lock, uint32_t lease_ms,
         return HILOCK_ENOMEM;
     b->cb = cb;
     b->arg = arg;
+    b->keyed = 1; /* one lock: routed by its key wherever it is */
     batch_push(b, lock);
     b->valid_min = lock->valid_until;
     int rc = send_batch(lock->eng, b);

@@ -20,8 +20,10 @@ void wire_acquire(struct resp_buf *b, const char *sha,
                   uint64_t rid)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 9, 1);
+    wire_evalsha(b, sha, fencing ? 10 : 9, fencing ? 2 : 1);
     keys_lock(b, &k);
+    if (fencing)
+        keys_fence(b, &k);
     resp_arg_u64(b, lease_ms);
     keys_field(b, l->client_id, l->owner_tag);
     resp_arg(b, fencing ? "1" : "0", 1);
@@ -80,13 +82,13 @@ size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,
     return second;
 }
 
-/* The arguments both release scripts start with: the lock, the message,
- * lease_ms, the owner field, drop, the publish command and the channel. */
-static void release_head(struct resp_buf *b, const struct key_src *k,
+/* The arguments both release scripts start with, after their keys: the
+ * message, lease_ms, the owner field, drop, the publish command and the
+ * channel. */
+static void release_args(struct resp_buf *b, const struct key_src *k,
                          const struct wire_lock *l, uint32_t lease_ms,
                          uint32_t drop, const char *publish)
 {
-    keys_lock(b, k);
     resp_arg(b, "0", 1);
     resp_arg_u64(b, lease_ms);
     keys_field(b, l->client_id, l->owner_tag);
@@ -101,14 +103,29 @@ void wire_release(struct resp_buf *b, const char *sha,
 {
     struct key_src k = wire_key(l);
     wire_evalsha(b, sha, 11, 1);
-    release_head(b, &k, l, lease_ms, drop, publish);
+    keys_lock(b, &k);
+    release_args(b, &k, l, lease_ms, drop, publish);
     resp_arg_u64_fixed(b, rid);
 }
 
 void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
-                     uint32_t lease_ms, uint64_t deadline_ms)
+                     uint32_t lease_ms, uint64_t deadline_ms,
+                     const struct wire_lock *keyed)
 {
-    wire_evalsha(b, sha, 5 + nargs, 0);
+    /* The keys its renewal reads first (wire_renew_lock); a reader's
+     * first hold moves with its lock. */
+    size_t nk = !keyed ? 0 : keyed->kind == KIND_READ ? 2 : 1;
+    wire_evalsha(b, sha, 5 + nargs + nk, nk);
+    if (keyed) {
+        struct key_src k = wire_key(keyed);
+        if (keyed->kind == KIND_PERMIT)
+            keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL);
+        else
+            keys_lock(b, &k);
+        if (keyed->kind == KIND_READ)
+            keys_read_hold(b, &k, keyed->client_id, keyed->owner_tag,
+                           keyed->suffix);
+    }
     resp_arg_u64(b, lease_ms);
     resp_arg_u64(b, deadline_ms);
 }
@@ -188,6 +205,19 @@ void wire_multi_release(struct resp_buf *b, const char *sha,
     resp_arg_u64_fixed(b, rid);
 }
 
+/* The fair scripts' keys after the lock (see script.c): the queue, its
+ * owners hash and, when tokens are issued, the fencing counter. Returns
+ * how many. */
+static size_t fair_keys(struct resp_buf *b, const struct key_src *k,
+                        int fencing)
+{
+    keys_queue(b, k);
+    keys_tagged(b, k, KEYS_QUEUE_HEAD, KEYS_OWNERS_TAIL);
+    if (fencing)
+        keys_fence(b, k);
+    return fencing ? 3 : 2;
+}
+
 void wire_fair_acquire(struct resp_buf *b, const char *sha,
                        const struct wire_lock *l, uint32_t lease_ms,
                        int fencing, enum wire_fair_mode mode,
@@ -195,8 +225,10 @@ void wire_fair_acquire(struct resp_buf *b, const char *sha,
 {
     struct key_src k = wire_key(l);
     char m = (char)mode;
-    wire_evalsha(b, sha, 16, 1);
+    size_t nk = fencing ? 4 : 3;
+    wire_evalsha(b, sha, 15 + nk, nk);
     keys_lock(b, &k);
+    fair_keys(b, &k, fencing);
     resp_arg_u64(b, lease_ms);
     keys_field(b, l->client_id, l->owner_tag);
     resp_arg(b, fencing ? "1" : "0", 1);
@@ -217,8 +249,11 @@ void wire_fair_release(struct resp_buf *b, const char *sha,
                        const struct wire_fair *f)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 15, 1);
-    release_head(b, &k, l, lease_ms, drop, f->publish);
+    size_t nk = fencing ? 4 : 3;
+    wire_evalsha(b, sha, 14 + nk, nk);
+    keys_lock(b, &k);
+    fair_keys(b, &k, fencing);
+    release_args(b, &k, l, lease_ms, drop, f->publish);
     keys_queue(b, &k);
     resp_arg(b, fencing ? "1" : "0", 1);
     keys_fence(b, &k);
@@ -231,8 +266,10 @@ void wire_fair_leave(struct resp_buf *b, const char *sha,
                      const struct wire_fair *f)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 12, 1);
+    size_t nk = fencing ? 4 : 3;
+    wire_evalsha(b, sha, 11 + nk, nk);
     keys_lock(b, &k);
+    fair_keys(b, &k, fencing);
     keys_field(b, l->client_id, l->owner_tag);
     keys_queue(b, &k);
     resp_arg(b, fencing ? "1" : "0", 1);

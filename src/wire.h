@@ -85,9 +85,13 @@ size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,
  * their wire_renew_size. lease_ms 0 only checks; deadline_ms is the
  * server's unix time after which nothing may change (0: none). The locks
  * are arguments, not declared keys: in a cluster one call renews every
- * lock a master holds, whatever their slots. */
+ * lock a master holds, whatever their slots. A call about one lock only
+ * may name it as keyed: its key is declared too, so that a cluster
+ * redirects the call to where the key is (MOVED, or ASK while its slot
+ * migrates). */
 void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
-                     uint32_t lease_ms, uint64_t deadline_ms);
+                     uint32_t lease_ms, uint64_t deadline_ms,
+                     const struct wire_lock *keyed);
 void wire_renew_lock(struct resp_buf *b, const struct wire_lock *l);
 
 /* The arguments a lock of kind takes in a renew call. */

@@ -17,8 +17,10 @@ void wire_rw_acquire(struct resp_buf *b, const char *sha,
                      uint32_t intent_ms, uint64_t rid)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 13, 1);
+    wire_evalsha(b, sha, 15, 3);
     keys_lock(b, &k);
+    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
+    keys_tagged(b, &k, KEYS_WRITER_HEAD, KEYS_TAG_TAIL);
     resp_arg_u64(b, lease_ms);
     keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
     other_field(b, l);
@@ -35,8 +37,9 @@ void wire_rw_release(struct resp_buf *b, const char *sha,
                      uint32_t lease_ms, uint32_t drop, const char *publish)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 13, 1);
+    wire_evalsha(b, sha, 14, 2);
     keys_lock(b, &k);
+    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
     /* A writer's release lets every reader in: "1", as Redisson's. */
     resp_arg(b, l->kind == KIND_WRITE ? "1" : "0", 1);
     resp_arg_u64(b, lease_ms);
@@ -53,11 +56,16 @@ void wire_write_leave(struct resp_buf *b, const char *sha,
                       const struct wire_lock *l)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 6, 1);
+    wire_evalsha(b, sha, 7, 2);
     keys_lock(b, &k);
+    keys_tagged(b, &k, KEYS_WRITER_HEAD, KEYS_TAG_TAIL);
     keys_tagged(b, &k, KEYS_WRITER_HEAD, KEYS_TAG_TAIL);
     keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
 }
+
+/* The scripts here read their companion keys' names from ARGV; each of
+ * them is declared too, after the lock key (KEYS[2..]), so that a cluster
+ * routes and checks it with the lock during a slot migration. */
 
 /* What both counting semaphore scripts start with: the counter, permits,
  * where the request ids are kept, the handle they are kept for (the first
@@ -68,8 +76,9 @@ static void sem_head(struct resp_buf *b, const char *sha, size_t argc,
                      uint32_t rid_ttl_ms)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, argc, 1);
+    wire_evalsha(b, sha, argc + 1, 2);
     keys_lock(b, &k);
+    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
     resp_arg_u64(b, permits);
     keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
     resp_arg(b, (const char *)l->member, 12);
@@ -102,8 +111,9 @@ static void permit_head(struct resp_buf *b, const char *sha, size_t argc,
                         const struct wire_lock *l, const char *publish)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, argc, 1);
+    wire_evalsha(b, sha, argc + 1, 2);
     keys_lock(b, &k);
+    keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL);
     keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL);
     resp_arg(b, publish, strlen(publish));
     keys_channel_of(b, &k, KEYS_SEM_CHANNEL_HEAD);

@@ -355,6 +355,54 @@ START_TEST(fair_hand_off_works_in_a_cluster)
 }
 END_TEST
 
+/* Log lines of a client, kept for a test to read. */
+static char logged[4096];
+static void log_keep(enum hilock_log_level level, const char *msg, void *arg)
+{
+    size_t n = strlen(logged);
+    (void)level;
+    (void)arg;
+    snprintf(logged + n, sizeof(logged) - n, "%s\n", msg);
+}
+
+/* A standalone server among the seeds is refused (a log line names it)
+ * and takes no lock, even from an acquire sent before the slot map is
+ * known; with only that seed, acquires fail with HILOCK_ENOTCLUSTER. */
+START_TEST(standalone_seed_is_refused_and_takes_no_lock)
+{
+    struct rs_server *solo = tu_server_start(NULL);
+    ck_assert_ptr_nonnull(solo);
+    struct hilock_endpoint mixed[2] = {
+        {"127.0.0.1", rs_port(solo), NULL},
+        {"127.0.0.1", rc_port(cluster, 0), NULL}};
+    struct hilock_options o;
+    tu_options(&o);
+    o.cluster = mixed;
+    o.ncluster = 2;
+    o.log_cb = log_keep;
+    logged[0] = '\0';
+    client = tu_client(&o); /* not waited for: the map is not known yet */
+    struct hilock_lock *l = tu_lock(client, "solo", 0);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    ck_assert_int_eq(rs_int(solo, "EXISTS", "solo", (char *)NULL), 0);
+    ck_assert_int_eq(on_owner("solo", "EXISTS", NULL), 1);
+    char want[64];
+    snprintf(want, sizeof(want), "127.0.0.1:%d: not in cluster mode",
+             rs_port(solo));
+    ck_assert_msg(strstr(logged, want), "no log line \"%s\" in:\n%s", want,
+                  logged);
+    tu_assert_status(tu_release(l, NULL), 0);
+
+    o.ncluster = 1;
+    o.log_cb = NULL;
+    client2 = tu_client(&o);
+    struct hilock_lock *l2 = tu_lock(client2, "solo", 0);
+    tu_assert_status(tu_acquire(l2, 0, 0, NULL), HILOCK_ENOTCLUSTER);
+    ck_assert_int_eq(rs_int(solo, "EXISTS", "solo", (char *)NULL), 0);
+    rs_stop(solo);
+}
+END_TEST
+
 /* A master other than node. */
 static int other_master(int node)
 {
@@ -397,6 +445,101 @@ START_TEST(moved_after_a_slot_migration_is_followed)
     tu_assert_status(tu_acquire(l, 0, 5000, NULL), 0);
     ck_assert_int_eq(on_owner("moving", "EXISTS", NULL), 1);
     tu_assert_status(tu_release(l, NULL), 0);
+}
+END_TEST
+
+/* The fencing counter moves with the lock: while a slot migrates, an
+ * acquire after ASK is not run on the importing node before the counter
+ * is there (it waits, TRYAGAIN), so tokens never go back and the
+ * counter's MIGRATE finds no copy in its way. */
+START_TEST(fencing_tokens_keep_rising_while_the_slot_migrates)
+{
+    struct hilock_options o;
+    cluster_options(&o, 0);
+    o.fencing = 1;
+    o.request_timeout_ms = 8000;
+    client = tu_client(&o);
+    tu_client_ready(client);
+    struct hilock_lock *l = tu_lock(client, "minted", 0);
+    int64_t token = 0, last = 0;
+    for (int i = 0; i < 5; i++) {
+        tu_assert_status(tu_acquire(l, 0, 0, &token), 0);
+        ck_assert_int_gt(token, last);
+        last = token;
+        tu_assert_status(tu_release(l, NULL), 0);
+    }
+    int slot = rc_key_slot("minted", 6);
+    int from = rc_slot_owner(cluster, slot), to = other_master(from);
+    ck_assert_int_eq(rc_migrate_begin(cluster, slot, from, to), 0);
+    /* The lock is free: ASK sends the acquire to `to`, whose counter has
+     * not arrived. It must not be taken there yet. */
+    struct tu_result got = {0};
+    ck_assert_int_eq(hilock_lock_acquire(l, 0, 0, tu_record, &got), 0);
+    tu_run_for(300);
+    if (got.calls)
+        ck_assert_int_gt(got.value, last); /* never a token from 1 */
+    ck_assert_int_eq(got.calls, 0);
+    ck_assert_int_eq(rc_migrate_keys(cluster, slot, from, to), 0);
+    tu_run_for(100);
+    ck_assert_int_eq(rc_migrate_finish(cluster, slot, to), 0);
+    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(5000)));
+    tu_assert_status(got.status, 0);
+    ck_assert_int_eq(got.value, last + 1);
+    ck_assert_int_eq(rs_int(rc_server(cluster, to), "GET",
+                            "hilock_fence:{minted}", (char *)NULL),
+                     last + 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+}
+END_TEST
+
+/* A held lock and a read lock whose keys MIGRATE moved while their slot
+ * is still migrating: the old master answers ASK for them, and the
+ * watchdog's renewals, a query and the releases follow there; neither is
+ * ever reported lost. */
+START_TEST(renewals_follow_ask_while_the_slot_migrates)
+{
+    struct tu_result lost = {0};
+    struct hilock_options o;
+    cluster_options(&o, 0);
+    o.watchdog_lease_ms = 600;
+    o.request_timeout_ms = 5000; /* outlasts the end of the migration */
+    client = tu_client(&o);
+    tu_client_ready(client);
+    struct hilock_lock *l = tu_lock(client, "carried", 0), *r = NULL;
+    hilock_lock_on_lost(l, tu_record, &lost);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    tu_assert_status(hilock_rwlock_new(client, "{carried}r", 10, 2,
+                                       HILOCK_READ, &r),
+                     0);
+    hilock_lock_on_lost(r, tu_record, &lost);
+    tu_assert_status(tu_acquire(r, 0, 0, NULL), 0);
+    int slot = rc_key_slot("carried", 7);
+    int from = rc_slot_owner(cluster, slot), to = other_master(from);
+    ck_assert_int_eq(rc_migrate_begin(cluster, slot, from, to), 0);
+    ck_assert_int_eq(rc_migrate_keys(cluster, slot, from, to), 0);
+    tu_run_for(1500); /* two and a half leases, renewed on `to` only */
+    ck_assert_int_eq(lost.calls, 0);
+    char n[16];
+    snprintf(n, sizeof(n), "%d", slot);
+    ck_assert_int_eq(rs_int(rc_server(cluster, to), "CLUSTER",
+                            "COUNTKEYSINSLOT", n, (char *)NULL),
+                     3); /* the lock, the read lock and its hold's key:
+                            their leases were renewed */
+    int64_t held = 0;
+    tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
+    ck_assert_int_eq(held, 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+    /* The reader's release declares its request ids too, which expired:
+     * the importing node answers TRYAGAIN until the slot is its own. */
+    struct tu_result done = {0};
+    tu_assert_status(hilock_lock_release(r, tu_record, &done), 0);
+    tu_run_for(100);
+    ck_assert_int_eq(rc_migrate_finish(cluster, slot, to), 0);
+    ck_assert(tu_run_until_count(&done.calls, 1, tu_ms(3000)));
+    tu_assert_status(done.status, 0);
+    ck_assert_int_eq(rs_int(rc_server(cluster, to), "CLUSTER",
+                            "COUNTKEYSINSLOT", n, (char *)NULL),
+                     0);
 }
 END_TEST
 
@@ -646,6 +789,29 @@ START_TEST(killed_master_with_wait_keeps_exclusion)
 }
 END_TEST
 
+/* One slot resharded by hand (IMPORTING/MIGRATING, MIGRATE of its keys,
+ * SETSLOT NODE) while six workers take and give back a fenced lock in it:
+ * the MIGRATE finds no copy of the counter in its way, the workers go on
+ * on the new master, and no token goes back, no two hold at once. */
+START_TEST(reshard_under_lock_load_completes)
+{
+    contend_start(0);
+    ck_assert(acquisitions(10, tu_ms(5000)));
+    int slot = rc_key_slot("contended", 9);
+    int from = rc_slot_owner(cluster, slot), to = other_master(from);
+    ck_assert_int_eq(rc_migrate_begin(cluster, slot, from, to), 0);
+    tu_run_for(300);
+    ck_assert_int_eq(rc_migrate_keys(cluster, slot, from, to), 0);
+    tu_run_for(300);
+    ck_assert_int_eq(rc_migrate_finish(cluster, slot, to), 0);
+    ck_assert(acquisitions(10, tu_ms(5000)));
+    contend_stop();
+    ck_assert_int_eq(ct.overlaps, 0);
+    ck_assert_int_eq(ct.token_drops, 0);
+    ck_assert_int_eq(ct.lost, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cluster");
@@ -658,6 +824,10 @@ int main(void)
     tcase_add_test(tc, waiter_is_woken_by_a_sharded_release);
     tcase_add_test(tc, moved_after_a_slot_migration_is_followed);
     tcase_add_test(tc, ask_during_a_migration_is_followed);
+    tcase_add_test(tc, fencing_tokens_keep_rising_while_the_slot_migrates);
+    tcase_add_test(tc, renewals_follow_ask_while_the_slot_migrates);
+    tcase_add_test(tc, standalone_seed_is_refused_and_takes_no_lock);
+    tcase_add_test(tc, reshard_under_lock_load_completes);
     tcase_add_test(tc, fair_hand_off_works_in_a_cluster);
     tcase_add_test(tc, read_write_locks_and_permits_work_in_a_cluster);
     suite_add_tcase(s, tc);

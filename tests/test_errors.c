@@ -24,6 +24,7 @@ static const struct {
     {-19, "HILOCK_ENOREPLICA"},
     {-20, "HILOCK_EDEADLK"},
     {-22, "HILOCK_ETLS"},
+    {-23, "HILOCK_ENOTCLUSTER"},
 };
 #define NPINNED ((int)(sizeof pinned / sizeof pinned[0]))
 

@@ -267,6 +267,21 @@ START_TEST(keys_follow_the_redisson_layout_and_parse_back)
     ck_assert(memcmp(b.data, expect, b.len) == 0);
     resp_free(&b);
 
+    /* Companions declared by the scripts: a fair queue's owners hash, a
+     * reader's first hold; a name's own tag stays theirs too. */
+    resp_init(&b, small, sizeof(small));
+    keys_tagged(&b, &k, KEYS_QUEUE_HEAD, KEYS_OWNERS_TAIL);
+    keys_tagged(&b, &t, KEYS_QUEUE_HEAD, KEYS_OWNERS_TAIL);
+    keys_read_hold(&b, &k, "uuid", 77, NULL);
+    keys_read_hold(&b, &t, "uuid", 77, NULL);
+    const char companions[] = "$28\r\np:hilock_queue:{inv1}:owners\r\n"
+                              "$28\r\np:hilock_queue:inv{1}:owners\r\n"
+                              "$33\r\np:{inv1}:uuid:77:rwlock_timeout:1\r\n"
+                              "$33\r\np:inv{1}:uuid:77:rwlock_timeout:1\r\n";
+    ck_assert_uint_eq(b.len, sizeof(companions) - 1);
+    ck_assert(memcmp(b.data, companions, b.len) == 0);
+    resp_free(&b);
+
     const char *name[2];
     size_t len[2];
     const char *ch = "p:redisson_lock__channel:inv{1}";

@@ -3,7 +3,8 @@
  * past a dead sentinel and one that answers garbage, an unknown master
  * name, the client following a failover with a lock held and a waiter
  * parked, a lock whose write did not survive a failover reported lost at
- * once, and WAIT.
+ * once, WAIT, a frozen sentinel skipped after its timeout, a lying one
+ * outvoted, and a failover followed while a sentinel is frozen.
  *
  * Each test starts its own deployment. */
 #include "testutil.h"
@@ -225,6 +226,108 @@ START_TEST(wait_for_a_replica_confirms_or_undoes_an_acquisition)
 }
 END_TEST
 
+/* The first of two sentinels is frozen: the client asks the other too
+ * and takes its answer once the frozen one's timeout has passed. Then a
+ * sentinel that names another server (one of a second deployment, under
+ * the same master name) is outvoted by the two that name the master: no
+ * lock is ever taken on the wrong server. */
+START_TEST(frozen_sentinel_is_skipped_and_a_lying_one_outvoted)
+{
+    struct hilock_options o;
+    tu_options(&o);
+    sentinels[0] = (struct hilock_endpoint){"127.0.0.1",
+                                            rt_sentinel_port(dep, 0), NULL};
+    sentinels[1] = (struct hilock_endpoint){"127.0.0.1",
+                                            rt_sentinel_port(dep, 1), NULL};
+    o.sentinels = sentinels;
+    o.nsentinels = 2;
+    o.master_name = "locks";
+    o.request_timeout_ms = 5000; /* outlasts a sentinel's (connect) timeout */
+    ck_assert_int_eq(rs_pause(rt_sentinel_server(dep, 0)), 0);
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "truth", 0);
+    long long t0 = tu_now_ms();
+    int rc = tu_acquire(l, 0, 0, NULL);
+    long long took = tu_now_ms() - t0;
+    ck_assert_int_eq(rs_resume(rt_sentinel_server(dep, 0)), 0);
+    tu_assert_status(rc, 0);
+    ck_assert_int_lt(took, tu_ms(4000)); /* one sentinel timeout: 1.5 s */
+    ck_assert_int_eq(exists_on(rt_master(dep), "truth"), 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+
+    struct rt_sentinel *other = rt_start(0, 1, "locks");
+    ck_assert_ptr_nonnull(other);
+    sentinels[2] = sentinels[1];
+    sentinels[1] = sentinels[0];
+    sentinels[0] = (struct hilock_endpoint){
+        "127.0.0.1", rt_sentinel_port(other, 0), NULL};
+    o.nsentinels = 3;
+    client2 = tu_client(&o);
+    struct hilock_lock *l2 = tu_lock(client2, "truth", 0);
+    rc = tu_acquire(l2, 0, 0, NULL);
+    long long wrong = rs_int(rt_server(other, 0), "EXISTS", "truth",
+                             (char *)NULL);
+    rt_stop(other);
+    tu_assert_status(rc, 0);
+    ck_assert_int_eq(wrong, 0);
+    ck_assert_int_eq(exists_on(rt_master(dep), "truth"), 1);
+    tu_assert_status(tu_release(l2, NULL), 0);
+}
+END_TEST
+
+/* The master that sentinel i names now (index of a data node), or -1. */
+static int named_by(int i)
+{
+    redisReply *r = rs_command_argv(
+        rt_sentinel_server(dep, i), 3,
+        (const char *[]){"SENTINEL", "get-master-addr-by-name", "locks"},
+        NULL);
+    int port = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2
+                   ? atoi(r->element[1]->str)
+                   : -1;
+    freeReplyObject(r);
+    for (int k = 0; k < rt_server_count(dep); k++)
+        if (rt_server_port(dep, k) == port)
+            return k;
+    return -1;
+}
+
+/* A failover while the first sentinel is frozen: the other two announce
+ * the new master and name it, and the client follows within
+ * down-after + failover timeout + one sentinel timeout. */
+START_TEST(failover_is_followed_while_a_sentinel_is_frozen)
+{
+    client = sentinel_client();
+    struct hilock_lock *l = tu_lock(client, "followed", 0);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    tu_assert_status(tu_release(l, NULL), 0);
+    int old = rt_master(dep);
+    ck_assert_int_eq(rs_pause(rt_sentinel_server(dep, 0)), 0);
+    free(rs_str(rt_sentinel_server(dep, 1), "SENTINEL", "FAILOVER", "locks",
+                (char *)NULL));
+    long long t0 = tu_now_ms(), bound = tu_ms(RT_DOWN_AFTER_MS +
+                                              RT_FAILOVER_TIMEOUT_MS + 1500);
+    int now = old, rc = HILOCK_ETIMEDOUT, done = 0;
+    while (!done && tu_now_ms() - t0 < bound + tu_ms(5000)) {
+        tu_run_for(50);
+        if (now == old || now < 0) {
+            now = named_by(1);
+            continue;
+        }
+        rc = tu_acquire(l, 0, 0, NULL);
+        done = rc == 0 && exists_on(now, "followed") == 1;
+        if (rc == 0 && !done) /* the old master, not demoted yet */
+            tu_assert_status(tu_release(l, NULL), 0);
+    }
+    long long took = tu_now_ms() - t0;
+    ck_assert_int_eq(rs_resume(rt_sentinel_server(dep, 0)), 0);
+    ck_assert_msg(done, "not taken on the new master; last: %s",
+                  hilock_err_name(rc));
+    ck_assert_int_lt(took, bound);
+    tu_assert_status(tu_release(l, NULL), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sentinel");
@@ -237,6 +340,8 @@ int main(void)
                    failover_is_followed_with_a_lock_held_and_a_waiter_parked);
     tcase_add_test(tc, lock_lost_in_a_failover_is_reported_at_once);
     tcase_add_test(tc, wait_for_a_replica_confirms_or_undoes_an_acquisition);
+    tcase_add_test(tc, frozen_sentinel_is_skipped_and_a_lying_one_outvoted);
+    tcase_add_test(tc, failover_is_followed_while_a_sentinel_is_frozen);
     suite_add_tcase(s, tc);
     return tu_main(s);
 }

@@ -76,7 +76,8 @@ extern "C" {
     X(EDEADLK, -20, "the owner holds the read lock: taking the write lock " \
                     "would deadlock")                                         \
     X(ETLS, -22, "TLS failed: handshake, certificate check, or no TLS "      \
-                 "support built in")
+                 "support built in")                                   \
+    X(ENOTCLUSTER, -23, "no cluster seed is in cluster mode")
 
 enum hilock_errno {
 #define HILOCK_ERRNO_ENUM_(name, value, msg) HILOCK_##name = (value),
@@ -211,9 +212,11 @@ struct hilock_options {
     const struct hilock_endpoint *masters;
     size_t nmasters;
     /* Sentinel: the master that the sentinels name master_name. It is
-     * asked of the sentinels in turn (SENTINEL get-master-addr-by-name),
-     * confirmed with ROLE, asked again before every reconnect, and at once
-     * when a sentinel announces +switch-master; held locks are then
+     * asked of all the sentinels at once (SENTINEL
+     * get-master-addr-by-name) and taken when a majority names it (of all,
+     * or of those that answered within connect_timeout_ms), confirmed with
+     * ROLE, asked again before every reconnect, and at once when a
+     * sentinel announces +switch-master; held locks are then
      * verified on the new master (see the README). 1..HILOCK_SEEDS_MAX
      * sentinels; host, port and unix_path above are not used.
      * sentinel_password: AUTH sent to the sentinels (NULL: none);
@@ -224,7 +227,9 @@ struct hilock_options {
     const char *sentinel_password;
     /* Redis Cluster: 1..HILOCK_SEEDS_MAX nodes of it to learn the slot map
      * from; each lock goes to the master of its key's slot, MOVED and ASK
-     * are followed. In a cluster, key_prefix must contain a hash tag
+     * are followed. Nothing is sent before the map is known; a seed not in
+     * cluster mode is logged and never used (none left: requests fail
+     * with HILOCK_ENOTCLUSTER). In a cluster, key_prefix must contain a hash tag
      * ("{app}:"), which puts every lock in that one slot; without a prefix
      * the locks spread over the cluster. */
     const struct hilock_endpoint *cluster;
