@@ -583,13 +583,38 @@ static void send_cleanup(struct hilock_lock *lock, uint32_t drop, int node)
         op_submit(op, 0);
 }
 
+/* Undo the hold that acquire op's request to node i took (it granted
+ * it): only that request's own hold, if still there, never one a later
+ * attempt took after it ran out (see script.c's undo; a lock's only --
+ * the other kinds and fair mode drop one hold of the owner). Best
+ * effort. */
+static void send_undo(struct hilock_lock *lock, const struct op *op, size_t i)
+{
+    struct engine *eng = lock->eng;
+    int node = op->n == 1 ? -1 : (int)i;
+    if (lock->kind != KIND_MUTEX || fair(lock)) {
+        send_cleanup(lock, 1, node);
+        return;
+    }
+    struct wire_lock w = handle_wire(lock);
+    struct op *u =
+        op_new(eng, OP_KIND_RELEASE, node, lock->slot, 0, cleanup_done);
+    if (!u)
+        return;
+    op_eval(u, SCRIPT_UNDO);
+    wire_undo(op_cmd(u), eng->scripts.sha[SCRIPT_UNDO], &w, op->rids[i],
+              ++eng->seq, topo_publish(eng->topo));
+    handle_attach(lock, u);
+    op_submit(u, 0);
+}
+
 /* Undo the holds that acquire op took on the nodes that granted it: it
  * failed as a whole. */
 static void undo_partial(struct hilock_lock *lock, struct op *op)
 {
     for (size_t i = 0; i < op->n; i++)
         if (op_node_ok(op, i))
-            send_cleanup(lock, 1, (int)i);
+            send_undo(lock, op, i);
 }
 
 /* A node answered an acquire after its decision: a success there is only
@@ -597,7 +622,7 @@ static void undo_partial(struct hilock_lock *lock, struct op *op)
 static void acquire_late(struct op *op, size_t i, const struct op_result *res)
 {
     if (res && res->status == 0 && op->status != 0)
-        send_cleanup(op->ctx, 1, op->n == 1 ? -1 : (int)i);
+        send_undo(op->ctx, op, i);
 }
 
 /* Release op of this client ended lock's name's hold (res: its result):

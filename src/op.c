@@ -391,10 +391,19 @@ static void resent_release(const struct op *op, struct op_result *res)
         res->a = 1;
 }
 
+/* Note the request id node i's acquire carried as it was answered (the
+ * command may have gone again with a new one, see part_refresh). */
+static void note_rid(struct op *op, size_t i, const struct req *r)
+{
+    if (op->kind == OP_KIND_ACQUIRE)
+        op->rids[i] = r->plain ? op->rid : wire_rid_of(&r->cmd);
+}
+
 static void part_done(struct req *r, int status, redisReply *reply)
 {
     struct op *op = r->ctx;
     size_t i = part_index(op, r);
+    note_rid(op, i, r);
     decode(op, i, status, r->plain, reply, &op->res[i]);
     if (r->resent)
         resent_release(op, &op->res[i]);
@@ -410,6 +419,7 @@ static void part_late(struct req *r, redisReply *reply)
     size_t i = part_index(op, r);
     if (!op->late)
         return;
+    note_rid(op, i, r);
     if (reply)
         decode(op, i, 0, r->plain, reply, &res);
     op->busy++;

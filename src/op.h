@@ -59,6 +59,9 @@ struct op {
      * -1 while it stays plain (cmd then left as it is, or rewritten). */
     int (*again)(struct op *op, struct resp_buf *cmd, enum req_again why);
     uint64_t rid;             /* the submitter's: a plain acquire's id */
+    uint64_t rids[QUORUM_NODES_MAX]; /* an acquire: the request id each
+                                        node answered (what undoing its
+                                        grant names) */
     uint32_t lease_ms;        /* ... and lease */
     uint32_t nlocks;          /* renew: locks in the batch */
     unsigned char *renew;     /* renew: n rows of nlocks answers, then the
