@@ -703,9 +703,21 @@ static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
 }
 
 
-/* A quorum granted the acquire. On several masters, check that the
- * validity left is positive, and make the token the largest any later
- * majority can see: raise the counters of a majority to it first, unless a
+/* Whether the grant of acquire op, read now, is within its lease (less
+ * the drift allowance): 0, else how it failed -- HILOCK_ETIMEDOUT on one
+ * node, HILOCK_ENOQUORUM on several masters (a wait goes on through
+ * both). A counting semaphore's permits have no lease. */
+static int grant_in_time(const struct hilock_lock *lock, const struct op *op)
+{
+    if (lock->kind == KIND_SEM ||
+        quorum_grant_left(acquire_lease(lock), op->sent_ms, clock_now_ms()) >
+            0)
+        return 0;
+    return lock->eng->nnodes > 1 ? HILOCK_ENOQUORUM : HILOCK_ETIMEDOUT;
+}
+
+/* A quorum granted the acquire. On several masters, make the token the
+ * largest any later majority can see: raise the counters of a majority to it first, unless a
  * majority drew it already. Returns 0 when the acquisition stands (or a
  * fence write is under way), else the failure status. */
 static int quorum_granted(struct hilock_lock *lock, struct op *op,
@@ -715,9 +727,6 @@ static int quorum_granted(struct hilock_lock *lock, struct op *op,
     size_t same = 0;
     if (eng->nnodes == 1)
         return 0;
-    if (quorum_validity(acquire_lease(lock), clock_now_ms() - op->sent_ms) <=
-        0)
-        return HILOCK_ENOQUORUM;
     for (size_t i = 0; i < op->n; i++)
         same += op_node_ok(op, i) && op->res[i].b == res->b;
     if (!eng->opts->fencing || same >= quorum_of(op->n))
@@ -742,6 +751,8 @@ static void fence_done(struct op *f, int status, const struct op_result *res)
     struct hilock_lock *lock = f->ctx;
     struct op *op = f->data;
     lock->op_pending = NULL;
+    if (status == 0)
+        status = grant_in_time(lock, op);
     if (status == 0) {
         acquired(lock, op->token, op->sent_ms);
     } else {
@@ -772,6 +783,8 @@ static void acquire_done(struct op *op, int status,
     struct hilock_lock *lock = op->ctx;
     int64_t ttl = res && status == HILOCK_EBUSY ? res->a : -1;
     lock->op_pending = NULL;
+    if (status == 0)
+        status = grant_in_time(lock, op);
     if (status == 0 && (status = quorum_granted(lock, op, res)) == 0) {
         drop_unreleased(lock, res->a);
         if (!lock->op_pending)

@@ -191,6 +191,139 @@ START_TEST(piled_up_attempts_leave_exactly_the_reported_hold)
 }
 END_TEST
 
+/* Run the loop once without blocking: a request made outside the loop is
+ * written, no reply is read yet. Then wait, the loop not running, until
+ * Redis has granted name: the grant is on its way back, unread. */
+static void send_then_stall_until_granted(const char *name)
+{
+    event_base_loop(tu_base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+    ck_assert_int_eq(res[0].calls, 0);
+    long long deadline = tu_now_ms() + tu_ms(2000);
+    while (rs_int(tu_srv, "EXISTS", name, (char *)NULL) != 1) {
+        ck_assert_msg(tu_now_ms() < deadline, "the request never arrived");
+        rs_sleep_ms(1);
+    }
+}
+
+/* The busy loop goes on past the lease: the grant runs out, another
+ * owner takes the lock, and only then does the loop read the grant. It
+ * must not be reported: a lease that ran out is no lock. status: what the
+ * acquire must end with; lease_ms 0: under the watchdog (its lease is
+ * the one checked). */
+static void grant_read_after_its_lease_on(int side, uint64_t wait_ms,
+                                          uint32_t lease_ms, int status)
+{
+    int lease = lease_ms ? (int)lease_ms : tu_ms(1000);
+    struct hilock_options o;
+    options(&o, tu_ms(20000)); /* the request does not time out */
+    o.watchdog_lease_ms = (uint32_t)lease;
+    client = tu_client(&o);
+    struct hilock_lock *l = NULL;
+    if (side)
+        tu_assert_status(hilock_rwlock_new(client, "slow", 4, 1, side, &l), 0);
+    else
+        l = tu_lock(client, "slow", 1);
+    tu_client_ready(client);
+    long long t0 = tu_now_ms(); /* not before the request was made */
+    tu_assert_status(hilock_lock_acquire(l, wait_ms, lease_ms, tu_record,
+                                         &res[0]),
+                     0);
+    send_then_stall_until_granted("slow");
+    /* the stall lasts one and a half leases; the lock runs out and
+     * another owner takes it */
+    rs_sleep_ms((int)(t0 + lease * 3 / 2 - tu_now_ms()));
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "slow", (char *)NULL), 0);
+    ck_assert_int_eq(rs_int(tu_srv, "HSET", "slow", "another:1", "1",
+                            (char *)NULL),
+                     1);
+    ck_assert_int_eq(rs_int(tu_srv, "PEXPIRE", "slow", "60000",
+                            (char *)NULL),
+                     1);
+    await(&res[0], 1, (int)wait_ms + tu_ms(3000), "acquire");
+    tu_assert_status(res[0].status, status);
+    ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
+    tu_run_quiet();
+    ck_assert_int_eq(res[0].calls, 1);
+    ck_assert_int_eq(tu_owner_fields("slow"), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "HGET", "slow", "another:1",
+                            (char *)NULL),
+                     1);
+}
+
+static void grant_read_after_its_lease(uint64_t wait_ms, uint32_t lease_ms,
+                                       int status)
+{
+    grant_read_after_its_lease_on(0, wait_ms, lease_ms, status);
+}
+
+START_TEST(grant_read_after_its_lease_is_not_acquired)
+{
+    grant_read_after_its_lease(0, (uint32_t)tu_ms(1000), HILOCK_ETIMEDOUT);
+}
+END_TEST
+
+START_TEST(watchdog_grant_read_after_its_lease_is_not_acquired)
+{
+    grant_read_after_its_lease(0, 0, HILOCK_ETIMEDOUT);
+}
+END_TEST
+
+/* The same for the other kinds with a lease: a read-write lock's sides. */
+START_TEST(write_grant_read_after_its_lease_is_not_acquired)
+{
+    grant_read_after_its_lease_on(HILOCK_WRITE, 0, (uint32_t)tu_ms(1000),
+                                  HILOCK_ETIMEDOUT);
+}
+END_TEST
+
+START_TEST(read_grant_read_after_its_lease_is_not_acquired)
+{
+    grant_read_after_its_lease_on(HILOCK_READ, 0, (uint32_t)tu_ms(1000),
+                                  HILOCK_ETIMEDOUT);
+}
+END_TEST
+
+/* With a wait, the late grant is undone and the wait goes on: the next
+ * attempt finds the other owner, and the wait ends at its deadline. */
+START_TEST(waiting_grant_read_after_its_lease_waits_on)
+{
+    grant_read_after_its_lease((uint64_t)tu_ms(2500), (uint32_t)tu_ms(1000),
+                               HILOCK_ETIMEDOUT);
+}
+END_TEST
+
+/* The grant is still undone when nobody took the lock meanwhile: the
+ * undo (by the attempt's request id) takes it away, and the wait's next
+ * attempt takes it again with a lease of its own. */
+START_TEST(late_grant_is_undone_and_the_wait_takes_the_lock_again)
+{
+    int lease = tu_ms(600);
+    int64_t ttl = 0;
+    struct hilock_options o;
+    options(&o, tu_ms(20000));
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "again", 1);
+    tu_client_ready(client);
+    long long t0 = tu_now_ms();
+    tu_assert_status(hilock_lock_acquire(l, (uint64_t)tu_ms(5000),
+                                         (uint64_t)lease, tu_record, &res[0]),
+                     0);
+    send_then_stall_until_granted("again");
+    /* the grant's own lease is made long: only the undo removes it */
+    ck_assert_int_eq(rs_int(tu_srv, "PEXPIRE", "again", "60000",
+                            (char *)NULL),
+                     1);
+    rs_sleep_ms((int)(t0 + lease * 3 / 2 - tu_now_ms()));
+    await(&res[0], 1, tu_ms(5000), "acquire");
+    tu_assert_status(res[0].status, 0);
+    ck_assert_uint_eq(hilock_lock_hold_count(l), 1);
+    ck_assert_int_eq(tu_holds("again", client, 1), 1);
+    tu_assert_status(tu_query(hilock_lock_query_ttl, l, &ttl), 0);
+    ck_assert_msg(ttl > 0 && ttl <= lease, "pttl %lld: not the new lease",
+                  (long long)ttl);
+}
+END_TEST
+
 static Suite *grant_suite(void)
 {
     Suite *s = suite_create("grant");
@@ -198,6 +331,12 @@ static Suite *grant_suite(void)
         late_script_attempt_cleanup_keeps_the_retrys_hold,
         late_restore_attempt_cleanup_keeps_the_retrys_hold,
         piled_up_attempts_leave_exactly_the_reported_hold,
+        grant_read_after_its_lease_is_not_acquired,
+        watchdog_grant_read_after_its_lease_is_not_acquired,
+        write_grant_read_after_its_lease_is_not_acquired,
+        read_grant_read_after_its_lease_is_not_acquired,
+        waiting_grant_read_after_its_lease_waits_on,
+        late_grant_is_undone_and_the_wait_takes_the_lock_again,
     };
     TCase *tc = tcase_create("grant");
     tcase_add_checked_fixture(tc, setup, teardown);

@@ -662,6 +662,22 @@ START_TEST(majority_and_validity)
 }
 END_TEST
 
+/* A grant is checked against its lease from the moment its request was
+ * sent: 1000 ms leave 1000 - 12 ms of allowance, less the time since. */
+START_TEST(grant_validity_counts_from_the_send)
+{
+    ck_assert_int_eq(quorum_grant_left(1000, 5000, 5000), 988);
+    ck_assert_int_eq(quorum_grant_left(1000, 5000, 5500), 488);
+    ck_assert_int_eq(quorum_grant_left(1000, 5000, 5988), 0);  /* too late */
+    ck_assert_int_lt(quorum_grant_left(1000, 5000, 6500), 0); /* 1.5 leases */
+    /* a clock read before the send counts as no time */
+    ck_assert_int_eq(quorum_grant_left(1000, 5000, 4000), 988);
+    /* leases up to HILOCK_MS_MAX, times far apart: no overflow */
+    ck_assert_int_lt(quorum_grant_left(UINT32_MAX, 0, UINT64_MAX / 2), 0);
+    ck_assert_int_gt(quorum_grant_left(UINT32_MAX, 7, 7), 0);
+}
+END_TEST
+
 START_TEST(one_node_passes_its_reply_through)
 {
     struct op_result out;
@@ -754,6 +770,7 @@ int main(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("quorum");
     tcase_add_test(tc, majority_and_validity);
+    tcase_add_test(tc, grant_validity_counts_from_the_send);
     tcase_add_test(tc, one_node_passes_its_reply_through);
     tcase_add_test(tc, acquire_is_decided_by_the_first_majority);
     tcase_add_test(tc, acquire_fails_once_a_majority_is_out_of_reach);
