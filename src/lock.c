@@ -319,6 +319,19 @@ static int plain_again(struct op *op, struct resp_buf *cmd,
     return SCRIPT_ACQUIRE;
 }
 
+/* op->undo of a lock's acquire attempt (see op.h): the undo script, by
+ * the attempt's own request id. */
+static int attempt_undo(struct op *op, struct resp_buf *cmd, uint64_t rid)
+{
+    struct hilock_lock *lock = op->ctx;
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    resp_reset(cmd);
+    wire_undo(cmd, eng->scripts.sha[SCRIPT_UNDO], &w, rid, ++eng->seq,
+              topo_publish(eng->topo));
+    return SCRIPT_UNDO;
+}
+
 /* Encode the first attempt of lock w's acquire as RESTORE when it may go
  * plain. Returns 1 when it did. */
 static int plain_take(struct hilock_lock *lock, const struct wire_lock *w,
@@ -378,6 +391,8 @@ static int send_attempt(struct hilock_lock *lock, int first)
         wire_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
                      acquire_lease(lock), eng->opts->fencing, ++eng->seq);
     }
+    if (lock->kind == KIND_MUTEX && !fair(lock))
+        op->undo = attempt_undo;
     handle_attach(lock, op);
     lock->op_pending = op;
     op_submit(op, part_timeout(lock));
@@ -618,10 +633,12 @@ static void undo_partial(struct hilock_lock *lock, struct op *op)
 }
 
 /* A node answered an acquire after its decision: a success there is only
- * kept when the acquire succeeded as a whole. */
+ * kept when the acquire succeeded as a whole and its hold was not given
+ * back (or lost) since. */
 static void acquire_late(struct op *op, size_t i, const struct op_result *res)
 {
-    if (res && res->status == 0 && op->status != 0)
+    const struct hilock_lock *lock = op->ctx;
+    if (res && res->status == 0 && (op->status != 0 || lock->holds == 0))
         send_undo(op->ctx, op, i);
 }
 

@@ -97,14 +97,17 @@ static const char release_lua[] =
 /* undo
  * KEYS[1] lock
  * ARGV[1] message, ARGV[2] owner field, ARGV[3] "publish" or "spublish",
- * ARGV[4] channel, ARGV[5] the request id of an acquire attempt that was
- * applied, ARGV[6] request id
- * Drops the hold that attempt took, when it is still there: the owner
- * holds, and its hold began with that attempt or before it ("<owner
+ * ARGV[4] channel, ARGV[5] the request id of an acquire attempt, ARGV[6]
+ * request id
+ * Drops the hold that attempt took, when it took one and it is still
+ * there: the owner holds; the attempt reached Redis (the last id applied
+ * is not below it: a client's requests arrive in id order); and the
+ * owner's hold began with that attempt or before it ("<owner
  * field>:first:rid"; a hash without the field, written by another script
  * or an earlier version, counts as begun before). A hold that began after
  * the attempt is a later one's (the attempt's own ran out, or was
- * released, in between): nothing is dropped. The lease stays as it is, it
+ * released, in between): nothing is dropped. So it also serves an attempt
+ * whose reply was lost with its connection. The lease stays as it is: it
  * belongs to the holds that remain. Returns as release: {holds left,
  * subscribers}, nil when the owner holds nothing; a resend drops nothing a
  * second time (its id, as for release). */
@@ -114,7 +117,8 @@ static const char undo_lua[] =
     "                     ARGV[2] .. '" KEYS_FIRST_RID_SUFFIX "')\n"
     "if not v[1] then return nil end\n"
     "local n = tonumber(v[1])\n"
-    "if tonumber(ARGV[6]) <= tonumber(v[2] or '0') or\n"
+    "local last = tonumber(v[2] or '0')\n"
+    "if tonumber(ARGV[6]) <= last or last < tonumber(ARGV[5]) or\n"
     "   tonumber(v[3] or '0') > tonumber(ARGV[5]) then\n"
     "  return {n, 0}\n"
     "end\n"

@@ -14,6 +14,7 @@
 static struct tp_proxy *proxy;
 static struct hilock_client *client, *other;
 static struct tu_result res[4];
+static struct rs_server *more[2]; /* masters beside tu_srv */
 
 static void setup(void)
 {
@@ -32,6 +33,10 @@ static void teardown(void)
     client = other = NULL;
     tp_free(proxy);
     proxy = NULL;
+    for (int i = 0; i < 2; i++) {
+        rs_stop(more[i]);
+        more[i] = NULL;
+    }
     tu_teardown();
 }
 
@@ -324,6 +329,62 @@ START_TEST(late_grant_is_undone_and_the_wait_takes_the_lock_again)
 }
 END_TEST
 
+static bool nothing_in_flight(void *arg)
+{
+    (void)arg;
+    struct hilock_stats st;
+    ck_assert_int_eq(hilock_client_stats(client, &st, sizeof st), 0);
+    return st.requests_inflight == 0;
+}
+
+/* Three masters: the test's server and two more, the last one behind the
+ * proxy. On it an acquire and the release after it never arrive (held,
+ * then cut with the connection), both long finished by the majority.
+ * After the reconnect the acquire must not be sent again: granted now, it
+ * would hold that master for its whole lease after the release. */
+START_TEST(finished_acquire_is_not_sent_again_after_a_drop)
+{
+    int64_t held = -1;
+    for (int i = 0; i < 2; i++) {
+        more[i] = tu_server_start(NULL);
+        ck_assert_ptr_nonnull(more[i]);
+    }
+    proxy = tp_new(tu_base, rs_port(more[1]));
+    ck_assert_ptr_nonnull(proxy);
+    struct hilock_endpoint eps[3] = {
+        {"127.0.0.1", rs_port(tu_srv), NULL},
+        {"127.0.0.1", rs_port(more[0]), NULL},
+        {"127.0.0.1", tp_port(proxy), NULL}};
+    struct hilock_options o;
+    options(&o, tu_ms(1000));
+    o.port = 0;
+    o.masters = eps;
+    o.nmasters = 3;
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "rl", 1);
+    tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
+    tp_blackhole(proxy, true);
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
+    tu_assert_status(tu_release(l, NULL), 0);
+    /* the third master's requests end at their deadlines */
+    ck_assert(tu_run_until(nothing_in_flight, NULL, tu_ms(5000)));
+    tp_cut_all(proxy);
+    tp_blackhole(proxy, false);
+    /* asked after the reconnect: answered after whatever went again */
+    tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
+    ck_assert_int_eq(held, 0);
+    tu_run_quiet();
+    ck_assert_msg(rs_int(more[1], "EXISTS", "rl", (char *)NULL) == 0,
+                  "the finished acquire was granted after the release "
+                  "(PTTL %lld)",
+                  rs_int(more[1], "PTTL", "rl", (char *)NULL));
+    for (int i = 0; i < 2; i++) {
+        rs_stop(more[i]);
+        more[i] = NULL;
+    }
+}
+END_TEST
+
 static Suite *grant_suite(void)
 {
     Suite *s = suite_create("grant");
@@ -337,6 +398,7 @@ static Suite *grant_suite(void)
         read_grant_read_after_its_lease_is_not_acquired,
         waiting_grant_read_after_its_lease_waits_on,
         late_grant_is_undone_and_the_wait_takes_the_lock_again,
+        finished_acquire_is_not_sent_again_after_a_drop,
     };
     TCase *tc = tcase_create("grant");
     tcase_add_checked_fixture(tc, setup, teardown);
