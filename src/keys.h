@@ -39,6 +39,10 @@
 /* The owner field's companion in the lock hash: <field><suffix> holds the
  * highest acquire request id applied for that owner (see script.c). */
 #define KEYS_RID_SUFFIX ":rid"
+/* ... and <field><suffix> the request id that began the owner's hold (the
+ * one that created the hash): a cleanup of an attempt sent before it has
+ * nothing of its own there to undo. */
+#define KEYS_FIRST_RID_SUFFIX ":first:rid"
 
 /* What a key is built from; all pointers borrowed. */
 struct key_src {

@@ -319,6 +319,19 @@ static int plain_again(struct op *op, struct resp_buf *cmd,
     return SCRIPT_ACQUIRE;
 }
 
+/* op->undo of a lock's acquire attempt (see op.h): the undo script, by
+ * the attempt's own request id. */
+static int attempt_undo(struct op *op, struct resp_buf *cmd, uint64_t rid)
+{
+    struct hilock_lock *lock = op->ctx;
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    resp_reset(cmd);
+    wire_undo(cmd, eng->scripts.sha[SCRIPT_UNDO], &w, rid, ++eng->seq,
+              topo_publish(eng->topo));
+    return SCRIPT_UNDO;
+}
+
 /* Encode the first attempt of lock w's acquire as RESTORE when it may go
  * plain. Returns 1 when it did. */
 static int plain_take(struct hilock_lock *lock, const struct wire_lock *w,
@@ -378,6 +391,8 @@ static int send_attempt(struct hilock_lock *lock, int first)
         wire_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
                      acquire_lease(lock), eng->opts->fencing, ++eng->seq);
     }
+    if (lock->kind == KIND_MUTEX && !fair(lock))
+        op->undo = attempt_undo;
     handle_attach(lock, op);
     lock->op_pending = op;
     op_submit(op, part_timeout(lock));
@@ -583,21 +598,48 @@ static void send_cleanup(struct hilock_lock *lock, uint32_t drop, int node)
         op_submit(op, 0);
 }
 
+/* Undo the hold that acquire op's request to node i took (it granted
+ * it): only that request's own hold, if still there, never one a later
+ * attempt took after it ran out (see script.c's undo; a lock's only --
+ * the other kinds and fair mode drop one hold of the owner). Best
+ * effort. */
+static void send_undo(struct hilock_lock *lock, const struct op *op, size_t i)
+{
+    struct engine *eng = lock->eng;
+    int node = op->n == 1 ? -1 : (int)i;
+    if (lock->kind != KIND_MUTEX || fair(lock)) {
+        send_cleanup(lock, 1, node);
+        return;
+    }
+    struct wire_lock w = handle_wire(lock);
+    struct op *u =
+        op_new(eng, OP_KIND_RELEASE, node, lock->slot, 0, cleanup_done);
+    if (!u)
+        return;
+    op_eval(u, SCRIPT_UNDO);
+    wire_undo(op_cmd(u), eng->scripts.sha[SCRIPT_UNDO], &w, op->rids[i],
+              ++eng->seq, topo_publish(eng->topo));
+    handle_attach(lock, u);
+    op_submit(u, 0);
+}
+
 /* Undo the holds that acquire op took on the nodes that granted it: it
  * failed as a whole. */
 static void undo_partial(struct hilock_lock *lock, struct op *op)
 {
     for (size_t i = 0; i < op->n; i++)
         if (op_node_ok(op, i))
-            send_cleanup(lock, 1, (int)i);
+            send_undo(lock, op, i);
 }
 
 /* A node answered an acquire after its decision: a success there is only
- * kept when the acquire succeeded as a whole. */
+ * kept when the acquire succeeded as a whole and its hold was not given
+ * back (or lost) since. */
 static void acquire_late(struct op *op, size_t i, const struct op_result *res)
 {
-    if (res && res->status == 0 && op->status != 0)
-        send_cleanup(op->ctx, 1, op->n == 1 ? -1 : (int)i);
+    const struct hilock_lock *lock = op->ctx;
+    if (res && res->status == 0 && (op->status != 0 || lock->holds == 0))
+        send_undo(op->ctx, op, i);
 }
 
 /* Release op of this client ended lock's name's hold (res: its result):
@@ -678,9 +720,21 @@ static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
 }
 
 
-/* A quorum granted the acquire. On several masters, check that the
- * validity left is positive, and make the token the largest any later
- * majority can see: raise the counters of a majority to it first, unless a
+/* Whether the grant of acquire op, read now, is within its lease (less
+ * the drift allowance): 0, else how it failed -- HILOCK_ETIMEDOUT on one
+ * node, HILOCK_ENOQUORUM on several masters (a wait goes on through
+ * both). A counting semaphore's permits have no lease. */
+static int grant_in_time(const struct hilock_lock *lock, const struct op *op)
+{
+    if (lock->kind == KIND_SEM ||
+        quorum_grant_left(acquire_lease(lock), op->sent_ms, clock_now_ms()) >
+            0)
+        return 0;
+    return lock->eng->nnodes > 1 ? HILOCK_ENOQUORUM : HILOCK_ETIMEDOUT;
+}
+
+/* A quorum granted the acquire. On several masters, make the token the
+ * largest any later majority can see: raise the counters of a majority to it first, unless a
  * majority drew it already. Returns 0 when the acquisition stands (or a
  * fence write is under way), else the failure status. */
 static int quorum_granted(struct hilock_lock *lock, struct op *op,
@@ -690,9 +744,6 @@ static int quorum_granted(struct hilock_lock *lock, struct op *op,
     size_t same = 0;
     if (eng->nnodes == 1)
         return 0;
-    if (quorum_validity(acquire_lease(lock), clock_now_ms() - op->sent_ms) <=
-        0)
-        return HILOCK_ENOQUORUM;
     for (size_t i = 0; i < op->n; i++)
         same += op_node_ok(op, i) && op->res[i].b == res->b;
     if (!eng->opts->fencing || same >= quorum_of(op->n))
@@ -717,6 +768,8 @@ static void fence_done(struct op *f, int status, const struct op_result *res)
     struct hilock_lock *lock = f->ctx;
     struct op *op = f->data;
     lock->op_pending = NULL;
+    if (status == 0)
+        status = grant_in_time(lock, op);
     if (status == 0) {
         acquired(lock, op->token, op->sent_ms);
     } else {
@@ -747,6 +800,8 @@ static void acquire_done(struct op *op, int status,
     struct hilock_lock *lock = op->ctx;
     int64_t ttl = res && status == HILOCK_EBUSY ? res->a : -1;
     lock->op_pending = NULL;
+    if (status == 0)
+        status = grant_in_time(lock, op);
     if (status == 0 && (status = quorum_granted(lock, op, res)) == 0) {
         drop_unreleased(lock, res->a);
         if (!lock->op_pending)

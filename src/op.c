@@ -73,13 +73,38 @@ static struct op *op_alloc(struct engine *eng)
     return op;
 }
 
+/* Marks a node request rewritten into an undo (req.data): its reply is
+ * not the operation's. */
+static char part_undoing;
+
+/* Rewrite node request r of a decided acquire, about to go again after a
+ * drop, into the undo of its request id (op->undo). Returns whether it
+ * did. Its reply then says nothing about the acquire: nobody hears it. */
+static int part_undo(struct op *op, struct req *r)
+{
+    uint64_t rid = r->plain ? op->rid : wire_rid_of(&r->cmd);
+    int id = op->undo(op, &r->cmd, rid);
+    if (id < 0)
+        return 0;
+    r->plain = 0;
+    r->split = 0;
+    r->late = NULL;
+    r->data = &part_undoing;
+    node_eval(r, (enum script_id)id);
+    return 1;
+}
+
 /* Sent again (why). A plain command becomes what its submitter makes of
  * it. Else, after Redis refused it unapplied (NOSCRIPT, a cluster
  * redirect), a request with an id takes a new one, above every id sent so
- * far (see script.c); after a drop it goes as it was. */
+ * far (see script.c); after a drop it goes as it was -- unless the
+ * operation was decided: then its undo goes instead (op->undo). */
 static void part_refresh(struct req *r, enum req_again why)
 {
     struct op *op = r->ctx;
+    if (why == REQ_AGAIN_DROPPED && !op->done && op->undo &&
+        r->data != &part_undoing && part_undo(op, r))
+        return;
     if (r->plain) {
         int id = op->again(op, &r->cmd, why);
         if (id >= 0) {
@@ -391,10 +416,21 @@ static void resent_release(const struct op *op, struct op_result *res)
         res->a = 1;
 }
 
+/* Note the request id node i's acquire carried as it was answered (the
+ * command may have gone again with a new one, see part_refresh). */
+static void note_rid(struct op *op, size_t i, const struct req *r)
+{
+    if (op->kind == OP_KIND_ACQUIRE)
+        op->rids[i] = r->plain ? op->rid : wire_rid_of(&r->cmd);
+}
+
 static void part_done(struct req *r, int status, redisReply *reply)
 {
     struct op *op = r->ctx;
     size_t i = part_index(op, r);
+    if (r->data == &part_undoing)
+        status = HILOCK_ECONN; /* the acquire's own reply was lost */
+    note_rid(op, i, r);
     decode(op, i, status, r->plain, reply, &op->res[i]);
     if (r->resent)
         resent_release(op, &op->res[i]);
@@ -410,6 +446,7 @@ static void part_late(struct req *r, redisReply *reply)
     size_t i = part_index(op, r);
     if (!op->late)
         return;
+    note_rid(op, i, r);
     if (reply)
         decode(op, i, 0, r->plain, reply, &res);
     op->busy++;

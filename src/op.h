@@ -58,7 +58,16 @@ struct op {
      * (why, see conn.h): encoded into cmd, and the script it now runs, or
      * -1 while it stays plain (cmd then left as it is, or rewritten). */
     int (*again)(struct op *op, struct resp_buf *cmd, enum req_again why);
+    /* A decided acquire's request to a node goes again after its
+     * connection dropped: a finished operation's request must not take
+     * anything now. Encode into cmd the undo of what request id rid may
+     * have taken, and return the script it runs. NULL, or -1: it goes
+     * again as it was. */
+    int (*undo)(struct op *op, struct resp_buf *cmd, uint64_t rid);
     uint64_t rid;             /* the submitter's: a plain acquire's id */
+    uint64_t rids[QUORUM_NODES_MAX]; /* an acquire: the request id each
+                                        node answered (what undoing its
+                                        grant names) */
     uint32_t lease_ms;        /* ... and lease */
     uint32_t nlocks;          /* renew: locks in the batch */
     unsigned char *renew;     /* renew: n rows of nlocks answers, then the

@@ -14,6 +14,12 @@ int64_t quorum_validity(uint32_t lease_ms, uint64_t elapsed_ms)
            (int64_t)(lease_ms / 100 + 2);
 }
 
+int64_t quorum_grant_left(uint32_t lease_ms, uint64_t sent_ms,
+                          uint64_t now_ms)
+{
+    return quorum_validity(lease_ms, now_ms > sent_ms ? now_ms - sent_ms : 0);
+}
+
 /* Counts over the results in so far. */
 struct tally {
     size_t got, ok, busy, notowner;

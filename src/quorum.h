@@ -46,6 +46,15 @@ size_t quorum_of(size_t n);
  * the allowance for clock drift (lease/100 + 2 ms); <= 0: not valid. */
 int64_t quorum_validity(uint32_t lease_ms, uint64_t elapsed_ms);
 
+/* The validity left at now_ms of a grant of a lease_ms lease by a request
+ * sent at sent_ms: quorum_validity of the time between the two (none when
+ * now_ms is not after sent_ms). <= 0: the lease may have run out before
+ * the grant was read, so it is no lock: the grant is undone and not
+ * reported as acquired. Every grant is checked with it -- an acquire's
+ * reply or quorum on any topology and kind with a lease, a hand-off. */
+int64_t quorum_grant_left(uint32_t lease_ms, uint64_t sent_ms,
+                          uint64_t now_ms);
+
 /* Decide an operation of kind over n nodes. res[i] is node i's result when
  * got[i]; Returns 1 with *out when the outcome is certain, else 0. A
  * failed acquire or a release/query without a majority is

@@ -21,6 +21,7 @@
 
 #include <string.h>
 
+#include "keys.h"
 #include "sha1.h"
 
 /* acquire
@@ -46,13 +47,17 @@
  * NOSCRIPT, a cluster redirect -- goes again with a new id), also when two
  * handles of one owner lose their replies together. Kept in the hash, it
  * costs no key and goes away with the lock. Redisson ignores the field.
+ * The request that creates the hash also writes its id under
+ * "<owner field>:first:rid", which no later request changes: the undo
+ * script tells by it whether an attempt's hold is still there.
  *
  * The common case, a free lock, costs three calls. */
 static const char acquire_lua[] =
     "local t = 0\n"
     "local rid = ARGV[2] .. ':rid'\n"
     "if redis.call('exists', KEYS[1]) == 0 then\n"
-    "  redis.call('hset', KEYS[1], ARGV[2], 1, rid, ARGV[5])\n"
+    "  redis.call('hset', KEYS[1], ARGV[2], 1, rid, ARGV[5],\n"
+    "             ARGV[2] .. '" KEYS_FIRST_RID_SUFFIX "', ARGV[5])\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "  if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end\n"
     "  return {1, t}\n"
@@ -95,6 +100,41 @@ static const char release_lua[] =
     "end\n"
     "redis.call('del', KEYS[1])\n"
     "return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])}\n";
+
+/* undo
+ * KEYS[1] lock
+ * ARGV[1] message, ARGV[2] owner field, ARGV[3] "publish" or "spublish",
+ * ARGV[4] channel, ARGV[5] the request id of an acquire attempt, ARGV[6]
+ * request id
+ * Drops the hold that attempt took, when it took one and it is still
+ * there: the owner holds; the attempt reached Redis (the last id applied
+ * is not below it: a client's requests arrive in id order); and the
+ * owner's hold began with that attempt or before it ("<owner
+ * field>:first:rid"; a hash without the field, written by another script
+ * or an earlier version, counts as begun before). A hold that began after
+ * the attempt is a later one's (the attempt's own ran out, or was
+ * released, in between): nothing is dropped. So it also serves an attempt
+ * whose reply was lost with its connection. The lease stays as it is: it
+ * belongs to the holds that remain. Returns as release: {holds left,
+ * subscribers}, nil when the owner holds nothing; a resend drops nothing a
+ * second time (its id, as for release). */
+static const char undo_lua[] =
+    "local rid = ARGV[2] .. ':rid'\n"
+    "local v = redis.call('hmget', KEYS[1], ARGV[2], rid,\n"
+    "                     ARGV[2] .. '" KEYS_FIRST_RID_SUFFIX "')\n"
+    "if not v[1] then return nil end\n"
+    "local n = tonumber(v[1])\n"
+    "local last = tonumber(v[2] or '0')\n"
+    "if tonumber(ARGV[6]) <= last or last < tonumber(ARGV[5]) or\n"
+    "   tonumber(v[3] or '0') > tonumber(ARGV[5]) then\n"
+    "  return {n, 0}\n"
+    "end\n"
+    "if n > 1 then\n"
+    "  redis.call('hset', KEYS[1], ARGV[2], n - 1, rid, ARGV[6])\n"
+    "  return {n - 1, 0}\n"
+    "end\n"
+    "redis.call('del', KEYS[1])\n"
+    "return {0, redis.call(ARGV[3], ARGV[4], ARGV[1])}\n";
 
 /* renew
  * ARGV[1] lease ms (0: only check), ARGV[2] deadline: the server's unix
@@ -479,6 +519,7 @@ static const char *const scripts[SCRIPT_COUNT] = {
     [SCRIPT_PERMIT_RELEASE] = script_permit_release_lua,
     [SCRIPT_SEM_INIT] = script_sem_init_lua,
     [SCRIPT_SEM_AVAILABLE] = script_sem_available_lua,
+    [SCRIPT_UNDO] = undo_lua,
 };
 
 void script_set_init(struct script_set *s)

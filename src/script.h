@@ -25,6 +25,7 @@ enum script_id {
     SCRIPT_PERMIT_RELEASE,
     SCRIPT_SEM_INIT,
     SCRIPT_SEM_AVAILABLE,
+    SCRIPT_UNDO,
     SCRIPT_COUNT
 };
 

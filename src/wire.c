@@ -36,24 +36,41 @@ void wire_rid(struct resp_buf *b, uint64_t rid)
     resp_u64_fixed(rid, b->data + b->len - RESP_U64_WIDTH - 2);
 }
 
+uint64_t wire_rid_of(const struct resp_buf *b)
+{
+    const char *p = b->data + b->len - RESP_U64_WIDTH - 2;
+    uint64_t rid = 0;
+    for (int i = 0; i < RESP_U64_WIDTH; i++)
+        rid = rid * 10 + (uint64_t)(p[i] - '0');
+    return rid;
+}
+
 int wire_take(struct resp_buf *b, const struct wire_lock *l, uint32_t lease_ms,
               uint64_t rid)
 {
-    char field[128], rid_field[sizeof(field) + 4], num[21];
-    unsigned char payload[2 * sizeof(field) + 64];
-    size_t id = strlen(l->client_id);
+    static const char first[] = KEYS_FIRST_RID_SUFFIX;
+    char field[128], rid_field[sizeof(field) + 4];
+    char first_field[sizeof(field) + sizeof(first)], num[21];
+    unsigned char payload[3 * sizeof(field) + 96];
+    size_t id = strlen(l->client_id), nlen;
     if (lease_ms == 0 || id + 22 > sizeof(field))
         return -1;
     memcpy(field, l->client_id, id);
     field[id] = ':';
     size_t flen = id + 1 + resp_u64_str(l->owner_tag, field + id + 1);
     memcpy(rid_field, field, flen);
-    memcpy(rid_field + flen, ":rid", 4);
-    const struct resp_part hash[4] = {{field, flen},
-                                      {"1", 1},
-                                      {rid_field, flen + 4},
-                                      {num, resp_u64_str(rid, num)}};
-    size_t n = dump_hash(hash, 2, payload, sizeof(payload));
+    memcpy(rid_field + flen, KEYS_RID_SUFFIX, 4);
+    memcpy(first_field, field, flen);
+    memcpy(first_field + flen, first, sizeof(first) - 1);
+    nlen = resp_u64_str(rid, num);
+    const struct resp_part hash[6] = {
+        {field, flen},
+        {"1", 1},
+        {rid_field, flen + 4},
+        {num, nlen},
+        {first_field, flen + sizeof(first) - 1},
+        {num, nlen}};
+    size_t n = dump_hash(hash, 3, payload, sizeof(payload));
     if (n == 0)
         return -1;
     struct key_src k = wire_key(l);
@@ -69,11 +86,12 @@ size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,
                  const char *publish)
 {
     struct key_src k = wire_key(l);
-    resp_array(b, 4);
+    resp_array(b, 5);
     resp_arg(b, "HDEL", 4);
     keys_lock(b, &k);
     keys_field(b, l->client_id, l->owner_tag);
-    keys_field_sfx(b, l->client_id, l->owner_tag, ":rid");
+    keys_field_sfx(b, l->client_id, l->owner_tag, KEYS_RID_SUFFIX);
+    keys_field_sfx(b, l->client_id, l->owner_tag, KEYS_FIRST_RID_SUFFIX);
     size_t second = b->len;
     resp_array(b, 3);
     resp_arg(b, publish, strlen(publish));
@@ -105,6 +123,20 @@ void wire_release(struct resp_buf *b, const char *sha,
     wire_evalsha(b, sha, 11, 1);
     keys_lock(b, &k);
     release_args(b, &k, l, lease_ms, drop, publish);
+    resp_arg_u64_fixed(b, rid);
+}
+
+void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
+               uint64_t attempt, uint64_t rid, const char *publish)
+{
+    struct key_src k = wire_key(l);
+    wire_evalsha(b, sha, 10, 1);
+    keys_lock(b, &k);
+    resp_arg(b, "0", 1);
+    keys_field(b, l->client_id, l->owner_tag);
+    resp_arg(b, publish, strlen(publish));
+    keys_channel(b, &k);
+    resp_arg_u64(b, attempt);
     resp_arg_u64_fixed(b, rid);
 }
 

@@ -50,6 +50,8 @@ void wire_evalsha(struct resp_buf *b, const char *sha, size_t argc,
  * last argument, written with a fixed width so that wire_rid() can change
  * it in place for a resend that needs a new one. */
 void wire_rid(struct resp_buf *b, uint64_t rid);
+/* The request id such a command carries now. */
+uint64_t wire_rid_of(const struct resp_buf *b);
 
 /* EVALSHA sha of the acquire script: take or re-enter l with lease_ms,
  * drawing a fencing token when fencing, as request id rid. */
@@ -64,14 +66,21 @@ void wire_release(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint64_t rid, uint32_t lease_ms,
                   uint32_t drop, const char *publish);
 
+/* EVALSHA sha of the undo script: drop the hold of l's owner that the
+ * acquire attempt with request id attempt took, if it is still there, as
+ * request id rid; a release message goes out with publish when no hold is
+ * left. */
+void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
+               uint64_t attempt, uint64_t rid, const char *publish);
+
 /* The plain fast path of a lock (see lock.c): commands, not scripts,
  * for the common case, at a fraction of a script's cost on the server.
  * wire_take: RESTORE of l's lock key with lease_ms as the hash the acquire
- * script writes for a first hold (the owner's field 1, its request id
- * rid); Redis refuses it with BUSYKEY when the key exists. -1 (nothing
- * written) when the owner field does not fit a payload; lease_ms must not
+ * script writes for a first hold (the owner's field 1, rid as its last
+ * and its first request id); Redis refuses it with BUSYKEY when the key
+ * exists. -1 (nothing written) when the owner field does not fit a payload; lease_ms must not
  * be 0 (RESTORE's "no expiry").
- * wire_drop: HDEL of the owner's field and request id, which ends a single
+ * wire_drop: HDEL of the owner's field and request ids, which ends a single
  * hold and deletes the key with its last field, then the release message
  * with publish as a second command; returns where that one starts (the
  * two go as one transaction: see conn.h, req.split). */

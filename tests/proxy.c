@@ -8,6 +8,8 @@
  *  - a blackhole disables reading on both sides, so bytes stay in the
  *    kernel's socket buffers (TCP keeps them, as a stalled network would),
  *    and turning it off enables reading again;
+ *  - holding replies keeps what upstream sends in the proxy until the
+ *    hold ends;
  *  - refusing closes each accepted socket before a pair is made.
  * When one side ends (EOF or error), what it sent is already forwarded; the
  * other side is closed once its output buffer has drained, so a reply that
@@ -47,6 +49,7 @@ struct tp_proxy {
     bool cut_armed;
     bool blackhole;
     bool refuse;
+    bool hold_replies;
     long pass_cmds; /* commands still let through to upstream; -1: all */
 };
 
@@ -111,7 +114,8 @@ static void pass_counted(struct tp_proxy *px, struct evbuffer *in,
 static bool pair_pump(struct tp_pair *p, int i)
 {
     struct evbuffer *in = bufferevent_get_input(p->side[i]);
-    if (evbuffer_get_length(in) == 0 || p->draining)
+    if (evbuffer_get_length(in) == 0 || p->draining ||
+        (i == 1 && p->proxy->hold_replies))
         return true;
     if (i == 1 && p->proxy->cut_armed) {
         p->proxy->cut_armed = false;
@@ -342,6 +346,16 @@ long tp_held_commands(const struct tp_proxy *px)
         }
     }
     return n;
+}
+
+void tp_hold_replies(struct tp_proxy *px, bool on)
+{
+    px->hold_replies = on;
+    for (struct tp_pair *p = px->pairs, *next; p && !on; p = next) {
+        next = p->next;
+        if (p->side[1])
+            pair_pump(p, 1);
+    }
 }
 
 void tp_refuse(struct tp_proxy *px, bool on)

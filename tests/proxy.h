@@ -70,6 +70,11 @@ void tp_hold_after(struct tp_proxy *proxy, long n);
 /* Complete commands from the clients that the hold keeps back now. */
 long tp_held_commands(const struct tp_proxy *proxy);
 
+/* on: hold every byte from upstream (the replies) in the proxy, on every
+ * pair, while the clients' bytes still flow: Redis applies the commands,
+ * their replies are late. off: forward what was held, in order. */
+void tp_hold_replies(struct tp_proxy *proxy, bool on);
+
 /* on: accept new connections and close them at once (the client sees its
  * connect succeed, then the connection drop). Pairs already open stay. */
 void tp_refuse(struct tp_proxy *proxy, bool on);

@@ -77,12 +77,12 @@ START_TEST(free_lock_taken_and_given_back_without_a_script)
     tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
     ck_assert_int_eq(calls("restore"), rst + 1);
     ck_assert_int_eq(calls("evalsha"), sha);
-    /* Redisson's layout: the owner's field = 1, beside the request id */
+    /* Redisson's layout: the owner's field = 1, beside the request ids */
     char field[128], rid[140];
     tu_field(a, 7, field);
     snprintf(rid, sizeof rid, "%s:rid", field);
     ck_assert_int_eq(tu_holds("inv", a, 7), 1);
-    ck_assert_int_eq(rs_int(tu_srv, "HLEN", "inv", (char *)NULL), 2);
+    ck_assert_int_eq(rs_int(tu_srv, "HLEN", "inv", (char *)NULL), 3);
     ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", "inv", rid, (char *)NULL), 1);
     long long pttl = rs_int(tu_srv, "PTTL", "inv", (char *)NULL);
     ck_assert_msg(pttl > 15000 && pttl <= 20000, "lease %lld", pttl);

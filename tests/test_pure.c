@@ -498,19 +498,21 @@ START_TEST(plain_commands_name_the_lock_and_the_owner)
     ck_assert_int_eq(wire_take(&b, &l, 30000, 9), 0);
     static const char head[] = "*4\r\n$7\r\nRESTORE\r\n$3\r\ninv\r\n"
                                "$5\r\n30000\r\n";
-    /* the payload: a hash of 2 pairs, the owner's field = 1, its request
-     * id (as the scripts write it) */
-    static const char hash[] = "\x04\x02\x05" "c1:42" "\x01" "1" "\x09"
-                               "c1:42:rid" "\x01" "9";
+    /* the payload: a hash of 3 pairs, the owner's field = 1, its last and
+     * its first request id (as the scripts write them) */
+    static const char hash[] = "\x04\x03\x05" "c1:42" "\x01" "1" "\x09"
+                               "c1:42:rid" "\x01" "9" "\x0f"
+                               "c1:42:first:rid" "\x01" "9";
     ck_assert(memcmp(b.data, head, sizeof head - 1) == 0);
-    ck_assert(memcmp(b.data + sizeof head - 1, "$32\r\n", 5) == 0);
+    ck_assert(memcmp(b.data + sizeof head - 1, "$50\r\n", 5) == 0);
     ck_assert(memcmp(b.data + sizeof head + 4, hash, sizeof hash - 1) == 0);
     resp_reset(&b);
     ck_assert_int_eq(wire_take(&b, &l, 0, 9), -1); /* RESTORE's "forever" */
     ck_assert_uint_eq(b.len, 0);
     size_t second = wire_drop(&b, &l, "publish");
-    static const char hdel[] = "*4\r\n$4\r\nHDEL\r\n$3\r\ninv\r\n"
-                               "$5\r\nc1:42\r\n$9\r\nc1:42:rid\r\n";
+    static const char hdel[] = "*5\r\n$4\r\nHDEL\r\n$3\r\ninv\r\n"
+                               "$5\r\nc1:42\r\n$9\r\nc1:42:rid\r\n"
+                               "$15\r\nc1:42:first:rid\r\n";
     static const char pub[] = "*3\r\n$7\r\npublish\r\n"
                               "$28\r\nredisson_lock__channel:{inv}\r\n"
                               "$1\r\n0\r\n";
@@ -706,6 +708,22 @@ START_TEST(majority_and_validity)
 }
 END_TEST
 
+/* A grant is checked against its lease from the moment its request was
+ * sent: 1000 ms leave 1000 - 12 ms of allowance, less the time since. */
+START_TEST(grant_validity_counts_from_the_send)
+{
+    ck_assert_int_eq(quorum_grant_left(1000, 5000, 5000), 988);
+    ck_assert_int_eq(quorum_grant_left(1000, 5000, 5500), 488);
+    ck_assert_int_eq(quorum_grant_left(1000, 5000, 5988), 0);  /* too late */
+    ck_assert_int_lt(quorum_grant_left(1000, 5000, 6500), 0); /* 1.5 leases */
+    /* a clock read before the send counts as no time */
+    ck_assert_int_eq(quorum_grant_left(1000, 5000, 4000), 988);
+    /* leases up to HILOCK_MS_MAX, times far apart: no overflow */
+    ck_assert_int_lt(quorum_grant_left(UINT32_MAX, 0, UINT64_MAX / 2), 0);
+    ck_assert_int_gt(quorum_grant_left(UINT32_MAX, 7, 7), 0);
+}
+END_TEST
+
 START_TEST(one_node_passes_its_reply_through)
 {
     struct op_result out;
@@ -799,6 +817,7 @@ int main(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("quorum");
     tcase_add_test(tc, majority_and_validity);
+    tcase_add_test(tc, grant_validity_counts_from_the_send);
     tcase_add_test(tc, one_node_passes_its_reply_through);
     tcase_add_test(tc, acquire_is_decided_by_the_first_majority);
     tcase_add_test(tc, acquire_fails_once_a_majority_is_out_of_reach);

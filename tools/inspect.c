@@ -45,7 +45,8 @@
 
 /* What KEYS[1] is, read in one atomic step: {'none'}; {'lock', HGETALL}
  * for a hash laid out as a lock (owner fields "<uuid>:<tag>" with a decimal
- * hold count, at least one, and "<owner field>:rid" bookkeeping fields);
+ * hold count, at least one, and "<owner field>:rid" and
+ * "<owner field>:first:rid" bookkeeping fields);
  * {'field', f} for a hash with a field f that does not fit; {'noowner'} for
  * one with bookkeeping fields only; {t} for a key of another type t. Both
  * scripts start with it, so that nothing but a lock is shown as one or
@@ -63,7 +64,9 @@
     "    if string.find(all[i], owner .. '$') and\n"                        \
     "       string.find(all[i + 1], '^%d+$') then\n"                        \
     "      owners = owners + 1\n"                                           \
-    "    elseif not string.find(all[i], owner .. '" KEYS_RID_SUFFIX "$') then\n" \
+    "    elseif not string.find(all[i], owner .. '" KEYS_RID_SUFFIX "$') and\n" \
+    "           not string.find(all[i],\n"                                  \
+    "                           owner .. '" KEYS_FIRST_RID_SUFFIX "$') then\n" \
     "      return {'field', all[i]}\n"                                      \
     "    end\n"                                                             \
     "  end\n"                                                               \

@@ -376,12 +376,20 @@ HILOCK_EXPORT void hilock_lock_free(struct hilock_lock *lock);
  *                     value = the holder's remaining lease in ms, -1 when
  *                     the key has no expiry
  *   HILOCK_ETIMEDOUT  not acquired within wait_ms; with wait_ms 0, no reply
- *                     within the request deadline
+ *                     within the request deadline, or a grant read too
+ *                     late (below)
  *   HILOCK_ECONN      (wait_ms 0) no connection to Redis at the deadline
  *   HILOCK_ECANCELED  hilock_lock_cancel(), or the lock/client was freed
  *   other codes       refusals with their own cause (HILOCK_EAUTH,
  *                     HILOCK_ENOPERM, HILOCK_ESERVER, ...); the server's
  *                     text goes to the log callback
+ * A grant counts only while its lease (watchdog_lease_ms under the
+ * watchdog) can still be running: it is read no later than the lease less
+ * 1% + 2 ms after the request was sent. One read later (a stalled loop, a
+ * reply held up) is undone and is not an acquisition: a wait tries again
+ * while wait_ms lasts and ends HILOCK_ETIMEDOUT when it has passed;
+ * wait_ms 0 ends HILOCK_ETIMEDOUT at once (HILOCK_ENOQUORUM on several
+ * masters, as for a quorum that came too late).
  * Returns 0, HILOCK_EINVAL (bad argument, lease over the maximum, a freed
  * handle), HILOCK_ECANCELED (the client is being freed), HILOCK_EINPROGRESS
  * (an acquire or release is already pending), HILOCK_ENOMEM. */
