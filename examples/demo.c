@@ -144,6 +144,8 @@ int main(void)
     event_base_dispatch(base);
     hilock_client_free(ca);
     hilock_client_free(cb);
+    hilock_lock_free(alice); /* handles outlive their client: free them */
+    hilock_lock_free(bob);
     event_base_free(base);
     rs_stop(srv);
     printf(failures ? "demo: %d unexpected event(s)\n"

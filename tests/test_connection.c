@@ -70,6 +70,16 @@ static void watched_options(struct hilock_options *o)
  * and closes, as a web server on the wrong port does. */
 static struct evconnlistener *http;
 static int http_accepted;
+static struct bufferevent *http_open[64]; /* connections not closed yet */
+
+/* Close connection bev of the HTTP peer. */
+static void http_close(struct bufferevent *bev)
+{
+    for (size_t i = 0; i < sizeof http_open / sizeof http_open[0]; i++)
+        if (http_open[i] == bev)
+            http_open[i] = NULL;
+    bufferevent_free(bev);
+}
 
 static void http_on_read(struct bufferevent *bev, void *arg)
 {
@@ -78,14 +88,14 @@ static void http_on_read(struct bufferevent *bev, void *arg)
     (void)arg;
     evbuffer_drain(bufferevent_get_input(bev), (size_t)-1);
     send(bufferevent_getfd(bev), answer, sizeof answer - 1, MSG_NOSIGNAL);
-    bufferevent_free(bev);
+    http_close(bev);
 }
 
 static void http_on_event(struct bufferevent *bev, short what, void *arg)
 {
     (void)what;
     (void)arg;
-    bufferevent_free(bev);
+    http_close(bev);
 }
 
 static void http_on_accept(struct evconnlistener *l, evutil_socket_t fd,
@@ -99,6 +109,7 @@ static void http_on_accept(struct evconnlistener *l, evutil_socket_t fd,
     struct bufferevent *bev =
         bufferevent_socket_new(tu_base, fd, BEV_OPT_CLOSE_ON_FREE);
     ck_assert_ptr_nonnull(bev);
+    http_open[http_accepted % (sizeof http_open / sizeof http_open[0])] = bev;
     bufferevent_setcb(bev, http_on_read, NULL, http_on_event, NULL);
     bufferevent_enable(bev, EV_READ);
 }
@@ -143,6 +154,9 @@ static void teardown(void)
     if (http)
         evconnlistener_free(http);
     http = NULL;
+    for (size_t i = 0; i < sizeof http_open / sizeof http_open[0]; i++)
+        if (http_open[i])
+            http_close(http_open[i]);
     tp_free(proxy);
     proxy = NULL;
     tu_teardown();

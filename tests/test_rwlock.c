@@ -27,7 +27,7 @@ static struct hilock_lock *rw(struct hilock_client *c, const char *name,
     struct hilock_lock *l = NULL;
     tu_assert_status(hilock_rwlock_new(c, name, strlen(name), tag, side, &l),
                      0);
-    return l;
+    return tu_keep(l);
 }
 
 /* The hold count of writer <client-uuid>:<tag>:write in hash key. */

@@ -29,14 +29,14 @@ static struct hilock_lock *sem(struct hilock_client *c, const char *name)
 {
     struct hilock_lock *s = NULL;
     tu_assert_status(hilock_semaphore_new(c, name, strlen(name), &s), 0);
-    return s;
+    return tu_keep(s);
 }
 
 static struct hilock_lock *permit(struct hilock_client *c, const char *name)
 {
     struct hilock_lock *p = NULL;
     tu_assert_status(hilock_permit_new(c, name, strlen(name), &p), 0);
-    return p;
+    return tu_keep(p);
 }
 
 /* Run a call that takes (lock, cb, arg) until its callback fires. */

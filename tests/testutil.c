@@ -337,12 +337,18 @@ void tu_client_ready(struct hilock_client *client)
     hilock_lock_free(probe);
 }
 
-/* The handles tu_lock made. Most tests leave their handles to the
- * client's free, which detaches them (their memory is the user's to free,
- * see hilock_client_free); kept here, they stay reachable until the test's
- * process ends instead of counting as leaks. Never read. */
+/* The handles tu_lock (and tu_keep) had. Most tests leave their handles
+ * to the client's free, which detaches them (their memory is the user's
+ * to free, see hilock_client_free); kept here, they stay reachable until
+ * the test's process ends instead of counting as leaks. Never read. */
 static struct hilock_lock *made[1024];
 static size_t nmade;
+
+struct hilock_lock *tu_keep(struct hilock_lock *lock)
+{
+    made[nmade++ % (sizeof made / sizeof made[0])] = lock;
+    return lock;
+}
 
 struct hilock_lock *tu_lock(struct hilock_client *client, const char *name,
                             uint64_t owner_tag)
@@ -351,8 +357,7 @@ struct hilock_lock *tu_lock(struct hilock_client *client, const char *name,
     int rc = hilock_lock_new(client, name, strlen(name), owner_tag, &l);
     tu_assert_status(rc, 0);
     ck_assert_ptr_nonnull(l);
-    made[nmade++ % (sizeof made / sizeof made[0])] = l;
-    return l;
+    return tu_keep(l);
 }
 
 const char *tu_field(struct hilock_client *client, uint64_t owner_tag,

@@ -113,6 +113,9 @@ bool tu_run_until_up(const struct hilock_client *client, int n,
  * the subscriber) is state; returns whether it was within timeout_ms. */
 bool tu_run_until_state(const struct hilock_client *client, int state,
                         int timeout_ms);
+/* Keep lock (a handle the test may leave to its client's free) reachable
+ * for the leak checkers until the test ends; returns it. tu_lock does. */
+struct hilock_lock *tu_keep(struct hilock_lock *lock);
 /* A lock handle; fails the test on error. */
 struct hilock_lock *tu_lock(struct hilock_client *client, const char *name,
                             uint64_t owner_tag);

@@ -701,6 +701,7 @@ static void runner_close(struct runner *r)
         event_free(r->timer);
     reaper_close(&r->reaper);  /* a reaper still running ends it all */
     hilock_client_free(r->client);  /* the lock is released or lost by now */
+    hilock_lock_free(r->lock);      /* detached: only its memory goes */
     if (r->base)
         event_base_free(r->base);
     reaper_cmd_free(&r->cmd);
