@@ -179,10 +179,8 @@ static void on_answer(struct req *req, int status, redisReply *reply)
         e->port = port;
         e->named = 1;
     } else {
-        conn_log(&e->ask, HILOCK_LOG_WARN, "%s:%d did not name master %s: %s",
-                 e->ask.ep.host ? e->ask.ep.host : e->ask.ep.unix_path,
-                 e->ask.ep.port, s->name,
-                 status ? hilock_strerror(status) : "no such master");
+        conn_log(&e->ask, HILOCK_LOG_WARN, "did not name master %s: %s",
+                 s->name, status ? hilock_strerror(status) : "no such master");
     }
     if (s->asking)
         decide(s);
