@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench.h -- what the files of hilock-bench share.
  *
  * hilock-bench is one program with one file per scenario (sc_*.c) and one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* contend.h -- the contention workers shared by "contended", "faults" and
  * "redlock".
  *

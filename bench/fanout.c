@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fanout.c -- worker processes: fork, talk, collect, reap.
  *
  * Each worker is a forked child with a socket to the parent for small

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hilock-bench.c -- measure hilock: hilock-bench SCENARIO [options].
  *
  * Parses the command line, starts (or checks) the redis-server, runs one

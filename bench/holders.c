@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* holders.c -- see holders.h: the workers that take, hold and give back a
  * read-write lock's sides, a mutex or a semaphore's permits, and the checks
  * on what they recorded. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* holders.h -- the section workers shared by "readmostly" and "semaphore".
  *
  * Groups of worker processes, each process one loop with one hilock client,

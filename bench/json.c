@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* json.c -- a streaming JSON writer for --json.
  *
  * Values go straight to the file; the writer only remembers, per nesting

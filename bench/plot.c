@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* plot.c -- PNG plots through gnuplot, when it is installed.
  *
  * For each plot we write the data (<name>.dat), the gnuplot script

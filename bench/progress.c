@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* progress.c -- the one-line progress display on a terminal.
  *
  * Only the parent process draws it, only when stdout is a terminal, and only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sc_contended.c -- many waiters in several processes fight for one lock.
  *
  * The workers (see contend.h) run for --seconds, stop by themselves and hand

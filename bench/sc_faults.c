@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sc_faults.c -- "contended" while the server is frozen and killed.
  *
  * The same workers as contended (contend.h) run on one lock while the parent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sc_held.c -- many locks held under the watchdog: memory, CPU, renewals.
  *
  * One worker process holds N locks (one handle each, watchdog lease) for

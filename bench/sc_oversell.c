@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sc_oversell.c -- the inventory that must never be oversold.
  *
  * Stock S in Redis; P worker processes with C concurrent buyers each make

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sc_readmostly.c -- many readers and one writer on one read-write lock.
  *
  * P processes run W reader handles in all on the read side of one name:

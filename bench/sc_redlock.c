@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sc_redlock.c -- hilock over several independent masters (Redlock).
  *
  * Five redis-servers are started once (the first is the bench's own); the

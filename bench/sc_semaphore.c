@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sc_semaphore.c -- waiters contending for the N permits of a semaphore.
  *
  * A semaphore of N permits; P processes run W waiters in all, each taking

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sc_sentinel.c -- "faults --sentinel": the contended lock while its master
  * fails over under Redis Sentinel.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sc_topology.c -- "uncontended" on two setups in one run:
  *  --cluster N        hilock on a Redis Cluster of N masters (no replicas)
  *                     against hilock on one plain master;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sc_uncontended.c -- what hilock costs over the commands it sends.
  *
  * One process, one loop, K request slots in flight. Each slot loops over

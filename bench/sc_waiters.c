@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sc_waiters.c -- many parked waiters: their memory, their subscriptions,
  * and how fast they all get their turn.
  *

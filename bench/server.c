@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* server.c -- the redis-server a run talks to, and the bench's own
  * connections to it.
  *

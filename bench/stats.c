@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stats.c -- latency samples, percentiles, throughput over time, and the
  * formatting of times and counts.
  *

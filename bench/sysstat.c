@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sysstat.c -- time and process figures: the monotonic clock, resident
  * memory, malloc's bytes in use, CPU time.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* table.c -- rows of strings printed with aligned columns.
  *
  * Every figure a scenario prints goes through a table, so columns line up

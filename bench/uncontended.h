@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* uncontended.h -- the K-in-flight pair loop of "uncontended", shared with
  * "redlock".
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* demo.c -- two clients on one event loop contend for one lock.
  *
  * Starts a throwaway redis-server on a free loopback port, then runs a short

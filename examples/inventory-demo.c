@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* inventory-demo.c -- many buyers, a few shop fronts, one stock: nothing
  * oversold.
  *

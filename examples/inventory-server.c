@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* inventory-server.c -- an HTTP shop front that never oversells.
  *
  * Several of these processes may sell the same stock at once: each sale takes

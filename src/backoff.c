@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* backoff.c -- see backoff.h. */
 #include "backoff.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* backoff.h -- reconnect delays: exponential growth with jitter. */
 #ifndef HILOCK_BACKOFF_H
 #define HILOCK_BACKOFF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* client.c -- the client: options, owner id, its node and lock engine,
  * the state it reports, teardown.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* client.h -- the client: its topology (the Redis nodes) and the lock
  * engine on one event_base, with the options they share. */
 #ifndef HILOCK_CLIENT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* clock.c -- see clock.h. */
 #include "clock.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* clock.h -- the one clock of the library: monotonic milliseconds, and the
  * conversion to the struct timeval that libevent timers take. */
 #ifndef HILOCK_CLOCK_H

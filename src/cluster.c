@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cluster.c -- see cluster.h.
  *
  * Nothing about a lock is sent before the slot map is known: until then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cluster.h -- a Redis Cluster: the slot map and one node per server.
  *
  * The map comes from CLUSTER SLOTS, asked of a node that is up: at start,

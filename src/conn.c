@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conn.c -- one hiredis async connection, kept alive.
  *
  * The connection owns the requests sent on it. Each request has a deadline on

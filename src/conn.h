@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conn.h -- one Redis connection: handshake, reconnects, requests with
  * deadlines. The transport of a node (node.h); it knows no scripts and no
  * locks, and reports up only through the hooks it is given. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dump.c -- see dump.h. */
 #include "dump.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dump.h -- a small hash in the format of DUMP, for RESTORE.
  *
  * RESTORE creates a key with a lease from such a payload, and refuses

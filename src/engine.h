@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* engine.h -- what the lock engine's files share: one struct.
  *
  * The engine is the layer between the client (lifecycle, public API) and

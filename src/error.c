@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* error.c -- messages and names for the HILOCK_E* codes.
  *
  * Both tables come from HILOCK_ERRNO_MAP in the public header, so a code

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* guard.c -- refuse the replies that would take the whole process down.
  *
  * hilock runs inside its user's server, so a misbehaving peer (a broken

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* guard.h -- keep a misbehaving Redis peer from crashing the process. */
 #ifndef HILOCK_GUARD_H
 #define HILOCK_GUARD_H

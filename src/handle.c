@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* handle.c -- see handle.h.
  *
  * Every request about a lock holds a reference to it, so a reply that

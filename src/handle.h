@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* handle.h -- the lock handle object: its fields, its memory (reference
  * counted), the requests it owns, and its twins (handles of the same name
  * and owner, which share one hold in Redis). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* heap.c -- a binary min-heap of buckets, each a list of the nodes with
  * one key, and a linear-probing table that finds a key's bucket. A node
  * knows its bucket only when it is first in it (its prev is the bucket's

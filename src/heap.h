@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* heap.h -- timed nodes grouped by deadline: a min-heap of buckets.
  *
  * One loop timer serves a whole heap: the watchdog keeps every held lock in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* keys.c -- see keys.h. Nothing here allocates: every key is written
  * straight into the command being encoded. */
 #include "keys.h"

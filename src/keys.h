@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* keys.h -- how lock names become Redis keys, channels and fields.
  *
  * Default layout (Redisson's): the lock key is the name itself, the channel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lock.c -- the lock operations: acquire, release, cancel, free, queries,
  * renew; the top of the engine.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lock.h -- the top of the lock engine (the hilock_lock_* calls of the
  * public header live in lock.c too); what the client calls. */
 #ifndef HILOCK_LOCK_H

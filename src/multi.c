@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* multi.c -- MultiLock: several names held together, all or none.
  *
  * A MultiLock is K lock handles of one owner (its members) taken in one

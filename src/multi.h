@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* multi.h -- MultiLock: several names of one owner, held all or none (the
  * hilock_multi_* calls of the public header live in multi.c). */
 #ifndef HILOCK_MULTI_H

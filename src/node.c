@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* node.c -- see node.h.
  *
  * Scripts are called with EVALSHA; the node sends SCRIPT LOAD for all of

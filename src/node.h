@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* node.h -- one Redis endpoint: its command connection (pipelined
  * requests with deadlines), its subscriber connection, its script cache
  * with the NOSCRIPT reload, its reconnects and handshake.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* op.c -- see op.h.
  *
  * An operation owns one request per node. It is decided by quorum_decide

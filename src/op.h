@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* op.h -- one lock operation sent to the nodes of the client (one node, or
  * the N masters of a Redlock) and decided by quorum (quorum.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* quorum.c -- see quorum.h. */
 #include "quorum.h"
 

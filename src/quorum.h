@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* quorum.h -- deciding one lock operation from the replies of N nodes.
  *
  * Pure arithmetic, no I/O: the majority, the validity left after a quorum

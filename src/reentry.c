@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* reentry.c -- see reentry.h. */
 #include "reentry.h"
 

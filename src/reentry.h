@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* reentry.h -- freeing the client from inside its own callbacks.
  *
  * Every loop callback that enters the library (a reply, a timer) brackets

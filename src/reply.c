@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* reply.c -- decoding of script and command replies.
  *
  * Everything Redis sends back passes through here, so this is the one place

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* reply.h -- turn Redis replies into hilock results.
  *
  * Pure functions over hiredis reply objects: no I/O, no loop. Each returns 0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* resp.c -- RESP command encoding with explicit lengths.
  *
  * Requests are encoded once into a buffer owned by the request and handed to

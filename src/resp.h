@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* resp.h -- encode Redis commands (RESP arrays of bulk strings). */
 #ifndef HILOCK_RESP_H
 #define HILOCK_RESP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* script.c -- the Lua side of the lock.
  *
  * Every state change of a lock is one script, so it is atomic on the server.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* script.h -- the Lua scripts hilock runs, and their digests. */
 #ifndef HILOCK_SCRIPT_H
 #define HILOCK_SCRIPT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* script_rw.c -- the read-write lock scripts, in Redisson's layout.
  *
  * The lock key <name> is a hash: "mode" is "read" or "write", each reader

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* script_sem.c -- the semaphore scripts, in Redisson's layouts.
  *
  * Counting semaphore (RSemaphore): the key <name> holds the permits

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sentinel.c -- see sentinel.h.
  *
  * Every sentinel has two connections of its own: one asks, one is

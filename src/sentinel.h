@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sentinel.h -- find the master that Redis Sentinel names.
  *
  * Asks all the sentinels at once (SENTINEL get-master-addr-by-name) and

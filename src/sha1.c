@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sha1.c -- SHA-1 (FIPS 180-4) for script digests.
  *
  * Redis names a loaded script by the SHA-1 of its body. Computing it here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sha1.h -- SHA-1, only to name Lua scripts the way EVALSHA expects. */
 #ifndef HILOCK_SHA1_H
 #define HILOCK_SHA1_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* slot.c -- see slot.h. */
 #include "slot.h"
 

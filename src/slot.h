@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* slot.h -- Redis Cluster hash slots: CRC16 of the key, or of the text
  * between the first '{' and the first '}' after it when that text is not
  * empty (the hash tag), modulo 16384. */

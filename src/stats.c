@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stats.c -- hilock_client_stats: the counters (see stats.h) as the user
  * reads them. */
 #include "stats.h"

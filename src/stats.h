@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stats.h -- the client's counters (hilock_client_stats), kept where the
  * events happen.
  *

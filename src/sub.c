@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sub.c -- the subscriber connection: one SUBSCRIBE per waited name.
  *
  * hiredis keeps one callback per subscribed channel and replaces it when a

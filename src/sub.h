@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sub.h -- a node's subscriber connection: one SUBSCRIBE per lock name that
  * has waiters, and the release messages that come back. */
 #ifndef HILOCK_SUB_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* table.h -- an intrusive chained hash table.
  *
  * The lock engine keeps several tables keyed by lock name (wait queues,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tls.c -- see tls.h.
  *
  * hiredis_ssl's own context checks the certificate chain but never the

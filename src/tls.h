@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tls.h -- TLS for the connections (hiredis 1.x's hiredis_ssl with an
  * OpenSSL context of ours): one context per group of connections, built
  * once from struct hilock_tls, and a session per connection.

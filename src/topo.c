@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* topo.c -- see topo.h. The fixed nodes (single, Redlock, Sentinel) live
  * here; a cluster's are cluster.c's, a sentinel's resolver sentinel.c's. */
 #include "topo.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* topo.h -- the topology: which node a lock operation goes to.
  *
  *  - single: the one node;

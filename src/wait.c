@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wait.c -- waiting acquires: one FIFO per lock name, one retry at a time.
  *
  * A busy acquire that may wait is parked in its name's FIFO, and the name's

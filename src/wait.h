@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wait.h -- waiting acquires: one queue per lock name, one retry at a
  * time, woken by release messages (see wait.c). */
 #ifndef HILOCK_WAIT_H

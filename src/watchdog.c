@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* watchdog.c -- lease renewal and loss detection on one loop timer.
  *
  * Every held lock is in one heap keyed by its next event: for a lock under

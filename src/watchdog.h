@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* watchdog.h -- lease renewal and loss detection on one loop timer (see
  * watchdog.c). What it learns goes up through eng->hooks: renewed, gone,
  * expired. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wire.c -- see wire.h. */
 #include "wire.h"
 

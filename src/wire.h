@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wire.h -- the commands hilock sends about a lock, defined once.
  *
  * Every script call and query is encoded here, with the argument lists the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wire_shared.c -- the commands about read-write locks and semaphores (see
  * wire.h; the scripts' arguments are listed in script_rw.c and
  * script_sem.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* header_c.c -- the public header compiles alone, twice, as strict C11
  * (-pedantic-errors -Werror): it must include what it uses and nothing
  * from hiredis or libevent. */

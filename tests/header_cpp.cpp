@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // header_cpp.cpp -- the public header compiles as C++11 with
 // -pedantic-errors -Werror, inside extern "C" guards of its own.
 #include <hilock/hilock.h>

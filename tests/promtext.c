@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* promtext.c -- see promtext.h. One line at a time, one token at a time:
  * a cursor over the line, and a function per token that either takes it
  * or says what is wrong. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* promtext.h -- a reader of the Prometheus text exposition format (0.0.4),
  * for the tests and the inventory demo: what a scraper would make of a
  * /metrics page, so that they check the page, not a pattern in it.

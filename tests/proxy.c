@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* proxy.c -- see proxy.h.
  *
  * Each accepted connection becomes a pair of bufferevents: side 0 faces the

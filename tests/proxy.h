@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* proxy.h -- a loopback TCP proxy between a client under test and Redis,
  * with switches for the network faults a real deployment sees.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redis_cluster.c -- see redis_cluster.h.
  *
  * Why the care: a cluster converges by gossip, so nothing is true at once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redis_cluster.h -- a throwaway Redis Cluster for tests, demos and bench.
  *
  * Every node is an rs_server (see redis_server.h): its own port, cluster bus

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redis_sentinel.c -- see redis_sentinel.h.
  *
  * Why the care: Sentinels learn everything by polling and gossip (INFO of

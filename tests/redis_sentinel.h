@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redis_sentinel.h -- a throwaway master, its replicas and the Sentinels
  * that watch them, for tests, demos and bench.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redis_server.c -- throwaway redis-server processes for tests.
  *
  * Why the care: test programs run in parallel and Check runs each test in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redis_server.h -- run a throwaway redis-server for tests, demos and bench.
  *
  * Each server gets its own temporary directory and its own loopback port, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_badinput.c -- every public entry point rejects bad arguments with
  * HILOCK_EINVAL (or HILOCK_EINPROGRESS), never calls the callback of a call
  * that returned an error, and sends nothing to Redis for it.

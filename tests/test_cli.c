@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_cli.c -- the hilock command against a real Redis: run passes its
  * command's status through and keeps the lock meanwhile; the documented exit
  * codes for a busy lock (-n), a wait that times out, a lost lock, a signal

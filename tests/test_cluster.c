@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_cluster.c -- hilock on a Redis Cluster (3 masters, 1 replica each,
  * started by tests/redis_cluster.c): locks spread over every master by the
  * slot of their key, names with braces and prefixes, MOVED after a slot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_connection.c -- connection options (password, ACL user, db, unix
  * socket) and the server-side refusals that have their own codes: EAUTH,
  * ENOPERM, EWRONGTYPE, EREADONLY, EOOM. Each test starts the server it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_errors.c -- hilock_strerror() and hilock_err_name() for every code:
  * the values and names are pinned as the ABI has them, each code has a
  * message of its own, and 0 and unknown values get the documented

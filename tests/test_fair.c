@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_fair.c -- fair mode (hilock_options.fair), against a real Redis.
  *
  * What the README's "Fair mode" promises, each checked where it could

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_faults.c -- the client under network and server faults, through the
  * loopback proxy of proxy.h: replies lost after Redis applied the command,
  * network stalls, a frozen server, restarts, SCRIPT FLUSH, keys of another

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_fencing.c -- with fencing on, every acquisition of a lock gets a
  * token larger than any before it, whoever acquires and however the
  * previous hold ended; re-entry keeps the token; without fencing it is 0. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_grant.c -- what an acquire may count as a grant, and what undoing
  * one may touch: the cleanup of a late attempt drops that attempt's own
  * hold and never a later attempt's, and a grant that arrives after its

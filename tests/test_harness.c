@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_harness.c -- the redis-server harness does what the suites rely on:
  * a private port, pause/resume, restarts on the same port, and a server that
  * never outlives the process that started it. Needs no hilock. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_hostile.c -- a misbehaving server costs a connection, not the process.
  *
  * hiredis aborts or crashes on some replies a broken or hostile peer can

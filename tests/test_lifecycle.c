@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_lifecycle.c -- freeing and cancelling: every pending callback fires
  * exactly once (HILOCK_ECANCELED) when its lock or client goes, freeing from
  * inside callbacks is safe, a freed or cancelled hold does not linger in

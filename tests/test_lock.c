@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_lock.c -- the lock's core promises against a real Redis: mutual
  * exclusion, reentrancy, ownership checks on release, lease expiry, waiting
  * with and without success, the queries, and the key layout. */

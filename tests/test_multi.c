@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_multi.c -- MultiLock: several names all or none, no deadlock between
  * MultiLocks over the same names in any order, waiting on pub/sub, release
  * of all, loss of one name, and over three Redlock masters. */

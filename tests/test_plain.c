@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_plain.c -- the plain fast path: a free lock is taken with RESTORE
  * and a single hold given back with HDEL and the release message, no
  * script; the hash is the one the scripts write, so both paths mix; a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_pure.c -- the modules with no I/O: SHA-1, RESP encoding, the time
  * heap, backoff, key naming, reply decoding and the Redlock arithmetic. No Redis needed; replies are
  * built by feeding RESP text to hiredis's own reader, as the wire would. */

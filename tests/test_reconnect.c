@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_reconnect.c -- the client survives what happens to a real Redis:
  * restarts (which also forget the loaded scripts), SCRIPT FLUSH, and a
  * frozen server whose replies come late. Late replies are never delivered

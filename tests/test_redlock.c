@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_redlock.c -- a client over several independent masters (Redlock):
  * quorum acquire and early decision with masters down, frozen (SIGSTOP) or
  * cut off (the fault proxy), no quorum, release everywhere, the validity

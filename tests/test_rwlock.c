@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rwlock.c -- read-write locks against a real Redis: many readers at
  * once, a writer excluded both ways, re-entry, downgrade, the refused
  * upgrade, a waiting writer not starved by readers, read holds expiring one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_semaphore.c -- counting semaphores and expiring permits against a
  * real Redis: permits set once, taken and given back, waiting woken by
  * releases, the count never exceeded by several processes at once, an

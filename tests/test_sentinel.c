@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_sentinel.c -- hilock behind Redis Sentinel (a master, one replica,
  * three sentinels, started by tests/redis_sentinel.c): the master found
  * past a dead sentinel and one that answers garbage, an unknown master

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_stats.c -- the counters a user reads (hilock_client_stats) against
  * what the test did: acquisitions and re-entries, waits with their
  * histogram, a timeout and a cancel, watchdog renewals counted against the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_tls.c -- TLS connections. With TLS built in (hiredis 1.x with
  * hiredis_ssl): locks over TLS on one node and on Redlock masters, mutual
  * TLS, the pub/sub wait, a reconnect's new handshake, and the failures that

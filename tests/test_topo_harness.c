@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_topo_harness.c -- the cluster and Sentinel harnesses do what the
  * suites will rely on: a cluster that agrees on its slots, redirections
  * (-MOVED, -ASK) where a resharding puts them, failovers that end in one

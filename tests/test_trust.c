@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_trust.c -- the edges where a careful user first stopped trusting
  * the library: a resend that overtook its twin, leases shortened under the
  * watchdog, handles of one owner that did not see each other's changes, a

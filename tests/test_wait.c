@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_wait.c -- waiting for a busy lock, against a real Redis.
  *
  * What DESIGN.md "Waiting" promises, each checked where it could break:

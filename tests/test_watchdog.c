@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_watchdog.c -- locks acquired without a lease are kept alive by the
  * watchdog, and the holder learns in time when a lock is lost: the key was
  * deleted, or Redis stopped answering for longer than the lease. */

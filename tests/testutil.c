@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* testutil.c -- see testutil.h. */
 #include "testutil.h"
 

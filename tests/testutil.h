@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* testutil.h -- shared pieces of the Check suites: a fresh event_base and
  * redis-server per test, loop runners with deadlines, a recording callback,
  * synchronous wrappers that fail the test when no callback arrives, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tls_certs.c -- see tls_certs.h. Each step is one openssl command run by
  * the shell in dir; EC keys keep it quick. The expired certificate is
  * signed with `openssl ca`, the one command that takes explicit dates. */

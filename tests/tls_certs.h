@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tls_certs.h -- certificates for TLS tests, demos and bench, made with
  * the openssl command at run time (nothing is kept in the repository).
  *

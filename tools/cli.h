@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cli.h -- what the parts of the hilock command share: the Redis endpoint
  * options (one endpoint, the Redlock masters of --redlock, the Sentinels of
  * --sentinel or the cluster nodes of --cluster), the exit codes, and one

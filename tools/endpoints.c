@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* endpoints.c -- the endpoint lists, each one argument
  * "host:port,host:port,...": the Redlock masters of --redlock, the
  * Sentinels of --sentinel, the cluster nodes of --cluster.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hilock.c -- the hilock command: run a command under a Redis lock, look at
  * a lock, break one.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* inspect.c -- hilock status and hilock release --force.
  *
  * The library answers "do *I* hold it"; an operator asks "who holds it". These

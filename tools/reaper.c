@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* reaper.c -- the process between hilock run and its command.
  *
  * hilock run must hold the lock for as long as anything the command started

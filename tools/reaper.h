@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* reaper.h -- the process between hilock run and its command: it starts
  * the command, outlives it until every descendant has exited, and kills
  * them all when hilock dies or asks. See reaper.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* run.c -- hilock run: hold a Redis lock for as long as a command runs.
  *
  * One libevent loop does everything: hilock takes (and, under the watchdog,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hilock.h -- asynchronous Redis distributed locks on a libevent loop.
  *
  * hilock is a client library: a struct hilock_client talks to one Redis

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_reply.c -- libFuzzer target for everything that turns bytes from
  * Redis into a result.
  *

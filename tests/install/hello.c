@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hello.c -- built by tests/install/run.sh against the staged install only
  * (pkg-config hilock), to prove the installed header, library and .pc file
  * are usable by an outside program. Prints one error message and the
