@@ -38,6 +38,7 @@ HILOCK_DEB_PACKAGES=(
 	check
 	redis-server
 	redis-tools    # redis-cli: creates the test and demo clusters
+	man-db         # man -l: the man page test renders docs/hilock.1
 )
 
 # pkg-config modules looked for on machines without dpkg; meson falls back to
