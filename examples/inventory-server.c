@@ -538,90 +538,37 @@ static void sale_start(struct sale *s, const char *product)
 
 /* ---- /metrics ---------------------------------------------------------- */
 
-/* The counters and gauges of struct hilock_stats, as Prometheus names
- * them (counters end in _total). */
-static const struct metric {
-    const char *name, *type, *help;
-    size_t offset;
-} metrics[] = {
-#define M(name, type, field, help) \
-    {name, type, help, offsetof(struct hilock_stats, field)}
-    M("hilock_acquisitions_total", "counter", acquisitions,
-      "Lock acquisitions that succeeded, re-entries included."),
-    M("hilock_reentries_total", "counter", reentries,
-      "Acquisitions by an owner that held the lock already."),
-    M("hilock_waits_total", "counter", waits,
-      "Acquisitions that waited in their lock's queue."),
-    M("hilock_timeouts_total", "counter", timeouts,
-      "Acquisitions that timed out."),
-    M("hilock_cancels_total", "counter", cancels,
-      "Acquisitions canceled or freed while pending."),
-    M("hilock_handoffs_total", "counter", handoffs,
-      "Locks handed to a waiter by a release (fair mode)."),
-    M("hilock_locks_lost_total", "counter", lost,
-      "Holds found lost before their release."),
-    M("hilock_renewals_sent_total", "counter", renewals_sent,
-      "Lock renewals sent, one per lock."),
-    M("hilock_renewals_failed_total", "counter", renewals_failed,
-      "Lock renewals not confirmed."),
-    M("hilock_reconnects_total", "counter", reconnects,
-      "Times the command connection came back after a drop."),
-    M("hilock_requests_in_flight", "gauge", requests_inflight,
-      "Requests to Redis submitted and not completed."),
-    M("hilock_waiters_parked", "gauge", waiters_parked,
-      "Acquisitions waiting in a lock's queue now."),
-    M("hilock_subscriptions", "gauge", subscriptions,
-      "Lock channels subscribed now."),
-#undef M
-};
-
-/* One histogram of hist (HILOCK_HIST_BUCKETS counts on log2 microsecond
- * bounds, see hilock.h) and sum_us, in seconds as Prometheus has them:
- * cumulative buckets, the last one +Inf. */
-static void metrics_histogram(struct evbuffer *b, const char *name,
-                              const char *help, const uint64_t *hist,
-                              uint64_t sum_us)
+/* The lock client's counters as Prometheus text, appended to b: the
+ * library formats them (hilock_stats_prometheus), sized by a first call
+ * without a buffer. -1 when the counters cannot be read or no memory. */
+static int metrics_lock_client(struct evbuffer *b, struct hilock_client *c)
 {
-    uint64_t n = 0;
-    evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help,
-                        name);
-    for (int i = 0; i < HILOCK_HIST_BUCKETS - 1; i++) {
-        n += hist[i];
-        evbuffer_add_printf(b, "%s_bucket{le=\"%.6f\"} %" PRIu64 "\n", name,
-                            (double)(UINT64_C(1) << i) / 1e6, n);
-    }
-    n += hist[HILOCK_HIST_BUCKETS - 1];
-    evbuffer_add_printf(b, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n"
-                           "%s_sum %.6f\n%s_count %" PRIu64 "\n",
-                        name, n, name, (double)sum_us / 1e6, name, n);
+    struct hilock_stats st;
+    char *text;
+    int len;
+    if (hilock_client_stats(c, &st, sizeof(st)) != 0)
+        return -1;
+    len = hilock_stats_prometheus(&st, sizeof(st), NULL, NULL, 0);
+    if (len < 0 || !(text = malloc((size_t)len + 1)))
+        return -1;
+    hilock_stats_prometheus(&st, sizeof(st), NULL, text, (size_t)len + 1);
+    len = evbuffer_add(b, text, (size_t)len);
+    free(text);
+    return len;
 }
 
 /* GET /metrics: the lock client's counters and the purchases answered, in
  * the Prometheus text format (version 0.0.4). */
 static void metrics_answer(struct shop *shop, struct evhttp_request *req)
 {
-    struct hilock_stats st;
     struct evbuffer *b = evbuffer_new();
-    if (!b || !shop->locks ||
-        hilock_client_stats(shop->locks, &st, sizeof(st)) != 0) {
-        evbuffer_free(b);
+    if (!b || !shop->locks || metrics_lock_client(b, shop->locks) != 0) {
+        if (b)
+            evbuffer_free(b);
         reply_json(shop, req, 503, "Service Unavailable",
                    "{\"error\":\"no lock client\"}\n");
         return;
     }
-    for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
-        const struct metric *m = &metrics[i];
-        uint64_t v;
-        memcpy(&v, (const char *)&st + m->offset, sizeof(v));
-        evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n",
-                            m->name, m->help, m->name, m->type, m->name, v);
-    }
-    metrics_histogram(b, "hilock_wait_seconds",
-                      "Time acquisitions spent in a lock's queue.",
-                      st.wait_us, st.wait_us_sum);
-    metrics_histogram(b, "hilock_request_seconds",
-                      "Time from a request to Redis to its completion.",
-                      st.request_us, st.request_us_sum);
     evbuffer_add_printf(b, "# HELP inventory_purchases_total Purchases "
                            "answered, by outcome.\n"
                            "# TYPE inventory_purchases_total counter\n");

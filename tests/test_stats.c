@@ -543,6 +543,199 @@ static double metric(const struct prom_doc *doc, const char *name)
     return s->value;
 }
 
+/* ---- hilock_stats_prometheus ------------------------------------------- */
+
+/* Counters with distinct values, and histograms with a few observations:
+ * 3 of at most 1 us, 2 in (1, 2] us, 1 in (2^9, 2^10] us, 4 above 2^30. */
+static struct hilock_stats sample_stats(void)
+{
+    struct hilock_stats s;
+    memset(&s, 0, sizeof s);
+    s.acquisitions = 101;
+    s.reentries = 102;
+    s.waits = 103;
+    s.timeouts = 104;
+    s.cancels = 105;
+    s.handoffs = 106;
+    s.lost = 107;
+    s.renewals_sent = 108;
+    s.renewals_failed = 109;
+    s.reconnects = 110;
+    s.requests_inflight = 111;
+    s.waiters_parked = 112;
+    s.subscriptions = 113;
+    s.wait_us[0] = 3;
+    s.wait_us[1] = 2;
+    s.wait_us[10] = 1;
+    s.wait_us[HILOCK_HIST_BUCKETS - 1] = 4;
+    s.wait_us_sum = 7654321;
+    s.request_us[5] = 9;
+    s.request_us_sum = 250;
+    return s;
+}
+
+/* The text of st with labels, in a buffer of exactly the size asked for. */
+static char *prometheus_text(const struct hilock_stats *st, size_t st_size,
+                             const char *labels)
+{
+    int len = hilock_stats_prometheus(st, st_size, labels, NULL, 0);
+    ck_assert_int_gt(len, 0);
+    char *text = malloc((size_t)len + 1);
+    ck_assert_ptr_nonnull(text);
+    memset(text, 'x', (size_t)len + 1);
+    ck_assert_int_eq(hilock_stats_prometheus(st, st_size, labels, text,
+                                             (size_t)len + 1), len);
+    ck_assert_uint_eq(strlen(text), (size_t)len);
+    return text;
+}
+
+START_TEST(the_library_writes_every_counter_as_a_scraper_reads_it)
+{
+    struct hilock_stats st = sample_stats();
+    static const struct {
+        const char *name, *type;
+        double value;
+    } want[] = {
+        {"hilock_acquisitions_total", "counter", 101},
+        {"hilock_reentries_total", "counter", 102},
+        {"hilock_waits_total", "counter", 103},
+        {"hilock_timeouts_total", "counter", 104},
+        {"hilock_cancels_total", "counter", 105},
+        {"hilock_handoffs_total", "counter", 106},
+        {"hilock_locks_lost_total", "counter", 107},
+        {"hilock_renewals_sent_total", "counter", 108},
+        {"hilock_renewals_failed_total", "counter", 109},
+        {"hilock_reconnects_total", "counter", 110},
+        {"hilock_requests_in_flight", "gauge", 111},
+        {"hilock_waiters_parked", "gauge", 112},
+        {"hilock_subscriptions", "gauge", 113},
+    };
+    char *text = prometheus_text(&st, sizeof st, NULL);
+    struct prom_doc doc;
+    struct prom_histogram wait, req;
+    char err[160] = "";
+    ck_assert_msg(prom_parse(text, strlen(text), &doc, err, sizeof err) == 0,
+                  "%s", err);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const struct prom_family *f = prom_family(&doc, want[i].name);
+        ck_assert_msg(f != NULL, "no family %s", want[i].name);
+        ck_assert_str_eq(f->type, want[i].type);
+        ck_assert_msg(f->help[0] != '\0', "%s has no HELP", want[i].name);
+        ck_assert_msg(metric(&doc, want[i].name) == want[i].value, "%s",
+                      want[i].name);
+    }
+    ck_assert_msg(prom_histogram(&doc, "hilock_wait_seconds", &wait, err,
+                                 sizeof err) == 0, "%s", err);
+    ck_assert_msg(prom_histogram(&doc, "hilock_request_seconds", &req, err,
+                                 sizeof err) == 0, "%s", err);
+    /* Cumulative on log2 bounds in seconds, the last one +Inf. */
+    ck_assert_uint_eq(wait.n, HILOCK_HIST_BUCKETS);
+    ck_assert(wait.le[0] == 0.000001 && wait.count_le[0] == 3);
+    ck_assert(wait.le[1] == 0.000002 && wait.count_le[1] == 5);
+    ck_assert(wait.le[9] == 0.000512 && wait.count_le[9] == 5);
+    ck_assert(wait.le[10] == 0.001024 && wait.count_le[10] == 6);
+    ck_assert(wait.le[30] == 1073.741824 && wait.count_le[30] == 6);
+    ck_assert(isinf(wait.le[31]) && wait.count_le[31] == 10);
+    ck_assert(wait.count == 10 && wait.sum == 7.654321);
+    ck_assert(req.count == 9 && req.count_le[4] == 0 && req.count_le[5] == 9);
+    ck_assert(req.sum == 0.00025);
+    prom_free(&doc);
+    free(text);
+}
+END_TEST
+
+START_TEST(labels_go_on_every_sample_and_the_le_label_joins_them)
+{
+    struct hilock_stats st = sample_stats();
+    char *text = prometheus_text(&st, sizeof st, "client=\"orders\",zone=\"a\"");
+    struct prom_doc doc;
+    struct prom_histogram wait;
+    char err[160] = "";
+    ck_assert_msg(prom_parse(text, strlen(text), &doc, err, sizeof err) == 0,
+                  "%s", err);
+    for (size_t i = 0; i < doc.nsamples; i++) {
+        const struct prom_sample *s = &doc.samples[i];
+        ck_assert_msg(prom_label(s, "client") &&
+                          strcmp(prom_label(s, "client"), "orders") == 0 &&
+                          prom_label(s, "zone") &&
+                          strcmp(prom_label(s, "zone"), "a") == 0,
+                      "%s has not the labels", s->name);
+        ck_assert_uint_eq(s->nlabels,
+                          strstr(s->name, "_bucket") ? 3 : 2);
+    }
+    ck_assert_msg(prom_histogram(&doc, "hilock_wait_seconds", &wait, err,
+                                 sizeof err) == 0, "%s", err);
+    ck_assert(wait.count == 10);
+    prom_free(&doc);
+    free(text);
+}
+END_TEST
+
+START_TEST(a_short_buffer_is_cut_and_terminated_and_the_length_still_told)
+{
+    struct hilock_stats st = sample_stats();
+    char *full = prometheus_text(&st, sizeof st, NULL);
+    size_t len = strlen(full);
+    char small[100];
+    memset(small, 'x', sizeof small);
+    ck_assert_int_eq(hilock_stats_prometheus(&st, sizeof st, NULL, small,
+                                             sizeof small), (int)len);
+    ck_assert_uint_eq(strlen(small), sizeof small - 1);
+    ck_assert(strncmp(small, full, sizeof small - 1) == 0);
+    /* One byte short: all but the last character. */
+    char *almost = malloc(len);
+    ck_assert_int_eq(hilock_stats_prometheus(&st, sizeof st, NULL, almost,
+                                             len), (int)len);
+    ck_assert(strlen(almost) == len - 1 && strncmp(almost, full, len - 1) == 0);
+    ck_assert_int_eq(hilock_stats_prometheus(NULL, sizeof st, NULL, NULL, 0),
+                     HILOCK_EINVAL);
+    ck_assert_int_eq(hilock_stats_prometheus(&st, 0, NULL, NULL, 0),
+                     HILOCK_EINVAL);
+    ck_assert_int_eq(hilock_stats_prometheus(&st, sizeof st, NULL, NULL, 5),
+                     HILOCK_EINVAL);
+    free(almost);
+    free(full);
+}
+END_TEST
+
+START_TEST(an_older_callers_struct_reads_its_missing_fields_as_zero)
+{
+    /* A caller whose header ended after the gauges: the histograms it has
+     * not are written empty, never read past its struct. */
+    struct hilock_stats st = sample_stats();
+    size_t older = offsetof(struct hilock_stats, wait_us);
+    char *text = prometheus_text(&st, older, NULL);
+    struct prom_doc doc;
+    struct prom_histogram wait;
+    char err[160] = "";
+    ck_assert_msg(prom_parse(text, strlen(text), &doc, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert(metric(&doc, "hilock_subscriptions") == 113);
+    ck_assert_msg(prom_histogram(&doc, "hilock_wait_seconds", &wait, err,
+                                 sizeof err) == 0, "%s", err);
+    ck_assert(wait.count == 0 && wait.sum == 0);
+    prom_free(&doc);
+    free(text);
+}
+END_TEST
+
+START_TEST(a_live_clients_text_counts_its_acquisition)
+{
+    struct hilock_lock *l = tu_lock(a, "metrics-live", 1);
+    tu_assert_status(tu_acquire(l, 0, 5000, NULL), 0);
+    struct hilock_stats st = stats_of(a);
+    char *text = prometheus_text(&st, sizeof st, NULL);
+    struct prom_doc doc;
+    char err[160] = "";
+    ck_assert_msg(prom_parse(text, strlen(text), &doc, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert(metric(&doc, "hilock_acquisitions_total") == 1);
+    ck_assert(metric(&doc, "hilock_requests_in_flight") == 0);
+    prom_free(&doc);
+    free(text);
+}
+END_TEST
+
 START_TEST(the_inventory_metrics_page_parses_and_matches_the_purchases)
 {
     enum { STOCK = 5, PURCHASES = 12, AT_ONCE = 4 };
@@ -626,6 +819,15 @@ static Suite *stats_suite(void)
     tcase_add_test(tc,
                    a_reconnect_is_counted_and_the_subscription_comes_back_once);
     suite_add_tcase(s, tc);
+
+    TCase *prom = tcase_create("prometheus");
+    tcase_add_test(prom, the_library_writes_every_counter_as_a_scraper_reads_it);
+    tcase_add_test(prom, labels_go_on_every_sample_and_the_le_label_joins_them);
+    tcase_add_test(prom,
+                   a_short_buffer_is_cut_and_terminated_and_the_length_still_told);
+    tcase_add_test(prom, an_older_callers_struct_reads_its_missing_fields_as_zero);
+    suite_add_tcase(s, prom);
+    tcase_add_test(tc, a_live_clients_text_counts_its_acquisition);
 
     TCase *inv = tcase_create("metrics");
     tcase_add_checked_fixture(inv, tu_setup, tu_teardown);

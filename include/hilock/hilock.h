@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hilock.h -- asynchronous Redis distributed locks on a libevent loop.
  *
- * hilock is a client library: a struct hilock_client talks to one Redis
- * endpoint, or to several independent masters (Redlock), from one struct
- * event_base; struct hilock_lock is one lock name held by one owner, and
- * struct hilock_multi several names held together. Every operation is
- * non-blocking and reports its result through a callback that runs on the
- * loop. The library starts no threads, installs no signal handlers and
- * prints nothing.
+ * hilock is a client library: a struct hilock_client talks, from one
+ * struct event_base, to one Redis endpoint, to several independent masters
+ * (Redlock), to the master a set of Sentinels names, or to a Redis Cluster,
+ * in plaintext or over TLS. A struct hilock_lock is one name held by one
+ * owner: a mutex (hilock_lock_new), either side of a read-write lock
+ * (hilock_rwlock_new), a permit of a counting semaphore
+ * (hilock_semaphore_new) or an expiring permit (hilock_permit_new); struct
+ * hilock_multi holds several names together. Keys and channels are those of
+ * Redisson's RLock, RReadWriteLock, RSemaphore and RPermitExpirableSemaphore
+ * (docs/keys.md says what interoperates and what does not). Every
+ * operation is non-blocking and reports its result through a callback that
+ * runs on the loop. The library starts no threads, installs no signal
+ * handlers and prints nothing; hilock_client_stats and
+ * hilock_stats_prometheus expose its counters.
  *
  * SIGPIPE: hiredis writes to its sockets with write(), so a connection that
  * Redis closes while a command is being sent raises SIGPIPE in the process.
@@ -517,7 +524,8 @@ HILOCK_EXPORT int hilock_multi_held(const struct hilock_multi *multi);
  * thread where the events happen, no allocation, and one monotonic clock
  * read per request beyond what the request costs anyway. Counters start at
  * 0 with hilock_client_new and never decrease; gauges say how things are
- * now. The README's "Counters" section shows them as Prometheus text. */
+ * now. hilock_stats_prometheus writes them as Prometheus text (see
+ * docs/metrics.md). */
 
 /* The latency histograms have this many buckets, in microseconds on log2
  * bounds: bucket 0 counts values of at most 1 us; bucket i, for 1 <= i <=
@@ -581,6 +589,23 @@ struct hilock_stats {
  * Returns 0, HILOCK_EINVAL (NULL client or out, size 0). */
 HILOCK_EXPORT int hilock_client_stats(const struct hilock_client *client,
                                       struct hilock_stats *out, size_t size);
+
+/* Write *st (st_size bytes: sizeof(*st) as the caller's header has it,
+ * as for hilock_client_stats) as Prometheus text, exposition format 0.0.4:
+ * a HELP and a TYPE line and one sample for each counter and gauge
+ * (hilock_acquisitions_total, ..., hilock_waiters_parked) and the two
+ * histograms in seconds, hilock_wait_seconds and hilock_request_seconds
+ * (cumulative buckets up to +Inf, _sum, _count). labels, when not NULL or
+ * "", goes inside every sample's braces as given (e.g. "client=\"orders\"",
+ * already escaped as Prometheus wants). Writes at most size bytes into buf,
+ * always NUL-terminated when size > 0, like snprintf; buf may be NULL when
+ * size is 0. Pure: no allocation, no request, no clock.
+ * Returns the length of the whole text without the NUL (the text was cut
+ * if it is size or more: call again with a buffer one byte longer than
+ * that), or HILOCK_EINVAL (NULL st, st_size 0, NULL buf with size > 0). */
+HILOCK_EXPORT int hilock_stats_prometheus(const struct hilock_stats *st,
+                                          size_t st_size, const char *labels,
+                                          char *buf, size_t size);
 
 /* ---- Read-write locks ----------------------------------------------------
  *
