@@ -883,7 +883,7 @@ int main(int argc, char **argv)
     if (cfg.tls) {
         fprintf(stderr, "inventory-demo: --tls needs hilock built with TLS: "
                         "hiredis 1.x with hiredis_ssl (Debian 12's hiredis "
-                        "0.14 has none; see the README, \"TLS\")\n");
+                        "0.14 has none; see docs/topologies.md, \"TLS\")\n");
         return 2;
     }
 #endif

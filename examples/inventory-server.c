@@ -15,7 +15,7 @@
  *                            and the purchases answered, as Prometheus text
  *
  * The stock of product P is the string key "stock:P"; the lock is named P
- * (the README's key layout). Both live on the one Redis of --redis-host and
+ * (docs/keys.md). Both live on the one Redis of --redis-host and
  * --redis-port, unless --redlock names the Redlock masters: then the lock
  * is taken on a majority of them and the stock stays on that one Redis,
  * which may be one of the masters or another server. The stock is data,
@@ -41,7 +41,8 @@
  *
  * Trade-off admitted: the stock write is guarded by the lock only. A process
  * paused past its lease could still write after the lock moved on; a store
- * that must survive that checks hilock's fencing tokens instead (README). */
+ * that must survive that checks hilock's fencing tokens instead
+ * (docs/guarantees.md). */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>

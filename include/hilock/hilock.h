@@ -214,7 +214,7 @@ struct hilock_options {
     /* Redlock: independent masters, an odd number from 3 to
      * HILOCK_MASTERS_MAX, none listed twice (under any name); host, port
      * and unix_path above are then not used. Every lock operation goes to
-     * all of them at once and a majority decides (see the README).
+     * all of them at once and a majority decides (docs/topologies.md).
      * NULL/0: the one endpoint above. The array and its strings are
      * copied. */
     const struct hilock_endpoint *masters;
@@ -225,7 +225,7 @@ struct hilock_options {
      * or of those that answered within connect_timeout_ms), confirmed with
      * ROLE, asked again before every reconnect, and at once when a
      * sentinel announces +switch-master; held locks are then
-     * verified on the new master (see the README). 1..HILOCK_SEEDS_MAX
+     * verified on the new master (docs/topologies.md). 1..HILOCK_SEEDS_MAX
      * sentinels; host, port and unix_path above are not used.
      * sentinel_password: AUTH sent to the sentinels (NULL: none);
      * username/password/db above apply to the master. */
@@ -248,7 +248,7 @@ struct hilock_options {
      * is undone and fails with HILOCK_ENOREPLICA, a renewal that does not
      * counts as not confirmed. 0: no WAIT (default). Each costs one more
      * round trip; it narrows, not closes, the window in which a failover
-     * loses a lock (see the README). */
+     * loses a lock (docs/guarantees.md). */
     uint32_t wait_replicas;
     uint32_t wait_timeout_ms;
     /* Fair mode: nonzero makes every lock of this client first come, first
@@ -258,7 +258,7 @@ struct hilock_options {
      * hand-off instead of a race of retries. A Redisson RLock (and a hilock
      * client without fair mode) on the same name is still excluded, but
      * does not queue. Not with masters (Redlock): HILOCK_EINVAL. Default 0
-     * (Redisson's RLock behaviour). See the README, "Fair mode". */
+     * (Redisson's RLock behaviour). See docs/waiting.md, "Fair mode". */
     int fair;
     /* Nonzero: no plain fast path; every acquire and release runs its
      * script. By default a lock's first acquire attempt with nothing held
@@ -267,7 +267,7 @@ struct hilock_options {
      * and a PUBLISH in MULTI/EXEC: plain commands cost Redis a fraction of
      * a script call. Only on one node without fencing tokens or fair
      * mode; a server or ACL that does not take RESTORE, MULTI or EXEC
-     * turns it off by itself. See the README, "What a lock costs Redis". */
+     * turns it off by itself. See docs/internals.md, "The plain path". */
     int scripts_only;
     /* TLS for the connections to Redis: the one node, the master behind
      * the sentinels, every cluster node (also those a redirect names), every
@@ -333,7 +333,7 @@ HILOCK_EXPORT int hilock_client_close(struct hilock_client *client,
  * client's locks. Treat it as a secret, and remember that anyone allowed to
  * read a lock key (HGETALL) sees the owner fields in it. No key name
  * contains it, except the keys of read holds of a read-write lock
- * (Redisson's layout names them after the owner field: see the README).
+ * (Redisson's layout names them after the owner field: docs/keys.md).
  * Errors: HILOCK_EINVAL. */
 HILOCK_EXPORT int hilock_client_id(const struct hilock_client *client,
                                    char *buf, size_t len);
@@ -610,7 +610,7 @@ HILOCK_EXPORT int hilock_stats_prometheus(const struct hilock_stats *st,
 /* ---- Read-write locks ----------------------------------------------------
  *
  * Many readers or one writer, in Redisson's RReadWriteLock layout (see the
- * README), so that a Redisson service and a hilock server can share one
+ * docs/keys.md), so that a Redisson service and a hilock server can share one
  * read-write lock. Each side is a lock handle: hilock_lock_acquire,
  * _release, _cancel, _renew, _on_lost, _free, the queries and the local
  * state calls work on it as on a mutex, with the watchdog renewing holds

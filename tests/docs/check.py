@@ -8,15 +8,17 @@
       usage block (up to its first blank line) and of its option lines
       against those of the page's SYNOPSIS and its .TP item headers.
 
-  check.py blocks CC BUILD_DIR SOURCE_ROOT FILE.md...
-      Every ```c block of each FILE.md compiles (CC, C11, -Wall -Wextra
+  check.py blocks CC BUILD_DIR SOURCE_ROOT FILE.md|DIR...
+      Every ```c block of each FILE.md (a DIR: its *.md) compiles (CC, C11, -Wall -Wextra
       -Werror, against include/ and libevent's headers) and links against
       the built libhilock (BUILD_DIR/src) and libevent. A block whose info
       string is `c fragment` is statements or declarations, not a program:
-      it is built inside a function body that has `client` (a connected
-      struct hilock_client *), `lock` (a struct hilock_lock *) and `base`
-      (a struct event_base *) in scope; `c decl` blocks are top-level
-      declarations built with an empty main. Other languages are skipped.
+      it is built inside a function body that has `base` (a struct
+      event_base *), `client` (a struct hilock_client *), `lock` (a
+      struct hilock_lock *) and `opts` (a struct hilock_options, filled by
+      hilock_options_init) in scope, and the callbacks `on_done` (a
+      hilock_lock_cb) and `on_multi_done` (a hilock_multi_cb); `c decl`
+      blocks are top-level declarations, built with an empty main. Other languages are skipped.
 
 Exits 0 when every check passes, 1 with the reasons on stderr.
 """
@@ -103,14 +105,26 @@ FRAGMENT_FRAME = """\
 #include <event2/event.h>
 #include <hilock/hilock.h>
 
+static void on_done(struct hilock_lock *lock, int status, int64_t value,
+                    void *arg)
+{
+    (void)lock, (void)status, (void)value, (void)arg;
+}
+
+static void on_multi_done(struct hilock_multi *multi, int status,
+                          int64_t value, void *arg)
+{
+    (void)multi, (void)status, (void)value, (void)arg;
+}
+
 void frame(struct event_base *base, struct hilock_client *client,
            struct hilock_lock *lock);
 void frame(struct event_base *base, struct hilock_client *client,
            struct hilock_lock *lock)
 {
-    (void)base;
-    (void)client;
-    (void)lock;
+    struct hilock_options opts;
+    hilock_options_init(&opts);
+    (void)base, (void)client, (void)lock, (void)on_done, (void)on_multi_done;
 #line %d "%s"
 %s
 }
@@ -197,7 +211,14 @@ def main(argv):
     if len(argv) == 4 and argv[1] == "man":
         errors = check_man(argv[2], argv[3])
     elif len(argv) >= 6 and argv[1] == "blocks":
-        errors = check_blocks(argv[2], argv[3], argv[4], argv[5:])
+        files = []
+        for a in argv[5:]:  # a directory stands for its *.md files
+            if os.path.isdir(a):
+                files += sorted(os.path.join(a, f) for f in os.listdir(a)
+                                if f.endswith(".md"))
+            else:
+                files.append(a)
+        errors = check_blocks(argv[2], argv[3], argv[4], files)
     else:
         print(__doc__, file=sys.stderr)
         return 2
