@@ -18,7 +18,9 @@
       struct hilock_lock *) and `opts` (a struct hilock_options, filled by
       hilock_options_init) in scope, and the callbacks `on_done` (a
       hilock_lock_cb) and `on_multi_done` (a hilock_multi_cb); `c decl`
-      blocks are top-level declarations, built with an empty main. Other languages are skipped.
+      blocks are top-level declarations, built with an empty main. Other
+      languages are skipped. A block that names a file of examples/ in its
+      opening comment ("/* hello.c -- ...") must be that file, whole.
 
 Exits 0 when every check passes, 1 with the reasons on stderr.
 """
@@ -167,6 +169,26 @@ def c_blocks(path):
     return blocks
 
 
+def copy_name(text):
+    """The examples/ file a block says it is ("/* hello.c -- ..." on one of
+    its first two lines), or None."""
+    for first in text.split("\n")[:2]:
+        m = re.match(r"/\* (\w+\.c) -- ", first)
+        if m:
+            return m.group(1)
+    return None
+
+
+def shown_example(root, text):
+    """The text of examples/NAME when the block names one, else None."""
+    name = copy_name(text)
+    path = os.path.join(root, "examples", name) if name else None
+    if not path or not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return f.read().strip("\n")
+
+
 def check_blocks(cc, build, root, files):
     errors = []
     n = 0
@@ -186,6 +208,10 @@ def check_blocks(cc, build, root, files):
                 else:
                     errors.append(f"{rel}:{line}: unknown block kind '{kind}'")
                     continue
+                copy = shown_example(root, text)
+                if copy and copy != text.strip("\n"):
+                    errors.append(f"{rel}:{line}: the block differs from "
+                                  f"examples/{copy_name(text)}: show it whole")
                 n += 1
                 c = os.path.join(tmp, f"block{n}.c")
                 with open(c, "w", encoding="utf-8") as f:
