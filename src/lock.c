@@ -1022,8 +1022,8 @@ int hilock_lock_query_ttl(struct hilock_lock *lock, hilock_lock_cb *cb,
 int hilock_lock_on_lost(struct hilock_lock *lock, hilock_lock_cb *cb,
                         void *arg)
 {
-    if (!lock || lock->freeing)
-        return HILOCK_EINVAL;
+    if (!lock || lock->freeing || lock->kind == KIND_SEM)
+        return HILOCK_EINVAL; /* counted permits are never lost */
     lock->lost_cb = cb;
     lock->lost_arg = arg;
     return 0;
