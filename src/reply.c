@@ -20,6 +20,7 @@ static const struct {
     {"READONLY", HILOCK_EREADONLY},   {"NOAUTH", HILOCK_EAUTH},
     {"WRONGPASS", HILOCK_EAUTH},      {"NOPERM", HILOCK_ENOPERM},
     {"DEADLK", HILOCK_EDEADLK}, /* the write_acquire script's refusal */
+    {"WRONGKIND", HILOCK_EWRONGKIND}, /* a script met another kind's key */
 };
 
 /* Nonzero when the error text s (length n) starts with word, or has

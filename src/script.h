@@ -25,8 +25,30 @@ enum script_id {
     SCRIPT_PERMIT_RELEASE,
     SCRIPT_SEM_INIT,
     SCRIPT_SEM_AVAILABLE,
+    SCRIPT_QUERY,
     SCRIPT_COUNT
 };
+
+/* Kinds refuse each other's keys (Redisson's layouts): a hash without a
+ * "mode" field is a lock, one with it a read-write lock, a number a
+ * semaphore. other_kind(k, mine) is nil when key k is free or of kind
+ * mine, else the error reply "WRONGKIND <kind found>" (HILOCK_EWRONGKIND;
+ * the kind as "lock", "rwlock" or "semaphore"); a key of no lock kind (a
+ * list, a string that is no number) is nil too, left to the command that
+ * meets it (WRONGTYPE). Scripts call it where a key is not what they
+ * expect, not on their common path. */
+#define KIND_LUA                                                              \
+    "local function other_kind(k, mine)\n"                                    \
+    "  local t, found = redis.call('type', k).ok, nil\n"                      \
+    "  if t == 'hash' then\n"                                                 \
+    "    found = redis.call('hexists', k, 'mode') == 1 and 'rwlock' or 'lock'\n" \
+    "  elseif t == 'string' and\n"                                            \
+    "         string.find(redis.call('get', k), '^%-?%d+$') then\n"           \
+    "    found = 'semaphore'\n"                                               \
+    "  end\n"                                                                 \
+    "  if not found or found == mine then return nil end\n"                   \
+    "  return redis.error_reply('WRONGKIND ' .. found)\n"                     \
+    "end\n"
 
 /* Digests of the scripts, computed once per client. */
 struct script_set {

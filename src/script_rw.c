@@ -31,6 +31,7 @@
  *         field is alive while its newest hold's key is; a writer's
  *         always); returns how many holders are left. */
 #define RW_LUA                                                                \
+    KIND_LUA                                                                  \
     "local function longer(k, ms)\n"                                          \
     "  if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end\n" \
     "end\n"                                                                   \
@@ -63,15 +64,20 @@
     "  return live\n"                                                         \
     "end\n"
 
-/* The start of both acquire scripts: the owner's holds n (a resend of a
- * request applied already returns them), and the mode. */
+/* The start of both acquire scripts: a key of another kind refused
+ * (WRONGKIND, see script.h: a read-write hash always has its "mode"), the
+ * owner's holds n (a resend of a request applied already returns them),
+ * and the mode. */
 #define RW_ACQUIRE_LUA                                                        \
     "local lease = tonumber(ARGV[1])\n"                                       \
-    "local n = redis.call('hget', KEYS[1], ARGV[2])\n"                        \
+    "local v = redis.pcall('hmget', KEYS[1], ARGV[2], 'mode')\n"              \
+    "if v.err or (not v[2] and redis.call('exists', KEYS[1]) == 1) then\n"    \
+    "  return other_kind(KEYS[1], 'rwlock') or v\n"                           \
+    "end\n"                                                                   \
+    "local n, mode = v[1], v[2]\n"                                            \
     "if n and applied(ARGV[5], ARGV[2], ARGV[9]) then\n"                      \
     "  return {tonumber(n), 0}\n"                                             \
-    "end\n"                                                                   \
-    "local mode = redis.call('hget', KEYS[1], 'mode')\n"
+    "end\n"
 
 /* read_acquire, write_acquire
  * KEYS[1] lock
@@ -137,6 +143,15 @@ const char script_write_leave_lua[] =
     "end\n"
     "return 0\n";
 
+/* The start of both release scripts: a key of another kind refused and
+ * left as it is (WRONGKIND), the owner's holds n and the mode. */
+#define RW_RELEASE_LUA                                                        \
+    "local v = redis.pcall('hmget', KEYS[1], ARGV[3], 'mode')\n"              \
+    "if v.err or (not v[2] and redis.call('exists', KEYS[1]) == 1) then\n"    \
+    "  return other_kind(KEYS[1], 'rwlock') or v\n"                           \
+    "end\n"                                                                   \
+    "local n, mode = v[1], v[2]\n"
+
 /* read_release, write_release
  * KEYS[1] lock
  * ARGV[1] release message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4]
@@ -148,7 +163,7 @@ const char script_write_leave_lua[] =
  * too) hands the lock over to them: mode "read". */
 const char script_read_release_lua[] =
     RW_LUA
-    "local n = redis.call('hget', KEYS[1], ARGV[3])\n"
+    RW_RELEASE_LUA
     "if not n then return nil end\n"
     "n = tonumber(n)\n"
     "if applied(ARGV[8], ARGV[3], ARGV[9]) then return {n, 0} end\n"
@@ -162,7 +177,7 @@ const char script_read_release_lua[] =
     "  return {c, 0}\n"
     "end\n"
     "forget(ARGV[8], ARGV[3])\n"
-    "if redis.call('hget', KEYS[1], 'mode') == 'write' then return {0, 0} end\n"
+    "if mode == 'write' then return {0, 0} end\n"
     "if prune(ARGV[7], ARGV[8]) > 0 then\n"
     "  local most = 0\n"
     "  local f = redis.call('hgetall', KEYS[1])\n"
@@ -182,10 +197,8 @@ const char script_read_release_lua[] =
 
 const char script_write_release_lua[] =
     RW_LUA
-    "local n = redis.call('hget', KEYS[1], ARGV[3])\n"
-    "if not n or redis.call('hget', KEYS[1], 'mode') ~= 'write' then\n"
-    "  return nil\n"
-    "end\n"
+    RW_RELEASE_LUA
+    "if not n or mode ~= 'write' then return nil end\n"
     "n = tonumber(n)\n"
     "if applied(ARGV[8], ARGV[3], ARGV[9]) then return {n, 0} end\n"
     "local c = math.max(n - tonumber(ARGV[4]), 0)\n"

@@ -18,12 +18,22 @@
  * Every script declares only the counter (the rest shares its slot). */
 #include "script.h"
 
+/* What every semaphore script starts with: a key of another kind (a lock's
+ * hash) refused and left as it is (WRONGKIND, see script.h). */
+#define SEM_KIND_LUA                                                          \
+    KIND_LUA                                                                  \
+    "local kv = redis.pcall('get', KEYS[1])\n"                                \
+    "if type(kv) == 'table' then\n"                                           \
+    "  return other_kind(KEYS[1], 'semaphore') or kv\n"                       \
+    "end\n"
+
 /* sem_acquire
  * KEYS[1] counter
  * ARGV[1] permits, ARGV[2] request ids, ARGV[3] handle, ARGV[4] rid_ttl ms,
  * ARGV[5] request id
  * Return {permits, 0} when taken, else -1. */
 const char script_sem_acquire_lua[] =
+    SEM_KIND_LUA
     "if tonumber(ARGV[5]) <=\n"
     "    tonumber(redis.call('hget', ARGV[2], ARGV[3]) or '0') then\n"
     "  return {tonumber(ARGV[1]), 0}\n"
@@ -42,6 +52,7 @@ const char script_sem_acquire_lua[] =
  * ARGV[5] publish command, ARGV[6] channel, ARGV[7] request id
  * Return {permits available after it, subscribers that heard}. */
 const char script_sem_release_lua[] =
+    SEM_KIND_LUA
     "if tonumber(ARGV[7]) <=\n"
     "    tonumber(redis.call('hget', ARGV[2], ARGV[3]) or '0') then\n"
     "  return {math.max(tonumber(redis.call('get', KEYS[1]) or '0'), 0), 0}\n"
@@ -56,6 +67,7 @@ const char script_sem_release_lua[] =
  * KEYS[1] counter, ARGV[1] sorted set, ARGV[2] publish command, ARGV[3]
  * channel. */
 #define PERMIT_LUA                                                            \
+    SEM_KIND_LUA                                                              \
     "local t = redis.call('time')\n"                                          \
     "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"                     \
     "local gone = redis.call('zrangebyscore', ARGV[1], 0, now)\n"             \

@@ -1636,6 +1636,57 @@ START_TEST(permits_2_let_two_of_three_runs_in_at_once_and_never_three)
 }
 END_TEST
 
+/* Run args (-n, on a name of another kind): exit 125 without running
+ * "touch RAN", saying what the name holds. */
+static void assert_refused_as(const char *const *args, const char *said)
+{
+    ck_assert_int_eq(cli_err(args), EXIT_FAILURE_);
+    ck_assert(!exists("RAN"));
+    ck_assert_msg(strstr(file_text("err"), said), "said: %s",
+                  file_text("err"));
+}
+
+START_TEST(a_name_held_as_another_kind_is_refused_with_that_kind_named)
+{
+    struct hilock_client *c = tu_client(NULL);
+    struct hilock_lock *l = hold_job(c, 1, 20000);
+    const char *job_read[] = {"run", "-n", "-p", port, "--read", "job", "--",
+                              "touch", "RAN", NULL};
+    const char *job_write[] = {"run", "-n", "-p", port, "--write", "job",
+                               "--", "touch", "RAN", NULL};
+    const char *job_permits[] = {"run", "-n", "-p", port, "--permits", "2",
+                                 "job", "--", "touch", "RAN", NULL};
+    assert_refused_as(job_read, "job is held as a lock");
+    assert_refused_as(job_write, "job is held as a lock");
+    assert_refused_as(job_permits, "job is held as a lock");
+    /* the holder's hash is as it was: its release works */
+    ck_assert_int_eq(tu_owner_fields("job"), 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(job_exists(), 0);
+    hilock_client_free(c);
+
+    pid_t r = hold_rw("--read", "R", "GO");
+    const char *rw_plain[] = {"run", "-n", "-p", port, "rw", "--", "touch",
+                              "RAN", NULL};
+    const char *rw_permits[] = {"run", "-n", "-p", port, "--permits", "1",
+                                "rw", "--", "touch", "RAN", NULL};
+    assert_refused_as(rw_plain, "rw is held as a read-write lock");
+    assert_refused_as(rw_permits, "rw is held as a read-write lock");
+    touch("GO");
+    ck_assert_int_eq(cli_wait(r, scaled(5000)), 0);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "rw", (char *)NULL), 0);
+
+    rs_int(tu_srv, "SET", "sem", "3", (char *)NULL);
+    const char *sem_plain[] = {"run", "-n", "-p", port, "sem", "--", "touch",
+                               "RAN", NULL};
+    const char *sem_read[] = {"run", "-n", "-p", port, "--read", "sem", "--",
+                              "touch", "RAN", NULL};
+    assert_refused_as(sem_plain, "sem is held as a semaphore");
+    assert_refused_as(sem_read, "sem is held as a semaphore");
+    ck_assert_int_eq(rs_int(tu_srv, "GET", "sem", (char *)NULL), 3);
+}
+END_TEST
+
 START_TEST(a_semaphore_of_another_size_is_used_with_a_word)
 {
     ck_assert_int_eq(rs_int(tu_srv, "INCRBY", "sem", "1", (char *)NULL), 1);
@@ -1758,6 +1809,7 @@ static Suite *cli_suite(void)
     tcase_add_test(kinds, a_write_run_excludes_read_runs_and_they_exclude_it);
     tcase_add_test(kinds, permits_2_let_two_of_three_runs_in_at_once_and_never_three);
     tcase_add_test(kinds, a_semaphore_of_another_size_is_used_with_a_word);
+    tcase_add_test(kinds, a_name_held_as_another_kind_is_refused_with_that_kind_named);
     tcase_add_test(kinds, a_permit_taken_from_under_its_command_exits_122);
     suite_add_tcase(s, kinds);
 

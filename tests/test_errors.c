@@ -22,7 +22,7 @@ static const struct {
     {-15, "HILOCK_ENOPERM"},   {-16, "HILOCK_EREADONLY"},
     {-17, "HILOCK_EOOM"},      {-18, "HILOCK_EWRONGTYPE"},
     {-19, "HILOCK_ENOREPLICA"},
-    {-20, "HILOCK_EDEADLK"},
+    {-20, "HILOCK_EDEADLK"},   {-21, "HILOCK_EWRONGKIND"},
 };
 #define NPINNED ((int)(sizeof pinned / sizeof pinned[0]))
 
@@ -32,7 +32,7 @@ START_TEST(err_name_gives_each_pinned_value_its_name)
 }
 END_TEST
 
-/* The list has exactly the pinned codes: one more would be -21. */
+/* The list has exactly the pinned codes: one more would be -22. */
 START_TEST(no_code_lies_beyond_the_pinned_ones)
 {
     ck_assert_str_eq(hilock_err_name(-NPINNED - 1), "UNKNOWN");
@@ -57,7 +57,7 @@ START_TEST(each_code_has_a_message_of_its_own)
 }
 END_TEST
 
-static const int unknown[] = {1, 42, -21, -100, -1000, INT32_MIN, INT32_MAX};
+static const int unknown[] = {1, 42, -22, -100, -1000, INT32_MIN, INT32_MAX};
 
 START_TEST(strerror_of_unknown_values_is_unknown_error)
 {

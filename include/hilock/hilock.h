@@ -74,7 +74,9 @@ extern "C" {
     X(EWRONGTYPE, -18, "the lock key holds a value of another type")          \
     X(ENOREPLICA, -19, "the write did not reach enough replicas in time")    \
     X(EDEADLK, -20, "the owner holds the read lock: taking the write lock " \
-                    "would deadlock")
+                    "would deadlock")                                        \
+    X(EWRONGKIND, -21, "the name is held as another kind of lock "           \
+                       "(lock, read-write lock or semaphore)")
 
 enum hilock_errno {
 #define HILOCK_ERRNO_ENUM_(name, value, msg) HILOCK_##name = (value),
