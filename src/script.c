@@ -76,7 +76,9 @@ static const char acquire_lua[] =
  * hold finds nothing and returns nil, which the client, knowing it sent it
  * twice, takes as done. The owner's last hold deletes the whole hash: a
  * lock has one owner. Nothing is left behind. Three calls, as acquire.
- * A key of another kind is refused (WRONGKIND) and left as it is. */
+ * A key of another kind is refused (WRONGKIND) and left as it is. The
+ * message goes out before the delete: a PUBLISH that an ACL refuses ends
+ * the script before it wrote anything. */
 static const char release_lua[] =
     KIND_LUA
     "local rid = ARGV[3] .. ':rid'\n"
@@ -92,8 +94,9 @@ static const char release_lua[] =
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "  return {n, 0}\n"
     "end\n"
+    "local heard = redis.call(ARGV[5], ARGV[6], ARGV[1])\n"
     "redis.call('del', KEYS[1])\n"
-    "return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])}\n";
+    "return {0, heard}\n";
 
 /* renew
  * ARGV[1] lease ms (0: only check), ARGV[2] deadline: the server's unix
@@ -230,9 +233,15 @@ static const char multi_acquire_lua[] =
  * none is deleted and its release published, else its lease is set
  * again). Returns how many locks the owner held; a key of another kind
  * is not one of them and is left alone. A resend drops nothing a second
- * time (the request id, as for release). */
+ * time (the request id, as for release). A channel the ACL refuses fails
+ * it before anything changed (may_publish, script.h). */
 static const char multi_release_lua[] =
+    MAY_PUBLISH_LUA
     "local n = #KEYS / 2\n"
+    "for i = n + 1, #KEYS do\n"
+    "  local e = may_publish(ARGV[4], KEYS[i])\n"
+    "  if e then return e end\n"
+    "end\n"
     "local rid = ARGV[3] .. ':rid'\n"
     "local held = 0\n"
     "for i = 1, n do\n"
@@ -245,8 +254,8 @@ static const char multi_release_lua[] =
     "        redis.call('hset', KEYS[i], ARGV[3], c, rid, ARGV[5])\n"
     "        redis.call('pexpire', KEYS[i], ARGV[2])\n"
     "      else\n"
-    "        redis.call('del', KEYS[i])\n"
     "        redis.call(ARGV[4], KEYS[n + i], ARGV[1])\n"
+    "        redis.call('del', KEYS[i])\n"
     "      end\n"
     "    end\n"
     "  end\n"
@@ -416,6 +425,7 @@ static const char fair_acquire_lua[] =
  * live entry the lock is deleted and the release published, as release. */
 static const char fair_release_lua[] =
     KIND_LUA
+    MAY_PUBLISH_LUA
     FAIR_LUA
     "local rid = ARGV[3] .. ':rid'\n"
     "local v = redis.pcall('hmget', KEYS[1], ARGV[3], rid, 'mode')\n"
@@ -430,6 +440,8 @@ static const char fair_release_lua[] =
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "  return {n, 0}\n"
     "end\n"
+    "local e = may_publish(ARGV[5], ARGV[6])\n"
+    "if e then return e end\n"
     "redis.call('del', KEYS[1])\n"
     "local h = hand(KEYS[1], ARGV[7], now_ms(), ARGV[8], ARGV[9], ARGV[5],\n"
     "               ARGV[6])\n"

@@ -50,6 +50,20 @@ enum script_id {
     "  return redis.error_reply('WRONGKIND ' .. found)\n"                     \
     "end\n"
 
+/* may_publish(cmd, chan) is nil when this user may send cmd (PUBLISH or
+ * SPUBLISH) to channel chan, else the error reply "NOPERM ..."
+ * (HILOCK_ENOPERM). Redis does not undo what a script wrote before one of
+ * its commands was refused, so a release that publishes asks first,
+ * before its first write. Redis 6 has no such check (nil there); its
+ * releases publish before they delete, which covers the common case. */
+#define MAY_PUBLISH_LUA                                                       \
+    "local function may_publish(cmd, chan)\n"                                 \
+    "  if redis.acl_check_cmd and not redis.acl_check_cmd(cmd, chan, '0') then\n" \
+    "    return redis.error_reply('NOPERM the user may not ' .. cmd ..\n"      \
+    "                             ' to the release channel')\n"               \
+    "  end\n"                                                                 \
+    "end\n"
+
 /* Digests of the scripts, computed once per client. */
 struct script_set {
     char sha[SCRIPT_COUNT][41];

@@ -32,6 +32,7 @@
  *         always); returns how many holders are left. */
 #define RW_LUA                                                                \
     KIND_LUA                                                                  \
+    MAY_PUBLISH_LUA                                                           \
     "local function longer(k, ms)\n"                                          \
     "  if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end\n" \
     "end\n"                                                                   \
@@ -160,7 +161,9 @@ const char script_write_leave_lua[] =
  * Return {holds left, subscribers that heard the release} (0 for the
  * second when the lock is still held), or nil when the owner holds
  * nothing. A writer that leaves readers behind (it took the read lock
- * too) hands the lock over to them: mode "read". */
+ * too) hands the lock over to them: mode "read". A release that may
+ * publish asks the ACL first and publishes before it deletes: one that
+ * the ACL refuses changes nothing. */
 const char script_read_release_lua[] =
     RW_LUA
     RW_RELEASE_LUA
@@ -168,6 +171,10 @@ const char script_read_release_lua[] =
     "n = tonumber(n)\n"
     "if applied(ARGV[8], ARGV[3], ARGV[9]) then return {n, 0} end\n"
     "local c = math.max(n - tonumber(ARGV[4]), 0)\n"
+    "if c == 0 then\n"
+    "  local e = may_publish(ARGV[5], ARGV[6])\n"
+    "  if e then return e end\n"
+    "end\n"
     "for i = c + 1, n do\n"
     "  redis.call('del', ARGV[7] .. ARGV[3] .. ':rwlock_timeout:' .. i)\n"
     "end\n"
@@ -192,8 +199,9 @@ const char script_read_release_lua[] =
     "  if most > 0 then redis.call('pexpire', KEYS[1], most) end\n"
     "  return {0, 0}\n"
     "end\n"
+    "local heard = redis.call(ARGV[5], ARGV[6], ARGV[1])\n"
     "redis.call('del', KEYS[1], ARGV[8])\n"
-    "return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])}\n";
+    "return {0, heard}\n";
 
 const char script_write_release_lua[] =
     RW_LUA
@@ -208,10 +216,11 @@ const char script_write_release_lua[] =
     "  longer(KEYS[1], tonumber(ARGV[2]))\n"
     "  return {c, 0}\n"
     "end\n"
+    "local heard = redis.call(ARGV[5], ARGV[6], ARGV[1])\n"
     "forget(ARGV[8], ARGV[3])\n"
     "if redis.call('hlen', KEYS[1]) == 1 then\n"
     "  redis.call('del', KEYS[1], ARGV[8])\n"
     "else\n"
     "  redis.call('hset', KEYS[1], 'mode', 'read')\n"
     "end\n"
-    "return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])}\n";
+    "return {0, heard}\n";

@@ -545,6 +545,15 @@ START_TEST(error_replies_map_to_distinct_codes)
         {"-NOAUTH Authentication required.\r\n", HILOCK_EAUTH},
         {"-WRONGPASS invalid username-password pair\r\n", HILOCK_EAUTH},
         {"-NOPERM this user has no permissions\r\n", HILOCK_ENOPERM},
+        /* an ACL refusing a command inside a script: Redis 7.0, 6.2 */
+        {"-ERR The user executing the script can't publish to the channel "
+         "mentioned in the command script: 1f0c, on @user_script:9.\r\n",
+         HILOCK_ENOPERM},
+        {"-ERR Error running script (call to f_1f0c): @user_script:9: "
+         "@user_script: 9: The user executing the script can't run this "
+         "command or subcommand\r\n",
+         HILOCK_ENOPERM},
+        {"-WRONGKIND rwlock\r\n", HILOCK_EWRONGKIND},
         {"-ERR something else\r\n", HILOCK_ESERVER},
     };
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
