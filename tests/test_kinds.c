@@ -241,6 +241,38 @@ START_TEST(release_and_renewal_leave_another_kinds_key_alone)
 }
 END_TEST
 
+static void mrecord(struct hilock_multi *m, int status, int64_t value,
+                    void *arg)
+{
+    struct tu_result *r = arg;
+    (void)m;
+    r->calls++;
+    r->status = status;
+    r->value = value;
+}
+
+/* A MultiLock whose second name is its owner's read lock: refused whole
+ * (the reader's field is named as the lock's owner field), nothing taken
+ * and the read-write hash as it was. */
+START_TEST(a_multilock_refuses_a_name_of_another_kind)
+{
+    static const char *const names[] = {"m1", "m2"};
+    static const size_t lens[] = {2, 2};
+    struct hilock_lock *r = rw(a, "m2", 1, HILOCK_READ);
+    tu_assert_status(tu_acquire(r, 0, 30000, NULL), 0);
+    char *before = dump("m2");
+    struct hilock_multi *m = NULL;
+    tu_assert_status(hilock_multi_new(a, names, lens, 2, 1, &m), 0);
+    struct tu_result res = {0};
+    tu_assert_status(hilock_multi_acquire(m, 0, 10000, mrecord, &res), 0);
+    ck_assert(tu_run_until_count(&res.calls, 1, tu_ms(3000)));
+    tu_assert_status(res.status, HILOCK_EWRONGKIND);
+    ck_assert_int_eq(tu_exists("m1"), 0);
+    assert_same("m2", before);
+    hilock_multi_free(m);
+}
+END_TEST
+
 Suite *kinds_suite(void);
 Suite *kinds_suite(void)
 {
@@ -252,6 +284,7 @@ Suite *kinds_suite(void)
     tcase_add_test(tc, a_held_read_write_lock_refuses_the_other_kinds);
     tcase_add_test(tc, a_semaphore_refuses_the_other_kinds);
     tcase_add_test(tc, release_and_renewal_leave_another_kinds_key_alone);
+    tcase_add_test(tc, a_multilock_refuses_a_name_of_another_kind);
     suite_add_tcase(s, tc);
     return s;
 }
