@@ -305,6 +305,10 @@ HILOCK_EXPORT void hilock_lock_free(struct hilock_lock *lock);
  *                     within the request deadline
  *   HILOCK_ECONN      (wait_ms 0) no connection to Redis at the deadline
  *   HILOCK_ECANCELED  hilock_lock_cancel(), or the lock/client was freed
+ *   HILOCK_EWRONGKIND the name is held as another kind (a lock, a
+ *                     read-write lock, a semaphore); its key is left as it
+ *                     is. Release, renew (HILOCK_ELOST) and the queries
+ *                     refuse it too
  *   other codes       refusals with their own cause (HILOCK_EAUTH,
  *                     HILOCK_ENOPERM, HILOCK_ESERVER, ...); the server's
  *                     text goes to the log callback
