@@ -57,7 +57,8 @@ enum {
     OPT_EVERY = 1u << 21,         /* readmostly: the writer's pause */
     OPT_PERMITS = 1u << 22,       /* semaphore: its permits */
     OPT_COUNTING = 1u << 23,      /* semaphore: counting, not expiring */
-    OPT_TLS = 1u << 24            /* uncontended: plain vs over TLS */
+    OPT_TLS = 1u << 24,           /* uncontended: plain vs over TLS */
+    OPT_REDLOCK = 1u << 25        /* faults: one of 3 masters fails */
 };
 
 /* Command-line options; 0 or NULL means "the scenario's default". */
@@ -82,9 +83,11 @@ struct bench_opts {
     int stock;
     int no_lock;
     int worst;
-    int cluster;       /* uncontended: masters of the cluster, 0: none */
+    int cluster;       /* uncontended, faults: masters of the cluster, 0:
+                          none */
     int wait_replicas; /* uncontended: replicas to WAIT for, 0: no WAIT */
     int sentinel;      /* faults: the Sentinel runs instead */
+    int redlock;       /* faults: the Redlock runs instead */
     int fair;          /* contended: hilock_options.fair = 1 */
     double hold_ms;    /* readmostly, semaphore: length of a section */
     uint32_t every_ms; /* readmostly: the writer's pause between sections */

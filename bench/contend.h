@@ -37,6 +37,11 @@ struct contend_cfg {
     const struct hilock_endpoint *sentinels;
     size_t nsentinels;
     const char *master_name;
+    /* Cluster: the lock on the master of its slot, the map learnt from
+     * these nodes (ncluster 0: not). The caller empties it before the
+     * run. */
+    const struct hilock_endpoint *cluster;
+    size_t ncluster;
     uint32_t wait_replicas; /* hilock_options.wait_replicas; 0: no WAIT */
     uint32_t lease_ms;      /* watchdog lease; 0: hilock's default */
     /* Worker 0 also tries the lock CONTEND_PROBE once (wait_ms 0), and

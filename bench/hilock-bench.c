@@ -64,16 +64,23 @@ static const struct scenario scenarios[] = {
      "  --seconds S    bound of the run (60)\n"
      "  --no-lock      buy without the lock: the check must catch it\n"},
     {"faults", "contended while redis-server is paused and kill -9'd",
-     OPT_SECONDS | OPT_PROCS | OPT_WAITERS | OPT_SENTINEL | OPT_LEASE,
+     OPT_SECONDS | OPT_PROCS | OPT_WAITERS | OPT_SENTINEL | OPT_LEASE |
+         OPT_REDLOCK | OPT_CLUSTER,
      sc_faults,
      "  --procs P      processes (4)\n"
      "  --waiters W    waiters in all (100)\n"
      "  --seconds S    run time; 3 pauses and 3 kill -9 in it (20; with\n"
-     "                 --sentinel: of each of the 4 runs, 15)\n"
+     "                 --sentinel: of each of the 4 runs, 15; with\n"
+     "                 --redlock or --cluster: 30)\n"
      "  --sentinel     instead: 1 master + 1 replica + 3 Sentinels; SENTINEL\n"
      "                 FAILOVER and kill -9 of the master, each with WAIT\n"
      "                 off and WAIT 1\n"
-     "  --lease MS     with --sentinel: the watchdog lease (5000)\n"},
+     "  --redlock      instead: 3 masters; one is stopped, blackholed, cut,\n"
+     "                 delayed and kill -9'd in turn\n"
+     "  --cluster N    instead: N masters + N replicas; the lock's master\n"
+     "                 fails over, its slot moves, the master is kill -9'd\n"
+     "  --lease MS     with --sentinel, --redlock, --cluster: the watchdog\n"
+     "                 lease (5000)\n"},
     {"redlock", "uncontended on 1, 3 and 5 masters; contended on 3, one "
                 "killed",
      OPT_SECONDS | OPT_INFLIGHT | OPT_ROUNDS | OPT_WAIT | OPT_PROCS |
@@ -154,6 +161,7 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     case 'q': o->no_progress = 1; return 0;
     case 'n': o->no_lock = 1; o->given |= OPT_NO_LOCK; return 0;
     case 'T': o->sentinel = 1; o->given |= OPT_SENTINEL; return 0;
+    case 'A': o->redlock = 1; o->given |= OPT_REDLOCK; return 0;
     case 'Y': o->tls = 1; o->given |= OPT_TLS; return 0;
     case 'F': o->fair = 1; o->given |= OPT_FAIR; return 0;
     case 'K': o->counting = 1; o->given |= OPT_COUNTING; return 0;
@@ -230,6 +238,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         {"cluster", required_argument, NULL, 'c'},
         {"wait-replicas", required_argument, NULL, 'R'},
         {"sentinel", no_argument, NULL, 'T'},
+        {"redlock", no_argument, NULL, 'A'},
         {"tls", no_argument, NULL, 'Y'},
         {"fair", no_argument, NULL, 'F'},
         {"hold", required_argument, NULL, 'D'},
@@ -261,7 +270,7 @@ static unsigned foreign_options(const struct scenario *sc,
 static int conflicting_options(const struct bench_opts *o)
 {
     unsigned own = o->given & (OPT_CLUSTER | OPT_WAIT_REPLICAS | OPT_SENTINEL |
-                               OPT_TLS);
+                               OPT_TLS | OPT_REDLOCK);
     return (own & (own - 1)) || (own && (o->given & OPT_REMOTE));
 }
 
@@ -319,11 +328,12 @@ int main(int argc, char **argv)
         return usage(sc);
     }
     if (conflicting_options(&b.o) ||
-        ((b.o.given & OPT_LEASE) && sc->run == sc_faults && !b.o.sentinel)) {
-        fprintf(stderr, "hilock-bench: --cluster, --wait-replicas, --tls "
-                        "and --sentinel start their own servers: one of them, "
-                        "without --port (--lease: faults only with "
-                        "--sentinel)\n");
+        ((b.o.given & OPT_LEASE) && sc->run == sc_faults &&
+         !(b.o.given & (OPT_SENTINEL | OPT_REDLOCK | OPT_CLUSTER)))) {
+        fprintf(stderr, "hilock-bench: --cluster, --wait-replicas, --tls, "
+                        "--sentinel and --redlock start their own servers: "
+                        "one of them, without --port (--lease: faults only "
+                        "with --sentinel, --redlock or --cluster)\n");
         return usage(sc);
     }
     b.scenario = sc->name;

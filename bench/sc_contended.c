@@ -400,6 +400,8 @@ static int proc_setup(struct cproc *p, const struct contend_cfg *cfg,
     ho.sentinels = cfg->sentinels;
     ho.nsentinels = cfg->nsentinels;
     ho.master_name = cfg->master_name;
+    ho.cluster = cfg->cluster;
+    ho.ncluster = cfg->ncluster;
     ho.wait_replicas = cfg->wait_replicas;
     ho.fair = cfg->fair;
     if (cfg->lease_ms)
@@ -605,7 +607,7 @@ void contend_cfg_init(struct contend_cfg *cfg, const struct bench *b,
     *cfg = (struct contend_cfg){b->o.procs ? b->o.procs : 4,
                                 b->o.waiters ? b->o.waiters : 100,
                                 seconds, drain_ms, b->host, b->port, NULL, 0,
-                                NULL, 0, NULL, 0, 0, 0, 0};
+                                NULL, 0, NULL, NULL, 0, 0, 0, 0, 0};
     if (cfg->waiters < cfg->procs)
         cfg->procs = cfg->waiters;
 }

@@ -22,7 +22,7 @@
  *  - after every fault the lock is acquired again (liveness).
  * Pauses exempt nothing: leases (30 s) outlive them. Errors (timeouts,
  * connection losses, lost locks) are expected and reported, not failed. */
-#include "contend.h"
+#include "faultfig.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -227,21 +227,6 @@ static int print_checks(struct bench *b, const struct cresults *res,
     return bad;
 }
 
-/* Acquire outcomes other than success, by name. */
-static void print_outcomes(const struct cstats *s)
-{
-    printf("  acquire outcomes:");
-    for (int c = 0; c < CONTEND_ERRS; c++)
-        if (s->acq_by_code[c])
-            printf(" %s %" PRIu64, c == 0 ? "ok"
-                                   : c == CONTEND_ERRS - 1 ? "call-error"
-                                   : hilock_err_name(-c),
-                   s->acq_by_code[c]);
-    printf("\n  release errors %" PRIu64 ", section errors %" PRIu64
-           ", locks lost %" PRIu64 " (expected after a kill -9)\n",
-           s->rel_errors, s->cs_errors, s->lost);
-}
-
 int sc_faults(struct bench *b)
 {
     struct contend_cfg cfg;
@@ -252,6 +237,8 @@ int sc_faults(struct bench *b)
     struct plot_mark marks[NFAULTS];
     if (b->o.sentinel)
         return faults_sentinel(b);
+    if (b->o.redlock || b->o.cluster)
+        return faults_topology(b);
     memset(&log, 0, sizeof log);
     memset(&c, 0, sizeof c);
     contend_cfg_init(&cfg, b, b->o.seconds > 0 ? b->o.seconds : 20,
@@ -264,7 +251,7 @@ int sc_faults(struct bench *b)
     }
     contend_figures(&res, cfg.waiters, &f);
     contend_print(&f, &res, &cfg);
-    print_outcomes(&res.sum);
+    ff_outcomes(&res.sum);
     check_pairs(&res, &log, &c);
     c.acq_missing = res.sum.acq_issued > res.sum.acq_fired
                         ? res.sum.acq_issued - res.sum.acq_fired : 0;

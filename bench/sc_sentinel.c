@@ -3,7 +3,8 @@
  * fails over under Redis Sentinel.
  *
  * One deployment (tests/redis_sentinel.h): a master, one replica and three
- * Sentinels, started once. Four runs of the workers of "contended"
+ * Sentinels, started once, both data nodes with the append-only file on
+ * (CONFIG SET appendonly yes, also on a master restarted after its kill). Four runs of the workers of "contended"
  * (contend.h: P processes, W waiters in all, one lock, fencing on, the
  * critical section GET + SET of a counter), each with one failover at 30 %
  * of the run:
@@ -37,15 +38,19 @@
  * once the deployment settled, and the processes subscribed to the lock's
  * channel on the master a second before the stop; the longest gap between
  * consecutive acquisitions that ends after the fault began (how long the
- * lock was unavailable), beside the longest before it.
+ * lock was unavailable), beside the longest before it; and faultfig.h's
+ * figures: the longest time with no holder (release sent to the next
+ * acquisition) against the lease plus the failover, and the throughput
+ * while the new master was not yet named as a share of that before.
  *
  * A failover that loses a write may give the lock to two holders: with
  * WAIT off that is what the figures measure, not a failure; with WAIT 1 an
- * overlap, a lost update or a token out of order fails the run. So do
+ * overlap, a lost update, a token out of order or a time with no holder
+ * longer than the lease plus the failover fails the run. So do
  * callbacks that never fired, stuck waiters, a fault that could not be
  * injected, no acquisition after the fault, a process the lock no longer
  * reaches or that is not subscribed at the end, and workers that failed. */
-#include "contend.h"
+#include "faultfig.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -118,6 +123,8 @@ struct s_run {
     int checks_failed;
     int64_t t_go;            /* the workers were started */
     struct rate rate;        /* critical sections/s, for the plot */
+    struct ff_fault fault;   /* [t0, t1]: until the new master was named */
+    struct ff_figs ff;       /* the figures every fault run reports */
 };
 
 /* REPLICAOF 127.0.0.1 port on srv. 0 or -1. */
@@ -130,6 +137,21 @@ static int s_replicaof(struct rs_server *srv, int port)
     if (bad)
         fprintf(stderr, "faults: REPLICAOF on port %d: %s\n", rs_port(srv),
                 ok ? ok : "no reply");
+    free(ok);
+    return bad ? -1 : 0;
+}
+
+/* Turn the append-only file on (appendfsync everysec): the harness starts
+ * every server without persistence, and a restart does so again. 0 or
+ * -1. */
+static int s_aof(struct rs_server *srv)
+{
+    char *ok = rs_str(srv, "CONFIG", "SET", "appendonly", "yes",
+                      (char *)NULL);
+    int bad = !ok || strcmp(ok, "OK") != 0;
+    if (bad)
+        fprintf(stderr, "faults: CONFIG SET appendonly yes on port %d: %s\n",
+                rs_port(srv), ok ? ok : "no reply");
     free(ok);
     return bad ? -1 : 0;
 }
@@ -172,6 +194,7 @@ static void s_inject(struct s_fault_log *l)
     /* After a kill: back at once, empty, as a replica of the new master. */
     if (l->fault == S_KILL &&
         (rs_kill9_restart(rt_server(l->t, old)) != 0 ||
+         s_aof(rt_server(l->t, old)) != 0 ||
          s_replicaof(rt_server(l->t, old), l->new_port) != 0))
         l->failed = 1;
     else if (rt_settle(l->t) != 0)
@@ -207,6 +230,12 @@ static int s_clean(struct rt_sentinel *t)
                          (char *)NULL);
     long long w = rs_int(srv, "WAIT", "1", "2000", (char *)NULL);
     return d >= 0 && w == 1 ? 0 : -1;
+}
+
+/* The fault's name in faultfig's rows. */
+static const char *l_name(enum s_fault f)
+{
+    return f == S_FAILOVER ? "SENTINEL FAILOVER" : "kill -9 of the master";
 }
 
 /* The figures of one run from its records. */
@@ -268,6 +297,9 @@ static void s_figures(const struct cresults *res, struct s_run *r)
     r->failed_workers = res->failed;
     r->cb_missing = (res->sum.acq_issued - res->sum.acq_fired) +
                     (res->sum.rel_issued - res->sum.rel_fired);
+    r->fault = (struct ff_fault){l_name(r->log.fault), r->log.t0, r->log.t1,
+                                 r->log.failed, 1};
+    ff_compute(res, r->counter, stop, &r->fault, 1, &r->ff);
     rate_init(&r->rate, res->t_go_ns, 100000000);
     for (size_t i = 0; i < res->n; i++)
         rate_hit(&r->rate, c[i].acq_ns);
@@ -335,6 +367,13 @@ static void s_print_run(const struct s_run *r)
     printf("\n");
 }
 
+/* The longest time with no holder a run may have: the lease plus the
+ * failover (until every Sentinel named the new master). */
+static int64_t s_gap_bound(const struct s_run *r)
+{
+    return (int64_t)r->log.cfg->lease_ms * 1000000 + r->ff.failover_ns;
+}
+
 /* The checks of one run; prints the failed ones. Returns how many. */
 static int s_checks(const struct s_run *r, uint32_t wait)
 {
@@ -374,6 +413,11 @@ static int s_checks(const struct s_run *r, uint32_t wait)
                 "with WAIT: %zu overlaps, %zu read mismatches, %lld lost "
                 "updates, %zu tokens not increasing (must all be 0)",
                 r->overlaps, r->mismatches, r->lost_updates, r->token_drops);
+    if (wait)
+        S_CHECK(r->ff.gap_ns <= s_gap_bound(r),
+                "with WAIT: %.2f s with no holder, above the lease plus the "
+                "failover (%.2f s)", (double)r->ff.gap_ns / 1e9,
+                (double)s_gap_bound(r) / 1e9);
 #undef S_CHECK
     return bad;
 }
@@ -398,6 +442,9 @@ static void s_json(struct json *j, const struct s_run *r, int i)
     json_num(j, "longest_gap_before_fault_s", (double)r->gap_before / 1e9);
     json_num(j, "longest_gap_from_fault_s", (double)r->gap_around / 1e9);
     json_num(j, "that_gap_began_s", (double)r->gap_at / 1e9);
+    json_num(j, "longest_gap_no_holder_s", (double)r->ff.gap_ns / 1e9);
+    json_num(j, "gap_bound_s", (double)s_gap_bound(r) / 1e9);
+    json_num(j, "throughput_share_during_fault", r->ff.share[0]);
     json_bool(j, "acquired_after_fault", !r->never_after);
     json_arr(j, "acquisitions_per_process_once_settled");
     for (int k = 0; r->after && k < r->procs; k++)
@@ -462,14 +509,16 @@ static int s_run_one(struct bench *b, struct rt_sentinel *t,
 /* The table of the runs: one row per figure, one column per run. */
 static void s_table(struct s_run *runs, int n)
 {
-    enum { NROWS = 14, W = 40 };
+    enum { NROWS = 17, W = 40 };
     static const char *const rows[NROWS] = {
         "critical sections", "overlaps", "read mismatches", "lost updates",
         "tokens not increasing", "same token, same waiter again",
         "releases that left a hold", "callbacks that never fired",
         "probe: HILOCK_ENOREPLICA", "10 s waits timed out",
         "processes served once settled", "processes subscribed at the end",
-        "longest gap before the fault", "longest gap from the fault"};
+        "longest gap before the fault", "longest gap from the fault",
+        "longest gap with no holder", "  bound: lease + failover",
+        "throughput during / before the fault"};
     char v[NROWS][S_RUNS][W];
     struct table t;
     for (int i = 0; i < S_RUNS; i++)
@@ -496,6 +545,9 @@ static void s_table(struct s_run *runs, int n)
         fmt_ns(r->gap_around, v[k][i], W);
         if (r->never_after)
             strncat(v[k][i], " (never)", W - strlen(v[k][i]) - 1);
+        fmt_ns(r->ff.gap_ns, v[++k][i], W);
+        fmt_ns(s_gap_bound(r), v[++k][i], W);
+        snprintf(v[++k][i], W, "%.0f %%", r->ff.share[0] * 100);
     }
     table_init(&t, "", s_plan[0].label, s_plan[1].label, s_plan[2].label,
                s_plan[3].label, NULL);
@@ -543,6 +595,9 @@ int faults_sentinel(struct bench *b)
     for (int i = 0; i < S_SENTINELS; i++)
         sen[i] = (struct hilock_endpoint){"127.0.0.1", rt_sentinel_port(t, i),
                                           NULL};
+    for (int i = 0; i < rt_server_count(t); i++)
+        if (s_aof(rt_server(t, i)) != 0)
+            bad++;
     cfg.sentinels = sen;
     cfg.nsentinels = S_SENTINELS;
     cfg.master_name = S_NAME;

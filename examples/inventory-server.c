@@ -39,15 +39,26 @@
  * finish and their answers go out (at most DRAIN_MS), releases their locks
  * and exits 0. It prints a startup line and errors, nothing else.
  *
+ * What one client may cost is bounded, since the loop that answers it also
+ * renews the locks: a request's line and headers HEADERS_MAX bytes, its
+ * body BODY_MAX (larger ones are answered with an error and closed before
+ * they are read), a connection that sends nothing for --idle-ms is closed,
+ * and past --max-connections the server accepts no more until one closes
+ * (they wait in the kernel's backlog). libevent 2.1 has no connection
+ * limit of its own: the server counts connections in as it accepts them
+ * and out through their close callbacks.
+ *
  * Trade-off admitted: the stock write is guarded by the lock only. A process
  * paused past its lease could still write after the lock moved on; a store
  * that must survive that checks hilock's fencing tokens instead
  * (docs/guarantees.md). */
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -78,6 +89,10 @@
                                  list */
 #define SENTINEL_ASK_MS 2000  /* longest wait for a Sentinel's answer */
 #define REDIRECTS_MAX 3       /* MOVED replies followed for one command */
+#define HEADERS_MAX 8192      /* request line and headers, bytes */
+#define BODY_MAX 4096         /* request body, bytes (the API takes none) */
+#define IDLE_MS 10000         /* default --idle-ms */
+#define CONNECTIONS_MAX 512   /* default --max-connections */
 
 struct sale;
 
@@ -114,6 +129,10 @@ struct shop {
     int forced;                 /* drain timed out: cancel what is left */
     uint64_t answered[3];       /* purchases answered, by enum outcome */
     struct event *sig_int, *sig_term, *drain;
+    int idle_ms;                /* --idle-ms */
+    int conns_max;              /* --max-connections */
+    int conns;                  /* HTTP connections open */
+    int accepting;              /* the listener is enabled */
 };
 
 enum sale_kind { SALE_BUY, SALE_QUERY };
@@ -632,6 +651,7 @@ static void shop_finish(evutil_socket_t fd, short what, void *arg)
 {
     struct shop *shop = arg;
     if (shop->http) {
+        shop->listener = NULL;    /* freed with it; conn_closed runs */
         evhttp_free(shop->http);  /* closes the idle keep-alive connections */
         shop->http = NULL;
     }
@@ -704,7 +724,8 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: hilock-inventory-server [--port N] [--redis-host H] "
         "[--redis-port N] [--redlock H:N,H:N,H:N | --sentinel H:N,... "
-        "--master NAME | --cluster H:N,...] [--product P]\n"
+        "--master NAME | --cluster H:N,...] [--product P] [--idle-ms N]\n"
+        "       [--max-connections N]\n"
         "  --port N        HTTP port on 127.0.0.1 (default 8080; 0: any free)\n"
         "  --redis-host H  Redis host of the stock, and of the lock without\n"
         "                  --redlock (default 127.0.0.1)\n"
@@ -723,9 +744,11 @@ static void usage(FILE *f)
         "                  built with TLS)\n"
         "  --product P     product of requests without ?product= "
         "(default inventory001)\n"
+        "  --idle-ms N     close a connection silent for N ms (default %d)\n"
+        "  --max-connections N  accept no more than N at once (default %d)\n"
         "POST /sale buys one item; GET /stock shows what is left; GET\n"
         "/metrics shows the lock's counters as Prometheus text.\n",
-        HILOCK_MASTERS_MAX, HILOCK_SEEDS_MAX);
+        HILOCK_MASTERS_MAX, HILOCK_SEEDS_MAX, IDLE_MS, CONNECTIONS_MAX);
 }
 
 /* A port number 0..65535 from s, or -1. */
@@ -767,6 +790,17 @@ static int nodes_arg(struct shop *shop, enum topo topo, const char *list)
     return 0;
 }
 
+/* A count 1..1000000 from s into *v; 0, or -1. */
+static int count_arg(const char *s, int *v)
+{
+    char *end;
+    long n = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || n < 1 || n > 1000000)
+        return -1;
+    *v = (int)n;
+    return 0;
+}
+
 /* Fill shop from argv; 0, 1 for --help, -1 for a usage error. */
 static int parse_args(struct shop *shop, int *port, int argc, char **argv)
 {
@@ -780,10 +814,12 @@ static int parse_args(struct shop *shop, int *port, int argc, char **argv)
         {"cluster", required_argument, NULL, 'C'},
         {"product", required_argument, NULL, 'P'},
         {"cacert", required_argument, NULL, 'T'},
+        {"idle-ms", required_argument, NULL, 'I'},
+        {"max-connections", required_argument, NULL, 'X'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c, redis_given = 0;
-    while ((c = getopt_long(argc, argv, "p:H:r:R:S:M:C:P:h", longopts,
+    while ((c = getopt_long(argc, argv, "p:H:r:R:S:M:C:P:I:X:h", longopts,
                             NULL)) !=
            -1) {
         switch (c) {
@@ -806,6 +842,12 @@ static int parse_args(struct shop *shop, int *port, int argc, char **argv)
         case 'M': shop->master_name = optarg; break;
         case 'P': shop->product = optarg; break;
         case 'T': shop->cacert = optarg; break;
+        case 'I':
+        case 'X':
+            if (count_arg(optarg, c == 'I' ? &shop->idle_ms
+                                           : &shop->conns_max) != 0)
+                return -1;
+            break;
         case 'h': return 1;
         default: return -1;
         }
@@ -858,6 +900,91 @@ static int stock_from_sentinels(struct shop *shop)
     fprintf(stderr, "inventory-server: no Sentinel named a master %s\n",
             shop->master_name);
     return -1;
+}
+
+/* The listener of shop, NULL when closed (a stop signal). */
+static struct evconnlistener *shop_listener(struct shop *shop)
+{
+    return shop->listener ? evhttp_bound_socket_get_listener(shop->listener)
+                          : NULL;
+}
+
+/* An HTTP connection closed: count it out, and accept again below the
+ * cap. */
+static void conn_closed(struct evhttp_connection *evcon, void *arg)
+{
+    struct shop *shop = arg;
+    struct evconnlistener *l = shop_listener(shop);
+    (void)evcon;
+    shop->conns--;
+    if (!shop->accepting && shop->conns < shop->conns_max && l) {
+        evconnlistener_enable(l);
+        shop->accepting = 1;
+    }
+}
+
+/* A connection just accepted, and its bufferevent (held by a reference of
+ * ours until conn_watch runs). */
+struct conn_pending {
+    struct shop *shop;
+    struct bufferevent *bev;
+};
+
+/* The loop turn after an accept: evhttp has made the connection by now,
+ * and is the bufferevent's event callback's argument (libevent 2.1 and
+ * 2.2 do so; there is no other way to reach it). Ask it to tell
+ * conn_closed when it goes; if it went already, that is now. */
+static void conn_watch(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn_pending *c = arg;
+    bufferevent_event_cb event_cb = NULL;
+    void *evcon = NULL;
+    (void)fd;
+    (void)what;
+    bufferevent_getcb(c->bev, NULL, NULL, &event_cb, &evcon);
+    if (event_cb && evcon)
+        evhttp_connection_set_closecb(evcon, conn_closed, c->shop);
+    else
+        conn_closed(NULL, c->shop);
+    bufferevent_decref(c->bev);
+    free(c);
+}
+
+/* evhttp's bufferevent for a new connection, counted in; at the cap the
+ * listener stops accepting. NULL (evhttp then makes one itself, not
+ * counted) when memory is short. */
+static struct bufferevent *conn_new(struct event_base *base, void *arg)
+{
+    struct shop *shop = arg;
+    struct timeval now = {0, 0};
+    struct conn_pending *c = malloc(sizeof(*c));
+    struct bufferevent *bev =
+        c ? bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE) : NULL;
+    if (!bev || event_base_once(base, -1, EV_TIMEOUT, conn_watch, c, &now)) {
+        if (bev)
+            bufferevent_free(bev);
+        free(c);
+        return NULL;
+    }
+    bufferevent_incref(bev);
+    *c = (struct conn_pending){shop, bev};
+    struct evconnlistener *l = shop_listener(shop);
+    if (++shop->conns >= shop->conns_max && shop->accepting && l) {
+        evconnlistener_disable(l);
+        shop->accepting = 0;
+    }
+    return bev;
+}
+
+/* The bounds on what a client may cost (see the top of the file). */
+static void shop_limit(struct shop *shop)
+{
+    struct timeval idle = {shop->idle_ms / 1000, shop->idle_ms % 1000 * 1000};
+    evhttp_set_max_headers_size(shop->http, HEADERS_MAX);
+    evhttp_set_max_body_size(shop->http, BODY_MAX);
+    evhttp_set_timeout_tv(shop->http, &idle);
+    evhttp_set_bevcb(shop->http, conn_new, shop);
+    shop->accepting = 1;
 }
 
 /* Create the lock client, the signal events and the HTTP listener on
@@ -914,6 +1041,7 @@ static int shop_open(struct shop *shop, int port)
     }
     evhttp_set_allowed_methods(shop->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
     evhttp_set_gencb(shop->http, on_request, shop);
+    shop_limit(shop);
     shop->listener = evhttp_bind_socket_with_handle(shop->http, "127.0.0.1",
                                                     (ev_uint16_t)port);
     if (!shop->listener) {
@@ -938,6 +1066,7 @@ static int shop_port(struct shop *shop)
 /* Free what shop_open made; for the error path and after the loop. */
 static void shop_close(struct shop *shop)
 {
+    shop->listener = NULL; /* freed with http; conn_closed runs */
     if (shop->http)
         evhttp_free(shop->http);
     if (shop->redis)
@@ -958,7 +1087,8 @@ static void shop_close(struct shop *shop)
 int main(int argc, char **argv)
 {
     struct shop shop = {.redis_host = "127.0.0.1", .redis_port = 6379,
-                        .product = "inventory001"};
+                        .product = "inventory001", .idle_ms = IDLE_MS,
+                        .conns_max = CONNECTIONS_MAX};
     int port = 8080;
     int rc = parse_args(&shop, &port, argc, argv);
     if (rc != 0) {

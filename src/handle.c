@@ -173,18 +173,33 @@ void handle_hold_end(struct hilock_lock *lock)
     lock->twinned = 0;
 }
 
-/* The next holding twin of lock from table node n on, or NULL. */
-static struct hilock_lock *twin_from(struct table_node *n,
-                                     const struct hilock_lock *lock)
+/* The next handle from table node n on that holds lock's name for lock's
+ * owner as kind, or NULL. */
+static struct hilock_lock *holder_from(struct table_node *n,
+                                       const struct hilock_lock *lock,
+                                       unsigned kind)
 {
     for (; n; n = table_next(n)) {
         struct hilock_lock *h = TABLE_ENTRY(n, struct hilock_lock, owner_node);
-        if (h->owner_tag == lock->owner_tag && h->kind == lock->kind &&
+        if (h->owner_tag == lock->owner_tag && h->kind == kind &&
             h->name_len == lock->name_len &&
             memcmp(h->name, lock->name, lock->name_len) == 0)
             return h;
     }
     return NULL;
+}
+
+/* The next holding twin of lock from table node n on, or NULL. */
+static struct hilock_lock *twin_from(struct table_node *n,
+                                     const struct hilock_lock *lock)
+{
+    return holder_from(n, lock, lock->kind);
+}
+
+int handle_owner_holds_as(const struct hilock_lock *lock, unsigned kind)
+{
+    return holder_from(table_first(&lock->eng->owners, owner_hash(lock)),
+                       lock, kind) != NULL;
 }
 
 int handle_owner_holds(const struct hilock_lock *lock)

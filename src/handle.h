@@ -131,6 +131,9 @@ int handle_hold_begin(struct hilock_lock *lock);
 void handle_hold_end(struct hilock_lock *lock);
 /* Nonzero when some handle of lock's name and owner holds. */
 int handle_owner_holds(const struct hilock_lock *lock);
+/* Nonzero when a handle of lock's name and owner holds it as kind (enum
+ * lock_kind). */
+int handle_owner_holds_as(const struct hilock_lock *lock, unsigned kind);
 /* Most twins handled at once. */
 #define HANDLE_TWINS_MAX 64
 /* The holding handles of lock's name and owner (lock too, if it holds),

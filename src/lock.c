@@ -280,6 +280,11 @@ static void encode_acquire(struct hilock_lock *lock, struct op *op,
  *   PUBLISH (an ACL without the channel) applies nothing and the script
  *   then reports it, as it would have; a release message after nothing
  *   was removed only makes waiters look once more;
+ * - HDEL goes only while the hold is valid (its lease cannot have run
+ *   out) and the owner holds no read lock of the name: a reader's field
+ *   in a read-write hash is named as a lock's owner field, and such a key
+ *   (made after the lock was deleted) goes to the script, which refuses
+ *   it;
  * - any other error reply (an ACL without RESTORE, a server that lacks
  *   it) sends the script instead, and turns the fast path off for the
  *   client when the command itself was refused. */
@@ -355,7 +360,9 @@ static int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
                       struct op *op, uint32_t drop)
 {
     if (!plain_ok(lock) || drop != 1 || lock->holds != 1 ||
-        lock->unreleased || lock->twinned)
+        lock->unreleased || lock->twinned ||
+        clock_now_ms() >= lock->valid_until ||
+        handle_owner_holds_as(lock, KIND_READ))
         return 0;
     op->again = plain_again;
     op_plain(op, wire_drop(op_cmd(op), w, topo_publish(lock->eng->topo)));
@@ -1042,8 +1049,8 @@ struct op *lock_query_new(struct hilock_lock *lock, enum op_kind kind,
     return op;
 }
 
-/* Ask every node HEXISTS, HGET or PTTL about the lock (not about a
- * semaphore). */
+/* Ask every node whether the owner holds the lock, its holds or its
+ * lease (not about a semaphore; a key of another kind is refused). */
 static int query(struct hilock_lock *lock, enum wire_query which,
                  hilock_lock_cb *cb, void *arg)
 {
@@ -1059,7 +1066,8 @@ static int query(struct hilock_lock *lock, enum wire_query which,
     if (!op)
         return rc;
     struct wire_lock w = handle_wire(lock);
-    wire_query(op_cmd(op), which, &w);
+    op_eval(op, SCRIPT_QUERY);
+    wire_query(op_cmd(op), lock->eng->scripts.sha[SCRIPT_QUERY], which, &w);
     op_submit(op, 0);
     return 0;
 }
@@ -1085,8 +1093,8 @@ int hilock_lock_query_ttl(struct hilock_lock *lock, hilock_lock_cb *cb,
 int hilock_lock_on_lost(struct hilock_lock *lock, hilock_lock_cb *cb,
                         void *arg)
 {
-    if (!lock || lock->freeing)
-        return HILOCK_EINVAL;
+    if (!lock || lock->freeing || lock->kind == KIND_SEM)
+        return HILOCK_EINVAL; /* counted permits are never lost */
     lock->lost_cb = cb;
     lock->lost_arg = arg;
     return 0;

@@ -23,7 +23,7 @@ int64_t quorum_grant_left(uint32_t lease_ms, uint64_t sent_ms,
 
 /* Counts over the results in so far. */
 struct tally {
-    size_t got, ok, busy, notowner;
+    size_t got, ok, busy, notowner, wrongkind;
     int64_t max_a, max_b, min_busy_ttl;
     int64_t sum_b;
     int64_t busy_b;      /* b of the busy result kept (its blocking lock) */
@@ -52,6 +52,8 @@ static void tally(size_t n, const struct op_result *res,
             }
         } else if (r->status == HILOCK_ENOTOWNER) {
             t->notowner++;
+        } else if (r->status == HILOCK_EWRONGKIND) {
+            t->wrongkind++;
         }
     }
 }
@@ -78,7 +80,8 @@ static int64_t qth_largest(size_t n, const struct op_result *res,
 
 /* The failure of an operation over n > 1 nodes whose successes can no
  * longer reach q: busy when held elsewhere, not owner when no node held it
- * for us, else no quorum. */
+ * for us, another kind when that is what the nodes that refused hold
+ * (with those busy or not holding it for us), else no quorum. */
 static void failed(const struct tally *t, size_t n, size_t q,
                    struct op_result *out)
 {
@@ -88,6 +91,9 @@ static void failed(const struct tally *t, size_t n, size_t q,
         out->status = HILOCK_EBUSY;
     else if (t->notowner > 0 && t->got - t->ok == t->notowner)
         out->status = HILOCK_ENOTOWNER;
+    else if (t->wrongkind > 0 &&
+             t->got - t->ok == t->wrongkind + t->busy + t->notowner)
+        out->status = HILOCK_EWRONGKIND;
     if (out->status == HILOCK_EBUSY) {
         out->a = t->min_busy_ttl == INT64_MAX ? -1 : t->min_busy_ttl;
         out->b = t->busy_b;

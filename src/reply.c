@@ -21,14 +21,20 @@ static const struct {
     {"READONLY", HILOCK_EREADONLY},   {"NOAUTH", HILOCK_EAUTH},
     {"WRONGPASS", HILOCK_EAUTH},      {"NOPERM", HILOCK_ENOPERM},
     {"DEADLK", HILOCK_EDEADLK}, /* the write_acquire script's refusal */
+    {"WRONGKIND", HILOCK_EWRONGKIND}, /* a script met another kind's key */
+    /* an ACL refusing a command a script called (Redis 6 and 7.0) */
+    {"The user executing the script can't", HILOCK_ENOPERM},
 };
 
-/* Nonzero when the error text s (length n) starts with word, or has
- * ": word" inside it (a script error wrapped by an older server). */
+/* Nonzero when the error text s (length n) starts with word (after "ERR "
+ * too), or has ": word" inside it (a script error wrapped by an older
+ * server). */
 static int error_has(const char *s, size_t n, const char *word)
 {
     size_t w = strlen(word);
-    if (n >= w && memcmp(s, word, w) == 0)
+    if ((n >= w && memcmp(s, word, w) == 0) ||
+        (n >= w + 4 && memcmp(s, "ERR ", 4) == 0 &&
+         memcmp(s + 4, word, w) == 0))
         return 1;
     for (size_t i = 0; i + 2 + w <= n; i++)
         if (s[i] == ':' && s[i + 1] == ' ' && memcmp(s + i + 2, word, w) == 0)

@@ -32,7 +32,8 @@
  * acquire)
  * Returns the holder's PTTL (integer) when another owner holds the lock,
  * else {holds, token}: token is a fresh INCR on a first acquisition, the
- * current counter on re-entry, 0 without fencing.
+ * current counter on re-entry, 0 without fencing. A key of another kind
+ * is refused (WRONGKIND, see script.h).
  *
  * The counter is declared with the lock: after an ASK the importing node
  * must not draw a token from a counter that has not moved yet (it would
@@ -54,6 +55,7 @@
  *
  * The common case, a free lock, costs three calls. */
 static const char acquire_lua[] =
+    KIND_LUA
     "local t = 0\n"
     "local rid = ARGV[2] .. ':rid'\n"
     "if redis.call('exists', KEYS[1]) == 0 then\n"
@@ -63,7 +65,8 @@ static const char acquire_lua[] =
     "  if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end\n"
     "  return {1, t}\n"
     "end\n"
-    "local v = redis.call('hmget', KEYS[1], ARGV[2], rid)\n"
+    "local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid, 'mode')\n"
+    "if v.err or v[3] then return other_kind(KEYS[1], 'lock') or v end\n"
     "if not v[1] then return redis.call('pttl', KEYS[1]) end\n"
     "local n = tonumber(v[1])\n"
     "if tonumber(ARGV[5]) > tonumber(v[2] or '0') then\n"
@@ -85,10 +88,15 @@ static const char acquire_lua[] =
  * id in the hash (see acquire) and drops nothing more; one that ended the
  * hold finds nothing and returns nil, which the client, knowing it sent it
  * twice, takes as done. The owner's last hold deletes the whole hash: a
- * lock has one owner. Nothing is left behind. Three calls, as acquire. */
+ * lock has one owner. Nothing is left behind. Three calls, as acquire.
+ * A key of another kind is refused (WRONGKIND) and left as it is. The
+ * message goes out before the delete: a PUBLISH that an ACL refuses ends
+ * the script before it wrote anything. */
 static const char release_lua[] =
+    KIND_LUA
     "local rid = ARGV[3] .. ':rid'\n"
-    "local v = redis.call('hmget', KEYS[1], ARGV[3], rid)\n"
+    "local v = redis.pcall('hmget', KEYS[1], ARGV[3], rid, 'mode')\n"
+    "if v.err or v[3] then return other_kind(KEYS[1], 'lock') or v end\n"
     "if not v[1] then return nil end\n"
     "if tonumber(ARGV[7]) <= tonumber(v[2] or '0') then\n"
     "  return {tonumber(v[1]), 0}\n"
@@ -99,8 +107,9 @@ static const char release_lua[] =
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "  return {n, 0}\n"
     "end\n"
+    "local heard = redis.call(ARGV[5], ARGV[6], ARGV[1])\n"
     "redis.call('del', KEYS[1])\n"
-    "return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])}\n";
+    "return {0, heard}\n";
 
 /* undo
  * KEYS[1] lock
@@ -118,11 +127,14 @@ static const char release_lua[] =
  * whose reply was lost with its connection. The lease stays as it is: it
  * belongs to the holds that remain. Returns as release: {holds left,
  * subscribers}, nil when the owner holds nothing; a resend drops nothing a
- * second time (its id, as for release). */
+ * second time (its id, as for release). Another kind's key is refused
+ * (WRONGKIND) and left as it is. */
 static const char undo_lua[] =
+    KIND_LUA
     "local rid = ARGV[2] .. ':rid'\n"
-    "local v = redis.call('hmget', KEYS[1], ARGV[2], rid,\n"
-    "                     ARGV[2] .. '" KEYS_FIRST_RID_SUFFIX "')\n"
+    "local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid,\n"
+    "                      ARGV[2] .. '" KEYS_FIRST_RID_SUFFIX "', 'mode')\n"
+    "if v.err or v[4] then return other_kind(KEYS[1], 'lock') or v end\n"
     "if not v[1] then return nil end\n"
     "local n = tonumber(v[1])\n"
     "local last = tonumber(v[2] or '0')\n"
@@ -134,8 +146,9 @@ static const char undo_lua[] =
     "  redis.call('hset', KEYS[1], ARGV[2], n - 1, rid, ARGV[6])\n"
     "  return {n - 1, 0}\n"
     "end\n"
+    "local heard = redis.call(ARGV[3], ARGV[4], ARGV[1])\n"
     "redis.call('del', KEYS[1])\n"
-    "return {0, redis.call(ARGV[3], ARGV[4], ARGV[1])}\n";
+    "return {0, heard}\n";
 
 /* renew
  * ARGV[1] lease ms (0: only check), ARGV[2] deadline: the server's unix
@@ -158,7 +171,9 @@ static const char undo_lua[] =
  * does not serve the key); or the integer -1, with nothing changed, when
  * the deadline has passed: a renewal held up in a stall must not revive a
  * lock its owner has already reported lost. A key that now holds another
- * type is just not held, and does not fail the other locks of the batch. */
+ * type or kind (a lock's field in a read-write hash, whose "mode" says
+ * so, or the other way round) is just not held, and is left alone; it
+ * does not fail the other locks of the batch. */
 static const char renew_lua[] =
     "local now\n"
     "local function clock()\n"
@@ -182,7 +197,9 @@ static const char renew_lua[] =
     "    if lease > 0 then redis.call('zadd', k, clock() + lease, f) end\n"
     "    return 1\n"
     "  end\n"
-    "  local c = tonumber(redis.call('hget', k, f) or '0')\n"
+    "  local v = redis.call('hmget', k, f, 'mode')\n"
+    "  if not v[2] then return 0 end\n"
+    "  local c = tonumber(v[1] or '0')\n"
     "  local top = base .. f .. ':rwlock_timeout:'\n"
     "  if c < 1 or redis.call('exists', top .. c) == 0 then return 0 end\n"
     "  if lease > 0 then\n"
@@ -200,8 +217,11 @@ static const char renew_lua[] =
     "while i <= #ARGV do\n"
     "  local t, k, f = ARGV[i], ARGV[i + 1], ARGV[i + 2]\n"
     "  if t == 'm' or t == 'w' then\n"
-    "    local h = redis.pcall('hexists', k, f)\n"
-    "    if h == 1 then\n"
+    "    local h = redis.pcall('hmget', k, f, 'mode')\n"
+    "    if h.err then\n"
+    "      r[#r + 1] = failed(h)\n"
+    "    elseif h[1] and ((t == 'm' and not h[2]) or\n"
+    "                     (t == 'w' and h[2] == 'write')) then\n"
     "      if t == 'w' then\n"
     "        longer(k)\n"
     "      elseif lease > 0 then\n"
@@ -209,7 +229,7 @@ static const char renew_lua[] =
     "      end\n"
     "      r[#r + 1] = 1\n"
     "    else\n"
-    "      r[#r + 1] = type(h) == 'table' and failed(h) or 0\n"
+    "      r[#r + 1] = 0\n"
     "    end\n"
     "  else\n"
     "    local ok, v = pcall(shared, t, k, f, ARGV[i + 3])\n"
@@ -237,12 +257,15 @@ static const char fence_lua[] =
  * All or none, in one atomic step: {-1, i, pttl} when lock KEYS[i + 1] is
  * held by another owner (nothing taken), else {1} with one more hold on
  * every lock. A resend of an attempt already applied (its id is not above
- * the one kept with the first lock) takes nothing more. */
+ * the one kept with the first lock) takes nothing more. A key of another
+ * kind refuses the whole (WRONGKIND). */
 static const char multi_acquire_lua[] =
+    KIND_LUA
     "local rid = ARGV[2] .. ':rid'\n"
     "for i = 1, #KEYS do\n"
-    "  if redis.call('exists', KEYS[i]) == 1 and\n"
-    "     redis.call('hexists', KEYS[i], ARGV[2]) == 0 then\n"
+    "  local v = redis.pcall('hmget', KEYS[i], ARGV[2], 'mode')\n"
+    "  if v.err or v[2] then return other_kind(KEYS[i], 'lock') or v end\n"
+    "  if not v[1] and redis.call('exists', KEYS[i]) == 1 then\n"
     "    return {-1, i - 1, redis.call('pttl', KEYS[i])}\n"
     "  end\n"
     "end\n"
@@ -262,15 +285,22 @@ static const char multi_acquire_lua[] =
  * publish command (as for release), ARGV[5] request id
  * Drops one hold of the owner on every lock it holds (a lock left with
  * none is deleted and its release published, else its lease is set
- * again). Returns how many locks the owner held. A resend drops nothing a
- * second time (the request id, as for release). */
+ * again). Returns how many locks the owner held; a key of another kind
+ * is not one of them and is left alone. A resend drops nothing a second
+ * time (the request id, as for release). A channel the ACL refuses fails
+ * it before anything changed (may_publish, script.h). */
 static const char multi_release_lua[] =
+    MAY_PUBLISH_LUA
     "local n = #KEYS / 2\n"
+    "for i = n + 1, #KEYS do\n"
+    "  local e = may_publish(ARGV[4], KEYS[i])\n"
+    "  if e then return e end\n"
+    "end\n"
     "local rid = ARGV[3] .. ':rid'\n"
     "local held = 0\n"
     "for i = 1, n do\n"
-    "  local v = redis.pcall('hmget', KEYS[i], ARGV[3], rid)\n"
-    "  if type(v) == 'table' and v[1] then\n"
+    "  local v = redis.pcall('hmget', KEYS[i], ARGV[3], rid, 'mode')\n"
+    "  if not v.err and v[1] and not v[3] then\n"
     "    held = held + 1\n"
     "    if tonumber(ARGV[5]) > tonumber(v[2] or '0') then\n"
     "      local c = tonumber(v[1]) - 1\n"
@@ -278,8 +308,8 @@ static const char multi_release_lua[] =
     "        redis.call('hset', KEYS[i], ARGV[3], c, rid, ARGV[5])\n"
     "        redis.call('pexpire', KEYS[i], ARGV[2])\n"
     "      else\n"
-    "        redis.call('del', KEYS[i])\n"
     "        redis.call(ARGV[4], KEYS[n + i], ARGV[1])\n"
+    "        redis.call('del', KEYS[i])\n"
     "      end\n"
     "    end\n"
     "  end\n"
@@ -372,9 +402,12 @@ static const char multi_release_lua[] =
  * a second attempt only moves its deadline) and gets the PTTL. A claim
  * that finds no hold of its owner changes nothing and gets the PTTL. */
 static const char fair_acquire_lua[] =
+    KIND_LUA
     FAIR_LUA
     "local rid = ARGV[2] .. ':rid'\n"
-    "local v = redis.call('hmget', KEYS[1], ARGV[2], rid, 'hilock:handed')\n"
+    "local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid, 'hilock:handed',\n"
+    "                      'mode')\n"
+    "if v.err or v[4] then return other_kind(KEYS[1], 'lock') or v end\n"
     "local ht, hw = string.match(v[3] or '', '^(%d+):(%d+)$')\n"
     "if v[1] and hw == ARGV[9] then\n"
     "  redis.call('hdel', KEYS[1], 'hilock:handed')\n"
@@ -446,9 +479,12 @@ static const char fair_acquire_lua[] =
  * delivers the hand-off itself without waiting for the message. With no
  * live entry the lock is deleted and the release published, as release. */
 static const char fair_release_lua[] =
+    KIND_LUA
+    MAY_PUBLISH_LUA
     FAIR_LUA
     "local rid = ARGV[3] .. ':rid'\n"
-    "local v = redis.call('hmget', KEYS[1], ARGV[3], rid)\n"
+    "local v = redis.pcall('hmget', KEYS[1], ARGV[3], rid, 'mode')\n"
+    "if v.err or v[3] then return other_kind(KEYS[1], 'lock') or v end\n"
     "if not v[1] then return nil end\n"
     "if tonumber(ARGV[11]) <= tonumber(v[2] or '0') then\n"
     "  return {tonumber(v[1]), 0}\n"
@@ -459,6 +495,8 @@ static const char fair_release_lua[] =
     "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
     "  return {n, 0}\n"
     "end\n"
+    "local e = may_publish(ARGV[5], ARGV[6])\n"
+    "if e then return e end\n"
     "redis.call('del', KEYS[1])\n"
     "local h = hand(KEYS[1], ARGV[7], now_ms(), ARGV[8], ARGV[9], ARGV[5],\n"
     "               ARGV[6])\n"
@@ -499,6 +537,24 @@ static const char fair_leave_lua[] =
     "end\n"
     "return 1\n";
 
+/* query
+ * KEYS[1] lock
+ * ARGV[1] "held", "count" or "ttl", ARGV[2] owner field, ARGV[3] the kind
+ * asked about: "lock" or "rwlock"
+ * Returns what HEXISTS, HGET or PTTL of the key would (1 or 0; the holds
+ * or nil; the PTTL), or refuses a key of another kind (WRONGKIND): a
+ * lock's owner field and a reader's are named alike. */
+static const char query_lua[] =
+    KIND_LUA
+    "local v = redis.pcall('hmget', KEYS[1], ARGV[2], 'mode')\n"
+    "if v.err or ((v[2] and 'rwlock' or 'lock') ~= ARGV[3] and\n"
+    "             redis.call('exists', KEYS[1]) == 1) then\n"
+    "  return other_kind(KEYS[1], ARGV[3]) or v\n"
+    "end\n"
+    "if ARGV[1] == 'held' then return v[1] and 1 or 0 end\n"
+    "if ARGV[1] == 'count' then return v[1] end\n"
+    "return redis.call('pttl', KEYS[1])\n";
+
 static const char *const scripts[SCRIPT_COUNT] = {
     [SCRIPT_ACQUIRE] = acquire_lua,
     [SCRIPT_RELEASE] = release_lua,
@@ -521,6 +577,7 @@ static const char *const scripts[SCRIPT_COUNT] = {
     [SCRIPT_SEM_INIT] = script_sem_init_lua,
     [SCRIPT_SEM_AVAILABLE] = script_sem_available_lua,
     [SCRIPT_UNDO] = undo_lua,
+    [SCRIPT_QUERY] = query_lua,
 };
 
 void script_set_init(struct script_set *s)

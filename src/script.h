@@ -27,8 +27,44 @@ enum script_id {
     SCRIPT_SEM_INIT,
     SCRIPT_SEM_AVAILABLE,
     SCRIPT_UNDO,
+    SCRIPT_QUERY,
     SCRIPT_COUNT
 };
+
+/* Kinds refuse each other's keys (Redisson's layouts): a hash without a
+ * "mode" field is a lock, one with it a read-write lock, a number a
+ * semaphore. other_kind(k, mine) is nil when key k is free or of kind
+ * mine, else the error reply "WRONGKIND <kind found>" (HILOCK_EWRONGKIND;
+ * the kind as "lock", "rwlock" or "semaphore"); a key of no lock kind (a
+ * list, a string that is no number) is nil too, left to the command that
+ * meets it (WRONGTYPE). Scripts call it where a key is not what they
+ * expect, not on their common path. */
+#define KIND_LUA                                                              \
+    "local function other_kind(k, mine)\n"                                    \
+    "  local t, found = redis.call('type', k).ok, nil\n"                      \
+    "  if t == 'hash' then\n"                                                 \
+    "    found = redis.call('hexists', k, 'mode') == 1 and 'rwlock' or 'lock'\n" \
+    "  elseif t == 'string' and\n"                                            \
+    "         string.find(redis.call('get', k), '^%-?%d+$') then\n"           \
+    "    found = 'semaphore'\n"                                               \
+    "  end\n"                                                                 \
+    "  if not found or found == mine then return nil end\n"                   \
+    "  return redis.error_reply('WRONGKIND ' .. found)\n"                     \
+    "end\n"
+
+/* may_publish(cmd, chan) is nil when this user may send cmd (PUBLISH or
+ * SPUBLISH) to channel chan, else the error reply "NOPERM ..."
+ * (HILOCK_ENOPERM). Redis does not undo what a script wrote before one of
+ * its commands was refused, so a release that publishes asks first,
+ * before its first write. Redis 6 has no such check (nil there); its
+ * releases publish before they delete, which covers the common case. */
+#define MAY_PUBLISH_LUA                                                       \
+    "local function may_publish(cmd, chan)\n"                                 \
+    "  if redis.acl_check_cmd and not redis.acl_check_cmd(cmd, chan, '0') then\n" \
+    "    return redis.error_reply('NOPERM the user may not ' .. cmd ..\n"      \
+    "                             ' to the release channel')\n"               \
+    "  end\n"                                                                 \
+    "end\n"
 
 /* Digests of the scripts, computed once per client. */
 struct script_set {

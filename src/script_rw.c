@@ -34,6 +34,8 @@
  *         field is alive while its newest hold's key is; a writer's
  *         always); returns how many holders are left. */
 #define RW_LUA                                                                \
+    KIND_LUA                                                                  \
+    MAY_PUBLISH_LUA                                                           \
     "local function longer(k, ms)\n"                                          \
     "  if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end\n" \
     "end\n"                                                                   \
@@ -66,15 +68,20 @@
     "  return live\n"                                                         \
     "end\n"
 
-/* The start of both acquire scripts: the owner's holds n (a resend of a
- * request applied already returns them), and the mode. */
+/* The start of both acquire scripts: a key of another kind refused
+ * (WRONGKIND, see script.h: a read-write hash always has its "mode"), the
+ * owner's holds n (a resend of a request applied already returns them),
+ * and the mode. */
 #define RW_ACQUIRE_LUA                                                        \
     "local lease = tonumber(ARGV[1])\n"                                       \
-    "local n = redis.call('hget', KEYS[1], ARGV[2])\n"                        \
+    "local v = redis.pcall('hmget', KEYS[1], ARGV[2], 'mode')\n"              \
+    "if v.err or (not v[2] and redis.call('exists', KEYS[1]) == 1) then\n"    \
+    "  return other_kind(KEYS[1], 'rwlock') or v\n"                           \
+    "end\n"                                                                   \
+    "local n, mode = v[1], v[2]\n"                                            \
     "if n and applied(ARGV[5], ARGV[2], ARGV[9]) then\n"                      \
     "  return {tonumber(n), 0}\n"                                             \
-    "end\n"                                                                   \
-    "local mode = redis.call('hget', KEYS[1], 'mode')\n"
+    "end\n"
 
 /* read_acquire, write_acquire
  * KEYS[1] lock, KEYS[2] request ids, KEYS[3] waiting writer's mark
@@ -141,6 +148,15 @@ const char script_write_leave_lua[] =
     "end\n"
     "return 0\n";
 
+/* The start of both release scripts: a key of another kind refused and
+ * left as it is (WRONGKIND), the owner's holds n and the mode. */
+#define RW_RELEASE_LUA                                                        \
+    "local v = redis.pcall('hmget', KEYS[1], ARGV[3], 'mode')\n"              \
+    "if v.err or (not v[2] and redis.call('exists', KEYS[1]) == 1) then\n"    \
+    "  return other_kind(KEYS[1], 'rwlock') or v\n"                           \
+    "end\n"                                                                   \
+    "local n, mode = v[1], v[2]\n"
+
 /* read_release, write_release
  * KEYS[1] lock, KEYS[2] request ids
  * ARGV[1] release message, ARGV[2] lease ms, ARGV[3] owner field, ARGV[4]
@@ -149,14 +165,20 @@ const char script_write_leave_lua[] =
  * Return {holds left, subscribers that heard the release} (0 for the
  * second when the lock is still held), or nil when the owner holds
  * nothing. A writer that leaves readers behind (it took the read lock
- * too) hands the lock over to them: mode "read". */
+ * too) hands the lock over to them: mode "read". A release that may
+ * publish asks the ACL first and publishes before it deletes: one that
+ * the ACL refuses changes nothing. */
 const char script_read_release_lua[] =
     RW_LUA
-    "local n = redis.call('hget', KEYS[1], ARGV[3])\n"
+    RW_RELEASE_LUA
     "if not n then return nil end\n"
     "n = tonumber(n)\n"
     "if applied(ARGV[8], ARGV[3], ARGV[9]) then return {n, 0} end\n"
     "local c = math.max(n - tonumber(ARGV[4]), 0)\n"
+    "if c == 0 then\n"
+    "  local e = may_publish(ARGV[5], ARGV[6])\n"
+    "  if e then return e end\n"
+    "end\n"
     "for i = c + 1, n do\n"
     "  redis.call('del', ARGV[7] .. ARGV[3] .. ':rwlock_timeout:' .. i)\n"
     "end\n"
@@ -166,7 +188,7 @@ const char script_read_release_lua[] =
     "  return {c, 0}\n"
     "end\n"
     "forget(ARGV[8], ARGV[3])\n"
-    "if redis.call('hget', KEYS[1], 'mode') == 'write' then return {0, 0} end\n"
+    "if mode == 'write' then return {0, 0} end\n"
     "if prune(ARGV[7], ARGV[8]) > 0 then\n"
     "  local most = 0\n"
     "  local f = redis.call('hgetall', KEYS[1])\n"
@@ -181,15 +203,14 @@ const char script_read_release_lua[] =
     "  if most > 0 then redis.call('pexpire', KEYS[1], most) end\n"
     "  return {0, 0}\n"
     "end\n"
+    "local heard = redis.call(ARGV[5], ARGV[6], ARGV[1])\n"
     "redis.call('del', KEYS[1], ARGV[8])\n"
-    "return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])}\n";
+    "return {0, heard}\n";
 
 const char script_write_release_lua[] =
     RW_LUA
-    "local n = redis.call('hget', KEYS[1], ARGV[3])\n"
-    "if not n or redis.call('hget', KEYS[1], 'mode') ~= 'write' then\n"
-    "  return nil\n"
-    "end\n"
+    RW_RELEASE_LUA
+    "if not n or mode ~= 'write' then return nil end\n"
     "n = tonumber(n)\n"
     "if applied(ARGV[8], ARGV[3], ARGV[9]) then return {n, 0} end\n"
     "local c = math.max(n - tonumber(ARGV[4]), 0)\n"
@@ -199,10 +220,11 @@ const char script_write_release_lua[] =
     "  longer(KEYS[1], tonumber(ARGV[2]))\n"
     "  return {c, 0}\n"
     "end\n"
+    "local heard = redis.call(ARGV[5], ARGV[6], ARGV[1])\n"
     "forget(ARGV[8], ARGV[3])\n"
     "if redis.call('hlen', KEYS[1]) == 1 then\n"
     "  redis.call('del', KEYS[1], ARGV[8])\n"
     "else\n"
     "  redis.call('hset', KEYS[1], 'mode', 'read')\n"
     "end\n"
-    "return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])}\n";
+    "return {0, heard}\n";

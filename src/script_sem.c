@@ -20,12 +20,22 @@
  * ARGV (see script.c): the request ids, or the permits' sorted set. */
 #include "script.h"
 
+/* What every semaphore script starts with: a key of another kind (a lock's
+ * hash) refused and left as it is (WRONGKIND, see script.h). */
+#define SEM_KIND_LUA                                                          \
+    KIND_LUA                                                                  \
+    "local kv = redis.pcall('get', KEYS[1])\n"                                \
+    "if type(kv) == 'table' then\n"                                           \
+    "  return other_kind(KEYS[1], 'semaphore') or kv\n"                       \
+    "end\n"
+
 /* sem_acquire
  * KEYS[1] counter, KEYS[2] request ids
  * ARGV[1] permits, ARGV[2] request ids, ARGV[3] handle, ARGV[4] rid_ttl ms,
  * ARGV[5] request id
  * Return {permits, 0} when taken, else -1. */
 const char script_sem_acquire_lua[] =
+    SEM_KIND_LUA
     "if tonumber(ARGV[5]) <=\n"
     "    tonumber(redis.call('hget', ARGV[2], ARGV[3]) or '0') then\n"
     "  return {tonumber(ARGV[1]), 0}\n"
@@ -42,32 +52,39 @@ const char script_sem_acquire_lua[] =
  * KEYS[1] counter, KEYS[2] request ids
  * ARGV[1] permits, ARGV[2] request ids, ARGV[3] handle, ARGV[4] rid_ttl ms,
  * ARGV[5] publish command, ARGV[6] channel, ARGV[7] request id
- * Return {permits available after it, subscribers that heard}. */
+ * Return {permits available after it, subscribers that heard}. The
+ * number goes out before it is written: a PUBLISH that an ACL refuses
+ * ends the script before it changed anything. */
 const char script_sem_release_lua[] =
+    SEM_KIND_LUA
     "if tonumber(ARGV[7]) <=\n"
     "    tonumber(redis.call('hget', ARGV[2], ARGV[3]) or '0') then\n"
-    "  return {math.max(tonumber(redis.call('get', KEYS[1]) or '0'), 0), 0}\n"
+    "  return {math.max(tonumber(kv or '0'), 0), 0}\n"
     "end\n"
-    "local v = redis.call('incrby', KEYS[1], ARGV[1])\n"
+    "local v = tonumber(kv or '0') + tonumber(ARGV[1])\n"
+    "local heard = redis.call(ARGV[5], ARGV[6], v)\n"
+    "redis.call('incrby', KEYS[1], ARGV[1])\n"
     "redis.call('hset', ARGV[2], ARGV[3], ARGV[7])\n"
     "redis.call('pexpire', ARGV[2], ARGV[4])\n"
-    "return {math.max(v, 0), redis.call(ARGV[5], ARGV[6], v)}\n";
+    "return {math.max(v, 0), heard}\n";
 
 /* What every expiring-permit script starts with: the server's clock in
- * ms, and the expired permits given back.
+ * ms, and the expired permits given back (published first, so that a
+ * PUBLISH an ACL refuses changes nothing).
  * KEYS[1] counter, KEYS[2] sorted set, ARGV[1] the same set, ARGV[2]
  * publish command, ARGV[3] channel. */
 #define PERMIT_LUA                                                            \
+    SEM_KIND_LUA                                                              \
     "local t = redis.call('time')\n"                                          \
     "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"                     \
     "local gone = redis.call('zrangebyscore', ARGV[1], 0, now)\n"             \
     "if #gone > 0 then\n"                                                     \
+    "  redis.call(ARGV[2], ARGV[3], tonumber(kv or '0') + #gone)\n"           \
     "  for i = 1, #gone, 1000 do\n"                                           \
     "    redis.call('zrem', ARGV[1],\n"                                       \
     "               unpack(gone, i, math.min(i + 999, #gone)))\n"             \
     "  end\n"                                                                 \
-    "  local v = redis.call('incrby', KEYS[1], #gone)\n"                      \
-    "  redis.call(ARGV[2], ARGV[3], v)\n"                                     \
+    "  kv = redis.call('incrby', KEYS[1], #gone)\n"                           \
     "end\n"
 
 /* permit_acquire
@@ -93,18 +110,20 @@ const char script_permit_acquire_lua[] =
  * taken (released already, or expired and given back). */
 const char script_permit_release_lua[] =
     PERMIT_LUA
-    "if redis.call('zrem', ARGV[1], ARGV[4]) == 0 then return nil end\n"
-    "local v = redis.call('incr', KEYS[1])\n"
-    "return {0, redis.call(ARGV[2], ARGV[3], v)}\n";
+    "if not redis.call('zscore', ARGV[1], ARGV[4]) then return nil end\n"
+    "local heard = redis.call(ARGV[2], ARGV[3], tonumber(kv or '0') + 1)\n"
+    "redis.call('zrem', ARGV[1], ARGV[4])\n"
+    "redis.call('incr', KEYS[1])\n"
+    "return {0, heard}\n";
 
 /* sem_init
  * ARGV[4] permits
  * Return 1 when the permits were set, 0 when some were set already. */
 const char script_sem_init_lua[] =
     PERMIT_LUA
-    "if redis.call('exists', KEYS[1]) == 1 then return 0 end\n"
-    "redis.call('set', KEYS[1], ARGV[4])\n"
+    "if kv then return 0 end\n"
     "redis.call(ARGV[2], ARGV[3], ARGV[4])\n"
+    "redis.call('set', KEYS[1], ARGV[4])\n"
     "return 1\n";
 
 /* sem_available

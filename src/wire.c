@@ -313,14 +313,15 @@ void wire_fair_leave(struct resp_buf *b, const char *sha,
     resp_arg_u64(b, f->wait_id);
 }
 
-void wire_query(struct resp_buf *b, enum wire_query q,
+void wire_query(struct resp_buf *b, const char *sha, enum wire_query q,
                 const struct wire_lock *l)
 {
-    static const char *const cmds[] = {"HEXISTS", "HGET", "PTTL"};
+    static const char *const what[] = {"held", "count", "ttl"};
+    int rw = l->kind == KIND_READ || l->kind == KIND_WRITE;
     struct key_src k = wire_key(l);
-    resp_array(b, q == WIRE_QUERY_TTL ? 2 : 3);
-    resp_arg(b, cmds[q], strlen(cmds[q]));
+    wire_evalsha(b, sha, 7, 1);
     keys_lock(b, &k);
-    if (q != WIRE_QUERY_TTL)
-        keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
+    resp_arg(b, what[q], strlen(what[q]));
+    keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
+    resp_arg(b, rw ? "rwlock" : "lock", rw ? 6 : 4);
 }

@@ -187,10 +187,11 @@ void wire_sem_init(struct resp_buf *b, const char *sha,
 void wire_sem_available(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, const char *publish);
 
-/* The queries: does l's owner hold it (HEXISTS), how many holds (HGET),
- * the lease left whoever holds it (PTTL). */
+/* The queries, as the query script (sha) of script.c: does l's owner hold
+ * it, how many holds, the lease left whoever holds it; a key of another
+ * kind than l's is refused. */
 enum wire_query { WIRE_QUERY_HELD, WIRE_QUERY_COUNT, WIRE_QUERY_TTL };
-void wire_query(struct resp_buf *b, enum wire_query q,
+void wire_query(struct resp_buf *b, const char *sha, enum wire_query q,
                 const struct wire_lock *l);
 
 #endif

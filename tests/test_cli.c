@@ -971,6 +971,174 @@ START_TEST(release_that_redis_refuses_fails_loudly)
 }
 END_TEST
 
+/* Run the loop until channel has n subscribers; whether it did. */
+static bool subscribers_become(const char *channel, long long n,
+                               int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    while (rs_numsub(tu_srv, channel) != n) {
+        if (tu_now_ms() >= deadline)
+            return false;
+        tu_run_for(10);
+    }
+    return true;
+}
+
+/* A library client as user (password pass), fair or with fencing tokens
+ * as asked. */
+static struct hilock_client *acl_client(const char *user, const char *pass,
+                                        int fair, int fencing)
+{
+    struct hilock_options o;
+    tu_options(&o);
+    o.username = user;
+    o.password = pass;
+    o.fair = fair;
+    o.fencing = fencing;
+    return tu_client(&o);
+}
+
+/* The README's ACL user runs every kind: --read, --write (a waiting
+ * writer woken by a reader's release), --permits, and through the
+ * library a fair lock handed from one owner to the next and a lock with
+ * fencing tokens. */
+START_TEST(readme_acl_recipe_covers_every_kind)
+{
+    char user[64], pass[64];
+    acl_user_from_readme(NULL, user, pass);
+    const char *read[] = {"run", "-u", user, "-a", pass, "-p", port,
+                          "--read", "rw", "--", "true", NULL};
+    const char *write[] = {"run", "-u", user, "-a", pass, "-p", port,
+                           "--write", "rw", "--", "true", NULL};
+    const char *permits[] = {"run", "-u", user, "-a", pass, "-p", port,
+                             "--permits", "2", "sem", "--", "true", NULL};
+    ck_assert_int_eq(cli_err(read), 0);
+    ck_assert_int_eq(cli_err(write), 0);
+    ck_assert_int_eq(cli_err(permits), 0);
+    ck_assert_int_eq(tu_exists("rw"), 0);
+    ck_assert_int_eq(rs_int(tu_srv, "GET", "sem", (char *)NULL), 2);
+    ck_assert_int_eq(tu_exists("{sem}:timeout"), 0);
+
+    struct hilock_client *c = tu_client(NULL);
+    struct hilock_lock *r = NULL;
+    tu_assert_status(hilock_rwlock_new(c, "rw", 2, 1, HILOCK_READ, &r), 0);
+    tu_assert_status(tu_acquire(r, 0, 20000, NULL), 0);
+    const char *wait[] = {"run", "-u", user, "-a", pass, "-w", "10000",
+                          "-p", port, "--write", "rw", "--", "touch", "RAN",
+                          NULL};
+    pid_t pid = cli_spawn(wait, NULL);
+    ck_assert(subscribers_become("redisson_rwlock:{rw}", 1, scaled(5000)));
+    tu_assert_status(tu_release(r, NULL), 0);
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
+    ck_assert(exists("RAN"));
+    hilock_client_free(c);
+
+    struct hilock_client *fair = acl_client(user, pass, 1, 0);
+    struct hilock_lock *f1 = tu_lock(fair, "fj", 1), *f2 = tu_lock(fair, "fj", 2);
+    tu_assert_status(tu_acquire(f1, 0, 20000, NULL), 0);
+    struct tu_result next = {0};
+    tu_assert_status(hilock_lock_acquire(f2, 10000, 20000, tu_record, &next),
+                     0);
+    ck_assert(tu_run_until_redis(1, scaled(5000), "LLEN", "hilock_queue:{fj}",
+                                 (char *)NULL));
+    tu_assert_status(tu_release(f1, NULL), 0);
+    ck_assert(tu_run_until_count(&next.calls, 1, scaled(5000)));
+    tu_assert_status(next.status, 0);
+    tu_assert_status(tu_release(f2, NULL), 0);
+    ck_assert_int_eq(tu_exists("fj"), 0);
+    hilock_client_free(fair);
+
+    struct hilock_client *fenced = acl_client(user, pass, 0, 1);
+    struct hilock_lock *t = tu_lock(fenced, "tj", 1);
+    tu_assert_status(tu_acquire(t, 0, 20000, NULL), 0);
+    ck_assert_int_gt(hilock_lock_token(t), 0);
+    tu_assert_status(tu_release(t, NULL), 0);
+    ck_assert_int_eq(tu_exists("tj"), 0);
+    hilock_client_free(fenced);
+}
+END_TEST
+
+/* The type and content of key as one string (NULL: no key). */
+static char *key_state(const char *key)
+{
+    static const char script[] =
+        "local t = redis.call('type', KEYS[1]).ok\n"
+        "if t == 'hash' then\n"
+        "  return t .. ' ' .. table.concat(redis.call('hgetall', KEYS[1]), ' ')\n"
+        "elseif t == 'zset' then\n"
+        "  return t .. ' ' .. table.concat(redis.call('zrange', KEYS[1], 0, -1), ' ')\n"
+        "elseif t == 'none' then return nil end\n"
+        "return t .. ' ' .. redis.call('get', KEYS[1])\n";
+    return rs_str(tu_srv, "EVAL", script, "1", key, (char *)NULL);
+}
+
+/* Release l (of user's client, whose ACL has no channel): refused as
+ * HILOCK_ENOPERM, with key and its companion other (NULL: none) as they
+ * were. */
+static void release_refused(struct hilock_lock *l, const char *key,
+                            const char *other)
+{
+    char *k0 = key_state(key), *o0 = other ? key_state(other) : NULL;
+    ck_assert_ptr_nonnull(k0);
+    tu_assert_status(tu_release(l, NULL), HILOCK_ENOPERM);
+    char *k1 = key_state(key), *o1 = other ? key_state(other) : NULL;
+    ck_assert_ptr_nonnull(k1);
+    ck_assert_msg(strcmp(k0, k1) == 0, "%s: %s became %s", key, k0, k1);
+    ck_assert(!other || (o0 && o1 && strcmp(o0, o1) == 0));
+    free(k0);
+    free(k1);
+    free(o0);
+    free(o1);
+}
+
+/* A release whose PUBLISH the ACL refuses changes nothing, for every
+ * kind: the holder keeps what it held (its lease runs out as usual), and
+ * the call says HILOCK_ENOPERM. */
+START_TEST(a_release_that_the_acl_refuses_changes_nothing)
+{
+    static const char *const nochannels[] = {"resetchannels", NULL};
+    char user[64], pass[64];
+    acl_user_from_readme(nochannels, user, pass);
+    const char *read[] = {"run", "-u", user, "-a", pass, "-p", port,
+                          "--read", "rw", "--", "true", NULL};
+    ck_assert_int_eq(cli_err(read), EXIT_FAILURE_);
+    ck_assert_int_eq(tu_exists("rw"), 1);
+    ck_assert_msg(strstr(file_text("err"), "releasing rw"), "said: %s",
+                  file_text("err"));
+
+    struct hilock_client *c = acl_client(user, pass, 0, 0);
+    struct hilock_lock *r = NULL, *w = NULL, *s = NULL, *p = NULL;
+    tu_assert_status(hilock_rwlock_new(c, "rd", 2, 1, HILOCK_READ, &r), 0);
+    tu_assert_status(tu_acquire(r, 0, 20000, NULL), 0);
+    release_refused(r, "rd", "hilock_rid:{rd}");
+    tu_assert_status(hilock_rwlock_new(c, "wr", 2, 1, HILOCK_WRITE, &w), 0);
+    tu_assert_status(tu_acquire(w, 0, 20000, NULL), 0);
+    release_refused(w, "wr", "hilock_rid:{wr}");
+
+    rs_int(tu_srv, "SET", "sm", "3", (char *)NULL);
+    tu_assert_status(hilock_semaphore_new(c, "sm", 2, &s), 0);
+    tu_assert_status(tu_acquire(s, 0, 0, NULL), 0);
+    release_refused(s, "sm", NULL);
+    ck_assert_int_eq(rs_int(tu_srv, "GET", "sm", (char *)NULL), 2);
+    tu_assert_status(hilock_permit_new(c, "sm", 2, &p), 0);
+    tu_assert_status(tu_acquire(p, 0, 20000, NULL), 0);
+    release_refused(p, "sm", "{sm}:timeout");
+    hilock_client_free(c);
+
+    /* a lock released by its script (no fast path) */
+    struct hilock_options o;
+    tu_options(&o);
+    o.username = user;
+    o.password = pass;
+    o.scripts_only = 1;
+    struct hilock_client *sc = tu_client(&o);
+    struct hilock_lock *l = tu_lock(sc, "lk", 1);
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
+    release_refused(l, "lk", NULL);
+    hilock_client_free(sc);
+}
+END_TEST
+
 /* ---- several masters (--redlock) ---------------------------------------- */
 
 #define NMASTERS 3
@@ -1668,6 +1836,57 @@ START_TEST(permits_2_let_two_of_three_runs_in_at_once_and_never_three)
 }
 END_TEST
 
+/* Run args (-n, on a name of another kind): exit 125 without running
+ * "touch RAN", saying what the name holds. */
+static void assert_refused_as(const char *const *args, const char *said)
+{
+    ck_assert_int_eq(cli_err(args), EXIT_FAILURE_);
+    ck_assert(!exists("RAN"));
+    ck_assert_msg(strstr(file_text("err"), said), "said: %s",
+                  file_text("err"));
+}
+
+START_TEST(a_name_held_as_another_kind_is_refused_with_that_kind_named)
+{
+    struct hilock_client *c = tu_client(NULL);
+    struct hilock_lock *l = hold_job(c, 1, 20000);
+    const char *job_read[] = {"run", "-n", "-p", port, "--read", "job", "--",
+                              "touch", "RAN", NULL};
+    const char *job_write[] = {"run", "-n", "-p", port, "--write", "job",
+                               "--", "touch", "RAN", NULL};
+    const char *job_permits[] = {"run", "-n", "-p", port, "--permits", "2",
+                                 "job", "--", "touch", "RAN", NULL};
+    assert_refused_as(job_read, "job is held as a lock");
+    assert_refused_as(job_write, "job is held as a lock");
+    assert_refused_as(job_permits, "job is held as a lock");
+    /* the holder's hash is as it was: its release works */
+    ck_assert_int_eq(tu_owner_fields("job"), 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(job_exists(), 0);
+    hilock_client_free(c);
+
+    pid_t r = hold_rw("--read", "R", "GO");
+    const char *rw_plain[] = {"run", "-n", "-p", port, "rw", "--", "touch",
+                              "RAN", NULL};
+    const char *rw_permits[] = {"run", "-n", "-p", port, "--permits", "1",
+                                "rw", "--", "touch", "RAN", NULL};
+    assert_refused_as(rw_plain, "rw is held as a read-write lock");
+    assert_refused_as(rw_permits, "rw is held as a read-write lock");
+    touch("GO");
+    ck_assert_int_eq(cli_wait(r, scaled(5000)), 0);
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "rw", (char *)NULL), 0);
+
+    rs_int(tu_srv, "SET", "sem", "3", (char *)NULL);
+    const char *sem_plain[] = {"run", "-n", "-p", port, "sem", "--", "touch",
+                               "RAN", NULL};
+    const char *sem_read[] = {"run", "-n", "-p", port, "--read", "sem", "--",
+                              "touch", "RAN", NULL};
+    assert_refused_as(sem_plain, "sem is held as a semaphore");
+    assert_refused_as(sem_read, "sem is held as a semaphore");
+    ck_assert_int_eq(rs_int(tu_srv, "GET", "sem", (char *)NULL), 3);
+}
+END_TEST
+
 START_TEST(a_semaphore_of_another_size_is_used_with_a_word)
 {
     ck_assert_int_eq(rs_int(tu_srv, "INCRBY", "sem", "1", (char *)NULL), 1);
@@ -1791,6 +2010,9 @@ static Suite *cli_suite(void)
     tcase_add_test(kinds, a_write_run_excludes_read_runs_and_they_exclude_it);
     tcase_add_test(kinds, permits_2_let_two_of_three_runs_in_at_once_and_never_three);
     tcase_add_test(kinds, a_semaphore_of_another_size_is_used_with_a_word);
+    tcase_add_test(kinds, a_name_held_as_another_kind_is_refused_with_that_kind_named);
+    tcase_add_test(kinds, readme_acl_recipe_covers_every_kind);
+    tcase_add_test(kinds, a_release_that_the_acl_refuses_changes_nothing);
     tcase_add_test(kinds, a_permit_taken_from_under_its_command_exits_122);
     suite_add_tcase(s, kinds);
 

@@ -319,6 +319,34 @@ START_TEST(read_write_locks_and_permits_work_in_a_cluster)
 }
 END_TEST
 
+/* Kinds refuse each other in a cluster as on one node: a name held as a
+ * read lock is no lock (the script after RESTORE's BUSYKEY, a query) and
+ * no semaphore; a semaphore's counter is no lock. */
+START_TEST(kinds_refuse_each_other_in_a_cluster)
+{
+    client = cluster_client(0);
+    client2 = cluster_client(1);
+    struct hilock_lock *r = NULL, *s = NULL;
+    tu_assert_status(hilock_rwlock_new(client, "ckind", 5, 1, HILOCK_READ,
+                                       &r),
+                     0);
+    tu_assert_status(tu_acquire(r, 0, 20000, NULL), 0);
+    struct hilock_lock *l = tu_lock(client2, "ckind", 1);
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), HILOCK_EWRONGKIND);
+    tu_assert_status(tu_query(hilock_lock_query_held, l, NULL),
+                     HILOCK_EWRONGKIND);
+    tu_assert_status(hilock_semaphore_new(client2, "ckind", 5, &s), 0);
+    tu_assert_status(tu_acquire(s, 0, 0, NULL), HILOCK_EWRONGKIND);
+    tu_assert_status(tu_release(r, NULL), 0);
+    ck_assert_int_eq(on_owner("ckind", "EXISTS", NULL), 0);
+
+    ck_assert_int_eq(on_owner("csem", "SET", "4"), RS_ERR); /* "OK" */
+    tu_assert_status(tu_acquire(tu_lock(client, "csem", 1), 0, 20000, NULL),
+                     HILOCK_EWRONGKIND);
+    ck_assert_int_eq(on_owner("csem", "GET", NULL), 4);
+}
+END_TEST
+
 /* Whether list key (on its slot's master) holds one entry. */
 static bool one_queued(void *key)
 {
@@ -831,6 +859,7 @@ int main(void)
     tcase_add_test(tc, reshard_under_lock_load_completes);
     tcase_add_test(tc, fair_hand_off_works_in_a_cluster);
     tcase_add_test(tc, read_write_locks_and_permits_work_in_a_cluster);
+    tcase_add_test(tc, kinds_refuse_each_other_in_a_cluster);
     suite_add_tcase(s, tc);
     TCase *fo = tcase_create("failover");
     tcase_add_checked_fixture(fo, own_start, own_stop);

@@ -23,7 +23,7 @@ static const struct {
     {-15, "HILOCK_ENOPERM"},   {-16, "HILOCK_EREADONLY"},
     {-17, "HILOCK_EOOM"},      {-18, "HILOCK_EWRONGTYPE"},
     {-19, "HILOCK_ENOREPLICA"},
-    {-20, "HILOCK_EDEADLK"},
+    {-20, "HILOCK_EDEADLK"},   {-21, "HILOCK_EWRONGKIND"},
     {-22, "HILOCK_ETLS"},
     {-23, "HILOCK_ENOTCLUSTER"},
 };
@@ -62,7 +62,7 @@ START_TEST(each_code_has_a_message_of_its_own)
 }
 END_TEST
 
-static const int unknown[] = {1, 42, -21, -100, -1000, INT32_MIN, INT32_MAX};
+static const int unknown[] = {1, 42, -24, -100, -1000, INT32_MIN, INT32_MAX};
 
 START_TEST(strerror_of_unknown_values_is_unknown_error)
 {

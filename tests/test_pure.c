@@ -563,6 +563,15 @@ START_TEST(error_replies_map_to_distinct_codes)
         {"-NOAUTH Authentication required.\r\n", HILOCK_EAUTH},
         {"-WRONGPASS invalid username-password pair\r\n", HILOCK_EAUTH},
         {"-NOPERM this user has no permissions\r\n", HILOCK_ENOPERM},
+        /* an ACL refusing a command inside a script: Redis 7.0, 6.2 */
+        {"-ERR The user executing the script can't publish to the channel "
+         "mentioned in the command script: 1f0c, on @user_script:9.\r\n",
+         HILOCK_ENOPERM},
+        {"-ERR Error running script (call to f_1f0c): @user_script:9: "
+         "@user_script: 9: The user executing the script can't run this "
+         "command or subcommand\r\n",
+         HILOCK_ENOPERM},
+        {"-WRONGKIND rwlock\r\n", HILOCK_EWRONGKIND},
         {"-ERR something else\r\n", HILOCK_ESERVER},
     };
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
@@ -750,6 +759,33 @@ START_TEST(acquire_is_decided_by_the_first_majority)
 }
 END_TEST
 
+/* Masters that hold another kind's key under the name make the failure
+ * that (with busy ones beside them, when too few are busy to say busy);
+ * one beside a majority that granted changes nothing. */
+START_TEST(another_kind_on_the_masters_that_refused_is_reported)
+{
+    const struct op_result KIND = {HILOCK_EWRONGKIND, 0, 0};
+    struct op_result two[3] = {KIND, KIND, OK};
+    struct op_result mixed[3] = {KIND, BUSY, OK};
+    struct op_result one[3] = {KIND, OK, OK};
+    struct op_result down[3] = {KIND, DOWN, OK};
+    struct op_result five[5] = {KIND, KIND, KIND, BUSY, OK};
+    struct op_result out;
+    ck_assert_int_eq(decide(OP_KIND_ACQUIRE, 3, two, 2, &out), 1);
+    ck_assert_int_eq(out.status, HILOCK_EWRONGKIND);
+    ck_assert_int_eq(decide(OP_KIND_ACQUIRE, 3, mixed, 2, &out), 1);
+    ck_assert_int_eq(out.status, HILOCK_EBUSY); /* a waiter waits on */
+    ck_assert_int_eq(decide(OP_KIND_ACQUIRE, 5, five, 4, &out), 1);
+    ck_assert_int_eq(out.status, HILOCK_EWRONGKIND);
+    ck_assert_int_eq(decide(OP_KIND_QUERY_HELD, 3, two, 3, &out), 1);
+    ck_assert_int_eq(out.status, HILOCK_EWRONGKIND);
+    ck_assert_int_eq(decide(OP_KIND_ACQUIRE, 3, one, 3, &out), 1);
+    ck_assert_int_eq(out.status, 0);
+    ck_assert_int_eq(decide(OP_KIND_ACQUIRE, 3, down, 2, &out), 1);
+    ck_assert_int_eq(out.status, HILOCK_ENOQUORUM);
+}
+END_TEST
+
 START_TEST(acquire_fails_once_a_majority_is_out_of_reach)
 {
     struct op_result down[3] = {DOWN, DOWN, OK};
@@ -822,6 +858,7 @@ int main(void)
     tcase_add_test(tc, one_node_passes_its_reply_through);
     tcase_add_test(tc, acquire_is_decided_by_the_first_majority);
     tcase_add_test(tc, acquire_fails_once_a_majority_is_out_of_reach);
+    tcase_add_test(tc, another_kind_on_the_masters_that_refused_is_reported);
     tcase_add_test(tc, queries_wait_for_every_node_and_take_what_a_majority_has);
     tcase_add_test(tc, renewals_are_decided_per_lock);
     suite_add_tcase(s, tc);

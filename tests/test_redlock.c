@@ -212,6 +212,35 @@ START_TEST(acquire_and_release_reach_every_master)
 }
 END_TEST
 
+/* A semaphore's counter on a majority of the masters is another kind:
+ * the quorum reports that, not a missing quorum, and nothing is taken;
+ * with it on one master only, the other two grant the lock. */
+static bool third_master_free(void *key)
+{
+    return !master_has(2, key);
+}
+
+START_TEST(another_kind_on_a_majority_is_reported_as_such)
+{
+    client = redlock_client(3);
+    struct hilock_lock *l = tu_lock(client, "rk", 1);
+    warm_up(l);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(rs_int(masters[i], "SET", "rk", "5", (char *)NULL),
+                         RS_ERR); /* "OK" is no number */
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), HILOCK_EWRONGKIND);
+    /* what the third master granted is given back */
+    ck_assert(tu_run_until(third_master_free, "rk", scaled(2000)));
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(rs_int(masters[i], "GET", "rk", (char *)NULL), 5);
+
+    ck_assert_int_eq(rs_int(masters[1], "DEL", "rk", (char *)NULL), 1);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
+    ck_assert_int_eq(rs_int(masters[0], "GET", "rk", (char *)NULL), 5);
+    tu_assert_status(tu_release(l, NULL), 0);
+}
+END_TEST
+
 START_TEST(second_owner_is_busy_on_a_majority)
 {
     client = redlock_client(3);
@@ -966,6 +995,7 @@ static Suite *redlock_suite(void)
     tcase_add_test(tc, fence_reports_a_token_a_majority_has);
     tcase_add_test(tc, grant_after_a_failed_decision_is_undone);
     tcase_add_test(tc, paused_minority_does_not_lose_a_watchdog_lock);
+    tcase_add_test(tc, another_kind_on_a_majority_is_reported_as_such);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -115,6 +115,7 @@ START_TEST(permits_are_set_once_taken_and_given_back)
     tu_assert_status(hilock_lock_renew(s, 0, tu_record, &r), HILOCK_EINVAL);
     tu_assert_status(hilock_lock_query_held(s, tu_record, &r),
                      HILOCK_EINVAL);
+    tu_assert_status(hilock_lock_on_lost(s, tu_record, &r), HILOCK_EINVAL);
     ck_assert_int_eq(r.calls, 0);
 }
 END_TEST

@@ -274,7 +274,8 @@ START_TEST(renewals_match_the_script_calls_and_a_deleted_key_is_lost)
     long long calls0 = rs_cmdstat_calls(tu_srv, "evalsha");
     long long restores0 = rs_cmdstat_calls(tu_srv, "restore");
     tu_assert_status(tu_acquire(l, 0, 0, NULL), 0); /* the watchdog's */
-    /* taken plain: every script call from here on is a renewal */
+    /* taken plain: every script call from here on is a renewal or a
+     * query */
     ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "restore"), restores0 + 1);
     tu_await_renewal(l, tu_ms(2000));
     tu_await_renewal(l, tu_ms(2000));
@@ -286,7 +287,9 @@ START_TEST(renewals_match_the_script_calls_and_a_deleted_key_is_lost)
         ck_assert_int_lt(tries, 10);
         s = stats_of(c);
         tu_assert_status(tu_query(hilock_lock_query_held, l, NULL), 0);
-        calls = rs_cmdstat_calls(tu_srv, "evalsha");
+        /* the queries are script calls too: one in each
+         * tu_await_renewal, one a try */
+        calls = rs_cmdstat_calls(tu_srv, "evalsha") - 2 - (tries + 1);
         after = stats_of(c);
         if (after.renewals_sent == s.renewals_sent)
             break;
@@ -454,9 +457,10 @@ END_TEST
 
 /* ---- the inventory server's /metrics ----------------------------------- */
 
-/* Start $HILOCK_INVENTORY_SERVER on a free port against tu_srv; its pid
- * in *pid, its HTTP port returned. */
-static int inventory_start(pid_t *pid)
+/* Start $HILOCK_INVENTORY_SERVER on a free port against tu_srv, with the
+ * options more (NULL-terminated; NULL: none); its pid in *pid, its HTTP
+ * port returned. */
+static int inventory_start_with(pid_t *pid, const char *const *more)
 {
     const char *bin = getenv("HILOCK_INVENTORY_SERVER");
     char rport[16], line[512];
@@ -473,8 +477,11 @@ static int inventory_start(pid_t *pid)
             _exit(99);
         dup2(fds[1], STDOUT_FILENO);
         close(fds[0]);
-        execl(bin, bin, "--port", "0", "--redis-port", rport, "--product",
-              "gadget", (char *)NULL);
+        const char *argv[24] = {bin, "--port", "0", "--redis-port", rport,
+                                "--product", "gadget"};
+        for (int i = 0; more && more[i] && i < 16; i++)
+            argv[7 + i] = more[i];
+        execv(bin, (char *const *)argv);
         _exit(98);
     }
     close(fds[1]);
@@ -491,6 +498,11 @@ static int inventory_start(pid_t *pid)
     const char *at = strstr(line, "http://127.0.0.1:");
     ck_assert_ptr_nonnull(at);
     return atoi(at + strlen("http://127.0.0.1:"));
+}
+
+static int inventory_start(pid_t *pid)
+{
+    return inventory_start_with(pid, NULL);
 }
 
 /* Send an HTTP/1.0 request; the connection, to read the answer from. */
@@ -535,6 +547,149 @@ static char *http_read(int fd, int code)
     memmove(buf, body + 4, strlen(body + 4) + 1);
     return buf;
 }
+
+/* A connection to the server on port, nothing sent. */
+static int http_connect(int port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
+}
+
+/* Whether the server closed fd (after an answer or not) within
+ * timeout_ms; what it sent is read and dropped. */
+static bool closed_within(int fd, int timeout_ms)
+{
+    char buf[4096];
+    long long deadline = tu_now_ms() + timeout_ms;
+    for (;;) {
+        long long left = deadline - tu_now_ms();
+        struct pollfd pf = {fd, POLLIN, 0};
+        if (left <= 0 || poll(&pf, 1, (int)left) != 1)
+            return false;
+        ssize_t r = recv(fd, buf, sizeof buf, 0);
+        if (r <= 0)
+            return true;
+    }
+}
+
+/* The resident set of process pid in KiB (VmRSS). */
+static long rss_kib(pid_t pid)
+{
+    char path[64], line[256];
+    long kib = -1;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kib = atol(line + 6);
+    fclose(f);
+    ck_assert_int_gt(kib, 0);
+    return kib;
+}
+
+/* How long GET /stock takes to be answered, in ms: the loop's delay. */
+static long long stock_ms(int port)
+{
+    long long t0 = tu_now_ms();
+    free(http_read(http_send(port, "GET", "/stock"), 200));
+    return tu_now_ms() - t0;
+}
+
+/* Send up to total bytes of what head starts (then 'a's) on fd, at most
+ * limit_ms; a GET /stock between chunks, its slowest time in *slowest.
+ * Returns the bytes the server took before it closed or stopped. */
+static size_t flood(int fd, int port, const char *head, size_t total,
+                    int limit_ms, long long *slowest)
+{
+    static char chunk[1 << 20];
+    size_t sent = 0, hl = strlen(head);
+    long long deadline = tu_now_ms() + limit_ms;
+    memset(chunk, 'a', sizeof chunk);
+    memcpy(chunk, head, hl);
+    while (sent < total && tu_now_ms() < deadline) {
+        struct pollfd pf = {fd, POLLOUT, 0};
+        if (poll(&pf, 1, 100) != 1)
+            continue; /* the server is not reading: it may be done */
+        if (pf.revents & (POLLERR | POLLHUP))
+            break;
+        size_t off = sent % sizeof chunk;
+        ssize_t w = send(fd, chunk + (sent < hl ? sent : off),
+                         sizeof chunk - (sent < hl ? sent : off),
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0)
+            break; /* closed by the server (EPIPE, ECONNRESET) */
+        sent += (size_t)w;
+        long long ms = stock_ms(port);
+        *slowest = ms > *slowest ? ms : *slowest;
+    }
+    return sent;
+}
+
+/* What the example's users copy: a client that sends too much, sends
+ * nothing, or opens too many connections neither grows the server nor
+ * stalls its loop (which renews the locks): an oversize request line or
+ * body gets an error or a closed connection at once, an idle connection
+ * is closed after --idle-ms, and past --max-connections the next is
+ * served only when one closes. */
+START_TEST(the_inventory_server_bounds_what_a_client_may_cost)
+{
+    enum { MiB = 1 << 20 };
+    static const char *const opts[] = {"--idle-ms", "1500",
+                                       "--max-connections", "4", NULL};
+    free(rs_str(tu_srv, "SET", "stock:gadget", "3", (char *)NULL));
+    pid_t pid;
+    int port = inventory_start_with(&pid, opts);
+    long rss0 = rss_kib(pid);
+    long long slowest = 0;
+
+    int fd = http_connect(port);
+    size_t took = flood(fd, port, "GET /", 64 * MiB, tu_ms(20000), &slowest);
+    ck_assert_msg(took < 32 * MiB, "took %zu bytes of a request line", took);
+    ck_assert(closed_within(fd, tu_ms(2000)));
+    close(fd);
+    fd = http_connect(port);
+    took = flood(fd, port,
+                 "POST /sale HTTP/1.1\r\nHost: x\r\n"
+                 "Content-Length: 25165824\r\n\r\n",
+                 24 * MiB, tu_ms(20000), &slowest);
+    ck_assert_msg(took < 16 * MiB, "took %zu bytes of a body", took);
+    ck_assert(closed_within(fd, tu_ms(2000)));
+    close(fd);
+    ck_assert_msg(slowest < tu_ms(500), "the loop stalled %lld ms", slowest);
+    ck_assert_msg(rss_kib(pid) - rss0 < 16 * 1024, "RSS %ld -> %ld KiB",
+                  rss0, rss_kib(pid));
+    /* what a customer buys still sells */
+    char *body = http_read(http_send(port, "POST", "/sale"), 200);
+    ck_assert_msg(strstr(body, "\"sold\":true"), "%s", body);
+    free(body);
+
+    /* idle connections: four fill the server; a fifth is served once one
+     * of them closes, and the server closes the idle ones by itself */
+    int idle[4];
+    for (int i = 0; i < 4; i++)
+        idle[i] = http_connect(port);
+    int fifth = http_send(port, "GET", "/stock");
+    struct pollfd pf = {fifth, POLLIN, 0};
+    ck_assert_int_eq(poll(&pf, 1, 200), 0);
+    close(idle[0]);
+    free(http_read(fifth, 200));
+    for (int i = 1; i < 4; i++) {
+        ck_assert(closed_within(idle[i], tu_ms(5000)));
+        close(idle[i]);
+    }
+
+    ck_assert_int_eq(kill(pid, SIGTERM), 0);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+END_TEST
 
 static double metric(const struct prom_doc *doc, const char *name)
 {
@@ -834,6 +989,7 @@ static Suite *stats_suite(void)
     tcase_set_timeout(inv, 60);
     tcase_add_test(inv,
                    the_inventory_metrics_page_parses_and_matches_the_purchases);
+    tcase_add_test(inv, the_inventory_server_bounds_what_a_client_may_cost);
     suite_add_tcase(s, inv);
     return s;
 }

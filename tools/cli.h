@@ -161,6 +161,10 @@ void cli_error(const char *fmt, ...)
  * message on stderr. */
 int cli_semaphore_total(const struct cli_redis *r, const char *name,
                         long long *total);
+/* What name holds where r points (inspect.c), for a message: "a lock",
+ * "a read-write lock", "a semaphore", "nothing" (free now), or "a key of
+ * another type"; NULL (message on stderr) when Redis did not answer. */
+const char *cli_kind_found(const struct cli_redis *r, const char *name);
 /* The usage text, on stdout for --help (then exit 0) or on stderr. */
 void cli_usage(int to_stderr);
 

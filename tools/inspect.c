@@ -840,6 +840,28 @@ int cli_semaphore_total(const struct cli_redis *r, const char *name,
     return rc;
 }
 
+const char *cli_kind_found(const struct cli_redis *r, const char *name)
+{
+    struct hilock_endpoint one;
+    size_t n;
+    const char *kind, *said;
+    redisReply *reply = run_checked(r, cli_endpoints(r, &one, &n),
+                                    status_lua, name, 0, &kind);
+    if (!reply)
+        return NULL;
+    /* a hash without "mode" is a lock to the scripts, laid out as
+     * hilock's or not */
+    said = strcmp(kind, "lock") == 0 || strcmp(kind, "field") == 0 ||
+                   strcmp(kind, "noowner") == 0
+               ? "a lock"
+           : strcmp(kind, "rwlock") == 0    ? "a read-write lock"
+           : strcmp(kind, "semaphore") == 0 ? "a semaphore"
+           : strcmp(kind, "none") == 0      ? "nothing"
+                                            : "a key of another type";
+    freeReplyObject(reply);
+    return said;
+}
+
 int cli_status(int argc, char **argv)
 {
     struct cli_redis r;

@@ -109,6 +109,19 @@ static void on_log(enum hilock_log_level level, const char *msg, void *arg)
               cli_escape(shown, sizeof(shown), msg, strlen(msg)));
 }
 
+/* Say that doing (or the first query, NULL) met another kind of lock
+ * under the name, and which kind it is now. */
+static void say_wrong_kind(const struct runner *r, const char *doing)
+{
+    const char *found = cli_kind_found(r->redis, r->name);
+    if (found && strncmp(found, "a ", 2) == 0)
+        cli_error("%s%s%s is held as %s", doing ? doing : "",
+                  doing ? ": " : "", r->shown, found);
+    else
+        cli_error("%s%s%s", doing ? doing : "", doing ? ": " : "",
+                  hilock_strerror(HILOCK_EWRONGKIND));
+}
+
 /* Say that doing (a lock step, or NULL for the first query) failed with
  * status, naming the endpoint, the masters, the sentinels or the cluster. */
 static void say_failed(const struct runner *r, const char *doing, int status)
@@ -121,6 +134,8 @@ static void say_failed(const struct runner *r, const char *doing, int status)
         cli_error("%s%sno quorum: fewer than %zu of the %zu Redis masters "
                   "(%s) answered", doing ? doing : "", doing ? ": " : "",
                   n / 2 + 1, n, where);
+    else if (status == HILOCK_EWRONGKIND)
+        say_wrong_kind(r, doing);
     else if (status == HILOCK_ENOREPLICA)
         cli_error("%s%s%s (--wait-replicas %llu)", doing ? doing : "",
                   doing ? ": " : "", hilock_strerror(status),
@@ -167,6 +182,8 @@ static void on_released(struct hilock_lock *lock, int status, int64_t left,
                   r->shown);
         finish(r, CLI_EXIT_LOST);
     } else {
+        if (status == HILOCK_EWRONGKIND)
+            say_wrong_kind(r, "releasing");
         cli_error("releasing %s failed: %s; it may stay until its lease "
                   "runs out (the command exited with %d)", r->shown,
                   hilock_strerror(status), r->exit_code);

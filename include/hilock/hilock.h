@@ -82,9 +82,11 @@ extern "C" {
     X(EWRONGTYPE, -18, "the lock key holds a value of another type")          \
     X(ENOREPLICA, -19, "the write did not reach enough replicas in time")    \
     X(EDEADLK, -20, "the owner holds the read lock: taking the write lock " \
-                    "would deadlock")                                         \
+                    "would deadlock")                                        \
+    X(EWRONGKIND, -21, "the name is held as another kind of lock "           \
+                       "(lock, read-write lock or semaphore)")               \
     X(ETLS, -22, "TLS failed: handshake, certificate check, or no TLS "      \
-                 "support built in")                                   \
+                 "support built in")                                         \
     X(ENOTCLUSTER, -23, "no cluster seed is in cluster mode")
 
 enum hilock_errno {
@@ -388,6 +390,10 @@ HILOCK_EXPORT void hilock_lock_free(struct hilock_lock *lock);
  *                     late (below)
  *   HILOCK_ECONN      (wait_ms 0) no connection to Redis at the deadline
  *   HILOCK_ECANCELED  hilock_lock_cancel(), or the lock/client was freed
+ *   HILOCK_EWRONGKIND the name is held as another kind (a lock, a
+ *                     read-write lock, a semaphore); its key is left as it
+ *                     is. Release, renew (HILOCK_ELOST) and the queries
+ *                     refuse it too
  *   other codes       refusals with their own cause (HILOCK_EAUTH,
  *                     HILOCK_ENOPERM, HILOCK_ESERVER, ...); the server's
  *                     text goes to the log callback
