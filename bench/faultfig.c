@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* faultfig.c -- the figures and the table of a fault run (faultfig.h).
  *
  * Gaps are measured between holders: from the latest release sent before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* faultfig.h -- the figures every fault run of "faults" reports, whatever
  * the topology (sc_faultruns.c for Redlock and Cluster, sc_sentinel.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sc_faultruns.c -- "faults --redlock" and "faults --cluster N": the
  * contended lock while one node of a topology fails, in turn, in several
  * ways.

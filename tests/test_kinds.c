@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_kinds.c -- lock kinds mixed on one name, against a real Redis: a
  * lock, a read-write lock and a semaphore each refuse the others' keys
  * (HILOCK_EWRONGKIND) on acquire, release, renewal and the queries, in
