@@ -264,7 +264,17 @@ hilock_build() {
 		# records base options such as b_sanitize but does not apply them
 		# (mesonbuild/meson#11732). The compile step regenerates.
 		hilock_say "reconfiguring $dir/ (${args[*]})"
-		hilock_run_logged "meson configure" meson configure "$dir" "${args[@]}"
+		if ! meson configure "$dir" "${args[@]}" >/dev/null 2>&1; then
+			# An option whose type changed since the directory was
+			# configured (tests: boolean, then feature) is refused until
+			# meson has read meson_options.txt again: regenerate with
+			# the new values, then apply them once more as above.
+			hilock_say "regenerating $dir/ first"
+			hilock_run_logged "meson setup --reconfigure" \
+				meson setup --reconfigure "$dir" "${args[@]}"
+			hilock_run_logged "meson configure" \
+				meson configure "$dir" "${args[@]}"
+		fi
 	fi
 	hilock_say "compiling $dir/"
 	hilock_run_logged "meson compile" meson compile -C "$dir"
