@@ -13,9 +13,10 @@
 #   - the staged `hilock` command runs (--help, --version) without
 #     LD_LIBRARY_PATH (its RPATH is relative to it), and its man page is
 #     installed;
-#   - a newcomer's path: SOURCE_ROOT configured afresh with -Dtests=disabled
-#     and a prefix of its own, compiled, installed (`meson install`, no
-#     DESTDIR); examples/hello.c built out of tree with nothing but
+#   - a newcomer's path: SOURCE_ROOT configured afresh with the default
+#     options on a machine without Check (pkg-config cannot see it, no
+#     download allowed) and a prefix of its own, compiled, installed
+#     (`meson install`, no DESTDIR), the suites left out; examples/hello.c built out of tree with nothing but
 #     `pkg-config --cflags --libs hilock libevent` (PKG_CONFIG_PATH to the
 #     prefix) and run against a throwaway redis-server (with-redis.sh): it
 #     takes and releases a lock; the installed hilock runs with no
@@ -119,15 +120,30 @@ printf 'install test: staged under %s: %s; %s; %s\n' "$prefix" \
 # shellcheck source=tests/with-redis.sh
 source "$here/../with-redis.sh"
 fresh=$tmp/fresh
+# A machine without Check: pkg-config sees every module here but check
+# (PKG_CONFIG_LIBDIR), nothing may be downloaded, and -Dtests is left at
+# its default: the suites must simply be left out.
+mkdir "$tmp/pc"
+IFS=: read -r -a pc_dirs <<<"$(pkg-config --variable pc_path pkg-config)"
+for d in "${pc_dirs[@]}" ${PKG_CONFIG_PATH:+${PKG_CONFIG_PATH//:/ }}; do
+	[[ -d $d ]] || continue
+	find "$d" -maxdepth 1 -name '*.pc' ! -name check.pc \
+		-exec cp -n -t "$tmp/pc" {} +
+done
 start=$(date +%s.%N)
-"$meson" setup "$fresh/build" "$source_root" --prefix="$fresh/prefix" \
-	-Dtests=disabled >"$tmp/fresh.log" 2>&1 &&
+PKG_CONFIG_LIBDIR=$tmp/pc "$meson" setup "$fresh/build" "$source_root" \
+	--prefix="$fresh/prefix" --wrap-mode=nodownload \
+	>"$tmp/fresh.log" 2>&1 &&
 	"$meson" compile -C "$fresh/build" >>"$tmp/fresh.log" 2>&1 &&
 	"$meson" install -C "$fresh/build" >>"$tmp/fresh.log" 2>&1 || {
 	tail -n 60 "$tmp/fresh.log" >&2
-	fail "meson setup/compile/install -Dtests=disabled into a fresh prefix failed"
+	fail "meson setup/compile/install without Check into a fresh prefix failed"
 }
 built=$(date +%s.%N)
+grep -q 'Run-time dependency check found: NO' "$tmp/fresh.log" ||
+	fail "the fresh build found Check although pkg-config could not see it"
+[[ ! -e $fresh/build/tests/test_lock ]] ||
+	fail "the fresh build without Check built the test suites"
 f_lib=$(find "$fresh/prefix" -name hilock.pc -printf '%h\n' -quit)
 [[ -n $f_lib ]] || fail "no hilock.pc under the fresh prefix"
 mkdir "$tmp/outside"
