@@ -21,6 +21,7 @@
       blocks are top-level declarations, built with an empty main. Other
       languages are skipped. A block that names a file of examples/ in its
       opening comment ("/* hello.c -- ...") must be that file, whole.
+      The README may not grow past README_MAX bytes.
 
 Exits 0 when every check passes, 1 with the reasons on stderr.
 """
@@ -29,6 +30,9 @@ import re
 import subprocess
 import sys
 import tempfile
+
+# The README is a front door: what hilock is, a program, install, a map.
+README_MAX = 16 * 1024
 
 OPT = re.compile(r"(?:^|(?<=[\s\[|(,/]))(--?[A-Za-z][A-Za-z-]*)")
 ROFF_OPT = re.compile(r"\\-(\\-)?([A-Za-z][A-Za-z\\-]*)")
@@ -226,6 +230,14 @@ def check_blocks(cc, build, root, files):
                 if r.returncode != 0:
                     errors.append(f"{rel}:{line}: the ```{' '.join(info)} block "
                                   f"does not build:\n{r.stderr}")
+    for path in files:
+        if os.path.abspath(path) == os.path.join(os.path.abspath(root),
+                                                 "README.md"):
+            size = os.path.getsize(path)
+            if size > README_MAX:
+                errors.append(f"README.md is {size} bytes, over {README_MAX}: "
+                              "it is the front door; move the reference "
+                              "into docs/")
     if n == 0:
         errors.append("no ```c block found")
     if not errors:
