@@ -21,7 +21,7 @@
  * in at once and no more, and a permit lost under its command.
  *
  * The command under test is $HILOCK_CLI (meson passes the built tools/hilock;
- * HILOCK_README the README, whose ACL line is run as written). Each test gets
+ * HILOCK_README docs/cli.md, whose ACL line is run as written). Each test gets
  * its own redis-server and scratch directory; every process started here dies
  * with the test (PR_SET_PDEATHSIG) and is waited for, except what a test of
  * hilock's SIGKILL leaves behind, which it kills itself when hilock did not. */
