@@ -27,6 +27,7 @@ Exits 0 when every check passes, 1 with the reasons on stderr.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -89,6 +90,10 @@ def check_man(hilock, page_path):
     for o in sorted(in_man - in_help):
         errors.append(f"{page_path} has {o}, hilock --help does not")
     env = dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8", MAN_DISABLE_SECCOMP="1")
+    if not shutil.which("man"):
+        errors.append("no man command: install man-db (scripts/deps.sh "
+                      "lists it) to check that the page renders")
+        return errors
     r = subprocess.run(["man", "--warnings", "-l", page_path],
                        capture_output=True, text=True, env=env)
     if r.returncode != 0 or r.stderr.strip():

@@ -169,6 +169,8 @@ out=$(env -u LD_LIBRARY_PATH bash -c "source '$here/../with-redis.sh'
 done_at=$(date +%s.%N)
 ver=$(env -i "$fresh/prefix/bin/hilock" --version) ||
 	fail "the fresh prefix's hilock does not run without an environment"
+command -v man >/dev/null ||
+	fail "no man command: install man-db (scripts/deps.sh lists it)"
 man -l "$fresh/prefix/share/man/man1/hilock.1" >/dev/null 2>&1 ||
 	fail "the installed man page does not render"
 awk -v a="$start" -v b="$built" -v c="$done_at" -v out="${out//$'\n'/ | }" \
