@@ -55,7 +55,8 @@ enum {
     OPT_HOLD = 1u << 20,          /* readmostly, semaphore: section length */
     OPT_EVERY = 1u << 21,         /* readmostly: the writer's pause */
     OPT_PERMITS = 1u << 22,       /* semaphore: its permits */
-    OPT_COUNTING = 1u << 23       /* semaphore: counting, not expiring */
+    OPT_COUNTING = 1u << 23,      /* semaphore: counting, not expiring */
+    OPT_MASTER_OUT = 1u << 24     /* redlock: one master out, contended */
 };
 
 /* Command-line options; 0 or NULL means "the scenario's default". */
@@ -88,6 +89,7 @@ struct bench_opts {
     uint32_t every_ms; /* readmostly: the writer's pause between sections */
     int permits;       /* semaphore: permits of the semaphore */
     int counting;      /* semaphore: a counting one (RSemaphore) */
+    int master_out;    /* redlock: 1 refusing, 2 stopped (SIGSTOP) */
     unsigned given; /* OPT_* bits of the options on the command line */
 };
 

@@ -761,6 +761,9 @@ static void acquire_done(struct op *op, int status,
          * again: back off for a short random time, longer each time. */
         ttl = backoff_delay_ms(2, 64, lock->splits, lock->eng->rng);
         lock->splits += lock->splits < 8;
+        /* Held off before parking too: a release heard while the attempt
+         * was out (the undo's own) must not send the next one at once. */
+        wait_hold_off(lock, (uint64_t)ttl);
         acquire_failed(lock, status, ttl);
         wait_hold_off(lock, (uint64_t)ttl);
         return;

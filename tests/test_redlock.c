@@ -889,6 +889,114 @@ START_TEST(paused_minority_does_not_lose_a_watchdog_lock)
 }
 END_TEST
 
+/* Another owner holds name on master i only, for ms. */
+static void foreign_hold(int i, const char *name, int ms)
+{
+    char pttl[16];
+    snprintf(pttl, sizeof pttl, "%d", ms);
+    ck_assert_int_eq(rs_int(masters[i], "HSET", name, "other:1", "1",
+                            (char *)NULL),
+                     1);
+    ck_assert_int_eq(rs_int(masters[i], "PEXPIRE", name, pttl, (char *)NULL),
+                     1);
+}
+
+#define SPLIT_ROUNDS 4
+
+static void multi_record(struct hilock_multi *m, int status, int64_t value,
+                         void *arg)
+{
+    struct tu_result *r = arg;
+    (void)m;
+    (void)value;
+    r->calls++;
+    r->status = status;
+}
+
+/* Acquire, then release, l or (when m) the MultiLock m, waiting wait_ms
+ * for it. The acquire's status; *took its time. */
+static int split_round(struct hilock_lock *l, struct hilock_multi *m,
+                       int wait_ms, long long *took)
+{
+    struct tu_result r = {0};
+    long long t0 = tu_now_ms();
+    if (!m) {
+        int rc = tu_acquire(l, (uint64_t)wait_ms, 60000, NULL);
+        *took = tu_now_ms() - t0;
+        return rc ? rc : tu_release(l, NULL);
+    }
+    tu_assert_status(
+        hilock_multi_acquire(m, (uint64_t)wait_ms, 60000, multi_record, &r),
+        0);
+    await(&r, wait_ms + scaled(5000), "multi acquire");
+    *took = tu_now_ms() - t0;
+    if (r.status)
+        return r.status;
+    r.calls = 0;
+    tu_assert_status(hilock_multi_release(m, multi_record, &r), 0);
+    await(&r, scaled(5000), "multi release");
+    return r.status;
+}
+
+/* Master 2 out by fault (down or frozen), and another owner holding the
+ * lock "rls" on master 0 or 1 for a while: each attempt until then is a
+ * split vote (one grant, one busy). The two live masters decide it at
+ * once, the attempt is undone and tried again after a short random
+ * backoff, and the lock (or, with multi, a MultiLock over "rls" and
+ * "rlt") is taken soon after the other hold ends, never waiting out master
+ * 2's deadline (the request timeout, 1 s, longer than the wait). A frozen
+ * master costs one such deadline, once: the first acquire waits for it. */
+static void split_votes_with_one_master_out(void (*fault)(int), bool multi)
+{
+    static const char *const names[2] = {"rls", "rlt"};
+    static const size_t lens[2] = {3, 3};
+    struct hilock_multi *m = NULL;
+    masters_start(3);
+    client = redlock_client_timeout(scaled(1000));
+    struct hilock_lock *l = tu_lock(client, "rls", 1);
+    warm_up(l);
+    if (multi)
+        tu_assert_status(hilock_multi_new(client, names, lens, 2, 2, &m), 0);
+    fault(2);
+    for (int i = 0; i < SPLIT_ROUNDS; i++) {
+        int wait = scaled(800) + (i == 0 ? scaled(1000) : 0);
+        long long took;
+        foreign_hold(i % 2, "rls", scaled(300));
+        int rc = split_round(l, m, wait, &took);
+        ck_assert_msg(rc == 0 && took < wait, "round %d: %s after %lld ms",
+                      i, hilock_err_name(rc), took);
+    }
+    hilock_multi_free(m);
+}
+
+/* A master that refuses connections is a no vote at once. */
+START_TEST(split_votes_with_one_master_refusing_do_not_wait_for_it)
+{
+    split_votes_with_one_master_out(master_down, false);
+}
+END_TEST
+
+/* A frozen master costs one deadline: then it is suspect, and its votes
+ * get a short deadline until it answers again. */
+START_TEST(split_votes_with_one_master_frozen_do_not_wait_for_it)
+{
+    split_votes_with_one_master_out(master_pause, false);
+}
+END_TEST
+
+/* The same for a MultiLock. */
+START_TEST(multilock_split_votes_with_one_master_out_do_not_wait_for_it)
+{
+    split_votes_with_one_master_out(master_down, true);
+}
+END_TEST
+
+START_TEST(multilock_split_votes_with_one_master_frozen_do_not_wait_for_it)
+{
+    split_votes_with_one_master_out(master_pause, true);
+}
+END_TEST
+
 START_TEST(bad_topologies_are_einval)
 {
     struct hilock_endpoint eps[11];
@@ -965,6 +1073,12 @@ static Suite *redlock_suite(void)
     tcase_add_test(tc, fence_reports_a_token_a_majority_has);
     tcase_add_test(tc, grant_after_a_failed_decision_is_undone);
     tcase_add_test(tc, paused_minority_does_not_lose_a_watchdog_lock);
+    tcase_add_test(tc, split_votes_with_one_master_refusing_do_not_wait_for_it);
+    tcase_add_test(tc, split_votes_with_one_master_frozen_do_not_wait_for_it);
+    tcase_add_test(
+        tc, multilock_split_votes_with_one_master_out_do_not_wait_for_it);
+    tcase_add_test(
+        tc, multilock_split_votes_with_one_master_frozen_do_not_wait_for_it);
     suite_add_tcase(s, tc);
     return s;
 }
