@@ -281,7 +281,8 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     reentry_leave(guard);
 }
 
-/* A member lost its hold: the MultiLock is lost (told once). */
+/* A member lost its hold: the MultiLock is lost (told once). The other
+ * names are given back at once and no longer renewed: held all or none. */
 static void member_lost(struct hilock_lock *lock, int status, int64_t value,
                         void *arg)
 {
@@ -291,6 +292,10 @@ static void member_lost(struct hilock_lock *lock, int status, int64_t value,
     if (!m->held)
         return;
     m->held = 0;
+    if (!m->freeing && !closing(m))
+        send_release(m, -1, undo_done); /* the lost name is skipped */
+    for (size_t i = 0; i < m->k; i++)
+        lock_drop_hold(m->members[i]);
     if (m->lost_cb && !m->freeing && !closing(m))
         m->lost_cb(m, status, 0, m->lost_arg);
 }
