@@ -592,12 +592,31 @@ static void undo_partial(struct hilock_lock *lock, struct op *op)
             send_cleanup(lock, 1, (int)i);
 }
 
-/* A node answered an acquire after its decision: a success there is only
- * kept when the acquire succeeded as a whole. */
+/* Whether the owner holds nothing now and is not taking the lock again:
+ * a hold of it left on a master is stale. */
+static int released_since(const struct hilock_lock *lock)
+{
+    return lock->holds == 0 && lock->op != OP_ACQUIRE &&
+           !handle_owner_holds(lock);
+}
+
+/* A node answered an acquire after its decision (res), or on several
+ * masters its connection dropped first (res NULL: the grant may be there;
+ * nothing is resent after a decision, see op.h). A grant there is only
+ * kept when the acquire succeeded as a whole and its hold was not given
+ * back since: a release sent before the answer came is behind it on that
+ * connection, but one that never reached that master would leave it. An
+ * unknown outcome is undone only while the owner holds nothing there by
+ * right (a blind undo drops one hold). */
 static void acquire_late(struct op *op, size_t i, const struct op_result *res)
 {
-    if (res && res->status == 0 && op->status != 0)
-        send_cleanup(op->ctx, 1, op->n == 1 ? -1 : (int)i);
+    struct hilock_lock *lock = op->ctx;
+    int node = op->n == 1 ? -1 : (int)i;
+    if (res && res->status == 0 && (op->status != 0 || released_since(lock)))
+        send_cleanup(lock, 1, node);
+    else if (!res && op->n > 1 && lock->holds == 0 &&
+             !handle_owner_holds(lock))
+        send_cleanup(lock, 1, node);
 }
 
 /* Release op of this client ended lock's name's hold (res: its result):

@@ -284,12 +284,27 @@ static void decode(struct op *op, size_t i, int status, int plain,
     }
 }
 
+/* The operation is decided: on several masters its node requests still
+ * out are not sent again when their connection drops (their late handler
+ * hears NULL instead). A request resent then would run after whatever
+ * the submitter sent since and not resent alike (an acquire after its
+ * release: the lock would come back on that master). */
+static void parts_final(struct op *op)
+{
+    if (op->n == 1)
+        return;
+    for (size_t i = 0; i < op->n; i++)
+        if (op->part[i])
+            op->part[i]->retry = 0;
+}
+
 /* Decide with status and result res (NULL: completed early). */
 static void decided(struct op *op, int status, const struct op_result *res)
 {
     op_done_fn *done = op->done;
     op->done = NULL;
     op->status = status;
+    parts_final(op);
     if (op->renew && res) {
         unsigned char *out = op->renew + (size_t)op->n * op->nlocks;
         if (op->n == 1)
@@ -473,6 +488,7 @@ void op_complete(struct op *op, int status)
     op->done = NULL; /* the node requests completed below see it decided */
     op->status = status;
     op->early = 1;
+    parts_final(op);
     op->busy++;
     for (size_t i = 0; i < op->n; i++)
         if (op->part[i])

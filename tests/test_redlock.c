@@ -997,6 +997,106 @@ START_TEST(multilock_split_votes_with_one_master_frozen_do_not_wait_for_it)
 }
 END_TEST
 
+/* c's counters. */
+static struct hilock_stats stats_of(struct hilock_client *c)
+{
+    struct hilock_stats st;
+    tu_assert_status(hilock_client_stats(c, &st, sizeof st), 0);
+    return st;
+}
+
+/* Whether c has no request in flight: each was answered or ran out of
+ * time. */
+static bool nothing_in_flight(void *c)
+{
+    return stats_of(c).requests_inflight == 0;
+}
+
+struct reconnects_goal {
+    struct hilock_client *c;
+    uint64_t n;
+};
+
+static bool reconnected(void *arg)
+{
+    const struct reconnects_goal *g = arg;
+    return stats_of(g->c).reconnects >= g->n;
+}
+
+static bool master_2_has(void *key)
+{
+    return master_has(2, key);
+}
+
+/* Acquire (20 s lease) and release l, or the MultiLock m when given. */
+static void take_and_give_back(struct hilock_lock *l, struct hilock_multi *m)
+{
+    struct tu_result r = {0};
+    if (!m) {
+        tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
+        ck_assert(tu_run_until(nothing_in_flight, client, scaled(3000)));
+        tu_assert_status(tu_release(l, NULL), 0);
+        return;
+    }
+    tu_assert_status(hilock_multi_acquire(m, 0, 20000, multi_record, &r), 0);
+    await(&r, scaled(3000), "multi acquire");
+    tu_assert_status(r.status, 0);
+    ck_assert(tu_run_until(nothing_in_flight, client, scaled(3000)));
+    r.calls = 0;
+    tu_assert_status(hilock_multi_release(m, multi_record, &r), 0);
+    await(&r, scaled(3000), "multi release");
+    tu_assert_status(r.status, 0);
+}
+
+/* A master cut off (the proxy holds everything) misses an acquire and its
+ * release; both of its requests run out of time, then its connection
+ * drops. Neither is sent again (the operations are over): else the
+ * acquire alone, resent on the new connection, would take the released
+ * lock there for its whole lease. Once the master has a lock taken after
+ * the reconnect, whatever went before it on that connection has run:
+ * then no master may have the released lock (or MultiLock). */
+static void released_stays_released(bool multi)
+{
+    static const char *const names[2] = {"rlr", "rlr3"};
+    static const size_t lens[2] = {3, 4};
+    struct hilock_multi *m = NULL;
+    masters_start(3);
+    proxies_start();
+    client = redlock_client_timeout(scaled(300));
+    struct hilock_lock *l = tu_lock(client, "rlr", 1);
+    struct hilock_lock *after = tu_lock(client, "rlr2", 1);
+    warm_up(l);
+    if (multi)
+        tu_assert_status(hilock_multi_new(client, names, lens, 2, 2, &m), 0);
+    tp_blackhole(proxies[2], true);
+    take_and_give_back(l, m);
+    ck_assert(tu_run_until(nothing_in_flight, client, scaled(3000)));
+    struct reconnects_goal g = {client, stats_of(client).reconnects + 1};
+    tp_blackhole(proxies[2], false);
+    tp_cut_all(proxies[2]);
+    ck_assert(tu_run_until(reconnected, &g, scaled(3000)));
+    tu_assert_status(tu_acquire(after, 0, 20000, NULL), 0);
+    ck_assert(tu_run_until(master_2_has, "rlr2", scaled(3000)));
+    for (int i = 0; i < nmasters; i++)
+        ck_assert_msg(
+            rs_int(masters[i], "EXISTS", "rlr", "rlr3", (char *)NULL) == 0,
+            "master %d has the released lock, PTTL %lld", i,
+            rs_int(masters[i], "PTTL", "rlr", (char *)NULL));
+    hilock_multi_free(m);
+}
+
+START_TEST(released_lock_does_not_come_back_on_a_minority_master)
+{
+    released_stays_released(false);
+}
+END_TEST
+
+START_TEST(released_multilock_does_not_come_back_on_a_minority_master)
+{
+    released_stays_released(true);
+}
+END_TEST
+
 START_TEST(bad_topologies_are_einval)
 {
     struct hilock_endpoint eps[11];
@@ -1073,6 +1173,9 @@ static Suite *redlock_suite(void)
     tcase_add_test(tc, fence_reports_a_token_a_majority_has);
     tcase_add_test(tc, grant_after_a_failed_decision_is_undone);
     tcase_add_test(tc, paused_minority_does_not_lose_a_watchdog_lock);
+    tcase_add_test(tc, released_lock_does_not_come_back_on_a_minority_master);
+    tcase_add_test(tc,
+                   released_multilock_does_not_come_back_on_a_minority_master);
     tcase_add_test(tc, split_votes_with_one_master_refusing_do_not_wait_for_it);
     tcase_add_test(tc, split_votes_with_one_master_frozen_do_not_wait_for_it);
     tcase_add_test(
