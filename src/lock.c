@@ -697,6 +697,41 @@ static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
 }
 
 
+/* Whether a cleanup of lock to node i is still out: the undo of an
+ * earlier attempt's grant there, which that node may count along with
+ * this one. */
+static int cleanup_pending(const struct hilock_lock *lock, size_t i)
+{
+    const struct op *op;
+    TAILQ_FOREACH(op, &lock->ops, ctx_link)
+        if (op->done == cleanup_done &&
+            (op->target < 0 || (size_t)op->target == i))
+            return 1;
+    return 0;
+}
+
+/* Acquire op was granted on several masters while the owner held
+ * nothing here: a master that counts more than one hold counted a
+ * re-entry. Unless an undo of ours is on its way there (an earlier
+ * attempt's grant), it keeps holds its owner gave up without that master
+ * hearing it (see drop_unreleased for one node): they are dropped,
+ * leaving the one just taken. Returns whether any master counted a
+ * re-entry. */
+static int drop_stale(struct hilock_lock *lock, const struct op *op)
+{
+    int stale = 0;
+    if (lock->holds > 0 || handle_owner_holds(lock) || lock->kind != KIND_MUTEX)
+        return 0;
+    for (size_t i = 0; i < op->n; i++) {
+        if (!op_node_ok(op, i) || op->res[i].a <= 1)
+            continue;
+        stale = 1;
+        if (!cleanup_pending(lock, i))
+            send_cleanup(lock, (uint32_t)(op->res[i].a - 1), (int)i);
+    }
+    return stale;
+}
+
 /* A quorum granted the acquire. On several masters, check that the
  * validity left is positive, and make the token the largest any later
  * majority can see: raise the counters of a majority to it first, unless a
@@ -712,8 +747,13 @@ static int quorum_granted(struct hilock_lock *lock, struct op *op,
     if (quorum_validity(acquire_lease(lock), clock_now_ms() - op->sent_ms) <=
         0)
         return HILOCK_ENOQUORUM;
+    /* A master that counted a re-entry gave its counter as it was,
+     * maybe a token handed out before. One above the largest is fresh
+     * once a majority has it (any token reported was on a majority, which
+     * meets this one). */
+    op->token = res->b + (drop_stale(lock, op) && eng->opts->fencing);
     for (size_t i = 0; i < op->n; i++)
-        same += op_node_ok(op, i) && op->res[i].b == res->b;
+        same += op_node_ok(op, i) && op->res[i].b == op->token;
     if (!eng->opts->fencing || same >= quorum_of(op->n))
         return 0;
     struct wire_lock w = handle_wire(lock);
@@ -721,9 +761,8 @@ static int quorum_granted(struct hilock_lock *lock, struct op *op,
     if (!f)
         return HILOCK_ENOMEM;
     op_eval(f, SCRIPT_FENCE);
-    wire_fence(op_cmd(f), eng->scripts.sha[SCRIPT_FENCE], &w, res->b);
+    wire_fence(op_cmd(f), eng->scripts.sha[SCRIPT_FENCE], &w, op->token);
     op_hold(op); /* until the fence is decided */
-    op->token = res->b; /* the majority's; later grants do not count */
     f->data = op;
     handle_attach(lock, f);
     lock->op_pending = f;
@@ -769,7 +808,7 @@ static void acquire_done(struct op *op, int status,
     if (status == 0 && (status = quorum_granted(lock, op, res)) == 0) {
         drop_unreleased(lock, res->a);
         if (!lock->op_pending)
-            acquired(lock, res->b, op->sent_ms);
+            acquired(lock, op->n > 1 ? op->token : res->b, op->sent_ms);
         return;
     }
     op->status = status; /* late successes are undone too */
@@ -1111,7 +1150,11 @@ static void repair_done(struct op *op, int status,
 
 /* A majority renewed the lock, but master i had lost it (restarted
  * empty): take it there again when it is free, so that the next failure
- * of another master does not cost the quorum. */
+ * of another master does not cost the quorum. It goes as request id 0,
+ * which no request is above (see script.c): on a master where the owner
+ * holds the lock again by then (an earlier repair, when two renewals
+ * said it was lost), it counts no second hold that the release would
+ * leave behind. */
 static void hook_repair(struct hilock_lock *lock, size_t i)
 {
     struct engine *eng = lock->eng;
@@ -1122,7 +1165,7 @@ static void hook_repair(struct hilock_lock *lock, size_t i)
         return; /* the next renewal tries again */
     op_eval(op, SCRIPT_ACQUIRE);
     wire_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
-                 lock_lease(lock), eng->opts->fencing, ++eng->seq);
+                 lock_lease(lock), eng->opts->fencing, 0);
     handle_attach(lock, op);
     op_submit(op, 0);
 }

@@ -1097,6 +1097,109 @@ START_TEST(released_multilock_does_not_come_back_on_a_minority_master)
 }
 END_TEST
 
+/* Owner tag 1 of client holds name on master i, unknown to the client
+ * (a release that never reached that master). */
+static void stale_hold(int i, const char *name)
+{
+    char field[64], rid[80];
+    tu_field(client, 1, field);
+    snprintf(rid, sizeof rid, "%s:rid", field);
+    ck_assert_int_eq(rs_int(masters[i], "HSET", name, field, "1", rid, "1",
+                            (char *)NULL),
+                     2);
+    ck_assert_int_eq(rs_int(masters[i], "PEXPIRE", name, "20000",
+                            (char *)NULL),
+                     1);
+}
+
+/* An acquisition that masters 1 and 2 count as a re-entry (the owner's
+ * stale holds) while the client held nothing: the token must still be a
+ * fresh one, above the last token another owner was given, and the stale
+ * holds must not outlive the release. */
+START_TEST(stale_holds_on_a_majority_give_no_old_token_and_go)
+{
+    struct hilock_endpoint eps[MASTERS_MAX];
+    struct hilock_options o;
+    masters_start(3);
+    redlock_options(&o, eps, scaled(1000));
+    o.fencing = 1;
+    client = tu_client(&o);
+    struct hilock_lock *a = tu_lock(client, "rle", 1);
+    struct hilock_lock *b = tu_lock(client, "rle", 2);
+    warm_up(a);
+    int64_t tb = 0, ta = 0;
+    tu_assert_status(tu_acquire(b, 0, 60000, &tb), 0);
+    tu_assert_status(tu_release(b, NULL), 0);
+    ck_assert(none_left("rle"));
+    stale_hold(1, "rle");
+    stale_hold(2, "rle");
+    master_pause(0);
+    tu_assert_status(tu_acquire(a, 0, 60000, &ta), 0);
+    ck_assert_msg(ta > tb, "token %lld after another owner's %lld",
+                  (long long)ta, (long long)tb);
+    tu_assert_status(tu_release(a, NULL), 0);
+    master_resume(0);
+    ck_assert_msg(none_left("rle"), "left on %d master(s)",
+                  masters_with("rle"));
+}
+END_TEST
+
+struct renewals_sent_goal {
+    struct hilock_client *c;
+    uint64_t n;
+};
+
+static bool renewals_sent(void *arg)
+{
+    const struct renewals_sent_goal *g = arg;
+    return stats_of(g->c).renewals_sent >= g->n;
+}
+
+/* The owner's hold count on master i. */
+static long long holds_on(int i, const char *name)
+{
+    char field[64];
+    return rs_int(masters[i], "HGET", name, tu_field(client, 1, field),
+                  (char *)NULL);
+}
+
+static bool master_2_holds(void *name)
+{
+    return holds_on(2, name) >= 1;
+}
+
+/* Master 2 lost a watchdog lock and answers two renewals late, both
+ * saying so: the lock is repaired there once, not counted twice, and its
+ * release leaves nothing on any master. */
+START_TEST(repair_counts_a_hold_once)
+{
+    struct hilock_endpoint eps[MASTERS_MAX];
+    struct hilock_options o;
+    masters_start(3);
+    redlock_options(&o, eps, scaled(2000));
+    o.watchdog_lease_ms = (uint32_t)scaled(900); /* renewed every 300 ms */
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "rlx", 1);
+    warm_up(l);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    ck_assert(tu_run_until(every_master_has, "rlx", scaled(2000)));
+    ck_assert_int_eq(rs_int(masters[2], "DEL", "rlx", (char *)NULL), 1);
+    master_pause(2);
+    struct renewals_sent_goal g = {client, stats_of(client).renewals_sent + 2};
+    ck_assert(tu_run_until(renewals_sent, &g, scaled(3000)));
+    master_resume(2);
+    ck_assert(tu_run_until(master_2_holds, "rlx", scaled(3000)));
+    /* the next renewal is answered after both repairs */
+    g.n = stats_of(client).renewals_sent + 1;
+    ck_assert(tu_run_until(renewals_sent, &g, scaled(3000)));
+    warm_up(tu_lock(client, "rlx-probe", 1));
+    ck_assert_int_eq(holds_on(2, "rlx"), 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_msg(none_left("rlx"), "left on %d master(s)",
+                  masters_with("rlx"));
+}
+END_TEST
+
 START_TEST(bad_topologies_are_einval)
 {
     struct hilock_endpoint eps[11];
@@ -1176,6 +1279,8 @@ static Suite *redlock_suite(void)
     tcase_add_test(tc, released_lock_does_not_come_back_on_a_minority_master);
     tcase_add_test(tc,
                    released_multilock_does_not_come_back_on_a_minority_master);
+    tcase_add_test(tc, stale_holds_on_a_majority_give_no_old_token_and_go);
+    tcase_add_test(tc, repair_counts_a_hold_once);
     tcase_add_test(tc, split_votes_with_one_master_refusing_do_not_wait_for_it);
     tcase_add_test(tc, split_votes_with_one_master_frozen_do_not_wait_for_it);
     tcase_add_test(
