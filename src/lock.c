@@ -600,23 +600,17 @@ static int released_since(const struct hilock_lock *lock)
            !handle_owner_holds(lock);
 }
 
-/* A node answered an acquire after its decision (res), or on several
- * masters its connection dropped first (res NULL: the grant may be there;
- * nothing is resent after a decision, see op.h). A grant there is only
+/* A node answered an acquire after its decision. A grant there is only
  * kept when the acquire succeeded as a whole and its hold was not given
- * back since: a release sent before the answer came is behind it on that
- * connection, but one that never reached that master would leave it. An
- * unknown outcome is undone only while the owner holds nothing there by
- * right (a blind undo drops one hold). */
+ * back since (a release sent before the answer came is behind it on that
+ * connection and takes it away too: the undo then finds nothing). No
+ * answer (res NULL) undoes nothing: a blind undo could take a hold that
+ * another attempt of this owner made there. */
 static void acquire_late(struct op *op, size_t i, const struct op_result *res)
 {
     struct hilock_lock *lock = op->ctx;
-    int node = op->n == 1 ? -1 : (int)i;
     if (res && res->status == 0 && (op->status != 0 || released_since(lock)))
-        send_cleanup(lock, 1, node);
-    else if (!res && op->n > 1 && lock->holds == 0 &&
-             !handle_owner_holds(lock))
-        send_cleanup(lock, 1, node);
+        send_cleanup(lock, 1, op->n == 1 ? -1 : (int)i);
 }
 
 /* Release op of this client ended lock's name's hold (res: its result):
@@ -697,39 +691,19 @@ static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
 }
 
 
-/* Whether a cleanup of lock to node i is still out: the undo of an
- * earlier attempt's grant there, which that node may count along with
- * this one. */
-static int cleanup_pending(const struct hilock_lock *lock, size_t i)
+/* Whether a master granting acquire op counted a re-entry while the
+ * owner held nothing here: its token is its counter as it was, maybe a
+ * token handed out before. (Its extra hold is not dropped here: it is
+ * most often the grant of an earlier attempt of this handle whose undo
+ * comes with that attempt's late answer.) */
+static int reentered(const struct hilock_lock *lock, const struct op *op)
 {
-    const struct op *op;
-    TAILQ_FOREACH(op, &lock->ops, ctx_link)
-        if (op->done == cleanup_done &&
-            (op->target < 0 || (size_t)op->target == i))
+    if (lock->holds > 0 || handle_owner_holds(lock))
+        return 0;
+    for (size_t i = 0; i < op->n; i++)
+        if (op_node_ok(op, i) && op->res[i].a > 1)
             return 1;
     return 0;
-}
-
-/* Acquire op was granted on several masters while the owner held
- * nothing here: a master that counts more than one hold counted a
- * re-entry. Unless an undo of ours is on its way there (an earlier
- * attempt's grant), it keeps holds its owner gave up without that master
- * hearing it (see drop_unreleased for one node): they are dropped,
- * leaving the one just taken. Returns whether any master counted a
- * re-entry. */
-static int drop_stale(struct hilock_lock *lock, const struct op *op)
-{
-    int stale = 0;
-    if (lock->holds > 0 || handle_owner_holds(lock) || lock->kind != KIND_MUTEX)
-        return 0;
-    for (size_t i = 0; i < op->n; i++) {
-        if (!op_node_ok(op, i) || op->res[i].a <= 1)
-            continue;
-        stale = 1;
-        if (!cleanup_pending(lock, i))
-            send_cleanup(lock, (uint32_t)(op->res[i].a - 1), (int)i);
-    }
-    return stale;
 }
 
 /* A quorum granted the acquire. On several masters, check that the
@@ -747,11 +721,9 @@ static int quorum_granted(struct hilock_lock *lock, struct op *op,
     if (quorum_validity(acquire_lease(lock), clock_now_ms() - op->sent_ms) <=
         0)
         return HILOCK_ENOQUORUM;
-    /* A master that counted a re-entry gave its counter as it was,
-     * maybe a token handed out before. One above the largest is fresh
-     * once a majority has it (any token reported was on a majority, which
-     * meets this one). */
-    op->token = res->b + (drop_stale(lock, op) && eng->opts->fencing);
+    /* One above the largest token is fresh once a majority has it (any
+     * token reported was on a majority, which meets this one). */
+    op->token = res->b + (eng->opts->fencing && reentered(lock, op));
     for (size_t i = 0; i < op->n; i++)
         same += op_node_ok(op, i) && op->res[i].b == op->token;
     if (!eng->opts->fencing || same >= quorum_of(op->n))

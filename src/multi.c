@@ -157,18 +157,15 @@ static void undo_done(struct op *op, int status, const struct op_result *res)
     (void)res;
 }
 
-/* A node answered an attempt after its decision (res), or on several
- * masters its connection dropped first (res NULL: the grants may be
- * there; see op.h). They are undone unless the attempt succeeded and the
- * MultiLock is still held (or being taken again: then its release went
- * to that master before the new attempt); an unknown outcome is undone
- * while the MultiLock is not held. */
+/* A node answered an attempt after its decision: its grants are undone
+ * unless the attempt succeeded and the MultiLock is still held (or being
+ * taken again: then its release went to that master before the new
+ * attempt). */
 static void acquire_late(struct op *op, size_t i, const struct op_result *res)
 {
     struct hilock_multi *m = op->ctx;
     int stale = !m->held && m->op != MULTI_ACQUIRING;
-    if ((res && res->status == 0 && (op->status != 0 || stale)) ||
-        (!res && op->n > 1 && !m->held))
+    if (res && res->status == 0 && (op->status != 0 || stale))
         send_release(m, op->n == 1 ? -1 : (int)i, undo_done);
 }
 

@@ -27,9 +27,10 @@ struct op;
 typedef void op_done_fn(struct op *op, int status,
                         const struct op_result *res);
 /* Node i answered after the decision (or after its own request failed):
- * res is its reply, NULL when its connection dropped instead. On several
+ * res is its reply, NULL when its connection dropped instead (or its
+ * request ended without an answer: one may still come). On several
  * masters a decided operation's requests are not sent again after a
- * drop: NULL then means the outcome on node i is unknown. */
+ * drop. */
 typedef void op_late_fn(struct op *op, size_t i, const struct op_result *res);
 
 struct op {
