@@ -56,7 +56,8 @@ enum {
     OPT_EVERY = 1u << 21,         /* readmostly: the writer's pause */
     OPT_PERMITS = 1u << 22,       /* semaphore: its permits */
     OPT_COUNTING = 1u << 23,      /* semaphore: counting, not expiring */
-    OPT_MASTER_OUT = 1u << 24     /* redlock: one master out, contended */
+    OPT_MASTER_OUT = 1u << 24,    /* redlock: one master out, contended */
+    OPT_MULTI = 1u << 25          /* redlock --master-out: MultiLocks */
 };
 
 /* Command-line options; 0 or NULL means "the scenario's default". */
@@ -90,6 +91,7 @@ struct bench_opts {
     int permits;       /* semaphore: permits of the semaphore */
     int counting;      /* semaphore: a counting one (RSemaphore) */
     int master_out;    /* redlock: 1 refusing, 2 stopped (SIGSTOP) */
+    int multi;         /* redlock --master-out: waiters take MultiLocks */
     unsigned given; /* OPT_* bits of the options on the command line */
 };
 
