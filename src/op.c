@@ -284,14 +284,16 @@ static void decode(struct op *op, size_t i, int status, int plain,
     }
 }
 
-/* The operation is decided: on several masters its node requests still
- * out are not sent again when their connection drops (their late handler
- * hears NULL instead). A request resent then would run after whatever
- * the submitter sent since and not resent alike (an acquire after its
- * release: the lock would come back on that master). */
+/* The operation is decided: on several masters the requests of an
+ * acquire still out are not sent again when their connection drops
+ * (their late handler hears NULL instead). One resent then would run
+ * after whatever the submitter sent since and not resent alike (after
+ * the release of the lock it took: the lock would come back on that
+ * master). A release, a renewal or a fence is harmless to resend. */
 static void parts_final(struct op *op)
 {
-    if (op->n == 1)
+    if (op->n == 1 ||
+        (op->kind != OP_KIND_ACQUIRE && op->kind != OP_KIND_MULTI_ACQUIRE))
         return;
     for (size_t i = 0; i < op->n; i++)
         if (op->part[i])

@@ -29,7 +29,7 @@ typedef void op_done_fn(struct op *op, int status,
 /* Node i answered after the decision (or after its own request failed):
  * res is its reply, NULL when its connection dropped instead (or its
  * request ended without an answer: one may still come). On several
- * masters a decided operation's requests are not sent again after a
+ * masters a decided acquire's requests are not sent again after a
  * drop. */
 typedef void op_late_fn(struct op *op, size_t i, const struct op_result *res);
 

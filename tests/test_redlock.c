@@ -1085,6 +1085,28 @@ static void released_stays_released(bool multi)
     hilock_multi_free(m);
 }
 
+/* The release of a lock held on every master reaches two; the third is
+ * cut off, and its connection drops while the release is still out there:
+ * the release goes again on the new connection (harmless to repeat), so
+ * that master does not keep the lock for its lease. */
+START_TEST(release_cut_off_on_one_master_goes_again_there)
+{
+    masters_start(3);
+    proxies_start();
+    client = redlock_client_timeout(scaled(2000));
+    struct hilock_lock *l = tu_lock(client, "rlz", 1);
+    warm_up(l);
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
+    ck_assert(tu_run_until(every_master_has, "rlz", scaled(2000)));
+    tp_blackhole(proxies[2], true);
+    tu_assert_status(tu_release(l, NULL), 0);
+    tp_blackhole(proxies[2], false);
+    tp_cut_all(proxies[2]);
+    ck_assert_msg(none_left("rlz"), "left on %d master(s)",
+                  masters_with("rlz"));
+}
+END_TEST
+
 START_TEST(released_lock_does_not_come_back_on_a_minority_master)
 {
     released_stays_released(false);
@@ -1273,6 +1295,7 @@ static Suite *redlock_suite(void)
     tcase_add_test(tc, grant_after_a_failed_decision_is_undone);
     tcase_add_test(tc, paused_minority_does_not_lose_a_watchdog_lock);
     tcase_add_test(tc, released_lock_does_not_come_back_on_a_minority_master);
+    tcase_add_test(tc, release_cut_off_on_one_master_goes_again_there);
     tcase_add_test(tc,
                    released_multilock_does_not_come_back_on_a_minority_master);
     tcase_add_test(tc, stale_holds_on_a_majority_give_no_old_token);
