@@ -901,7 +901,7 @@ static void foreign_hold(int i, const char *name, int ms)
                      1);
 }
 
-#define SPLIT_ROUNDS 4
+#define SPLIT_ROUNDS 2
 
 static void multi_record(struct hilock_multi *m, int status, int64_t value,
                          void *arg)
@@ -944,7 +944,7 @@ static int split_round(struct hilock_lock *l, struct hilock_multi *m,
  * once, the attempt is undone and tried again after a short random
  * backoff, and the lock (or, with multi, a MultiLock over "rls" and
  * "rlt") is taken soon after the other hold ends, never waiting out master
- * 2's deadline (the request timeout, 1 s, longer than the wait). A frozen
+ * 2's deadline (the request timeout, 500 ms, longer than the wait). A frozen
  * master costs one such deadline, once: the first acquire waits for it. */
 static void split_votes_with_one_master_out(void (*fault)(int), bool multi)
 {
@@ -952,16 +952,16 @@ static void split_votes_with_one_master_out(void (*fault)(int), bool multi)
     static const size_t lens[2] = {3, 3};
     struct hilock_multi *m = NULL;
     masters_start(3);
-    client = redlock_client_timeout(scaled(1000));
+    client = redlock_client_timeout(scaled(500));
     struct hilock_lock *l = tu_lock(client, "rls", 1);
     warm_up(l);
     if (multi)
         tu_assert_status(hilock_multi_new(client, names, lens, 2, 2, &m), 0);
     fault(2);
     for (int i = 0; i < SPLIT_ROUNDS; i++) {
-        int wait = scaled(800) + (i == 0 ? scaled(1000) : 0);
+        int wait = scaled(400) + (i == 0 ? scaled(500) : 0);
         long long took;
-        foreign_hold(i % 2, "rls", scaled(300));
+        foreign_hold(i % 2, "rls", scaled(150));
         int rc = split_round(l, m, wait, &took);
         ck_assert_msg(rc == 0 && took < wait, "round %d: %s after %lld ms",
                       i, hilock_err_name(rc), took);
