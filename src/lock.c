@@ -740,9 +740,24 @@ static int grant_in_time(const struct hilock_lock *lock, const struct op *op)
     return lock->eng->nnodes > 1 ? HILOCK_ENOQUORUM : HILOCK_ETIMEDOUT;
 }
 
+/* Whether a master granting acquire op counted a re-entry while the
+ * owner held nothing here: its token is its counter as it was, maybe a
+ * token handed out before. (Its extra hold is not dropped here: it is
+ * most often the grant of an earlier attempt of this handle whose undo
+ * comes with that attempt's late answer.) */
+static int reentered(const struct hilock_lock *lock, const struct op *op)
+{
+    if (lock->holds > 0 || handle_owner_holds(lock))
+        return 0;
+    for (size_t i = 0; i < op->n; i++)
+        if (op_node_ok(op, i) && op->res[i].a > 1)
+            return 1;
+    return 0;
+}
+
 /* A quorum granted the acquire. On several masters, make the token the
- * largest any later majority can see: raise the counters of a majority to it first, unless a
- * majority drew it already. Returns 0 when the acquisition stands (or a
+ * largest any later majority can see: raise the counters of a majority to
+ * it first, unless a majority drew it already. Returns 0 when the acquisition stands (or a
  * fence write is under way), else the failure status. */
 static int quorum_granted(struct hilock_lock *lock, struct op *op,
                           const struct op_result *res)
@@ -751,8 +766,11 @@ static int quorum_granted(struct hilock_lock *lock, struct op *op,
     size_t same = 0;
     if (eng->nnodes == 1)
         return 0;
+    /* One above the largest token is fresh once a majority has it (any
+     * token reported was on a majority, which meets this one). */
+    op->token = res->b + (eng->opts->fencing && reentered(lock, op));
     for (size_t i = 0; i < op->n; i++)
-        same += op_node_ok(op, i) && op->res[i].b == res->b;
+        same += op_node_ok(op, i) && op->res[i].b == op->token;
     if (!eng->opts->fencing || same >= quorum_of(op->n))
         return 0;
     struct wire_lock w = handle_wire(lock);
@@ -760,9 +778,8 @@ static int quorum_granted(struct hilock_lock *lock, struct op *op,
     if (!f)
         return HILOCK_ENOMEM;
     op_eval(f, SCRIPT_FENCE);
-    wire_fence(op_cmd(f), eng->scripts.sha[SCRIPT_FENCE], &w, res->b);
+    wire_fence(op_cmd(f), eng->scripts.sha[SCRIPT_FENCE], &w, op->token);
     op_hold(op); /* until the fence is decided */
-    op->token = res->b; /* the majority's; later grants do not count */
     f->data = op;
     handle_attach(lock, f);
     lock->op_pending = f;
@@ -812,7 +829,7 @@ static void acquire_done(struct op *op, int status,
     if (status == 0 && (status = quorum_granted(lock, op, res)) == 0) {
         drop_unreleased(lock, res->a);
         if (!lock->op_pending)
-            acquired(lock, res->b, op->sent_ms);
+            acquired(lock, op->n > 1 ? op->token : res->b, op->sent_ms);
         return;
     }
     op->status = status; /* late successes are undone too */
@@ -823,6 +840,9 @@ static void acquire_done(struct op *op, int status,
          * again: back off for a short random time, longer each time. */
         ttl = backoff_delay_ms(2, 64, lock->splits, lock->eng->rng);
         lock->splits += lock->splits < 8;
+        /* Held off before parking too: a release heard while the attempt
+         * was out (the undo's own) must not send the next one at once. */
+        wait_hold_off(lock, (uint64_t)ttl);
         acquire_failed(lock, status, ttl);
         wait_hold_off(lock, (uint64_t)ttl);
         return;
@@ -1159,7 +1179,11 @@ static void repair_done(struct op *op, int status,
 
 /* A majority renewed the lock, but master i had lost it (restarted
  * empty): take it there again when it is free, so that the next failure
- * of another master does not cost the quorum. */
+ * of another master does not cost the quorum. It goes as request id 0,
+ * which no request is above (see script.c): on a master where the owner
+ * holds the lock again by then (an earlier repair, when two renewals
+ * said it was lost), it counts no second hold that the release would
+ * leave behind. */
 static void hook_repair(struct hilock_lock *lock, size_t i)
 {
     struct engine *eng = lock->eng;
@@ -1170,7 +1194,7 @@ static void hook_repair(struct hilock_lock *lock, size_t i)
         return; /* the next renewal tries again */
     op_eval(op, SCRIPT_ACQUIRE);
     wire_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
-                 lock_lease(lock), eng->opts->fencing, ++eng->seq);
+                 lock_lease(lock), eng->opts->fencing, 0);
     handle_attach(lock, op);
     op_submit(op, 0);
 }

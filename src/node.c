@@ -97,6 +97,7 @@ void node_init(struct node *n, const struct conn_config *cfg,
                size_t prefix_len, const struct node_events *ev)
 {
     n->ev = ev;
+    n->suspect = 0;
     script_set_init(&n->scripts);
     conn_init(&n->cmd, cfg, ep, &cmd_hooks, n, "command");
     n->cmd.want_clock = 1;
@@ -114,6 +115,34 @@ void node_close(struct node *n, uint32_t drain_ms)
     conn_drain(&n->cmd, drain_ms);
     conn_close(&n->cmd);
     sub_close(&n->subs);
+}
+
+/* The deadline of a suspect master's vote: long enough for a master that
+ * answers, short beside a lease, so that a frozen or cut-off master costs
+ * one full deadline, not one per vote. */
+#define NODE_SUSPECT_MS 5
+
+int node_down(const struct node *n)
+{
+    const struct conn *c = &n->cmd;
+    return c->err && (c->state == CONN_IDLE || c->state == CONN_CONNECTING);
+}
+
+int node_suspect(const struct node *n)
+{
+    return n->suspect;
+}
+
+uint32_t node_vote_ms(const struct node *n, uint32_t timeout_ms)
+{
+    uint32_t t =
+        timeout_ms ? timeout_ms : n->cmd.cfg->opts->request_timeout_ms;
+    return n->suspect && NODE_SUSPECT_MS < t ? NODE_SUSPECT_MS : timeout_ms;
+}
+
+void node_voted(struct node *n, int timed_out)
+{
+    n->suspect = timed_out != 0;
 }
 
 struct req *node_request(struct node *n, req_done_fn *done)
