@@ -121,6 +121,16 @@ void tls_free(struct tls *t)
     (void)t;
 }
 
+int tls_connect(const struct tls *t, struct redisContext *c,
+                const char *host, void **session)
+{
+    (void)t;
+    (void)c;
+    (void)host;
+    *session = NULL;
+    return -1;
+}
+
 int tls_attach(const struct tls *t, struct redisAsyncContext *ac,
                const char *host, void **session)
 {
@@ -230,28 +240,36 @@ static int tls_set_name(SSL *ssl, const char *name)
     return SSL_set_tlsext_host_name(ssl, name) && SSL_set1_host(ssl, name);
 }
 
-int tls_attach(const struct tls *t, redisAsyncContext *ac, const char *host,
-               void **session)
+int tls_connect(const struct tls *t, redisContext *c, const char *host,
+                void **session)
 {
     const char *name = t->server_name ? t->server_name : host;
     SSL *ssl = SSL_new(t->ctx);
     *session = NULL;
     ERR_clear_error();
     if (!ssl || (name && !tls_set_name(ssl, name)) ||
-        redisInitiateSSL(&ac->c, ssl) != REDIS_OK) {
-        /* The handshake may fail at once (loopback): say why. */
-        if (!ssl || !tls_failed(ssl, 1, ac->c.errstr, sizeof(ac->c.errstr)))
-            snprintf(ac->c.errstr, sizeof(ac->c.errstr), "TLS setup: %s",
+        redisInitiateSSL(c, ssl) != REDIS_OK) {
+        /* The handshake may fail at once (loopback, blocking): say why. */
+        if (!ssl || !tls_failed(ssl, 1, c->errstr, sizeof(c->errstr)))
+            snprintf(c->errstr, sizeof(c->errstr), "TLS setup: %s",
                      ssl_reason());
-        if (!ac->c.err)
-            ac->c.err = REDIS_ERR_OTHER;
-        ac->err = ac->c.err;
-        ac->errstr = ac->c.errstr;
+        if (!c->err)
+            c->err = REDIS_ERR_OTHER;
         SSL_free(ssl); /* hiredis took it only on success */
         return -1;
     }
     *session = ssl;
     return 0;
+}
+
+int tls_attach(const struct tls *t, redisAsyncContext *ac, const char *host,
+               void **session)
+{
+    if (tls_connect(t, &ac->c, host, session) == 0)
+        return 0;
+    ac->err = ac->c.err;
+    ac->errstr = ac->c.errstr;
+    return -1;
 }
 
 int tls_failed(void *session, int pending, char *why, size_t len)

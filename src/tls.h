@@ -46,6 +46,11 @@ void tls_free(struct tls *t);
  * until ac is freed. Returns 0, or -1 with ac->errstr set. */
 int tls_attach(const struct tls *t, struct redisAsyncContext *ac,
                const char *host, void **session);
+/* The same on c, a blocking or non-blocking context just connected (a
+ * blocking one does the handshake now). 0, or -1 with c->errstr set. */
+struct redisContext;
+int tls_connect(const struct tls *t, struct redisContext *c,
+                const char *host, void **session);
 /* Whether a connection that was lost failed in TLS (the handshake did not
  * complete, the server's certificate was refused, the server refused ours,
  * or, when pending, it closed before its first reply over TLS), with the
