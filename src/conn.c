@@ -15,6 +15,8 @@
  * another database. A refused handshake fails the waiting requests with its
  * cause. The command connection also asks the server's TIME, so that a
  * renewal can carry a deadline in the server's clock (see watchdog.c).
+ * Over TLS (tls.c) a PING goes first: its reply shows that the TLS
+ * handshake passed, within the connect deadline.
  *
  * hiredis calls every pending callback with a NULL reply when a context dies,
  * including when we free it. When the client itself is going away, requests

@@ -69,7 +69,8 @@ int tls_options_check(const struct hilock_options *o)
     if (!settings_ok(&o->tls) || !settings_ok(&o->sentinel_tls))
         return HILOCK_EINVAL;
     if (o->tls.mode != HILOCK_TLS_OFF &&
-        ((!lists && o->unix_path) || (o->masters && any_unix(o->masters, o->nmasters)) ||
+        ((!lists && o->unix_path) ||
+         (o->masters && any_unix(o->masters, o->nmasters)) ||
          (o->cluster && any_unix(o->cluster, o->ncluster))))
         return HILOCK_EINVAL;
     if (st->mode != HILOCK_TLS_OFF && o->sentinels &&

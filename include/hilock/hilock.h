@@ -267,7 +267,8 @@ HILOCK_EXPORT void hilock_options_init(struct hilock_options *opts);
  * Requests may be issued at once; they wait for the connection within their
  * deadline. On success stores the client in *out and returns 0.
  * Errors: HILOCK_EINVAL (NULL argument, bad option), HILOCK_ENOMEM,
- * HILOCK_ERANDOM (no owner id could be drawn). */
+ * HILOCK_ERANDOM (no owner id could be drawn), HILOCK_ETLS (a TLS file
+ * cannot be used, or no TLS support built in; logged). */
 HILOCK_EXPORT int hilock_client_new(struct event_base *base,
                                     const struct hilock_options *opts,
                                     struct hilock_client **out);
