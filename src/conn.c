@@ -353,6 +353,19 @@ static void conn_detach(struct conn *conn)
         conn->hooks->on_drop(conn);
 }
 
+/* Whether the connection failed in TLS rather than in TCP: *err and *why
+ * (kept in buf) are then set. */
+static int conn_tls_cause(struct conn *conn, int *err, const char **why,
+                          char *buf, size_t len)
+{
+    if (!conn->tls_session ||
+        !tls_failed(conn->tls_session, conn->tls_wait, buf, len))
+        return 0;
+    *err = HILOCK_ETLS;
+    *why = buf;
+    return 1;
+}
+
 /* The connection ac died: say why, forget it, plan a reconnect. */
 static void conn_lost(struct conn *conn, const redisAsyncContext *ac)
 {
@@ -365,11 +378,7 @@ static void conn_lost(struct conn *conn, const redisAsyncContext *ac)
     char tls_why[160];
     if (err == HILOCK_ESERVER)
         err = HILOCK_ECONN;
-    if (conn->tls_session && tls_failed(conn->tls_session, conn->tls_wait,
-                                        tls_why, sizeof(tls_why))) {
-        err = HILOCK_ETLS;
-        why = tls_why;
-    }
+    conn_tls_cause(conn, &err, &why, tls_why, sizeof(tls_why));
     conn->tls_session = NULL;
     conn_log(conn, err == HILOCK_ECONN ? HILOCK_LOG_WARN : HILOCK_LOG_ERROR,
              "lost: %s", why);
@@ -755,12 +764,17 @@ static void on_connect(const redisAsyncContext *ac, int status)
     struct reentry *guard = conn->cfg->guard;
     reentry_enter(guard);
     if (status != REDIS_OK) {
+        int err = HILOCK_ECONN;
+        const char *why = ac->errstr;
+        char tls_why[160];
+        conn->tls_wait = 1; /* a TLS handshake done at once may be refused */
+        conn_tls_cause(conn, &err, &why, tls_why, sizeof(tls_why));
         evtimer_del(&conn->retry_timer);
-        conn_log(conn, HILOCK_LOG_WARN, "failed: %s", ac->errstr);
+        conn_log(conn, HILOCK_LOG_WARN, "failed: %s", why);
         conn->ac = NULL; /* hiredis frees it after this callback */
         conn->state = CONN_IDLE;
         schedule_retry(conn);
-        conn_failed(conn, HILOCK_ECONN);
+        conn_failed(conn, err);
     } else if (conn->tls_session) {
         /* The TLS handshake runs within the connect deadline, which stays
          * armed: a server that never answers it (plaintext) fails. */
@@ -795,9 +809,8 @@ void conn_start(struct conn *conn)
     int err = !ac || ac->err ? HILOCK_ECONN : 0;
     conn->tls_session = NULL;
     conn->tls_wait = 0;
-    if (!err && conn->cfg->tls &&
-        tls_attach(conn->cfg->tls, ac, ep->host, &conn->tls_session) != 0)
-        err = HILOCK_ETLS; /* a loopback handshake may fail at once */
+    if (!err && conn->cfg->tls) /* a loopback handshake may fail at once */
+        err = tls_attach(conn->cfg->tls, ac, ep->host, &conn->tls_session);
     if (err) {
         conn_log(conn, HILOCK_LOG_WARN, "failed: %s",
                  ac ? ac->errstr : "out of memory");

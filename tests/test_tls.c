@@ -398,6 +398,20 @@ START_TEST(sentinel_master_over_tls)
 }
 END_TEST
 
+/* No server at all is a connection failure, not a TLS one. */
+START_TEST(no_server_is_econn_not_etls)
+{
+    struct hilock_options o;
+    tls_options(&o, "ca.crt");
+    o.port = tu_dead_port();
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "tls-nobody", 1);
+    int status = tu_acquire(l, 0, 10000, NULL);
+    tu_assert_status(status, HILOCK_ECONN);
+    ck_assert_int_eq(seen.tls_lines, 0);
+}
+END_TEST
+
 START_TEST(unreadable_ca_file_is_refused_at_client_new)
 {
     struct hilock_options o;
@@ -465,6 +479,7 @@ static Suite *tls_suite(void)
     tcase_add_test(tc, redlock_masters_over_tls);
     tcase_add_test(tc, cluster_locks_over_tls);
     tcase_add_test(tc, sentinel_master_over_tls);
+    tcase_add_test(tc, no_server_is_econn_not_etls);
     tcase_add_test(tc, unreadable_ca_file_is_refused_at_client_new);
 #else
     tcase_add_test(tc, tls_is_refused_without_tls_support);
