@@ -353,17 +353,16 @@ static void conn_detach(struct conn *conn)
         conn->hooks->on_drop(conn);
 }
 
-/* Whether the connection failed in TLS rather than in TCP: *err and *why
- * (kept in buf) are then set. */
-static int conn_tls_cause(struct conn *conn, int *err, const char **why,
-                          char *buf, size_t len)
+/* When the connection failed in TLS rather than in TCP: HILOCK_ETLS in
+ * *err, the reason (kept in buf) in *why. */
+static void conn_tls_cause(struct conn *conn, int *err, const char **why,
+                           char *buf, size_t len)
 {
-    if (!conn->tls_session ||
-        !tls_failed(conn->tls_session, conn->tls_wait, buf, len))
-        return 0;
-    *err = HILOCK_ETLS;
-    *why = buf;
-    return 1;
+    if (conn->tls_session &&
+        tls_failed(conn->tls_session, conn->tls_wait, buf, len)) {
+        *err = HILOCK_ETLS;
+        *why = buf;
+    }
 }
 
 /* The connection ac died: say why, forget it, plan a reconnect. */
