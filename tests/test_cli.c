@@ -28,6 +28,7 @@
 
 #include "redis_cluster.h"
 #include "redis_sentinel.h"
+#include "tls_certs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -512,10 +513,8 @@ START_TEST(usage_errors_exit_125_and_help_exits_0)
     const char *bad_wait[] = {"run", "-w", "soon", "job", "true", NULL};
     const char *bad_sub[] = {"frobnicate", NULL};
     const char *help[] = {"--help", NULL};
-    const char *status_tls[] = {"status", "-p", port, "--tls", "job", NULL};
     const char *tls_detail[] = {"run", "-p", port, "--cacert", "ca.crt",
                                 "job", "true", NULL};
-    ck_assert_int_eq(cli(status_tls, NULL), EXIT_FAILURE_);
     ck_assert_int_eq(cli(tls_detail, NULL), EXIT_FAILURE_);
     ck_assert_int_eq(cli(no_cmd, NULL), EXIT_FAILURE_);
     ck_assert_int_eq(cli(bad_wait, NULL), EXIT_FAILURE_);
@@ -1933,6 +1932,72 @@ START_TEST(a_permit_taken_from_under_its_command_exits_122)
 }
 END_TEST
 
+/* ---- TLS ---------------------------------------------------------------- */
+
+#ifdef HILOCK_HAVE_TLS
+/* Certificates in the scratch directory and a TLS-only server for them. */
+static void setup_tls(void)
+{
+    char crt[512], key[512], ca[512];
+    struct rs_options o;
+    tu_setup_no_redis();
+    scratch_dir();
+    ck_assert_int_eq(rs_tls_certs(dir), 0);
+    memset(&o, 0, sizeof o);
+    o.tls = (struct rs_tls){path_in(crt, "server.crt"),
+                            path_in(key, "server.key"), path_in(ca, "ca.crt"),
+                            0};
+    tu_srv = tu_server_start(&o);
+    ck_assert_msg(tu_srv != NULL, "could not start a TLS redis-server");
+    snprintf(port, sizeof(port), "%d", rs_port(tu_srv));
+}
+
+START_TEST(tls_run_status_and_release_force_reach_a_tls_server)
+{
+    char ca[512], other[512];
+    path_in(ca, "ca.crt");
+    path_in(other, "other-ca.crt");
+    const char *run[] = {"run", "-p", port, "--tls", "--cacert", ca,
+                         "job", "--", "touch", "RAN", NULL};
+    const char *status[] = {"status", "-p", port, "--tls", "--cacert", ca,
+                            "job", NULL};
+    const char *release[] = {"release", "--force", "-p", port, "--tls",
+                             "--cacert", ca, "job", NULL};
+    const char *bad_run[] = {"run", "-p", port, "--tls", "--cacert", other,
+                             "-w", "0", "job", "--", "touch", "BAD", NULL};
+    const char *bad_status[] = {"status", "-p", port, "--tls", "--cacert",
+                                other, "job", NULL};
+    ck_assert_int_eq(cli(run, NULL), 0);
+    ck_assert(exists("RAN"));
+    ck_assert_int_eq(cli(status, NULL), 1); /* free again */
+    ck_assert_int_eq(rs_int(tu_srv, "HSET", "job",
+                            "5b0c7a62-9a3a-4f3c-8a8e-1f1f1f1f1f1f:1", "1",
+                            (char *)NULL),
+                     1);
+    ck_assert_int_eq(cli(release, NULL), 0);
+    ck_assert_int_eq(tu_exists("job"), 0);
+    ck_assert_int_eq(cli_err(bad_run), EXIT_FAILURE_);
+    ck_assert(!exists("BAD"));
+    ck_assert_ptr_nonnull(strstr(file_text("err"), "certificate"));
+    ck_assert_int_eq(cli_err(bad_status), EXIT_FAILURE_);
+    ck_assert_ptr_nonnull(strstr(file_text("err"), "certificate"));
+}
+END_TEST
+#else
+START_TEST(tls_is_refused_without_tls_support)
+{
+    const char *run[] = {"run", "-p", port, "--tls", "job", "--", "touch",
+                         "RAN", NULL};
+    const char *status[] = {"status", "-p", port, "--tls", "job", NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    ck_assert(!exists("RAN"));
+    ck_assert_ptr_nonnull(strstr(file_text("err"), "hiredis 1.x"));
+    ck_assert_int_eq(cli_err(status), EXIT_FAILURE_);
+    ck_assert_ptr_nonnull(strstr(file_text("err"), "hiredis 1.x"));
+}
+END_TEST
+#endif
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -2020,6 +2085,17 @@ static Suite *cli_suite(void)
     tcase_set_timeout(topo, 60);
     tcase_add_test(topo, cluster_run_status_and_release_force_reach_the_slots_master);
     suite_add_tcase(s, topo);
+
+    TCase *tls = tcase_create("tls");
+#ifdef HILOCK_HAVE_TLS
+    tcase_add_checked_fixture(tls, setup_tls, teardown);
+    tcase_add_test(tls, tls_run_status_and_release_force_reach_a_tls_server);
+#else
+    tcase_add_checked_fixture(tls, setup, teardown);
+    tcase_add_test(tls, tls_is_refused_without_tls_support);
+#endif
+    tcase_set_timeout(tls, 60);
+    suite_add_tcase(s, tls);
 
     topo = tcase_create("sentinel");
     tcase_add_checked_fixture(topo, setup_sentinel, teardown_sentinel);
