@@ -66,7 +66,7 @@ static struct wire_fair fair_args(const struct hilock_lock *lock)
                           (uint32_t)(left < FAIR_ENTRY_MAX_MS
                                          ? left
                                          : FAIR_ENTRY_MAX_MS),
-                          lock->wait_id, topo_publish(lock->eng->topo)};
+                          lock->wait_id, topo_publish(lock->eng->topo), now};
     return f;
 }
 
@@ -420,10 +420,11 @@ static void send_claim(struct hilock_lock *lock)
         op_new(eng, OP_KIND_ACQUIRE, -1, lock->slot, 0, claim_done);
     if (!op)
         return;
+    op->lease_ms = acquire_lease(lock);
     op_eval(op, SCRIPT_FAIR_ACQUIRE);
     wire_fair_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_ACQUIRE], &w,
-                      acquire_lease(lock), eng->opts->fencing,
-                      WIRE_FAIR_CLAIM, &f, ++eng->seq);
+                      op->lease_ms, eng->opts->fencing, WIRE_FAIR_CLAIM, &f,
+                      ++eng->seq);
     handle_attach(lock, op);
     op_submit(op, 0);
 }
@@ -436,7 +437,7 @@ static void claim_done(struct op *op, int status,
     struct hilock_lock *lock = op->ctx;
     (void)res;
     if (status == 0)
-        share_lease(lock, op->sent_ms, lock_lease(lock));
+        share_lease(lock, op->sent_ms, op->lease_ms);
     else if (status == HILOCK_EBUSY)
         share_end(lock);
     else if (engine_transient(status) && lock->holds > 0 &&
@@ -460,28 +461,33 @@ static int granted(struct hilock_lock *lock, uint64_t sent_ms, int watchdog,
 }
 
 /* wait.c (fair mode): a release handed the lock to this waiter, with the
- * short hand-off lease (see script.c). It is the owner now: report
- * success at once. Under the watchdog, or with a lease no longer than the
- * hand-off lease, the hold is ours as it is (the watchdog extends it at
- * its first renewal, a third of the hand-off lease later); a longer
- * explicit lease is claimed first (sent before the callback, so that
- * anything the callback sends comes after it). With an attempt in flight,
- * that attempt or the next one claims it. */
-static void hook_handed(struct hilock_lock *lock, int64_t token)
+ * short hand-off lease (see script.c), which lasts until until_ms here.
+ * It is the owner now: report success at once. Under the watchdog, or
+ * with a lease no longer than the hand-off lease, the hold is ours as it
+ * is (the watchdog extends it at its first renewal, a third of the
+ * hand-off lease later); a longer explicit lease is claimed first (sent
+ * before the callback, so that anything the callback sends comes after
+ * it). With an attempt in flight, or when the hand-off was learnt too
+ * late to count (until_ms 0: the lease may have run out and the lock
+ * moved on), an attempt decides instead: it claims the hold when it is
+ * still this wait's, else queues again. */
+static void hook_handed(struct hilock_lock *lock, int64_t token,
+                        uint64_t until_ms)
 {
     if (lock->op != OP_ACQUIRE || lock->freeing || closing(lock))
         return;
-    lock->eng->stats.handoffs++;
-    if (lock->op_pending) {
+    if (lock->op_pending || until_ms == 0) {
         lock->handed = 1;
+        hook_attempt(lock);
         return;
     }
+    lock->eng->stats.handoffs++;
     uint32_t lease = acquire_lease(lock);
     if (lock->op_lease_ms > FAIR_HANDOFF_LEASE_MS)
         send_claim(lock);
-    else if (lease > FAIR_HANDOFF_LEASE_MS)
+    if (lease > FAIR_HANDOFF_LEASE_MS)
         lease = FAIR_HANDOFF_LEASE_MS;
-    took(lock, token, clock_now_ms(), lease);
+    took(lock, token, until_ms - lease, lease);
 }
 
 /* A hold was granted by a request sent at sent_ms: count it and track its

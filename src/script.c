@@ -239,11 +239,14 @@ static const char multi_release_lua[] =
 
 /* Fair mode (hilock_options.fair): a FIFO of waiters in the list
  * "hilock_queue:{name}", in the lock's slot. An entry is
- *   "<deadline>:<lease>:<listener>:<wait id>:<owner field>"
+ *   "<deadline>:<lease>:<listener>:<wait id>:<sent>:<written>:<owner field>"
  * deadline: the server's unix time in ms after which the entry is stale
  * (its waiter gave up or died); lease: the lease it asked for; listener:
  * its client's public channel tag (never the client id, which is secret);
- * wait id: which acquire call of that owner it is. An owner has one entry
+ * wait id: which acquire call of that owner it is; sent: the waiter's own
+ * monotonic clock (ms) when it sent the request that wrote the entry;
+ * written: the server's time (ms) when that request wrote it. An owner
+ * has one entry
  * at most: the hash "hilock_queue:{name}:owners" maps each queued owner
  * field to its entry, so that queueing, a retry and leaving find it
  * without reading the list (with a hundred waiters, a scan of the list
@@ -254,8 +257,13 @@ static const char multi_release_lua[] =
  * frees the lock: its field = 1 and the marker field "hilock:handed" =
  * "<token>:<wait id>" (the token drawn for it, the wait it went to), a
  * short lease (at most 5 s of what it asked: a waiter that died costs no
- * more), and a message "<owner tag>:<wait id>:<token>" on
- * "<channel>:<listener>"; the entry queued next hears "wake:<ms>" on its
+ * more), and a message "<owner tag>:<wait id>:<token>:<sent>:<span>" on
+ * "<channel>:<listener>". span is the time in ms from the entry's writing
+ * to the end of that lease, by the server's clock: the hold cannot end
+ * before sent + span in the receiver's own clock (it sent the request
+ * before the server wrote the entry), so the receiver knows, when it
+ * reads the message, how much of the lease is left, however late that is
+ * (see wait.c). The entry queued next hears "wake:<ms>" on its
  * own channel, the short lease, so that its client looks again when that
  * ends (a hold handed to a waiter that died moves on then: nothing is
  * published when a lease runs out). The new owner needs no more: its
@@ -269,39 +277,41 @@ static const char multi_release_lua[] =
  * it over (a release, or any fair acquire: a hold that ran out, or one
  * released by a client without fair mode, moves on too). Stale entries
  * are dropped where they are met. */
-#define FAIR_ENTRY_RE "'^(%d+):(%d+):(%x+):(%d+):(.+)$'"
+#define FAIR_ENTRY_RE "'^(%d+):(%d+):(%x+):(%d+):(%d+):(%d+):(.+)$'"
 #define FAIR_LUA                                                            \
     "local function now_ms()\n"                                             \
     "  local t = redis.call('time')\n"                                      \
     "  return t[1] * 1000 + math.floor(t[2] / 1000)\n"                      \
     "end\n"                                                                 \
     "local function owner_of(e)\n"                                          \
-    "  local d, l, lt, w, f = string.match(e, " FAIR_ENTRY_RE ")\n"         \
+    "  local d, l, lt, w, s, wr, f = string.match(e, " FAIR_ENTRY_RE ")\n" \
     "  return f, tonumber(d or '0')\n"                                      \
     "end\n"                                                                 \
     "local function pop(q)\n"                                               \
     "  local e = redis.call('lpop', q)\n"                                   \
     "  if not e then return nil end\n"                                      \
-    "  local d, l, lt, w, f = string.match(e, " FAIR_ENTRY_RE ")\n"         \
+    "  local d, l, lt, w, s, wr, f = string.match(e, " FAIR_ENTRY_RE ")\n" \
     "  if f then redis.call('hdel', q .. ':owners', f) end\n"              \
-    "  return e, d, l, lt, w, f\n"                                          \
+    "  return e, d, l, lt, w, s, wr, f\n"                                          \
     "end\n"                                                                 \
     "local function hand(lock, q, now, fencing, fence, pub, chan)\n"        \
     "  while true do\n"                                                     \
-    "    local e, d, l, lt, w, f = pop(q)\n"                                \
+    "    local e, d, l, lt, w, s, wr, f = pop(q)\n"                         \
     "    if not e then return nil end\n"                                    \
     "    if d and tonumber(d) > now then\n"                                 \
     "      local t = 0\n"                                                   \
     "      if fencing == '1' then t = redis.call('incr', fence) end\n"      \
     "      local tag = string.match(f, ':(%d+)$') or '0'\n"                 \
     "      local ms = math.min(tonumber(l), 5000)\n"                       \
+    "      local span = now - tonumber(wr) + ms\n"                          \
     "      redis.call('hset', lock, f, 1, 'hilock:handed', t .. ':' .. w)\n" \
     "      redis.call('pexpire', lock, ms)\n"                              \
-    "      redis.call(pub, chan .. ':' .. lt, tag .. ':' .. w .. ':' .. t)\n" \
+    "      redis.call(pub, chan .. ':' .. lt, tag .. ':' .. w .. ':' .. t ..\n" \
+    "                 ':' .. s .. ':' .. span)\n"                          \
     "      local nx = redis.call('lindex', q, 0)\n"                          \
     "      local nl = nx and select(3, string.match(nx, " FAIR_ENTRY_RE "))\n" \
     "      if nl then redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms) end\n" \
-    "      return {lt, tag, w, t}\n"                                        \
+    "      return {lt, tag, w, t, s, span}\n"                                        \
     "    end\n"                                                             \
     "  end\n"                                                               \
     "end\n"
@@ -312,7 +322,8 @@ static const char multi_release_lua[] =
  * ARGV[4] fencing counter, ARGV[5] queue, ARGV[6] mode: "w" wait (queue
  * when busy), "t" try once, "c" claim a hand-off only, ARGV[7] ms the
  * entry stays live, ARGV[8] listener, ARGV[9] wait id, ARGV[10] publish
- * command, ARGV[11] channel, ARGV[12] request id (as for acquire)
+ * command, ARGV[11] channel, ARGV[12] the sender's monotonic clock in ms
+ * (echoed in a hand-off), ARGV[13] request id (as for acquire)
  * Returns {holds, token} or the PTTL, as acquire. The owner's field with
  * the marker of this wait is a hand-off to it: claimed, not counted as a
  * re-entry (the waiter that missed the message gets it so). A free lock is taken only
@@ -327,15 +338,15 @@ static const char fair_acquire_lua[] =
     "local ht, hw = string.match(v[3] or '', '^(%d+):(%d+)$')\n"
     "if v[1] and hw == ARGV[9] then\n"
     "  redis.call('hdel', KEYS[1], 'hilock:handed')\n"
-    "  redis.call('hset', KEYS[1], rid, ARGV[12])\n"
+    "  redis.call('hset', KEYS[1], rid, ARGV[13])\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "  return {tonumber(v[1]), tonumber(ht)}\n"
     "end\n"
     "if v[1] then\n"
     "  local n = tonumber(v[1])\n"
-    "  if ARGV[6] ~= 'c' and tonumber(ARGV[12]) > tonumber(v[2] or '0') then\n"
+    "  if ARGV[6] ~= 'c' and tonumber(ARGV[13]) > tonumber(v[2] or '0') then\n"
     "    n = n + 1\n"
-    "    redis.call('hset', KEYS[1], ARGV[2], n, rid, ARGV[12])\n"
+    "    redis.call('hset', KEYS[1], ARGV[2], n, rid, ARGV[13])\n"
     "    redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "  end\n"
     "  local t = 0\n"
@@ -356,7 +367,7 @@ static const char fair_acquire_lua[] =
     "  end\n"
     "  if not first or f == ARGV[2] then\n"
     "    if first then pop(q) end\n"
-    "    redis.call('hset', KEYS[1], ARGV[2], 1, rid, ARGV[12])\n"
+    "    redis.call('hset', KEYS[1], ARGV[2], 1, rid, ARGV[13])\n"
     "    redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "    local t = 0\n"
     "    if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end\n"
@@ -366,7 +377,8 @@ static const char fair_acquire_lua[] =
     "end\n"
     "if ARGV[6] == 'w' then\n"
     "  local e = (now + tonumber(ARGV[7])) .. ':' .. ARGV[1] .. ':' ..\n"
-    "            ARGV[8] .. ':' .. ARGV[9] .. ':' .. ARGV[2]\n"
+    "            ARGV[8] .. ':' .. ARGV[9] .. ':' .. ARGV[12] .. ':' .. now ..\n"
+    "            ':' .. ARGV[2]\n"
     "  local own, at = q .. ':owners', nil\n"
     "  local old = redis.call('hget', own, ARGV[2])\n"
     "  if old then\n" /* a retry: the entry keeps its place */
@@ -390,8 +402,9 @@ static const char fair_acquire_lua[] =
  * ARGV[8] "1" to issue tokens, ARGV[9] fencing counter, ARGV[10] the
  * caller's listener
  * As release, but the owner's last hold goes to the first live entry of
- * the queue (see above) when there is one: then {0, 0}, or {0, 0, owner
- * tag, wait id, token} when that waiter is the caller's client's, which
+ * the queue (see above) when there is one: then {0, 0, 0}, or {0, 0, owner
+ * tag, wait id, token, sent, span} (as in the message) when that waiter
+ * is the caller's client's, which
  * delivers the hand-off itself without waiting for the message. With no
  * live entry the lock is deleted and the release published, as release. */
 static const char fair_release_lua[] =
@@ -412,7 +425,7 @@ static const char fair_release_lua[] =
     "local h = hand(KEYS[1], ARGV[7], now_ms(), ARGV[8], ARGV[9], ARGV[5],\n"
     "               ARGV[6])\n"
     "if not h then return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])} end\n"
-    "if h[1] == ARGV[10] then return {0, 0, h[2], h[3], h[4]} end\n"
+    "if h[1] == ARGV[10] then return {0, 0, h[2], h[3], h[4], h[5], h[6]} end\n"
     "return {0, 0, 0}\n";
 
 /* fair_leave (a fair wait cancelled or timed out)

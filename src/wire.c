@@ -195,7 +195,7 @@ void wire_fair_acquire(struct resp_buf *b, const char *sha,
 {
     struct key_src k = wire_key(l);
     char m = (char)mode;
-    wire_evalsha(b, sha, 16, 1);
+    wire_evalsha(b, sha, 17, 1);
     keys_lock(b, &k);
     resp_arg_u64(b, lease_ms);
     keys_field(b, l->client_id, l->owner_tag);
@@ -208,7 +208,8 @@ void wire_fair_acquire(struct resp_buf *b, const char *sha,
     resp_arg_u64(b, f->wait_id);
     resp_arg(b, f->publish, strlen(f->publish));
     keys_channel(b, &k);
-    resp_arg_u64_fixed(b, rid);
+    resp_arg_u64(b, f->clock_ms);
+    resp_arg_u64_fixed(b, rid); /* last: wire_rid */
 }
 
 void wire_fair_release(struct resp_buf *b, const char *sha,

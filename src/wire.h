@@ -113,12 +113,14 @@ enum wire_fair_mode {
     WIRE_FAIR_CLAIM = 'c'  /* claim a hand-off, nothing else */
 };
 /* Where a fair request names its client: the listener tag, and how long
- * the waiter's queue entry stays live (ms) and which wait it is. */
+ * the waiter's queue entry stays live (ms) and which wait it is; the
+ * sender's monotonic clock (ms) at encoding, which a hand-off echoes. */
 struct wire_fair {
     const char *listener;
     uint32_t entry_ms;
     uint64_t wait_id;
     const char *publish;
+    uint64_t clock_ms;
 };
 /* EVALSHA sha of fair_acquire: as wire_acquire, in mode. */
 void wire_fair_acquire(struct resp_buf *b, const char *sha,

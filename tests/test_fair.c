@@ -310,6 +310,41 @@ START_TEST(test_lost_handoff_message_recovered)
 }
 END_TEST
 
+/* A waiter reads its hand-off only after the hand-off lease ran out (its
+ * process stopped; here every byte of its client is held) and the next
+ * waiter took the lock: it does not report the lock it no longer holds,
+ * but queues again, and gets it from that waiter's release. */
+START_TEST(test_late_handoff_is_not_a_grant)
+{
+    struct waiter w1 = {1, {0}}, w2 = {2, {0}};
+    for (int i = 0; i < 3; i++)
+        cl[i] = client(1, i == 1);
+    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
+    holding = 1;
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w1, (uint64_t)tu_ms(LONG_MS),
+                1000, 1);
+    wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &w2, (uint64_t)tu_ms(LONG_MS),
+                0, 2);
+    ck_assert(tu_run_until_state(cl[1], HILOCK_STATE_PUBSUB_UP, tu_ms(2000)));
+    tu_run_quiet();
+    tp_blackhole(proxy, true); /* the first waiter's process stops */
+    release_held(h);           /* handed to it, with a 1 s lease */
+    ck_assert(tu_run_until_count(&w2.r.calls, 1, tu_ms(4000)));
+    tu_assert_status(w2.r.status, 0); /* when that lease ran out */
+    tp_blackhole(proxy, false); /* it resumes and reads its hand-off */
+    tu_run_quiet();
+    ck_assert_int_eq(w1.r.calls, 0);
+    ck_assert_int_eq(overlaps, 0);
+    ck_assert_int_eq(rs_int(tu_srv, "LLEN", QUEUE, (char *)NULL), 1);
+    release_held(w2.r.lock);
+    ck_assert(tu_run_until_count(&w1.r.calls, 1, tu_ms(2000)));
+    tu_assert_status(w1.r.status, 0);
+    ck_assert_int_eq(overlaps, 0);
+    ck_assert_int_eq(tu_holds(NAME, cl[1], 1), 1);
+}
+END_TEST
+
 /* A wait that times out and one that is cancelled take their entries out
  * of the queue. */
 START_TEST(test_timeout_and_cancel_leave_queue)
@@ -413,6 +448,7 @@ static Suite *fair_suite(void)
     tcase_add_test(tc, test_gone_waiter_skipped_after_deadline);
     tcase_add_test(tc, test_handoff_to_gone_client_expires);
     tcase_add_test(tc, test_lost_handoff_message_recovered);
+    tcase_add_test(tc, test_late_handoff_is_not_a_grant);
     tcase_add_test(tc, test_timeout_and_cancel_leave_queue);
     tcase_add_test(tc, test_mixed_with_default_client);
     tcase_add_test(tc, test_resent_release_applies_once);
