@@ -273,45 +273,86 @@ static const char multi_release_lua[] =
  * message was lost and whose retry finds the hold handed to that very
  * wait. The marker stays otherwise until the hold ends; re-entries of the
  * owner count as usual beside it. A Redisson RLock only looks at its own
- * field, so it stays excluded throughout. Whoever finds the lock free with a live entry first hands
- * it over (a release, or any fair acquire: a hold that ran out, or one
- * released by a client without fair mode, moves on too). Stale entries
- * are dropped where they are met. */
-#define FAIR_ENTRY_RE "'^(%d+):(%d+):(%x+):(%d+):(%d+):(%d+):(.+)$'"
+ * field, so it stays excluded throughout. Whoever finds the lock free
+ * with a live entry first hands it over (a release, or any fair acquire:
+ * a hold that ran out, or one released by a client without fair mode,
+ * moves on too). Stale entries are dropped where they are met.
+ *
+ * A hand-off that nobody received goes to the next entry in the same
+ * call: PUBLISH counts the connections subscribed to the waiter's
+ * client's channel, and 0 proves that nobody will act on that message
+ * (the releasing client's own waiter learns it from the reply instead).
+ * It does not prove the waiter dead: one client's waiters share one
+ * subscriber connection, which may be reconnecting, or may not have
+ * confirmed the subscription yet right after queueing. So a waiter that
+ * no one heard is not handed the lock (which would only hold everyone
+ * for the short lease) but keeps its place once: its entry goes back to
+ * the head marked "~", and its retry on subscribing again keeps that
+ * place; met deaf a second time, it is dropped (a live one queues again
+ * at its next retry). Every entry of a listener found deaf is passed
+ * over without a second PUBLISH. A waiter whose process was killed, its
+ * connections closed, so costs one PUBLISH of a script call, not a
+ * lease. */
+#define FAIR_ENTRY_RE "'^~?(%d+):(%d+):(%x+):(%d+):(%d+):(%d+):(.+)$'"
 #define FAIR_LUA                                                            \
     "local function now_ms()\n"                                             \
     "  local t = redis.call('time')\n"                                      \
     "  return t[1] * 1000 + math.floor(t[2] / 1000)\n"                      \
     "end\n"                                                                 \
+    "local function parse(e)\n"                                             \
+    "  return string.match(e, " FAIR_ENTRY_RE ")\n"                         \
+    "end\n"                                                                 \
     "local function owner_of(e)\n"                                          \
-    "  local d, l, lt, w, s, wr, f = string.match(e, " FAIR_ENTRY_RE ")\n" \
+    "  local d, l, lt, w, s, wr, f = parse(e)\n"                            \
     "  return f, tonumber(d or '0')\n"                                      \
     "end\n"                                                                 \
     "local function pop(q)\n"                                               \
     "  local e = redis.call('lpop', q)\n"                                   \
     "  if not e then return nil end\n"                                      \
-    "  local d, l, lt, w, s, wr, f = string.match(e, " FAIR_ENTRY_RE ")\n" \
-    "  if f then redis.call('hdel', q .. ':owners', f) end\n"              \
-    "  return e, d, l, lt, w, s, wr, f\n"                                          \
+    "  local d, l, lt, w, s, wr, f = parse(e)\n"                            \
+    "  if f then redis.call('hdel', q .. ':owners', f) end\n"               \
+    "  return e, d, l, lt, w, s, wr, f\n"                                   \
     "end\n"                                                                 \
-    "local function hand(lock, q, now, fencing, fence, pub, chan)\n"        \
+    "local function unskip(q, back)\n"                                      \
+    "  for i = #back, 1, -1 do\n"                                           \
+    "    local e = '~' .. back[i][1]\n"                                     \
+    "    redis.call('lpush', q, e)\n"                                       \
+    "    redis.call('hset', q .. ':owners', back[i][2], e)\n"               \
+    "  end\n"                                                               \
+    "end\n"                                                                 \
+    "local function hand(lock, q, now, fencing, fence, pub, chan, me)\n"    \
+    "  local deaf, back = {}, {}\n"                                         \
     "  while true do\n"                                                     \
     "    local e, d, l, lt, w, s, wr, f = pop(q)\n"                         \
-    "    if not e then return nil end\n"                                    \
+    "    if not e then\n"                                                   \
+    "      unskip(q, back)\n"                                               \
+    "      return nil\n"                                                    \
+    "    end\n"                                                             \
     "    if d and tonumber(d) > now then\n"                                 \
-    "      local t = 0\n"                                                   \
-    "      if fencing == '1' then t = redis.call('incr', fence) end\n"      \
-    "      local tag = string.match(f, ':(%d+)$') or '0'\n"                 \
-    "      local ms = math.min(tonumber(l), 5000)\n"                       \
-    "      local span = now - tonumber(wr) + ms\n"                          \
-    "      redis.call('hset', lock, f, 1, 'hilock:handed', t .. ':' .. w)\n" \
-    "      redis.call('pexpire', lock, ms)\n"                              \
-    "      redis.call(pub, chan .. ':' .. lt, tag .. ':' .. w .. ':' .. t ..\n" \
-    "                 ':' .. s .. ':' .. span)\n"                          \
-    "      local nx = redis.call('lindex', q, 0)\n"                          \
-    "      local nl = nx and select(3, string.match(nx, " FAIR_ENTRY_RE "))\n" \
-    "      if nl then redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms) end\n" \
-    "      return {lt, tag, w, t, s, span}\n"                                        \
+    "      if not deaf[lt] then\n"                                          \
+    "        local t = 0\n"                                                 \
+    "        if fencing == '1' then\n"                                      \
+    "          t = tonumber(redis.call('get', fence) or '0') + 1\n"         \
+    "        end\n"                                                         \
+    "        local tag = string.match(f, ':(%d+)$') or '0'\n"               \
+    "        local ms = math.min(tonumber(l), 5000)\n"                      \
+    "        local span = now - tonumber(wr) + ms\n"                        \
+    "        local m = tag .. ':' .. w .. ':' .. t .. ':' .. s .. ':' .. span\n" \
+    "        if redis.call(pub, chan .. ':' .. lt, m) > 0 or lt == me then\n" \
+    "          if fencing == '1' then redis.call('incr', fence) end\n"      \
+    "          redis.call('hset', lock, f, 1, 'hilock:handed', t .. ':' .. w)\n" \
+    "          redis.call('pexpire', lock, ms)\n"                           \
+    "          local nx = redis.call('lindex', q, 0)\n"                     \
+    "          local nl = nx and select(3, parse(nx))\n"                   \
+    "          if nl and not deaf[nl] then\n"                               \
+    "            redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms)\n"       \
+    "          end\n"                                                       \
+    "          unskip(q, back)\n"                                           \
+    "          return {lt, tag, w, t, s, span}\n"                           \
+    "        end\n"                                                         \
+    "        deaf[lt] = true\n"                                             \
+    "      end\n"                                                           \
+    "      if string.sub(e, 1, 1) ~= '~' then back[#back + 1] = {e, f} end\n" \
     "    end\n"                                                             \
     "  end\n"                                                               \
     "end\n"
@@ -423,7 +464,7 @@ static const char fair_release_lua[] =
     "end\n"
     "redis.call('del', KEYS[1])\n"
     "local h = hand(KEYS[1], ARGV[7], now_ms(), ARGV[8], ARGV[9], ARGV[5],\n"
-    "               ARGV[6])\n"
+    "               ARGV[6], ARGV[10])\n"
     "if not h then return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])} end\n"
     "if h[1] == ARGV[10] then return {0, 0, h[2], h[3], h[4], h[5], h[6]} end\n"
     "return {0, 0, 0}\n";

@@ -17,6 +17,8 @@
  * more), not from a fast machine. */
 #include "testutil.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proxy.h"
@@ -345,6 +347,111 @@ START_TEST(test_late_handoff_is_not_a_grant)
 }
 END_TEST
 
+/* The hand-off channel of the client whose waiter is queued at index i
+ * (the listener tag is the entry's third field), into buf. */
+static void queued_channel(int i, char *buf, size_t size)
+{
+    char idx[16];
+    snprintf(idx, sizeof idx, "%d", i);
+    char *e = rs_str(tu_srv, "LINDEX", QUEUE, idx, (char *)NULL);
+    ck_assert_ptr_nonnull(e);
+    char *lt = strchr(strchr(e, ':') + 1, ':') + 1;
+    *strchr(lt, ':') = '\0';
+    snprintf(buf, size, "%s:%s", TU_CHANNEL(NAME), lt);
+    free(e);
+}
+
+/* A process with 20 waiters queued first is killed (its connections
+ * close; what it sends on the way out never arrives): the release passes
+ * over its waiters, whom nobody can hear, and hands the lock to the live
+ * waiter behind them in the same call, not after a hand-off lease per
+ * dead waiter. Each dead entry is kept once (its client might have been
+ * only reconnecting) and dropped when met deaf again. */
+START_TEST(test_dead_waiters_cost_a_round_trip)
+{
+    enum { DEAD = 20 };
+    struct waiter dead[DEAD], live = {2, {0}};
+    char chan[128];
+    cl[0] = client(1, 0);
+    cl[1] = client(1, 1);
+    cl[2] = client(1, 0);
+    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
+    holding = 1;
+    for (int i = 0; i < DEAD; i++) {
+        dead[i] = (struct waiter){1, {0}};
+        wait_queued(cl[1], tu_lock(cl[1], NAME, (uint64_t)i + 1), &dead[i],
+                    (uint64_t)tu_ms(LONG_MS), 0, i + 1);
+    }
+    wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &live,
+                (uint64_t)tu_ms(LONG_MS), 0, DEAD + 1);
+    queued_channel(0, chan, sizeof chan);
+    ck_assert(tu_numsub_becomes(chan, 1, tu_ms(2000)));
+    kill_client(1);
+    tp_cut_all(proxy); /* the killed process's sockets close */
+    ck_assert(tu_numsub_becomes(chan, 0, tu_ms(2000)));
+    /* the live waiter's channels are confirmed */
+    ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 1, tu_ms(2000)));
+    tu_run_quiet();
+    long long t0 = tu_now_ms();
+    release_held(h);
+    ck_assert(tu_run_until_count(&live.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(live.r.status, 0);
+    ck_assert_int_le(live.r.at_ms - t0, tu_ms(100));
+    ck_assert_int_eq(tu_holds(NAME, cl[2], 1), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "LLEN", QUEUE, (char *)NULL), DEAD);
+    /* met deaf again: dropped, and with nobody live left the lock is
+     * free */
+    release_held(live.r.lock);
+    ck_assert_int_eq(tu_exists(NAME), 0);
+    ck_assert_int_eq(tu_exists(QUEUE), 0);
+    ck_assert_int_eq(tu_exists(OWNERS), 0);
+    ck_assert_int_eq(overlaps, 0);
+}
+END_TEST
+
+/* A waiter whose client is reconnecting when its turn comes cannot hear
+ * its hand-off: the lock goes to the next waiter, and the deaf one keeps
+ * its place at the head when its client is back, ahead of a waiter that
+ * queued after it. */
+START_TEST(test_deaf_waiter_keeps_its_place)
+{
+    struct waiter wb = {1, {0}}, wc = {2, {0}}, wd = {3, {0}};
+    char chan[128];
+    for (int i = 0; i < 4; i++)
+        cl[i] = client(1, i == 1);
+    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
+    holding = 1;
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &wb, (uint64_t)tu_ms(LONG_MS),
+                0, 1);
+    wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &wc, (uint64_t)tu_ms(LONG_MS),
+                0, 2);
+    queued_channel(0, chan, sizeof chan);
+    ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 2, tu_ms(2000)));
+    tp_refuse(proxy, true);
+    tp_cut_all(proxy); /* its client reconnects, in vain for now */
+    ck_assert(tu_numsub_becomes(chan, 0, tu_ms(2000)));
+    release_held(h);
+    ck_assert(tu_run_until_count(&wc.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(wc.r.status, 0);
+    wait_queued(cl[3], tu_lock(cl[3], NAME, 1), &wd, (uint64_t)tu_ms(LONG_MS),
+                0, 2);
+    tp_refuse(proxy, false);
+    ck_assert(tu_run_until_state(cl[1], HILOCK_STATE_PUBSUB_UP, tu_ms(4000)));
+    ck_assert(tu_numsub_becomes(chan, 1, tu_ms(2000)));
+    tu_run_quiet(); /* its retry keeps the entry where it was */
+    ck_assert_int_eq(wb.r.calls, 0);
+    ck_assert_int_eq(rs_int(tu_srv, "LLEN", QUEUE, (char *)NULL), 2);
+    release_held(wc.r.lock);
+    ck_assert(tu_run_until_count(&wb.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(wb.r.status, 0);
+    ck_assert_int_eq(wd.r.calls, 0);
+    ck_assert_int_eq(order[1], 1);
+    ck_assert_int_eq(overlaps, 0);
+}
+END_TEST
+
 /* A wait that times out and one that is cancelled take their entries out
  * of the queue. */
 START_TEST(test_timeout_and_cancel_leave_queue)
@@ -449,6 +556,8 @@ static Suite *fair_suite(void)
     tcase_add_test(tc, test_handoff_to_gone_client_expires);
     tcase_add_test(tc, test_lost_handoff_message_recovered);
     tcase_add_test(tc, test_late_handoff_is_not_a_grant);
+    tcase_add_test(tc, test_dead_waiters_cost_a_round_trip);
+    tcase_add_test(tc, test_deaf_waiter_keeps_its_place);
     tcase_add_test(tc, test_timeout_and_cancel_leave_queue);
     tcase_add_test(tc, test_mixed_with_default_client);
     tcase_add_test(tc, test_resent_release_applies_once);

@@ -48,7 +48,8 @@ enum cli_opt {
     CLI_OPT_WAIT_TIMEOUT,     /* run only */
     CLI_OPT_READ,             /* run only */
     CLI_OPT_WRITE,            /* run only */
-    CLI_OPT_PERMITS           /* run only */
+    CLI_OPT_PERMITS,          /* run only */
+    CLI_OPT_FAIR              /* run only */
 };
 
 /* The long options of the endpoint, for every subcommand's option table. */
