@@ -56,18 +56,31 @@ static int fair(const struct hilock_lock *lock)
     return lock->eng->listener != NULL && lock->kind == KIND_MUTEX;
 }
 
+/* How long the pending wait's queue entry stays live (ms, at least 1). */
+static uint32_t entry_ms(const struct hilock_lock *lock, uint64_t now)
+{
+    uint64_t deadline = handle_wait_deadline(lock);
+    uint64_t left = deadline > now ? deadline - now : 1;
+    return (uint32_t)(left < FAIR_ENTRY_MAX_MS ? left : FAIR_ENTRY_MAX_MS);
+}
+
 /* The fair scripts' view of the client and of the pending wait. */
 static struct wire_fair fair_args(const struct hilock_lock *lock)
 {
     uint64_t now = clock_now_ms();
-    uint64_t deadline = handle_wait_deadline(lock);
-    uint64_t left = deadline > now ? deadline - now : 1;
-    struct wire_fair f = {lock->eng->listener,
-                          (uint32_t)(left < FAIR_ENTRY_MAX_MS
-                                         ? left
-                                         : FAIR_ENTRY_MAX_MS),
+    struct wire_fair f = {lock->eng->listener, entry_ms(lock, now),
                           lock->wait_id, topo_publish(lock->eng->topo), now};
     return f;
+}
+
+/* lock's wire view for an attempt of its acquire: a waiting one (not
+ * fair) joins the fair queue of its name if there is one (script.c). */
+static struct wire_lock attempt_wire(const struct hilock_lock *lock)
+{
+    struct wire_lock w = handle_wire(lock);
+    if (handle_wait_deadline(lock))
+        w.entry_ms = entry_ms(lock, clock_now_ms());
+    return w;
 }
 
 static void leave_done(struct op *op, int status,
@@ -309,6 +322,7 @@ static int plain_again(struct op *op, struct resp_buf *cmd,
     }
     if (why != REQ_AGAIN_DROPPED)
         op->rid = ++eng->seq; /* not applied: a new request */
+    w = attempt_wire(lock);
     resp_reset(cmd);
     if (why == REQ_AGAIN_REFUSED &&
         wire_take(cmd, &w, op->lease_ms, op->rid) == 0)
@@ -354,7 +368,7 @@ static int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
 static int send_attempt(struct hilock_lock *lock, int first)
 {
     struct engine *eng = lock->eng;
-    struct wire_lock w = handle_wire(lock);
+    struct wire_lock w = attempt_wire(lock);
     struct op *op =
         op_new(eng, OP_KIND_ACQUIRE, -1, lock->slot, 0, acquire_done);
     if (!op)

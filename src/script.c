@@ -15,14 +15,28 @@
 
 #include "sha1.h"
 
+/* The fair scripts are longer than the 4095 characters ISO C asks every
+ * compiler to take in one string literal; GCC and Clang take any length. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Woverlength-strings"
+#endif
+
 /* acquire
  * KEYS[1] lock
  * ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] "1" to issue tokens,
- * ARGV[4] fencing counter, ARGV[5] request id (fixed across resends of one
- * acquire)
+ * ARGV[4] fencing counter, ARGV[5] fair queue, ARGV[6] ms the caller's
+ * queue entry stays live ("0": it does not wait), ARGV[7] request id
+ * (fixed across resends of one acquire)
  * Returns the holder's PTTL (integer) when another owner holds the lock,
  * else {holds, token}: token is a fresh INCR on a first acquisition, the
  * current counter on re-entry, 0 without fencing.
+ *
+ * A caller that waits and finds the lock held while fair clients queue on
+ * the name joins their queue (see the fair scripts below): an entry
+ * "plain:<owner field>" at the tail, its deadline in the owners hash. Its
+ * acquisition takes the entry out again and ends a turn it was given.
+ * Nothing of this runs for a caller that does not wait, nor when the name
+ * has no queue.
  *
  * Only the lock is a declared key; the counter is in its slot (see keys.h).
  * During a cluster's slot migration a command of several declared keys
@@ -44,18 +58,38 @@
 static const char acquire_lua[] =
     "local t = 0\n"
     "local rid = ARGV[2] .. ':rid'\n"
+    "local q, f = ARGV[5], ARGV[2]\n"
+    "local own = q .. ':owners'\n"
     "if redis.call('exists', KEYS[1]) == 0 then\n"
-    "  redis.call('hset', KEYS[1], ARGV[2], 1, rid, ARGV[5])\n"
+    "  redis.call('hset', KEYS[1], f, 1, rid, ARGV[7])\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "  if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end\n"
+    "  if ARGV[6] ~= '0' and redis.call('exists', own) == 1 then\n"
+    "    if redis.call('hdel', own, f) == 1 then\n"
+    "      redis.call('lrem', q, 1, 'plain:' .. f)\n"
+    "    end\n"
+    "    redis.call('hdel', own, 'hilock:turn')\n"
+    "  end\n"
     "  return {1, t}\n"
     "end\n"
     "local v = redis.call('hmget', KEYS[1], ARGV[2], rid)\n"
-    "if not v[1] then return redis.call('pttl', KEYS[1]) end\n"
+    "if not v[1] then\n"
+    "  if ARGV[6] ~= '0' and redis.call('exists', q) == 1 then\n"
+    "    local c, ms = redis.call('time'), tonumber(ARGV[6])\n"
+    "    if redis.call('hexists', own, f) == 0 then\n"
+    "      redis.call('rpush', q, 'plain:' .. f)\n"
+    "    end\n"
+    "    redis.call('hset', own, f, c[1] * 1000 + math.floor(c[2] / 1000) + ms)\n"
+    "    for _, k in ipairs({q, own}) do\n"
+    "      if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end\n"
+    "    end\n"
+    "  end\n"
+    "  return redis.call('pttl', KEYS[1])\n"
+    "end\n"
     "local n = tonumber(v[1])\n"
-    "if tonumber(ARGV[5]) > tonumber(v[2] or '0') then\n"
+    "if tonumber(ARGV[7]) > tonumber(v[2] or '0') then\n"
     "  n = n + 1\n"
-    "  redis.call('hset', KEYS[1], ARGV[2], n, rid, ARGV[5])\n"
+    "  redis.call('hset', KEYS[1], ARGV[2], n, rid, ARGV[7])\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "end\n"
     "if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end\n"
@@ -292,7 +326,21 @@ static const char multi_release_lua[] =
  * at its next retry). Every entry of a listener found deaf is passed
  * over without a second PUBLISH. A waiter whose process was killed, its
  * connections closed, so costs one PUBLISH of a script call, not a
- * lease. */
+ * lease.
+ *
+ * Waiters without fair mode take their place in line too, or they would
+ * never find the lock free while fair waiters hand it on among
+ * themselves: one that waits and finds the lock held and a queue started
+ * adds "plain:<owner field>" (see acquire), and a fair waiter that starts
+ * a queue publishes a release so that they look again. A hand-off that
+ * meets such a live entry gives those waiters a turn instead: the lock
+ * stays free, the release is published on the lock's channel, and fair
+ * acquirers leave it alone until "hilock:turn" in the owners hash has
+ * passed (at most FAIR_TURN_MS) or a waiter without fair mode took it
+ * (its acquire ends the turn). A turn nobody can hear (0 subscribers of
+ * the lock's channel) is not given. */
+/* How long a turn of the waiters without fair mode lasts at most (ms). */
+#define FAIR_TURN_MS "500"
 #define FAIR_ENTRY_RE "'^~?(%d+):(%d+):(%x+):(%d+):(%d+):(%d+):(.+)$'"
 #define FAIR_LUA                                                            \
     "local function now_ms()\n"                                             \
@@ -304,6 +352,7 @@ static const char multi_release_lua[] =
     "end\n"                                                                 \
     "local function owner_of(e)\n"                                          \
     "  local d, l, lt, w, s, wr, f = parse(e)\n"                            \
+    "  if string.sub(e, 1, 6) == 'plain:' then return nil, math.huge end\n" \
     "  return f, tonumber(d or '0')\n"                                      \
     "end\n"                                                                 \
     "local function pop(q)\n"                                               \
@@ -320,6 +369,19 @@ static const char multi_release_lua[] =
     "    redis.call('hset', q .. ':owners', back[i][2], e)\n"               \
     "  end\n"                                                               \
     "end\n"                                                                 \
+    "local function turn(q, now, pub, chan, e)\n"                           \
+    "  local own, f = q .. ':owners', string.sub(e, 7)\n"                   \
+    "  local d = tonumber(redis.call('hget', own, f) or '0')\n"             \
+    "  redis.call('hdel', own, f)\n"                                        \
+    "  if d <= now then return nil end\n"                                   \
+    "  local n = redis.call(pub, chan, '0')\n"                              \
+    "  if n == 0 then return nil end\n"                                     \
+    "  redis.call('hset', own, 'hilock:turn', now + " FAIR_TURN_MS ")\n"    \
+    "  if redis.call('pttl', own) < " FAIR_TURN_MS " then\n"                \
+    "    redis.call('pexpire', own, " FAIR_TURN_MS ")\n"                    \
+    "  end\n"                                                               \
+    "  return n\n"                                                          \
+    "end\n"                                                                 \
     "local function hand(lock, q, now, fencing, fence, pub, chan, me)\n"    \
     "  local deaf, back = {}, {}\n"                                         \
     "  while true do\n"                                                     \
@@ -328,7 +390,13 @@ static const char multi_release_lua[] =
     "      unskip(q, back)\n"                                               \
     "      return nil\n"                                                    \
     "    end\n"                                                             \
-    "    if d and tonumber(d) > now then\n"                                 \
+    "    if string.sub(e, 1, 6) == 'plain:' then\n"                         \
+    "      local n = turn(q, now, pub, chan, e)\n"                          \
+    "      if n then\n"                                                     \
+    "        unskip(q, back)\n"                                             \
+    "        return n\n"                                                    \
+    "      end\n"                                                           \
+    "    elseif d and tonumber(d) > now then\n"                             \
     "      if not deaf[lt] then\n"                                          \
     "        local t = 0\n"                                                 \
     "        if fencing == '1' then\n"                                      \
@@ -343,7 +411,7 @@ static const char multi_release_lua[] =
     "          redis.call('hset', lock, f, 1, 'hilock:handed', t .. ':' .. w)\n" \
     "          redis.call('pexpire', lock, ms)\n"                           \
     "          local nx = redis.call('lindex', q, 0)\n"                     \
-    "          local nl = nx and select(3, parse(nx))\n"                   \
+    "          local nl = nx and select(3, parse(nx))\n"                    \
     "          if nl and not deaf[nl] then\n"                               \
     "            redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms)\n"       \
     "          end\n"                                                       \
@@ -397,7 +465,9 @@ static const char fair_acquire_lua[] =
     "if ARGV[6] == 'c' then return redis.call('pttl', KEYS[1]) end\n"
     "local now = now_ms()\n"
     "local q = ARGV[5]\n"
-    "if redis.call('exists', KEYS[1]) == 0 then\n"
+    "local own = q .. ':owners'\n"
+    "local turn = tonumber(redis.call('hget', own, 'hilock:turn') or '0')\n"
+    "if redis.call('exists', KEYS[1]) == 0 and turn <= now then\n"
     "  local first, f, d\n"
     "  while true do\n"
     "    first = redis.call('lindex', q, 0)\n"
@@ -414,20 +484,26 @@ static const char fair_acquire_lua[] =
     "    if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end\n"
     "    return {1, t}\n"
     "  end\n"
-    "  hand(KEYS[1], q, now, ARGV[3], ARGV[4], ARGV[10], ARGV[11])\n"
+    "  if not hand(KEYS[1], q, now, ARGV[3], ARGV[4], ARGV[10], ARGV[11]) then\n"
+    "    redis.call(ARGV[10], ARGV[11], '0')\n"
+    "  end\n"
     "end\n"
     "if ARGV[6] == 'w' then\n"
     "  local e = (now + tonumber(ARGV[7])) .. ':' .. ARGV[1] .. ':' ..\n"
     "            ARGV[8] .. ':' .. ARGV[9] .. ':' .. ARGV[12] .. ':' .. now ..\n"
     "            ':' .. ARGV[2]\n"
-    "  local own, at = q .. ':owners', nil\n"
+    "  local at\n"
     "  local old = redis.call('hget', own, ARGV[2])\n"
     "  if old then\n" /* a retry: the entry keeps its place */
     "    for i, x in ipairs(redis.call('lrange', q, 0, -1)) do\n"
     "      if x == old then at = i - 1 break end\n"
     "    end\n"
     "  end\n"
-    "  if at then redis.call('lset', q, at, e) else redis.call('rpush', q, e) end\n"
+    "  if at then\n"
+    "    redis.call('lset', q, at, e)\n"
+    "  elseif redis.call('rpush', q, e) == 1 then\n" /* a new queue */
+    "    redis.call(ARGV[10], ARGV[11], '0')\n"
+    "  end\n"
     "  redis.call('hset', own, ARGV[2], e)\n"
     "  for _, k in ipairs({q, own}) do\n"
     "    if redis.call('pttl', k) < tonumber(ARGV[7]) then\n"
@@ -435,7 +511,12 @@ static const char fair_acquire_lua[] =
     "    end\n"
     "  end\n"
     "end\n"
-    "return redis.call('pttl', KEYS[1])\n";
+    "local p = redis.call('pttl', KEYS[1])\n"
+    "if p == -2 then\n" /* free: a turn for others, or none */
+    "  turn = tonumber(redis.call('hget', own, 'hilock:turn') or '0')\n"
+    "  p = math.max(turn - now, 1)\n"
+    "end\n"
+    "return p\n";
 
 /* fair_release
  * KEYS[1] lock
@@ -466,6 +547,7 @@ static const char fair_release_lua[] =
     "local h = hand(KEYS[1], ARGV[7], now_ms(), ARGV[8], ARGV[9], ARGV[5],\n"
     "               ARGV[6], ARGV[10])\n"
     "if not h then return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])} end\n"
+    "if type(h) == 'number' then return {0, h} end\n"
     "if h[1] == ARGV[10] then return {0, 0, h[2], h[3], h[4], h[5], h[6]} end\n"
     "return {0, 0, 0}\n";
 

@@ -20,12 +20,14 @@ void wire_acquire(struct resp_buf *b, const char *sha,
                   uint64_t rid)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 9, 1);
+    wire_evalsha(b, sha, 11, 1);
     keys_lock(b, &k);
     resp_arg_u64(b, lease_ms);
     keys_field(b, l->client_id, l->owner_tag);
     resp_arg(b, fencing ? "1" : "0", 1);
     keys_fence(b, &k);
+    keys_queue(b, &k);
+    resp_arg_u64(b, l->entry_ms);
     resp_arg_u64_fixed(b, rid);
 }
 

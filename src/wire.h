@@ -33,6 +33,8 @@ struct wire_lock {
     const char *suffix;    /* of the field (a writer's ":write"), or NULL */
     uint8_t kind;          /* enum lock_kind */
     unsigned char member[16]; /* an expiring permit's id */
+    uint32_t entry_ms;     /* a waiting acquire's fair-queue entry lives
+                              this long (ms); 0: it does not wait */
 };
 
 /* The keys of l. */
@@ -52,7 +54,8 @@ void wire_evalsha(struct resp_buf *b, const char *sha, size_t argc,
 void wire_rid(struct resp_buf *b, uint64_t rid);
 
 /* EVALSHA sha of the acquire script: take or re-enter l with lease_ms,
- * drawing a fencing token when fencing, as request id rid. */
+ * drawing a fencing token when fencing, as request id rid; a waiting
+ * acquire (l->entry_ms) joins the name's fair queue when there is one. */
 void wire_acquire(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint32_t lease_ms, int fencing,
                   uint64_t rid);

@@ -517,6 +517,83 @@ START_TEST(test_mixed_with_default_client)
 }
 END_TEST
 
+/* A client without fair mode that waits joins the queue of the fair
+ * clients on its name (woken when the queue starts): when its entry comes
+ * up, the release frees the lock for it instead of handing it to the fair
+ * waiter behind, which waits its turn. So it is served in its place in
+ * line, not after every fair waiter that comes. */
+START_TEST(test_default_waiter_served_in_its_place)
+{
+    struct waiter f1 = {1, {0}}, f2 = {2, {0}}, d = {3, {0}};
+    for (int i = 0; i < 4; i++)
+        cl[i] = client(i < 3, 0);
+    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
+    holding = 1;
+    ck_assert_int_eq(hilock_lock_acquire(tu_lock(cl[3], NAME, 1),
+                                         (uint64_t)tu_ms(LONG_MS), 0,
+                                         on_acquired, &d),
+                     0);
+    ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 1, tu_ms(2000)));
+    tu_run_quiet();
+    /* the queue it starts wakes the default waiter, which joins it */
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &f1, (uint64_t)tu_ms(LONG_MS),
+                0, 2);
+    wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &f2, (uint64_t)tu_ms(LONG_MS),
+                0, 3);
+    release_held(h);
+    ck_assert(tu_run_until_count(&f1.r.calls, 1, tu_ms(1000)));
+    release_held(f1.r.lock);
+    ck_assert(tu_run_until_count(&d.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(d.r.status, 0);
+    ck_assert_int_eq(f2.r.calls, 0);
+    release_held(d.r.lock);
+    ck_assert(tu_run_until_count(&f2.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(f2.r.status, 0);
+    ck_assert_int_eq(order[0], 1);
+    ck_assert_int_eq(order[1], 3);
+    ck_assert_int_eq(order[2], 2);
+    ck_assert_int_eq(overlaps, 0);
+    ck_assert_int_eq(tu_exists(QUEUE), 0);
+    ck_assert_int_eq(tu_exists(OWNERS), 0);
+}
+END_TEST
+
+/* A waiter without fair mode that went away after joining the queue costs
+ * the fair waiter behind it at most the short turn it is given. */
+START_TEST(test_gone_default_waiter_costs_a_turn)
+{
+    struct waiter f1 = {1, {0}}, d = {3, {0}};
+    cl[0] = client(1, 0);
+    cl[1] = client(1, 0);
+    cl[3] = client(0, 1);
+    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
+    holding = 1;
+    ck_assert_int_eq(hilock_lock_acquire(tu_lock(cl[3], NAME, 1),
+                                         (uint64_t)tu_ms(LONG_MS), 0,
+                                         on_acquired, &d),
+                     0);
+    ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 1, tu_ms(2000)));
+    tu_run_quiet();
+    struct hilock_lock *l1 = tu_lock(cl[1], NAME, 1);
+    wait_queued(cl[1], l1, &f1, (uint64_t)tu_ms(LONG_MS), 0, 2);
+    /* the fair waiter goes first: put it behind the default one */
+    ck_assert_int_eq(hilock_lock_cancel(l1), 0);
+    ck_assert(tu_run_until_redis(1, tu_ms(2000), "LLEN", QUEUE,
+                                 (char *)NULL));
+    struct waiter f2 = {1, {0}};
+    wait_queued(cl[1], l1, &f2, (uint64_t)tu_ms(LONG_MS), 0, 2);
+    kill_client(3);
+    long long t0 = tu_now_ms();
+    release_held(h);
+    ck_assert(tu_run_until_count(&f2.r.calls, 1, tu_ms(2000)));
+    tu_assert_status(f2.r.status, 0);
+    ck_assert_int_lt(f2.r.at_ms - t0, tu_ms(900)); /* a 500 ms turn */
+    ck_assert_int_eq(overlaps, 0);
+}
+END_TEST
+
 /* A release whose reply is lost is sent again: it hands the lock over
  * once (one token drawn), and the last release leaves no key behind. */
 START_TEST(test_resent_release_applies_once)
@@ -561,6 +638,8 @@ static Suite *fair_suite(void)
     tcase_add_test(tc, test_timeout_and_cancel_leave_queue);
     tcase_add_test(tc, test_mixed_with_default_client);
     tcase_add_test(tc, test_resent_release_applies_once);
+    tcase_add_test(tc, test_default_waiter_served_in_its_place);
+    tcase_add_test(tc, test_gone_default_waiter_costs_a_turn);
     suite_add_tcase(s, tc);
     return s;
 }
