@@ -20,6 +20,9 @@ static const struct {
     {"READONLY", HILOCK_EREADONLY},   {"NOAUTH", HILOCK_EAUTH},
     {"WRONGPASS", HILOCK_EAUTH},      {"NOPERM", HILOCK_ENOPERM},
     {"DEADLK", HILOCK_EDEADLK}, /* the write_acquire script's refusal */
+    /* "Protocol error: unauthenticated multibulk length": a command of
+     * more than 10 words before AUTH (a waiting or a fair acquire) */
+    {"unauthenticated", HILOCK_EAUTH},
 };
 
 /* Nonzero when the error text s (length n) starts with word, or has

@@ -24,8 +24,8 @@
 /* acquire
  * KEYS[1] lock
  * ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] "1" to issue tokens,
- * ARGV[4] fencing counter, ARGV[5] fair queue, ARGV[6] ms the caller's
- * queue entry stays live ("0": it does not wait), ARGV[7] request id
+ * ARGV[4] fencing counter, then for a caller that waits ARGV[5] fair
+ * queue and ARGV[6] ms its queue entry stays live; last the request id
  * (fixed across resends of one acquire)
  * Returns the holder's PTTL (integer) when another owner holds the lock,
  * else {holds, token}: token is a fresh INCR on a first acquisition, the
@@ -58,13 +58,14 @@
 static const char acquire_lua[] =
     "local t = 0\n"
     "local rid = ARGV[2] .. ':rid'\n"
-    "local q, f = ARGV[5], ARGV[2]\n"
+    "local f, id, q, wait = ARGV[2], ARGV[5], '', '0'\n"
+    "if #ARGV == 7 then q, wait, id = ARGV[5], ARGV[6], ARGV[7] end\n"
     "local own = q .. ':owners'\n"
     "if redis.call('exists', KEYS[1]) == 0 then\n"
-    "  redis.call('hset', KEYS[1], f, 1, rid, ARGV[7])\n"
+    "  redis.call('hset', KEYS[1], f, 1, rid, id)\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "  if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end\n"
-    "  if ARGV[6] ~= '0' and redis.call('exists', own) == 1 then\n"
+    "  if wait ~= '0' and redis.call('exists', own) == 1 then\n"
     "    if redis.call('hdel', own, f) == 1 then\n"
     "      redis.call('lrem', q, 1, 'plain:' .. f)\n"
     "    end\n"
@@ -74,8 +75,8 @@ static const char acquire_lua[] =
     "end\n"
     "local v = redis.call('hmget', KEYS[1], ARGV[2], rid)\n"
     "if not v[1] then\n"
-    "  if ARGV[6] ~= '0' and redis.call('exists', q) == 1 then\n"
-    "    local c, ms = redis.call('time'), tonumber(ARGV[6])\n"
+    "  if wait ~= '0' and redis.call('exists', q) == 1 then\n"
+    "    local c, ms = redis.call('time'), tonumber(wait)\n"
     "    if redis.call('hexists', own, f) == 0 then\n"
     "      redis.call('rpush', q, 'plain:' .. f)\n"
     "    end\n"
@@ -87,9 +88,9 @@ static const char acquire_lua[] =
     "  return redis.call('pttl', KEYS[1])\n"
     "end\n"
     "local n = tonumber(v[1])\n"
-    "if tonumber(ARGV[7]) > tonumber(v[2] or '0') then\n"
+    "if tonumber(id) > tonumber(v[2] or '0') then\n"
     "  n = n + 1\n"
-    "  redis.call('hset', KEYS[1], ARGV[2], n, rid, ARGV[7])\n"
+    "  redis.call('hset', KEYS[1], ARGV[2], n, rid, id)\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "end\n"
     "if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end\n"

@@ -20,14 +20,16 @@ void wire_acquire(struct resp_buf *b, const char *sha,
                   uint64_t rid)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 11, 1);
+    wire_evalsha(b, sha, l->entry_ms ? 11 : 9, 1);
     keys_lock(b, &k);
     resp_arg_u64(b, lease_ms);
     keys_field(b, l->client_id, l->owner_tag);
     resp_arg(b, fencing ? "1" : "0", 1);
     keys_fence(b, &k);
-    keys_queue(b, &k);
-    resp_arg_u64(b, l->entry_ms);
+    if (l->entry_ms) { /* only a wait joins a queue */
+        keys_queue(b, &k);
+        resp_arg_u64(b, l->entry_ms);
+    }
     resp_arg_u64_fixed(b, rid);
 }
 
