@@ -436,11 +436,15 @@ static const char multi_release_lua[] =
  * (echoed in a hand-off), ARGV[13] request id (as for acquire)
  * Returns {holds, token} or the PTTL, as acquire. The owner's field with
  * the marker of this wait is a hand-off to it: claimed, not counted as a
- * re-entry (the waiter that missed the message gets it so). A free lock is taken only
- * when no live entry is queued before the caller's own; else it goes to
- * the first live entry, and a waiting caller is queued (once per owner:
- * a second attempt only moves its deadline) and gets the PTTL. A claim
- * that finds no hold of its owner changes nothing and gets the PTTL. */
+ * re-entry (the waiter that missed the message gets it so). A free lock
+ * is taken only when no live entry is queued before the caller's own and
+ * no turn of the waiters without fair mode is on; else it goes to the
+ * first live entry (or to such a turn, published as a release), and a
+ * waiting caller is queued (once per owner: a second attempt only moves
+ * its deadline) and gets the PTTL, or what is left of a turn while the
+ * lock is free. A waiter that starts the queue publishes a release (see
+ * above). A claim that finds no hold of its owner changes nothing and
+ * gets the PTTL. */
 static const char fair_acquire_lua[] =
     FAIR_LUA
     "local rid = ARGV[2] .. ':rid'\n"
@@ -527,9 +531,10 @@ static const char fair_acquire_lua[] =
  * As release, but the owner's last hold goes to the first live entry of
  * the queue (see above) when there is one: then {0, 0, 0}, or {0, 0, owner
  * tag, wait id, token, sent, span} (as in the message) when that waiter
- * is the caller's client's, which
- * delivers the hand-off itself without waiting for the message. With no
- * live entry the lock is deleted and the release published, as release. */
+ * is the caller's client's, which delivers the hand-off itself without
+ * waiting for the message. With no live entry, or a turn of the waiters
+ * without fair mode, the lock is deleted and the release published, as
+ * release. */
 static const char fair_release_lua[] =
     FAIR_LUA
     "local rid = ARGV[3] .. ':rid'\n"
