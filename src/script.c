@@ -325,7 +325,10 @@ static const char multi_release_lua[] =
  * the head marked "~", and its retry on subscribing again keeps that
  * place; met deaf a second time, it is dropped (a live one queues again
  * at its next retry). Every entry of a listener found deaf is passed
- * over without a second PUBLISH. A waiter whose process was killed, its
+ * over without a second PUBLISH. A fair acquire whose call goes past
+ * such entries to the caller's own takes the lock itself in that call
+ * (handed to it by message while it queued again, it would leave a second
+ * entry behind). A waiter whose process was killed, its
  * connections closed, so costs one PUBLISH of a script call, not a
  * lease.
  *
@@ -383,7 +386,7 @@ static const char multi_release_lua[] =
     "  end\n"                                                               \
     "  return n\n"                                                          \
     "end\n"                                                                 \
-    "local function hand(lock, q, now, fencing, fence, pub, chan, me)\n"    \
+    "local function hand(lock, q, now, fencing, fence, pub, chan, me, mine)\n" \
     "  local deaf, back = {}, {}\n"                                         \
     "  while true do\n"                                                     \
     "    local e, d, l, lt, w, s, wr, f = pop(q)\n"                         \
@@ -407,7 +410,8 @@ static const char multi_release_lua[] =
     "        local ms = math.min(tonumber(l), 5000)\n"                      \
     "        local span = now - tonumber(wr) + ms\n"                        \
     "        local m = tag .. ':' .. w .. ':' .. t .. ':' .. s .. ':' .. span\n" \
-    "        if redis.call(pub, chan .. ':' .. lt, m) > 0 or lt == me then\n" \
+    "        if redis.call(pub, chan .. ':' .. lt, m) > 0 or lt == me or\n"   \
+    "           f == mine then\n"                                          \
     "          if fencing == '1' then redis.call('incr', fence) end\n"      \
     "          redis.call('hset', lock, f, 1, 'hilock:handed', t .. ':' .. w)\n" \
     "          redis.call('pexpire', lock, ms)\n"                           \
@@ -417,7 +421,7 @@ static const char multi_release_lua[] =
     "            redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms)\n"       \
     "          end\n"                                                       \
     "          unskip(q, back)\n"                                           \
-    "          return {lt, tag, w, t, s, span}\n"                           \
+    "          return {lt, tag, w, t, s, span, f}\n"                        \
     "        end\n"                                                         \
     "        deaf[lt] = true\n"                                             \
     "      end\n"                                                           \
@@ -489,8 +493,16 @@ static const char fair_acquire_lua[] =
     "    if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end\n"
     "    return {1, t}\n"
     "  end\n"
-    "  if not hand(KEYS[1], q, now, ARGV[3], ARGV[4], ARGV[10], ARGV[11]) then\n"
+    "  local h = hand(KEYS[1], q, now, ARGV[3], ARGV[4], ARGV[10], ARGV[11],\n"
+    "                 nil, ARGV[2])\n"
+    "  if not h then\n"
     "    redis.call(ARGV[10], ARGV[11], '0')\n"
+    "  elseif type(h) == 'table' and h[7] == ARGV[2] then\n"
+    /* past entries nobody heard, to the caller's own: it holds it now */
+    "    redis.call('hdel', KEYS[1], 'hilock:handed')\n"
+    "    redis.call('hset', KEYS[1], rid, ARGV[13])\n"
+    "    redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "    return {1, h[4]}\n"
     "  end\n"
     "end\n"
     "if ARGV[6] == 'w' then\n"

@@ -452,6 +452,39 @@ START_TEST(test_deaf_waiter_keeps_its_place)
 }
 END_TEST
 
+/* A waiter that finds the lock free (its holder had no fair mode) behind
+ * an entry that cannot hear a hand-off takes the lock itself, in the same
+ * call, and leaves no second entry of its own behind (one that would
+ * later hand it a hold it never counts). */
+START_TEST(test_waiter_past_a_deaf_entry_takes_the_lock_once)
+{
+    struct waiter wb = {1, {0}}, wc = {2, {0}};
+    char chan[128];
+    cl[0] = client(0, 0);
+    cl[1] = client(1, 1);
+    cl[2] = client(1, 0);
+    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
+    holding = 1;
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &wb, (uint64_t)tu_ms(LONG_MS),
+                0, 1);
+    wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &wc, (uint64_t)tu_ms(LONG_MS),
+                0, 2);
+    queued_channel(0, chan, sizeof chan);
+    ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 2, tu_ms(2000)));
+    tp_refuse(proxy, true);
+    tp_cut_all(proxy);
+    ck_assert(tu_numsub_becomes(chan, 0, tu_ms(2000)));
+    release_held(h); /* freed and published: the live waiter looks again */
+    ck_assert(tu_run_until_count(&wc.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(wc.r.status, 0);
+    tu_run_quiet();
+    ck_assert_int_eq(rs_int(tu_srv, "LLEN", QUEUE, (char *)NULL), 1);
+    ck_assert_int_eq(tu_holds(NAME, cl[2], 1), 1);
+    ck_assert_int_eq(wb.r.calls, 0);
+}
+END_TEST
+
 /* A wait that times out and one that is cancelled take their entries out
  * of the queue. */
 START_TEST(test_timeout_and_cancel_leave_queue)
@@ -559,6 +592,92 @@ START_TEST(test_default_waiter_served_in_its_place)
 }
 END_TEST
 
+/* Fair workers take one lock again and again as fast as they can while
+ * waiters without fair mode come, one acquisition each. */
+enum { MIX_FAIR = 3, MIX_DEFAULT = 3, MIX_WORKERS = MIX_FAIR + MIX_DEFAULT };
+struct mix_worker {
+    struct hilock_lock *lock;
+    int since;    /* acquisitions by anyone when its wait began */
+    int longest;  /* most acquisitions by others during one of its waits */
+    int got;
+    int loop;     /* takes the lock again after each release */
+};
+static struct mix_worker mix[MIX_WORKERS];
+static int mix_total, mix_errors, mix_defaults_done, mix_stop;
+
+static void mix_acquire(struct mix_worker *w);
+
+static void mix_released(struct hilock_lock *lock, int status, int64_t value,
+                         void *arg)
+{
+    struct mix_worker *w = arg;
+    (void)lock;
+    (void)value;
+    mix_errors += status != 0;
+    if (w->loop && !mix_stop)
+        mix_acquire(w);
+}
+
+static void mix_acquired(struct hilock_lock *lock, int status, int64_t value,
+                         void *arg)
+{
+    struct mix_worker *w = arg;
+    (void)value;
+    if (status != 0) {
+        mix_errors++;
+        return;
+    }
+    if (mix_total - w->since > w->longest)
+        w->longest = mix_total - w->since;
+    mix_total++;
+    w->got++;
+    mix_defaults_done += !w->loop;
+    ck_assert_int_eq(hilock_lock_release(lock, mix_released, w), 0);
+}
+
+static void mix_acquire(struct mix_worker *w)
+{
+    w->since = mix_total;
+    ck_assert_int_eq(hilock_lock_acquire(w->lock, (uint64_t)tu_ms(LONG_MS), 0,
+                                         mix_acquired, w),
+                     0);
+}
+
+/* Three fair workers hand the lock on among themselves without pause;
+ * three waiters without fair mode come meanwhile. Each of them gets the
+ * lock after about as many acquisitions by others as there are workers
+ * ahead of it (its place in line, plus one pass of slack), not never. */
+START_TEST(test_default_waiters_not_starved_by_fair_workers)
+{
+    struct hilock_client *c[MIX_WORKERS];
+    memset(mix, 0, sizeof mix);
+    mix_total = mix_errors = mix_defaults_done = mix_stop = 0;
+    for (int i = 0; i < MIX_WORKERS; i++) {
+        c[i] = client(i < MIX_FAIR, 0);
+        mix[i].lock = tu_lock(c[i], NAME, 1);
+        mix[i].loop = i < MIX_FAIR;
+    }
+    for (int i = 0; i < MIX_FAIR; i++)
+        mix_acquire(&mix[i]);
+    ck_assert(tu_run_until_count(&mix_total, 20, tu_ms(5000)));
+    for (int i = MIX_FAIR; i < MIX_WORKERS; i++)
+        mix_acquire(&mix[i]);
+    ck_assert_msg(tu_run_until_count(&mix_defaults_done, MIX_DEFAULT,
+                                     tu_ms(5000)),
+                  "%d of %d waiters without fair mode got the lock in %d "
+                  "acquisitions", mix_defaults_done, MIX_DEFAULT, mix_total);
+    mix_stop = 1;
+    tu_run_quiet();
+    for (int i = MIX_FAIR; i < MIX_WORKERS; i++)
+        ck_assert_msg(mix[i].longest <= 2 * MIX_WORKERS,
+                      "waiter %d got the lock after %d acquisitions of "
+                      "others", i, mix[i].longest);
+    ck_assert_int_eq(mix_errors, 0);
+    for (int i = 0; i < MIX_WORKERS; i++)
+        hilock_client_free(c[i]);
+}
+END_TEST
+
 /* A waiter without fair mode that went away after joining the queue costs
  * the fair waiter behind it at most the short turn it is given. */
 START_TEST(test_gone_default_waiter_costs_a_turn)
@@ -635,11 +754,13 @@ static Suite *fair_suite(void)
     tcase_add_test(tc, test_late_handoff_is_not_a_grant);
     tcase_add_test(tc, test_dead_waiters_cost_a_round_trip);
     tcase_add_test(tc, test_deaf_waiter_keeps_its_place);
+    tcase_add_test(tc, test_waiter_past_a_deaf_entry_takes_the_lock_once);
     tcase_add_test(tc, test_timeout_and_cancel_leave_queue);
     tcase_add_test(tc, test_mixed_with_default_client);
     tcase_add_test(tc, test_resent_release_applies_once);
     tcase_add_test(tc, test_default_waiter_served_in_its_place);
     tcase_add_test(tc, test_gone_default_waiter_costs_a_turn);
+    tcase_add_test(tc, test_default_waiters_not_starved_by_fair_workers);
     suite_add_tcase(s, tc);
     return s;
 }
