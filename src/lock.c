@@ -56,18 +56,31 @@ static int fair(const struct hilock_lock *lock)
     return lock->eng->listener != NULL && lock->kind == KIND_MUTEX;
 }
 
+/* How long the pending wait's queue entry stays live (ms, at least 1). */
+static uint32_t entry_ms(const struct hilock_lock *lock, uint64_t now)
+{
+    uint64_t deadline = handle_wait_deadline(lock);
+    uint64_t left = deadline > now ? deadline - now : 1;
+    return (uint32_t)(left < FAIR_ENTRY_MAX_MS ? left : FAIR_ENTRY_MAX_MS);
+}
+
 /* The fair scripts' view of the client and of the pending wait. */
 static struct wire_fair fair_args(const struct hilock_lock *lock)
 {
     uint64_t now = clock_now_ms();
-    uint64_t deadline = handle_wait_deadline(lock);
-    uint64_t left = deadline > now ? deadline - now : 1;
-    struct wire_fair f = {lock->eng->listener,
-                          (uint32_t)(left < FAIR_ENTRY_MAX_MS
-                                         ? left
-                                         : FAIR_ENTRY_MAX_MS),
-                          lock->wait_id, topo_publish(lock->eng->topo)};
+    struct wire_fair f = {lock->eng->listener, entry_ms(lock, now),
+                          lock->wait_id, topo_publish(lock->eng->topo), now};
     return f;
+}
+
+/* lock's wire view for an attempt of its acquire: a waiting one (not
+ * fair) joins the fair queue of its name if there is one (script.c). */
+static struct wire_lock attempt_wire(const struct hilock_lock *lock)
+{
+    struct wire_lock w = handle_wire(lock);
+    if (handle_wait_deadline(lock))
+        w.entry_ms = entry_ms(lock, clock_now_ms());
+    return w;
 }
 
 static void leave_done(struct op *op, int status,
@@ -314,6 +327,7 @@ static int plain_again(struct op *op, struct resp_buf *cmd,
     }
     if (why != REQ_AGAIN_DROPPED)
         op->rid = ++eng->seq; /* not applied: a new request */
+    w = attempt_wire(lock);
     resp_reset(cmd);
     if (why == REQ_AGAIN_REFUSED &&
         wire_take(cmd, &w, op->lease_ms, op->rid) == 0)
@@ -374,7 +388,7 @@ static int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
 static int send_attempt(struct hilock_lock *lock, int first)
 {
     struct engine *eng = lock->eng;
-    struct wire_lock w = handle_wire(lock);
+    struct wire_lock w = attempt_wire(lock);
     struct op *op =
         op_new(eng, OP_KIND_ACQUIRE, -1, lock->slot, 0, acquire_done);
     if (!op)
@@ -442,10 +456,11 @@ static void send_claim(struct hilock_lock *lock)
         op_new(eng, OP_KIND_ACQUIRE, -1, lock->slot, 0, claim_done);
     if (!op)
         return;
+    op->lease_ms = acquire_lease(lock);
     op_eval(op, SCRIPT_FAIR_ACQUIRE);
     wire_fair_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_ACQUIRE], &w,
-                      acquire_lease(lock), eng->opts->fencing,
-                      WIRE_FAIR_CLAIM, &f, ++eng->seq);
+                      op->lease_ms, eng->opts->fencing, WIRE_FAIR_CLAIM, &f,
+                      ++eng->seq);
     handle_attach(lock, op);
     op_submit(op, 0);
 }
@@ -458,7 +473,7 @@ static void claim_done(struct op *op, int status,
     struct hilock_lock *lock = op->ctx;
     (void)res;
     if (status == 0)
-        share_lease(lock, op->sent_ms, lock_lease(lock));
+        share_lease(lock, op->sent_ms, op->lease_ms);
     else if (status == HILOCK_EBUSY)
         share_end(lock);
     else if (engine_transient(status) && lock->holds > 0 &&
@@ -482,28 +497,33 @@ static int granted(struct hilock_lock *lock, uint64_t sent_ms, int watchdog,
 }
 
 /* wait.c (fair mode): a release handed the lock to this waiter, with the
- * short hand-off lease (see script.c). It is the owner now: report
- * success at once. Under the watchdog, or with a lease no longer than the
- * hand-off lease, the hold is ours as it is (the watchdog extends it at
- * its first renewal, a third of the hand-off lease later); a longer
- * explicit lease is claimed first (sent before the callback, so that
- * anything the callback sends comes after it). With an attempt in flight,
- * that attempt or the next one claims it. */
-static void hook_handed(struct hilock_lock *lock, int64_t token)
+ * short hand-off lease (see script.c), which lasts until until_ms here.
+ * It is the owner now: report success at once. Under the watchdog, or
+ * with a lease no longer than the hand-off lease, the hold is ours as it
+ * is (the watchdog extends it at its first renewal, a third of the
+ * hand-off lease later); a longer explicit lease is claimed first (sent
+ * before the callback, so that anything the callback sends comes after
+ * it). With an attempt in flight, or when the hand-off was learnt too
+ * late to count (until_ms 0: the lease may have run out and the lock
+ * moved on), an attempt decides instead: it claims the hold when it is
+ * still this wait's, else queues again. */
+static void hook_handed(struct hilock_lock *lock, int64_t token,
+                        uint64_t until_ms)
 {
     if (lock->op != OP_ACQUIRE || lock->freeing || closing(lock))
         return;
-    lock->eng->stats.handoffs++;
-    if (lock->op_pending) {
+    if (lock->op_pending || until_ms == 0) {
         lock->handed = 1;
+        hook_attempt(lock);
         return;
     }
+    lock->eng->stats.handoffs++;
     uint32_t lease = acquire_lease(lock);
     if (lock->op_lease_ms > FAIR_HANDOFF_LEASE_MS)
         send_claim(lock);
-    else if (lease > FAIR_HANDOFF_LEASE_MS)
+    if (lease > FAIR_HANDOFF_LEASE_MS)
         lease = FAIR_HANDOFF_LEASE_MS;
-    took(lock, token, clock_now_ms(), lease);
+    took(lock, token, until_ms - lease, lease);
 }
 
 /* A hold was granted by a request sent at sent_ms: count it and track its

@@ -373,10 +373,14 @@ START_TEST(fair_hand_off_works_in_a_cluster)
     ck_assert_int_eq(hilock_lock_acquire(waiter, 20000, 30000, tu_record, &got),
                      0);
     ck_assert(tu_run_until(one_queued, "hilock_queue:fair{c}", tu_ms(3000)));
+    tu_run_quiet(); /* its hand-off channel subscribed */
     tu_assert_status(tu_release(holder, NULL), 0);
     ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(2000)));
     tu_assert_status(got.status, 0);
     ck_assert_int_eq(got.value, first + 1);
+    struct hilock_stats st;
+    ck_assert_int_eq(hilock_client_stats(client2, &st, sizeof st), 0);
+    ck_assert_int_eq(st.handoffs, 1); /* by the message, not a retry */
     ck_assert_int_eq(on_owner("hilock_queue:fair{c}", "LLEN", NULL), 0);
     tu_assert_status(tu_release(waiter, NULL), 0);
     ck_assert_int_eq(on_owner("fair{c}", "EXISTS", NULL), 0);

@@ -561,6 +561,8 @@ START_TEST(error_replies_map_to_distinct_codes)
          HILOCK_EREADONLY},
         {"-NOAUTH Authentication required.\r\n", HILOCK_EAUTH},
         {"-WRONGPASS invalid username-password pair\r\n", HILOCK_EAUTH},
+        {"-ERR Protocol error: unauthenticated multibulk length\r\n",
+         HILOCK_EAUTH},
         {"-NOPERM this user has no permissions\r\n", HILOCK_ENOPERM},
         /* an ACL refusing a command inside a script: Redis 7.0, 6.2 */
         {"-ERR The user executing the script can't publish to the channel "
@@ -684,6 +686,37 @@ START_TEST(release_renew_and_integer_replies_decode)
     freeReplyObject(r);
     r = parse("$2\r\n4x\r\n");
     ck_assert_int_eq(reply_integer(r, 0, &v), HILOCK_EPROTO);
+    freeReplyObject(r);
+}
+END_TEST
+
+/* A fair hand-off, as its message and as a release's reply, carries the
+ * waiter's send time and the span to the end of its lease; anything short
+ * of the five parts is not a hand-off. */
+START_TEST(fair_handoffs_decode_with_their_lease_end)
+{
+    struct reply_handoff h;
+    int64_t left, heard;
+    const char *msg = "7:12:3:1000:4500";
+    ck_assert_int_eq(reply_handoff_message(msg, strlen(msg), &h), 0);
+    ck_assert(h.owner_tag == 7 && h.wait_id == 12 && h.token == 3);
+    ck_assert(h.sent_ms == 1000 && h.span_ms == 4500);
+    static const char *const bad[] = {"7:12:3", "7:12:3:1000", "7:12:3:1000:",
+                                      "7:12:3:1000:45x", "7:12:3:-1:4500",
+                                      "wake:5000"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        ck_assert_msg(reply_handoff_message(bad[i], strlen(bad[i]), &h) ==
+                          HILOCK_EPROTO,
+                      "%s", bad[i]);
+    redisReply *r = parse("*7\r\n:0\r\n:0\r\n$1\r\n7\r\n$2\r\n12\r\n"
+                          ":3\r\n$4\r\n1000\r\n:4500\r\n");
+    ck_assert_int_eq(reply_release(r, &left, &heard), 0);
+    ck_assert_int_eq(reply_release_handoff(r, &h), REPLY_HANDED_LOCAL);
+    ck_assert(h.owner_tag == 7 && h.wait_id == 12 && h.token == 3);
+    ck_assert(h.sent_ms == 1000 && h.span_ms == 4500);
+    freeReplyObject(r);
+    r = parse("*5\r\n:0\r\n:0\r\n$1\r\n7\r\n$2\r\n12\r\n:3\r\n");
+    ck_assert_int_eq(reply_release(r, &left, &heard), HILOCK_EPROTO);
     freeReplyObject(r);
 }
 END_TEST
@@ -850,6 +883,7 @@ int main(void)
     tcase_add_test(tc, acquire_replies_decode_to_results);
     tcase_add_test(tc, error_replies_map_to_distinct_codes);
     tcase_add_test(tc, release_renew_and_integer_replies_decode);
+    tcase_add_test(tc, fair_handoffs_decode_with_their_lease_end);
     suite_add_tcase(s, tc);
     tc = tcase_create("quorum");
     tcase_add_test(tc, majority_and_validity);
