@@ -546,6 +546,19 @@ START_TEST(error_replies_map_to_distinct_codes)
         {"-WRONGPASS invalid username-password pair\r\n", HILOCK_EAUTH},
         {"-NOPERM this user has no permissions\r\n", HILOCK_ENOPERM},
         {"-ERR something else\r\n", HILOCK_ESERVER},
+        /* a command's error inside a script, as Redis 6.2 and KeyDB wrap
+         * it: the inner reply keeps its dash */
+        {"-ERR Error running script (call to f_5a1b): @user_script: 1: "
+         "-READONLY You can't write against a read only replica. \r\n",
+         HILOCK_EREADONLY},
+        {"-ERR Error running script (call to f_5a1b): @user_script: 1: "
+         "-OOM command not allowed when used memory > 'maxmemory'. \r\n",
+         HILOCK_EOOM},
+        {"-ERR Error running script (call to f_5a1b): @user_script: 1: "
+         "-NOPERM this user has no permissions to run the 'hset' command\r\n",
+         HILOCK_ENOPERM},
+        {"-ERR Error running script: @user_script: 1: -ERR not a code\r\n",
+         HILOCK_ESERVER},
     };
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         redisReply *r = parse(v[i].resp);
