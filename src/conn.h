@@ -79,7 +79,8 @@ struct req {
     uint8_t hops;
     uint16_t slot;
     /* The node's: the script an EVALSHA runs (-1: none), and whether a
-     * NOSCRIPT was handled once already. */
+     * NOSCRIPT was handled once already (1: its script was loaded; 2: it
+     * goes as EVAL with the body). */
     int8_t script;
     uint8_t reloaded;
     /* The submitter's, never read here: what the request is about, a link

@@ -38,6 +38,8 @@ struct node {
     struct sub_set subs;
     struct script_set scripts;
     const struct node_events *ev;
+    uint8_t by_body; /* SCRIPT LOAD did not take since the connection came
+                        up: a NOSCRIPT goes again as EVAL at once */
 };
 
 void node_init(struct node *n, const struct conn_config *cfg,

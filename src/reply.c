@@ -64,6 +64,24 @@ int reply_is_noscript(const struct redisReply *r)
            r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
+int reply_evalsha_refused(const struct redisReply *r)
+{
+    static const char word[] = "evalsha";
+    if (!r || r->type != REDIS_REPLY_ERROR || !r->str)
+        return 0;
+    for (size_t i = 0; i + 9 <= r->len; i++) {
+        const char *s = r->str + i;
+        if ((s[0] != '\'' && s[0] != '`') || s[8] != s[0])
+            continue;
+        size_t k = 0;
+        while (k < 7 && (s[1 + k] | 0x20) == word[k])
+            k++;
+        if (k == 7)
+            return 1;
+    }
+    return 0;
+}
+
 int reply_plain_refused(const struct redisReply *r)
 {
     /* The generic ERR: an unknown command, a payload this server cannot
