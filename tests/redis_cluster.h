@@ -45,6 +45,11 @@ struct rc_cluster;
  * master is up. Node i < masters is a master. NULL on failure, with every
  * node stopped. */
 struct rc_cluster *rc_start(int masters, int replicas_per_master);
+/* The same with extra server arguments for every node (NULL-terminated, at
+ * most RC_MAX_ARGS), e.g. "--rename-command", "SPUBLISH", "". */
+#define RC_MAX_ARGS 32
+struct rc_cluster *rc_start_args(int masters, int replicas_per_master,
+                                 const char *const *args);
 /* Stop every node and free the cluster; NULL is ignored. */
 void rc_stop(struct rc_cluster *c);
 
