@@ -69,6 +69,8 @@ struct req {
     uint8_t plain;            /* a plain command standing in for a script:
                                  an error reply other than a redirect makes
                                  it go again through refresh */
+    uint8_t quiet;            /* an error reply is an answer its submitter
+                                 expects (a probe): not logged */
     uint32_t split;           /* nonzero: cmd holds two commands, the
                                  second from this offset on, sent as one
                                  transaction (MULTI, both, EXEC): the reply
