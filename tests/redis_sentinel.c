@@ -289,12 +289,20 @@ static bool is_settled(const struct rt_sentinel *t)
     return m >= 0 && replicas_settled(t, m);
 }
 
-/* Poll cond(t) until true or RT_WAIT_MS passed. 0 or -1. */
+/* How long a wait may take: RT_WAIT_MS, three times that for Sentinels
+ * without SENTINEL DEBUG (before 7.0), whose hellos come every 2 s and
+ * whose INFO every 10 s. */
+static int wait_ms(void)
+{
+    return v7() ? RT_WAIT_MS : 3 * RT_WAIT_MS;
+}
+
+/* Poll cond(t) until true or wait_ms() passed. 0 or -1. */
 static int wait_for(const struct rt_sentinel *t,
                     bool (*cond)(const struct rt_sentinel *),
                     const char *what)
 {
-    long long deadline = rs_now_ms() + RT_WAIT_MS;
+    long long deadline = rs_now_ms() + wait_ms();
     for (;;) {
         if (cond(t))
             return 0;
@@ -302,7 +310,7 @@ static int wait_for(const struct rt_sentinel *t,
             break;
         rs_sleep_ms(RT_POLL_MS);
     }
-    fprintf(stderr, "rt: %s: not done in %d ms\n", what, RT_WAIT_MS);
+    fprintf(stderr, "rt: %s: not done in %d ms\n", what, wait_ms());
     return -1;
 }
 
@@ -314,7 +322,7 @@ int rt_settle(struct rt_sentinel *t)
 /* Poll until a master other than old is named by all; its index or -1. */
 static int wait_new_master(struct rt_sentinel *t, int old, const char *what)
 {
-    long long deadline = rs_now_ms() + RT_WAIT_MS;
+    long long deadline = rs_now_ms() + wait_ms();
     for (;;) {
         int m = rt_master(t);
         if (m >= 0 && m != old)
@@ -323,7 +331,7 @@ static int wait_new_master(struct rt_sentinel *t, int old, const char *what)
             break;
         rs_sleep_ms(RT_POLL_MS);
     }
-    fprintf(stderr, "rt: %s: no new master in %d ms\n", what, RT_WAIT_MS);
+    fprintf(stderr, "rt: %s: no new master in %d ms\n", what, wait_ms());
     return -1;
 }
 
@@ -471,7 +479,7 @@ int rt_failover(struct rt_sentinel *t)
     int old = t ? master_with_replica(t, "failover") : -1;
     if (old < 0)
         return -1;
-    long long deadline = rs_now_ms() + RT_WAIT_MS;
+    long long deadline = rs_now_ms() + wait_ms();
     for (;;) {
         struct rs_server *sen = NULL;
         for (int i = 0; i < t->nsentinels && !sen; i++)
