@@ -490,7 +490,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         req_recycle(r);
     } else if (!conn->hooks->on_error ||
                !conn->hooks->on_error(conn, r, reply)) {
-        log_error_reply(conn, reply);
+        if (!r->quiet)
+            log_error_reply(conn, reply);
         finish(r, 0, reply);
         req_recycle(r);
     }

@@ -3,12 +3,18 @@
  * Scripts are called with EVALSHA; the node sends SCRIPT LOAD for all of
  * them right after the command connection is up, and a NOSCRIPT reply
  * (restart, failover, SCRIPT FLUSH) makes the request load its script and
- * go out once more, behind the load on the same connection. */
+ * go out once more, behind the load on the same connection. A server that
+ * does not take the load (SCRIPT refused by an ACL or renamed: NOSCRIPT
+ * again) or refuses EVALSHA gets the request as EVAL with the script's
+ * body instead. The trade-off: on such a server every script call costs
+ * a second round trip (EVALSHA, then EVAL); the request's encoding is
+ * made by its submitter, which knows nothing of the node. */
 #include "node.h"
 
 #include <hiredis/hiredis.h>
 
 #include "reply.h"
+#include "wire.h"
 
 /* Send SCRIPT LOAD for script id. */
 static void node_load_script(struct conn *conn, enum script_id id)
@@ -29,6 +35,7 @@ static void cmd_on_ready(struct conn *conn)
 {
     struct node *n = conn->owner;
     char addr[CONN_ADDR_MAX];
+    n->by_body = 0;
     for (int i = 0; i < SCRIPT_COUNT; i++)
         node_load_script(conn, (enum script_id)i);
     n->ev->on_up(n->ev->arg, conn->connects > 1,
@@ -40,6 +47,27 @@ static void cmd_on_fail(struct conn *conn, int err)
     struct node *n = conn->owner;
     char addr[CONN_ADDR_MAX];
     n->ev->on_down(n->ev->arg, err, conn_addr(conn, addr, sizeof(addr)));
+}
+
+/* Make r, refused as EVALSHA (reply), an EVAL of its script's body; the
+ * first such refusal on a connection is logged. Nonzero when done. */
+static int node_send_body(struct node *n, struct req *r,
+                          const redisReply *reply)
+{
+    size_t len;
+    const char *body = script_body((enum script_id)r->script, &len);
+    if (wire_eval_body(&r->cmd, body, len) != 0)
+        return 0;
+    r->reloaded = 2;
+    if (!n->by_body) {
+        char text[REPLY_SCRUB_MAX]; /* the refusal may echo arguments */
+        conn_log(&n->cmd, HILOCK_LOG_WARN,
+                 "%s: scripts go with their bodies (EVAL)",
+                 reply_error_scrub(reply->str, reply->len, text,
+                                   sizeof(text)));
+    }
+    n->by_body = 1;
+    return 1;
 }
 
 /* How long a request waits before it goes again to a cluster that is
@@ -76,10 +104,17 @@ static int cmd_on_error(struct conn *conn, struct req *r, redisReply *reply)
         conn_resend(conn, r);
         return 1;
     }
-    if (r->script < 0 || r->reloaded || !reply_is_noscript(reply))
+    if (r->script < 0 || r->reloaded > 1)
         return 0;
-    node_load_script(conn, (enum script_id)r->script);
-    r->reloaded = 1;
+    int noscript = reply_is_noscript(reply);
+    if (!noscript && !reply_evalsha_refused(reply))
+        return 0;
+    if (noscript && !r->reloaded && !n->by_body) {
+        node_load_script(conn, (enum script_id)r->script);
+        r->reloaded = 1;
+    } else if (!node_send_body(n, r, reply)) {
+        return 0;
+    }
     if (r->refresh)
         r->refresh(r, REQ_AGAIN_REFUSED);
     conn_resend(conn, r);

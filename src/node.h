@@ -40,6 +40,8 @@ struct node {
     struct script_set scripts;
     const struct node_events *ev;
     uint8_t suspect; /* a vote timed out; no answer since (node_vote_ms) */
+    uint8_t by_body; /* SCRIPT LOAD did not take since the connection came
+                        up: a NOSCRIPT goes again as EVAL at once */
 };
 
 void node_init(struct node *n, const struct conn_config *cfg,

@@ -3,8 +3,10 @@
  * Everything Redis sends back passes through here, so this is the one place
  * where hiredis reply types and server error strings become hilock codes.
  * Errors raised inside a script arrive either with their own prefix (Redis 7)
- * or wrapped as "ERR Error running script ... : WRONGTYPE ..." (Redis <= 6),
- * so the known prefixes are searched for in both positions. */
+ * or wrapped as "ERR Error running script ... : WRONGTYPE ..." (Redis <= 6);
+ * Redis 6.2 and KeyDB keep the dash of an error a command raised inside the
+ * script (": -READONLY ..."), so the known prefixes are searched for in all
+ * three positions. */
 #include "reply.h"
 
 #include <hiredis/hiredis.h>
@@ -29,8 +31,8 @@ static const struct {
 };
 
 /* Nonzero when the error text s (length n) starts with word (after "ERR "
- * too), or has ": word" inside it (a script error wrapped by an older
- * server). */
+ * too), or has ": word" or ": -word" inside it (a script error wrapped by
+ * an older server; the dash is the inner command's error reply marker). */
 static int error_has(const char *s, size_t n, const char *word)
 {
     size_t w = strlen(word);
@@ -38,9 +40,13 @@ static int error_has(const char *s, size_t n, const char *word)
         (n >= w + 4 && memcmp(s, "ERR ", 4) == 0 &&
          memcmp(s + 4, word, w) == 0))
         return 1;
-    for (size_t i = 0; i + 2 + w <= n; i++)
-        if (s[i] == ':' && s[i + 1] == ' ' && memcmp(s + i + 2, word, w) == 0)
+    for (size_t i = 0; i + 2 + w <= n; i++) {
+        if (s[i] != ':' || s[i + 1] != ' ')
+            continue;
+        size_t at = i + 2 + (s[i + 2] == '-');
+        if (at + w <= n && memcmp(s + at, word, w) == 0)
             return 1;
+    }
     return 0;
 }
 
@@ -111,6 +117,24 @@ int reply_is_noscript(const struct redisReply *r)
 {
     return r && r->type == REDIS_REPLY_ERROR && r->str &&
            r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+int reply_evalsha_refused(const struct redisReply *r)
+{
+    static const char word[] = "evalsha";
+    if (!r || r->type != REDIS_REPLY_ERROR || !r->str)
+        return 0;
+    for (size_t i = 0; i + 9 <= r->len; i++) {
+        const char *s = r->str + i;
+        if ((s[0] != '\'' && s[0] != '`') || s[8] != s[0])
+            continue;
+        size_t k = 0;
+        while (k < 7 && (s[1 + k] | 0x20) == word[k])
+            k++;
+        if (k == 7)
+            return 1;
+    }
+    return 0;
 }
 
 int reply_plain_refused(const struct redisReply *r)

@@ -28,6 +28,9 @@ const char *reply_error_scrub(const char *s, size_t n, char *out,
 int reply_error_code(const struct redisReply *r);
 /* Nonzero when r is a NOSCRIPT error. */
 int reply_is_noscript(const struct redisReply *r);
+/* Whether r refuses EVALSHA itself (an ACL without it, a renamed
+ * command): the server's error names the command, quoted. */
+int reply_evalsha_refused(const struct redisReply *r);
 /* Whether error reply r to a plain command (see lock.c) says that the
  * server does not take such commands at all -- unknown or renamed, an
  * ACL's NOPERM, EXEC without MULTI -- rather than that it refused this

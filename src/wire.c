@@ -15,6 +15,32 @@ void wire_evalsha(struct resp_buf *b, const char *sha, size_t argc,
     resp_arg_u64(b, numkeys);
 }
 
+int wire_eval_body(struct resp_buf *b, const char *body, size_t len)
+{
+    static const char head[] = "$7\r\nEVALSHA\r\n$40\r\n";
+    const size_t hl = sizeof head - 1;
+    const char *nl = b->failed || !b->len ? NULL : memchr(b->data, '\n', b->len);
+    if (!nl)
+        return -1;
+    size_t at = (size_t)(nl - b->data) + 1; /* past the array header */
+    size_t rest = at + hl + 40 + 2;         /* past the digest */
+    if (b->len < rest || memcmp(b->data + at, head, hl) != 0)
+        return -1;
+    struct resp_buf t;
+    resp_init(&t, NULL, 0);
+    resp_raw(&t, b->data, at);
+    resp_arg(&t, "EVAL", 4);
+    resp_arg(&t, body, len);
+    resp_raw(&t, b->data + rest, b->len - rest);
+    int rc = t.failed ? -1 : 0;
+    if (rc == 0) {
+        resp_copy(b, &t);
+        rc = b->failed ? -1 : 0;
+    }
+    resp_free(&t);
+    return rc;
+}
+
 void wire_acquire(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint32_t lease_ms, int fencing,
                   uint64_t rid)

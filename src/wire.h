@@ -48,6 +48,12 @@ static inline struct key_src wire_key(const struct wire_lock *l)
 void wire_evalsha(struct resp_buf *b, const char *sha, size_t argc,
                   size_t numkeys);
 
+/* Turn the EVALSHA command in b into EVAL of the script's body (len
+ * bytes): the same keys and arguments. For a server that refuses SCRIPT
+ * LOAD or EVALSHA. 0; -1 when b holds no EVALSHA or memory ran out (b is
+ * then unusable only when its own growth failed: b->failed). */
+int wire_eval_body(struct resp_buf *b, const char *body, size_t len);
+
 /* Every acquire and release carries a request id (see script.c) as its
  * last argument, written with a fixed width so that wire_rid() can change
  * it in place for a resend that needs a new one. */
