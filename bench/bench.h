@@ -53,10 +53,12 @@ enum {
     OPT_SENTINEL = 1u << 18,      /* faults: failovers under Sentinel */
     OPT_FAIR = 1u << 19,          /* contended: clients in fair mode */
     OPT_HOLD = 1u << 20,          /* readmostly, semaphore: section length */
-    OPT_EVERY = 1u << 21,         /* readmostly: the writer's pause */
+    OPT_EVERY = 1u << 21,         /* readmostly: the writer's pause;
+                                     torture: the gap between faults */
     OPT_PERMITS = 1u << 22,       /* semaphore: its permits */
     OPT_COUNTING = 1u << 23,      /* semaphore: counting, not expiring */
-    OPT_TLS = 1u << 24            /* uncontended: plain vs over TLS */
+    OPT_TLS = 1u << 24,           /* uncontended: plain vs over TLS */
+    OPT_ACQUISITIONS = 1u << 25   /* torture: stop at this many */
 };
 
 /* Command-line options; 0 or NULL means "the scenario's default". */
@@ -90,6 +92,7 @@ struct bench_opts {
     int permits;       /* semaphore: permits of the semaphore */
     int counting;      /* semaphore: a counting one (RSemaphore) */
     int tls;           /* uncontended: plain vs TLS */
+    long acquisitions; /* torture: the target; 0: none */
     unsigned given; /* OPT_* bits of the options on the command line */
 };
 
@@ -135,6 +138,7 @@ int sc_faults(struct bench *b);
 int sc_redlock(struct bench *b);
 int sc_readmostly(struct bench *b);
 int sc_semaphore(struct bench *b);
+int sc_torture(struct bench *b);
 
 /* ---- time and process figures (sysstat.c) ----------------------------- */
 
