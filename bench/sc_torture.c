@@ -237,7 +237,10 @@ struct tchecks {
     size_t overlaps;
     struct overlap shown[OVERLAPS_SHOWN];
     size_t lost_updates, dup_writes, final_short;
+    struct overlap dup_shown[OVERLAPS_SHOWN]; /* two writes of one value */
     size_t read_bad;
+    struct overlap read_shown[OVERLAPS_SHOWN]; /* the last read or write
+                                                  before, the read */
     size_t token_bad;
     struct overlap token_shown[OVERLAPS_SHOWN]; /* the holder of the top
                                                    token, the one below */
@@ -250,6 +253,13 @@ struct tchecks {
     int counters_read;       /* the final counters could be read */
 };
 
+/* Keep pair {a, b} as the n-th of what broke a check. */
+static void keep_pair(struct overlap *shown, size_t n, size_t a, size_t b)
+{
+    if (n < OVERLAPS_SHOWN)
+        shown[n] = (struct overlap){a, b};
+}
+
 /* Sections of one name [from, to) whose intervals intersect an earlier
  * one's (the running latest end). */
 static void check_overlaps(const struct tresults *res, size_t from,
@@ -258,20 +268,34 @@ static void check_overlaps(const struct tresults *res, size_t from,
     size_t last = from;
     for (size_t i = from + 1; i < to; i++) {
         const struct trec *r = &res->recs[i];
-        if (r->acq_ns < res->recs[last].end_ns) {
-            if (c->overlaps < OVERLAPS_SHOWN)
-                c->shown[c->overlaps] = (struct overlap){last, i};
-            c->overlaps++;
-        }
+        if (r->acq_ns < res->recs[last].end_ns)
+            keep_pair(c->shown, c->overlaps++, last, i);
         if (r->end_ns > res->recs[last].end_ns)
             last = i;
     }
 }
 
-static int cmp_i64(const void *x, const void *y)
+/* An acknowledged write: the value and its record. */
+struct written {
+    int64_t v;
+    size_t rec;
+};
+
+static int cmp_written(const void *x, const void *y)
 {
-    const int64_t *a = x, *b = y;
-    return (*a > *b) - (*a < *b);
+    const struct written *a = x, *b = y;
+    return (a->v > b->v) - (a->v < b->v);
+}
+
+/* Acknowledged writes of one name that wrote the same value: lost
+ * updates. vals is sorted here. */
+static void check_dups(struct written *vals, size_t nv, struct tchecks *c)
+{
+    qsort(vals, nv, sizeof(*vals), cmp_written);
+    for (size_t i = 1; i < nv; i++)
+        if (vals[i].v == vals[i - 1].v)
+            keep_pair(c->dup_shown, c->dup_writes++, vals[i - 1].rec,
+                      vals[i].rec);
 }
 
 /* Reads and writes of one name [from, to) in acquisition order: every GET
@@ -282,30 +306,30 @@ static void check_counter(const struct tresults *res, size_t from, size_t to,
                           long long final, struct tchecks *c)
 {
     int64_t lo = 0, hi = 0, top = 0;
-    int64_t *vals = malloc((to - from + 1) * sizeof(*vals));
+    size_t last = from; /* the record that left lo..hi */
+    struct written *vals = malloc((to - from + 1) * sizeof(*vals));
     size_t nv = 0;
     for (size_t i = from; i < to; i++) {
         const struct trec *r = &res->recs[i];
         int w = r->flags & TR_WRITE;
         if (r->flags & TR_GET_OK) {
-            c->read_bad += r->seen < lo || r->seen > hi;
+            if (r->seen < lo || r->seen > hi)
+                keep_pair(c->read_shown, c->read_bad++, last, i);
             lo = hi = r->seen;
+            last = i;
         }
         if (w == TW_ACKED) {
             lo = hi = r->seen + 1;
             top = r->seen + 1 > top ? r->seen + 1 : top;
             c->acked++;
             if (vals)
-                vals[nv++] = r->seen + 1;
+                vals[nv++] = (struct written){r->seen + 1, i};
         } else if (w == TW_UNKNOWN && r->seen + 1 > hi) {
             hi = r->seen + 1;
         }
     }
-    if (vals) {
-        qsort(vals, nv, sizeof(*vals), cmp_i64);
-        for (size_t i = 1; i < nv; i++)
-            c->dup_writes += vals[i] == vals[i - 1];
-    }
+    if (vals)
+        check_dups(vals, nv, c);
     free(vals);
     if (c->counters_read) {
         c->final_short += final < top;
@@ -329,9 +353,7 @@ static void check_tokens(const struct tresults *res, size_t from, size_t to,
             r->waiter == res->recs[top].waiter) {
             c->token_again++; /* the same owner's hold, left by a release */
         } else if (top < to && r->token <= res->recs[top].token) {
-            if (c->token_bad < OVERLAPS_SHOWN)
-                c->token_shown[c->token_bad] = (struct overlap){top, i};
-            c->token_bad++;
+            keep_pair(c->token_shown, c->token_bad++, top, i);
         }
         if (top == to || r->token > res->recs[top].token)
             top = i;
@@ -398,8 +420,21 @@ static const struct tfault *fault_before(const struct tlog *log, int64_t t)
     return f;
 }
 
-/* Pairs of records that broke a check: what, which kinds and waiters,
- * their intervals, the fault before. */
+/* One record of a pair: kind, waiter, token, call, interval, counter. */
+static void print_rec(const struct trec *r, int64_t t_go)
+{
+    static const char *const writes[] = {"no SET", "SET ok", "SET lost",
+                                         "SET refused"};
+    printf("%s waiter %d token %" PRId64 " called %.3f held [%.3f, %.3f]%s "
+           "read %" PRId64 " %s%s", torture_kind_name(r->kind), r->waiter,
+           r->token, (double)(r->call_ns - t_go) / 1e9,
+           (double)(r->acq_ns - t_go) / 1e9, (double)(r->end_ns - t_go) / 1e9,
+           r->flags & TR_LOST ? " to on_lost" : "", r->seen,
+           writes[r->flags & TR_WRITE],
+           r->flags & TR_SKIPPED ? " (skipped: lost)" : "");
+}
+
+/* Pairs of records that broke a check, with the fault before. */
 static void print_pairs(const char *what, const struct tresults *res,
                         const struct tlog *log, const struct overlap *pairs,
                         size_t n, int64_t t_go)
@@ -408,18 +443,12 @@ static void print_pairs(const char *what, const struct tresults *res,
         const struct trec *a = &res->recs[pairs[i].a];
         const struct trec *x = &res->recs[pairs[i].b];
         const struct tfault *f = fault_before(log, x->acq_ns);
-        printf("  %s on name %d: %s waiter %d token %" PRId64 " [%.3f, "
-               "%.3f]%s, then %s waiter %d token %" PRId64 " [%.3f, %.3f]%s; "
-               "last fault before: %s", what,
-               a->name, torture_kind_name(a->kind), a->waiter, a->token,
-               (double)(a->acq_ns - t_go) / 1e9,
-               (double)(a->end_ns - t_go) / 1e9,
-               a->flags & TR_LOST ? " (on_lost)" : "",
-               torture_kind_name(x->kind), x->waiter, x->token,
-               (double)(x->acq_ns - t_go) / 1e9,
-               (double)(x->end_ns - t_go) / 1e9,
-               x->flags & TR_LOST ? " (on_lost)" : "",
-               f ? fkind_names[f->kind] : "none");
+        printf("  %s on name %d:\n    ", what, a->name);
+        print_rec(a, t_go);
+        printf("\n    ");
+        print_rec(x, t_go);
+        printf("\n    last fault before: %s", f ? fkind_names[f->kind]
+                                                : "none");
         if (f)
             printf(" %d ms at [%.3f, %.3f]", f->ms,
                    (double)(f->t0 - t_go) / 1e9, (double)(f->t1 - t_go) / 1e9);
@@ -737,6 +766,9 @@ int sc_torture(struct bench *b)
     print_pairs("overlap", &res, log, c.shown, c.overlaps, t_go);
     print_pairs("token not increasing", &res, log, c.token_shown,
                 c.token_bad, t_go);
+    print_pairs("value written twice", &res, log, c.dup_shown, c.dup_writes,
+                t_go);
+    print_pairs("read mismatch", &res, log, c.read_shown, c.read_bad, t_go);
     print_logs(&res);
     print_hangs(&res, t_go);
     int bad = print_checks(b, &res, &c, dead, log);
