@@ -414,6 +414,28 @@ START_TEST(frozen_server_times_requests_out_once_and_a_late_success_is_undone)
 }
 END_TEST
 
+/* on_lost is not called after a release: a release still without its
+ * reply (the server frozen) when the lease runs out ends the hold through
+ * its own callback, and on_lost stays silent. */
+START_TEST(lease_running_out_while_the_release_is_pending_is_not_lost)
+{
+    struct hilock_lock *l = tu_lock(client, "relpend", 1);
+    tu_assert_status(hilock_lock_on_lost(l, tu_record, &lost), 0);
+    tu_assert_status(tu_acquire(l, 0, (uint64_t)(req_ms / 2), NULL), 0);
+    ck_assert_int_eq(rs_pause(tu_srv), 0);
+    tu_assert_status(hilock_lock_release(l, tu_record, &res[0]), 0);
+    bool done = tu_run_until_count(&res[0].calls, 1, tu_ms(REQ_MS + 3000));
+    tu_run_quiet();
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+    ck_assert_msg(done, "no release callback while the server was frozen");
+    tu_assert_status(res[0].status, HILOCK_ETIMEDOUT);
+    ck_assert_msg(lost.calls == 0, "on_lost fired after the release");
+    ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
+    tu_assert_status(tu_acquire_eventually(l, 0), 0); /* usable again */
+    ck_assert_int_eq(lost.calls, 0);
+}
+END_TEST
+
 /* A release that times out in a stall gives the hold up locally (it is
  * applied when the server resumes); the next acquire on the same handle is
  * a first acquisition again and reports the token Redis issued for it. */
@@ -1123,7 +1145,8 @@ static Suite *faults_suite(void)
          {frozen_server_times_requests_out_once_and_a_late_success_is_undone,
           network_stall_longer_than_the_lease_reports_lost_before_expiry,
           refused_reconnects_longer_than_the_lease_report_lost_before_expiry,
-          release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true}},
+          release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true,
+          lease_running_out_while_the_release_is_pending_is_not_lost}},
         {"restarts",
          {restart_while_a_watchdog_lock_is_held_reports_it_lost,
           restart_while_an_explicit_lease_lock_is_held_reports_it_lost_early,
