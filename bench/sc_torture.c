@@ -515,51 +515,36 @@ static int64_t next_acq_after(const struct tresults *res, int64_t t)
     return best;
 }
 
-/* Faults by kind and length: how many, how many failed, the longest time
- * to the next acquisition after one. Returns the faults after which
- * nothing was acquired (the last one excepted when the run stopped). */
-static int print_faults(struct bench *b, const struct tresults *res,
-                        const struct tlog *log, int64_t t_go)
+/* The faults of the cycle's c-th place: how many, how many failed, the
+ * connections closed, the time they took and the longest time to the next
+ * acquisition after one; *none counts those with no acquisition after
+ * (the last fault excepted: the run may have stopped). */
+struct fsum {
+    int n, failed;
+    int64_t took, worst;
+    long long closed;
+};
+
+static void fault_sum(const struct tresults *res, const struct tlog *log,
+                      size_t c, struct fsum *s, int *none)
 {
-    int none = 0;
-    printf("faults injected: %d\n", log->n);
-    json_arr(b->json, "faults");
-    for (size_t c = 0; c < NCYCLE; c++) {
-        int n = 0, failed = 0;
-        int64_t worst = 0, took = 0;
-        long long closed = 0;
-        for (int i = 0; i < log->n; i++) {
-            const struct tfault *f = &log->f[i];
-            if ((size_t)i % NCYCLE != c)
-                continue;
-            int64_t d = next_acq_after(res, f->t1);
-            n++;
-            failed += f->failed;
-            closed += f->cut;
-            took += f->t1 - f->t0;
-            none += d < 0 && i + 1 < log->n;
-            worst = d > worst ? d : worst;
-        }
-        if (!n)
-            continue;
-        char w[32], t[32];
-        printf("  %-19s %5d ms  x%-4d took %-9s next acquisition within %s"
-               "%s", fkind_names[log->f[c].kind], log->f[c].ms, n,
-               fmt_ns(took / n, t, sizeof t), fmt_ns(worst, w, sizeof w),
-               failed ? "  FAILED to inject" : "");
-        if (log->f[c].kind < FT_PAUSE)
-            printf("  (%lld connections closed)", closed);
-        printf("\n");
-        json_obj(b->json, NULL);
-        json_str(b->json, "kind", fkind_names[log->f[c].kind]);
-        json_int(b->json, "ms", log->f[c].ms);
-        json_int(b->json, "count", n);
-        json_int(b->json, "failed", failed);
-        json_int(b->json, "connections_closed", closed);
-        json_num(b->json, "worst_next_acquisition_s", (double)worst / 1e9);
-        json_end(b->json);
+    memset(s, 0, sizeof(*s));
+    for (int i = (int)c; i < log->n; i += (int)NCYCLE) {
+        const struct tfault *f = &log->f[i];
+        int64_t d = next_acq_after(res, f->t1);
+        s->n++;
+        s->failed += f->failed;
+        s->closed += f->cut;
+        s->took += f->t1 - f->t0;
+        *none += d < 0 && i + 1 < log->n;
+        s->worst = d > s->worst ? d : s->worst;
     }
-    json_end(b->json);
+}
+
+/* Every fault's window, into the JSON. */
+static void json_fault_log(struct bench *b, const struct tlog *log,
+                           int64_t t_go)
+{
     json_arr(b->json, "fault_log");
     for (int i = 0; i < log->n; i++) {
         json_obj(b->json, NULL);
@@ -570,6 +555,40 @@ static int print_faults(struct bench *b, const struct tresults *res,
         json_end(b->json);
     }
     json_end(b->json);
+}
+
+/* The faults by their place in the cycle. Returns the faults after which
+ * nothing was acquired. */
+static int print_faults(struct bench *b, const struct tresults *res,
+                        const struct tlog *log, int64_t t_go)
+{
+    int none = 0;
+    printf("faults injected: %d\n", log->n);
+    json_arr(b->json, "faults");
+    for (size_t c = 0; c < NCYCLE && (int)c < log->n; c++) {
+        struct fsum s;
+        char w[32], t[32];
+        const struct tfault *f = &log->f[c];
+        fault_sum(res, log, c, &s, &none);
+        printf("  %-19s %5d ms  x%-4d took %-9s next acquisition within %s"
+               "%s", fkind_names[f->kind], f->ms, s.n,
+               fmt_ns(s.took / s.n, t, sizeof t),
+               fmt_ns(s.worst, w, sizeof w),
+               s.failed ? "  FAILED to inject" : "");
+        if (f->kind < FT_PAUSE)
+            printf("  (%lld connections closed)", s.closed);
+        printf("\n");
+        json_obj(b->json, NULL);
+        json_str(b->json, "kind", fkind_names[f->kind]);
+        json_int(b->json, "ms", f->ms);
+        json_int(b->json, "count", s.n);
+        json_int(b->json, "failed", s.failed);
+        json_int(b->json, "connections_closed", s.closed);
+        json_num(b->json, "worst_next_acquisition_s", (double)s.worst / 1e9);
+        json_end(b->json);
+    }
+    json_end(b->json);
+    json_fault_log(b, log, t_go);
     return none;
 }
 
@@ -723,6 +742,45 @@ static void torture_cfg_init(struct torture_cfg *cfg, const struct bench *b)
     cfg->port = b->port;
 }
 
+/* The whole report; returns the number of checks that failed. */
+static int report(struct bench *b, const struct torture_cfg *cfg,
+                  const struct tresults *res, const struct tchecks *c,
+                  const struct tlog *log, int64_t t_go)
+{
+    uint64_t acq = 0;
+    char v[32];
+    for (int k = 0; k < TK_N; k++)
+        acq += res->sum.k[k].acq_by_code[0];
+    double span = res->sum.stop_ns > t_go
+                      ? (double)(res->sum.stop_ns - t_go) / 1e9
+                      : cfg->seconds;
+    printf("acquisitions: %s in %.1f s, %.0f/s (1 000 000 would take about "
+           "%.0f s)\n", fmt_count((double)acq, v, sizeof v), span,
+           (double)acq / span, acq ? 1e6 * span / (double)acq : 0);
+    print_kinds(res, span);
+    int dead = print_faults(b, res, log, t_go);
+    print_pairs("overlap", res, log, c->shown, c->overlaps, t_go);
+    print_pairs("token not increasing", res, log, c->token_shown,
+                c->token_bad, t_go);
+    print_pairs("value written twice", res, log, c->dup_shown, c->dup_writes,
+                t_go);
+    print_pairs("read mismatch", res, log, c->read_shown, c->read_bad, t_go);
+    print_logs(res);
+    print_hangs(res, t_go);
+    int bad = print_checks(b, res, c, dead, log) + (acq == 0);
+    json_int(b->json, "procs", cfg->procs);
+    json_int(b->json, "waiters", cfg->waiters);
+    json_int(b->json, "names", cfg->names);
+    json_int(b->json, "acquisitions", (int64_t)acq);
+    json_num(b->json, "seconds", span);
+    json_int(b->json, "faults_injected", log->n);
+    rates(b, res, log, t_go);
+    printf("result: %s%s\n", bad ? "FAIL" : "ok",
+           b->o.acquisitions && acq < (uint64_t)b->o.acquisitions
+               ? " (the time ran out before the target)" : "");
+    return bad;
+}
+
 int sc_torture(struct bench *b)
 {
     struct torture_cfg cfg;
@@ -748,43 +806,13 @@ int sc_torture(struct bench *b)
            TORTURE_FIXED_LEASE_MS, cfg.gap_ms, b->host, b->port);
     if (b->o.acquisitions)
         printf("  target: %ld acquisitions\n", b->o.acquisitions);
-    if (torture_run(b, &cfg, &res, log, &t_go) != 0) {
+    int bad = torture_run(b, &cfg, &res, log, &t_go);
+    if (bad)
         fprintf(stderr, "torture: the workers could not be started\n");
-        free(log);
-        return 1;
-    }
-    run_checks(b, &cfg, &res, &c);
-    uint64_t acq = 0;
-    for (int k = 0; k < TK_N; k++)
-        acq += res.sum.k[k].acq_by_code[0];
-    double span = res.sum.stop_ns > t_go ? (double)(res.sum.stop_ns - t_go)
-                                               / 1e9 : cfg.seconds;
-    char v[32];
-    printf("acquisitions: %s in %.1f s, %.0f/s (1 000 000 would take about "
-           "%.0f s)\n", fmt_count((double)acq, v, sizeof v), span,
-           (double)acq / span, acq ? 1e6 * span / (double)acq : 0);
-    print_kinds(&res, span);
-    int dead = print_faults(b, &res, log, t_go);
-    print_pairs("overlap", &res, log, c.shown, c.overlaps, t_go);
-    print_pairs("token not increasing", &res, log, c.token_shown,
-                c.token_bad, t_go);
-    print_pairs("value written twice", &res, log, c.dup_shown, c.dup_writes,
-                t_go);
-    print_pairs("read mismatch", &res, log, c.read_shown, c.read_bad, t_go);
-    print_logs(&res);
-    print_hangs(&res, t_go);
-    int bad = print_checks(b, &res, &c, dead, log);
-    int short_run = b->o.acquisitions && acq < (uint64_t)b->o.acquisitions;
-    json_int(b->json, "procs", cfg.procs);
-    json_int(b->json, "waiters", cfg.waiters);
-    json_int(b->json, "names", cfg.names);
-    json_int(b->json, "acquisitions", (int64_t)acq);
-    json_num(b->json, "seconds", span);
-    json_int(b->json, "faults_injected", log->n);
-    rates(b, &res, log, t_go);
-    printf("result: %s%s\n", bad || acq == 0 ? "FAIL" : "ok",
-           short_run ? " (the time ran out before the target)" : "");
+    else
+        run_checks(b, &cfg, &res, &c);
+    bad = bad ? 1 : report(b, &cfg, &res, &c, log, t_go);
     free(res.recs);
     free(log);
-    return bad || acq == 0 ? 1 : 0;
+    return bad ? 1 : 0;
 }
