@@ -249,9 +249,9 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
     if (status == 0) {
         w->r.acq_ns = now_ns();
         w->r.token = value;
-        if (++p->acquired == p->cfg->quota)
-            proc_stop(p); /* this section still runs */
         waiter_section(w);
+        if (++p->acquired == p->cfg->quota)
+            proc_stop(p); /* the section just begun still runs */
         return;
     }
     if (p->stopping || status == HILOCK_ETIMEDOUT) {
