@@ -25,6 +25,7 @@ static const struct {
     {-20, "HILOCK_EDEADLK"},   {-21, "HILOCK_EWRONGKIND"},
     {-22, "HILOCK_ETLS"},
     {-23, "HILOCK_ENOTCLUSTER"},
+    {-24, "HILOCK_EGUARDED"},
 };
 #define NPINNED ((int)(sizeof pinned / sizeof pinned[0]))
 
