@@ -115,6 +115,11 @@ static const struct scenario scenarios[] = {
      "  --seconds S    run time (5)\n"
      "  --counting     a counting semaphore (RSemaphore) instead of\n"
      "                 expiring permits under the watchdog\n"},
+    {"guarded", "guarded writes vs plain SETs of one key: Redis CPU each",
+     OPT_SECONDS | OPT_INFLIGHT | OPT_ROUNDS | OPT_REMOTE, sc_guarded,
+     "  --inflight K   writes in flight (64)\n"
+     "  --seconds S    length of one phase (2)\n"
+     "  --rounds R     phases of each kind, alternating (2)\n"},
 };
 
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
