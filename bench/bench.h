@@ -57,7 +57,9 @@ enum {
     OPT_PERMITS = 1u << 22,       /* semaphore: its permits */
     OPT_COUNTING = 1u << 23,      /* semaphore: counting, not expiring */
     OPT_TLS = 1u << 24,           /* uncontended: plain vs over TLS */
-    OPT_REDLOCK = 1u << 25        /* faults: one of 3 masters fails */
+    OPT_REDLOCK = 1u << 25,       /* faults: one of 3 masters fails */
+    OPT_MASTER_OUT = 1u << 26,    /* redlock: one master out, contended */
+    OPT_MULTI = 1u << 27          /* redlock --master-out: MultiLocks */
 };
 
 /* Command-line options; 0 or NULL means "the scenario's default". */
@@ -93,6 +95,8 @@ struct bench_opts {
     int permits;       /* semaphore: permits of the semaphore */
     int counting;      /* semaphore: a counting one (RSemaphore) */
     int tls;           /* uncontended: plain vs TLS */
+    int master_out;    /* redlock: 1 refusing, 2 stopped (SIGSTOP) */
+    int multi;         /* redlock --master-out: waiters take MultiLocks */
     unsigned given; /* OPT_* bits of the options on the command line */
 };
 

@@ -83,7 +83,7 @@ static const struct scenario scenarios[] = {
     {"redlock", "uncontended on 1, 3 and 5 masters; contended on 3, one "
                 "killed",
      OPT_SECONDS | OPT_INFLIGHT | OPT_ROUNDS | OPT_WAIT | OPT_PROCS |
-         OPT_WAITERS | OPT_CSECONDS,
+         OPT_WAITERS | OPT_CSECONDS | OPT_MASTER_OUT | OPT_MULTI,
      sc_redlock,
      "  --inflight K   uncontended pairs in flight, at most 1024 (default: 1\n"
      "                 and 64 in one run; the target is checked at the first)\n"
@@ -93,7 +93,12 @@ static const struct scenario scenarios[] = {
      "  --procs P      contended: processes (4)\n"
      "  --waiters W    contended: waiters in all (100)\n"
      "  --contended-seconds S\n"
-     "                 contended: run time; kill -9 of a master halfway (10)\n"},
+     "                 contended: run time; kill -9 of a master halfway (10)\n"
+     "  --master-out refuse|stop\n"
+     "                 instead: contended with all masters up, then with\n"
+     "                 one refusing connections or stopped (SIGSTOP)\n"
+     "  --multi        with --master-out: each waiter takes a MultiLock of\n"
+     "                 two names\n"},
     {"readmostly", "P x R readers and one writer on a read-write lock, then "
                    "on a mutex",
      OPT_SECONDS | OPT_PROCS | OPT_WAITERS | OPT_HOLD | OPT_EVERY |
@@ -169,6 +174,12 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     case 'Y': o->tls = 1; o->given |= OPT_TLS; return 0;
     case 'F': o->fair = 1; o->given |= OPT_FAIR; return 0;
     case 'K': o->counting = 1; o->given |= OPT_COUNTING; return 0;
+    case 'M': o->multi = 1; o->given |= OPT_MULTI; return 0;
+    case 'O':
+        o->master_out = strcmp(arg, "refuse") == 0 ? 1
+                        : strcmp(arg, "stop") == 0 ? 2 : 0;
+        o->given |= OPT_MASTER_OUT;
+        return o->master_out ? 0 : -1;
     }
     double min = c == 's' || c == 'C' ? 0.1
                  : c == 'W' || c == 'D' || c == 'E' ? 0 : 1;
@@ -249,6 +260,8 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         {"every", required_argument, NULL, 'E'},
         {"permits", required_argument, NULL, 'N'},
         {"counting", no_argument, NULL, 'K'},
+        {"master-out", required_argument, NULL, 'O'},
+        {"multi", no_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;

@@ -758,7 +758,8 @@ static void default_server_path(struct config *cfg)
 
 /* --tls: certificates in a fresh directory (d->certs), the CA's path in
  * d->cacert, the servers' files in *t. 0, or -1 (message on stderr). */
-static int tls_prepare(struct demo *d, struct rs_tls *t, char f[2][PATH_MAX + 16])
+static int tls_prepare(struct demo *d, struct rs_tls *t,
+                       char f[2][PATH_MAX + 16])
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(d->certs, sizeof(d->certs), "%s/hilock-demo-tls-XXXXXX",

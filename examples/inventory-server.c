@@ -319,7 +319,8 @@ static redisAsyncContext *shop_redis(struct shop *shop)
         return NULL;
     }
 #ifdef HILOCK_HAVE_TLS
-    if (shop->ssl && redisInitiateSSLWithContext(&ac->c, shop->ssl) != REDIS_OK) {
+    if (shop->ssl &&
+        redisInitiateSSLWithContext(&ac->c, shop->ssl) != REDIS_OK) {
         fprintf(stderr, "inventory-server: redis TLS: %s\n", ac->c.errstr);
         redisAsyncFree(ac);
         return NULL;

@@ -27,7 +27,10 @@ struct op;
 typedef void op_done_fn(struct op *op, int status,
                         const struct op_result *res);
 /* Node i answered after the decision (or after its own request failed):
- * res is its reply, NULL when its connection dropped instead. */
+ * res is its reply, NULL when its connection dropped instead (or its
+ * request ended without an answer: one may still come). On several
+ * masters a decided acquire's requests are not sent again after a
+ * drop. */
 typedef void op_late_fn(struct op *op, size_t i, const struct op_result *res);
 
 struct op {
@@ -47,6 +50,9 @@ struct op {
     int8_t target;            /* the one node it goes to; -1: all */
     uint8_t live;             /* node requests not recycled yet */
     uint8_t busy;             /* inside a dispatch: do not free */
+    uint8_t early;            /* decided by op_complete: the ends of its
+                                 node requests say nothing of the nodes */
+    unsigned slot;            /* what its keys hash to (see topo.h) */
     int status;               /* the decision, once decided (the
                                  submitter may overrule it: see lock.c) */
     unsigned char got[QUORUM_NODES_MAX];

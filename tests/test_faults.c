@@ -1041,6 +1041,58 @@ START_TEST(proxy_forwards_counts_and_cuts_connections)
 }
 END_TEST
 
+/* Whether the replica's link to its master is up. */
+static bool replica_linked(void *replica)
+{
+    char *st = rs_info(replica, "replication", "master_link_status");
+    bool up = st && strcmp(st, "up") == 0;
+    free(st);
+    return up;
+}
+
+/* With WAIT on: an acquire applied whose reply was lost goes again on a
+ * new connection and finds itself applied, so it writes nothing there.
+ * WAIT counts the replicas that have the connection's writes; with none
+ * it would confirm at once, though the first write is here on no replica
+ * (the replica is frozen). It does not: the server takes a connection's
+ * offset from any command it ran (redis 7.0), and the connection's
+ * handshake and script loads come before the resend. The acquisition
+ * must not count as confirmed, and its hold is undone. */
+START_TEST(resent_acquire_is_not_confirmed_by_a_wait_on_the_new_connection)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%d", rs_port(tu_srv));
+    const char *args[] = {"--replicaof", "127.0.0.1", port, NULL};
+    char *ok = rs_str(tu_srv, "CONFIG", "SET", "repl-diskless-sync-delay",
+                      "0", (char *)NULL); /* the first sync at once */
+    ck_assert_str_eq(ok, "OK");
+    free(ok);
+    struct rs_server *replica = rs_start(args);
+    ck_assert_ptr_nonnull(replica);
+    ck_assert(tu_run_until(replica_linked, replica, tu_ms(5000)));
+    struct hilock_options o;
+    tu_options(&o);
+    o.port = tp_port(proxy);
+    o.wait_replicas = 1;
+    o.wait_timeout_ms = (uint32_t)tu_ms(200);
+    other = tu_client(&o);
+    struct hilock_lock *l = tu_lock(other, "cut-wait", 1);
+    settle(l);
+    ck_assert_int_eq(rs_pause(replica), 0);
+    tp_cut_next_reply(proxy);
+    tu_assert_status(hilock_lock_acquire(l, 0, 30000, tu_record, &res[0]),
+                     0);
+    await(&res[0], tu_ms(REQ_MS + 3000), "acquire whose reply was cut");
+    ck_assert_int_eq(rs_resume(replica), 0);
+    rs_stop(replica);
+    ck_assert_msg(!tp_cut_pending(proxy), "no reply passed the proxy");
+    tu_assert_status(res[0].status, HILOCK_ENOREPLICA);
+    ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
+    ck_assert(tu_run_until_redis(0, tu_ms(2000), "EXISTS", "cut-wait",
+                                 (char *)NULL));
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
     Suite *s = suite_create("faults");
@@ -1057,7 +1109,8 @@ static Suite *faults_suite(void)
           full_release_whose_reply_is_lost_still_reports_none_left,
           rwlock_and_semaphore_requests_whose_replies_are_lost_apply_once,
           canceled_acquire_applied_with_its_reply_lost_leaves_no_hold,
-          timed_out_acquire_applied_with_its_reply_lost_leaves_no_hold}},
+          timed_out_acquire_applied_with_its_reply_lost_leaves_no_hold,
+          resent_acquire_is_not_confirmed_by_a_wait_on_the_new_connection}},
         {"stalls",
          {frozen_server_times_requests_out_once_and_a_late_success_is_undone,
           network_stall_longer_than_the_lease_reports_lost_before_expiry,

@@ -55,6 +55,7 @@ enum cli_opt {
     CLI_OPT_KEY,
     CLI_OPT_SNI,
     CLI_OPT_INSECURE,
+    CLI_OPT_FAIR,             /* run only */
     CLI_OPT_FENCE             /* run only */
 };
 

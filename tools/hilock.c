@@ -28,7 +28,7 @@ void cli_usage(int to_stderr)
     FILE *f = to_stderr ? stderr : stdout;
     fprintf(f,
 "usage: hilock run [REDIS] [-w wait_ms] [-l lease_ms | -L watchdog_ms] [-n]\n"
-"                  [--wait-replicas N [--wait-timeout ms]]\n"
+"                  [--fair] [--wait-replicas N [--wait-timeout ms]]\n"
 "                  [--read | --write | --permits N | --fence] NAME [--] CMD\n"
 "                  [ARG...]\n"
 "       hilock status [REDIS] NAME\n"
@@ -57,6 +57,10 @@ void cli_usage(int to_stderr)
 "  -L ms  instead of -l, the watchdog lease (>= 100): renewed every third of\n"
 "         it while CMD runs, and what is left to others if hilock dies\n"
 "         (default 30000)\n"
+"  --fair  first come, first served: waiting runs (and library clients\n"
+"         with fair mode) queue in Redis and each release hands the lock to\n"
+"         the first live one; a killed waiter is passed over. Not with\n"
+"         --redlock, --read, --write or --permits\n"
 "  --read, --write  take the read or the write side of the read-write\n"
 "         lock NAME: runs with --read share it, a --write run has it alone\n"
 "  --permits N  take one of the N permits of semaphore NAME (an expiring\n"

@@ -75,6 +75,7 @@ struct runner {
     uint64_t lease_ms, wait_ms, watchdog_ms;
     uint64_t wait_replicas, wait_timeout_ms;  /* 0: no WAIT / the default */
     int wait_given, nonblock;
+    int fair;               /* --fair: first come, first served */
     int first_try;          /* the one try before a wait (wait_replicas) */
     long long wait_start_ms;
     const struct cli_redis *redis;
@@ -496,6 +497,16 @@ static int check_kind(struct runner *r)
                   "semaphore or a read-write lock", side);
         return -1;
     }
+    if (r->fair && (r->permits || r->side)) {
+        cli_error("--fair is for a lock: not with --%s",
+                  r->permits ? "permits" : side);
+        return -1;
+    }
+    if (r->fair && r->redis->topo == CLI_REDLOCK) {
+        cli_error("--fair is not for --redlock: its queue lives on one "
+                  "master");
+        return -1;
+    }
     if ((r->permits || r->side) && r->redis->topo == CLI_REDLOCK) {
         cli_error("--%s is not for --redlock: read-write locks and "
                   "semaphores live on one master",
@@ -580,6 +591,7 @@ static int parse_args(struct runner *r, struct cli_redis *redis, int argc,
         {"write", no_argument, NULL, CLI_OPT_WRITE},
         {"permits", required_argument, NULL, CLI_OPT_PERMITS},
         {"fence", no_argument, NULL, CLI_OPT_FENCE},
+        {"fair", no_argument, NULL, CLI_OPT_FAIR},
         {NULL, 0, NULL, 0}};
     int c, lease_given = 0, watchdog_given = 0, wait_timeout_given = 0;
     while ((c = getopt_long(argc, argv, "+H:p:u:a:w:l:L:nh", longopts,
@@ -619,6 +631,9 @@ static int parse_args(struct runner *r, struct cli_redis *redis, int argc,
         case CLI_OPT_PERMITS:
             bad = count_arg("--permits", "permits", optarg, 1,
                             HILOCK_PERMITS_MAX, &r->permits);
+            break;
+        case CLI_OPT_FAIR:
+            r->fair = 1;
             break;
         case CLI_OPT_WAIT_TIMEOUT:
             bad = cli_ms_arg("wait timeout", optarg, &r->wait_timeout_ms);
@@ -721,6 +736,7 @@ static int runner_open(struct runner *r)
     opts.username = redis->username;
     opts.password = redis->password;
     opts.tls = redis->tls;
+    opts.fair = r->fair;
     opts.wait_replicas = (uint32_t)r->wait_replicas;
     if (r->wait_timeout_ms)
         opts.wait_timeout_ms = (uint32_t)r->wait_timeout_ms;

@@ -283,9 +283,10 @@ HILOCK_EXPORT void hilock_options_init(struct hilock_options *opts);
  * deadline. On success stores the client in *out and returns 0.
  * Errors: HILOCK_EINVAL (NULL argument, bad option: one line to log_cb,
  * if set, names the option and says why), HILOCK_ENOMEM, HILOCK_ERANDOM
- * (no owner id could be drawn). Endpoints are compared by the addresses
- * their hosts resolve to ("localhost" and "127.0.0.1" on one port are one
- * server), a blocking lookup as connecting does. */
+ * (no owner id could be drawn), HILOCK_ETLS (a TLS file cannot be used,
+ * or no TLS support built in; logged). Endpoints are compared by the
+ * addresses their hosts resolve to ("localhost" and "127.0.0.1" on one
+ * port are one server), a blocking lookup as connecting does. */
 HILOCK_EXPORT int hilock_client_new(struct event_base *base,
                                     const struct hilock_options *opts,
                                     struct hilock_client **out);
