@@ -146,6 +146,7 @@ int sc_redlock(struct bench *b);
 int sc_readmostly(struct bench *b);
 int sc_semaphore(struct bench *b);
 int sc_torture(struct bench *b);
+int sc_guarded(struct bench *b);
 
 /* ---- time and process figures (sysstat.c) ----------------------------- */
 

@@ -135,6 +135,11 @@ static const struct scenario scenarios[] = {
      "  --lease MS     watchdog lease of the default, fair and scripts-only\n"
      "                 clients (3000)\n"
      "  --every MS     from the end of a fault to the next (1000)\n"},
+    {"guarded", "guarded writes vs plain SETs of one key: Redis CPU each",
+     OPT_SECONDS | OPT_INFLIGHT | OPT_ROUNDS | OPT_REMOTE, sc_guarded,
+     "  --inflight K   writes in flight (64)\n"
+     "  --seconds S    length of one phase (2)\n"
+     "  --rounds R     phases of each kind, alternating (2)\n"},
 };
 
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))

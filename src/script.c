@@ -737,6 +737,7 @@ static const char *const scripts[SCRIPT_COUNT] = {
     [SCRIPT_SEM_AVAILABLE] = script_sem_available_lua,
     [SCRIPT_UNDO] = undo_lua,
     [SCRIPT_QUERY] = query_lua,
+    [SCRIPT_GUARDED] = script_guarded_lua,
 };
 
 void script_set_init(struct script_set *s)
