@@ -104,9 +104,9 @@ size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,
  * server's unix time after which nothing may change (0: none). The locks
  * are arguments, not declared keys: in a cluster one call renews every
  * lock a master holds, whatever their slots. A call about one lock only
- * may name it as keyed: its key is declared too, so that a cluster
- * redirects the call to where the key is (MOVED, or ASK while its slot
- * migrates). */
+ * may name it as keyed: its key (a reader's first hold's key with it) is
+ * declared too, so that a cluster redirects the call to where the key is
+ * (MOVED, or ASK while its slot migrates). */
 void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
                      uint32_t lease_ms, uint64_t deadline_ms,
                      const struct wire_lock *keyed);
