@@ -360,6 +360,33 @@ struct hilock_lock *tu_lock(struct hilock_client *client, const char *name,
     return tu_keep(l);
 }
 
+struct hilock_lock *tu_rwlock(struct hilock_client *client, const char *name,
+                              uint64_t owner_tag, int side)
+{
+    struct hilock_lock *l = NULL;
+    tu_assert_status(
+        hilock_rwlock_new(client, name, strlen(name), owner_tag, side, &l), 0);
+    ck_assert_ptr_nonnull(l);
+    return tu_keep(l);
+}
+
+struct hilock_lock *tu_semaphore(struct hilock_client *client,
+                                 const char *name)
+{
+    struct hilock_lock *s = NULL;
+    tu_assert_status(hilock_semaphore_new(client, name, strlen(name), &s), 0);
+    ck_assert_ptr_nonnull(s);
+    return tu_keep(s);
+}
+
+struct hilock_lock *tu_permit(struct hilock_client *client, const char *name)
+{
+    struct hilock_lock *p = NULL;
+    tu_assert_status(hilock_permit_new(client, name, strlen(name), &p), 0);
+    ck_assert_ptr_nonnull(p);
+    return tu_keep(p);
+}
+
 const char *tu_field(struct hilock_client *client, uint64_t owner_tag,
                      char *buf)
 {
