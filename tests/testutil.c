@@ -505,6 +505,19 @@ int tu_query(tu_query_fn *fn, struct hilock_lock *lock, int64_t *value)
     return finish(r, value, tu_ms(TU_MARGIN_MS), "query");
 }
 
+Suite *tu_suite(const char *name, SFun setup, SFun teardown, int timeout_s,
+                const TTest *const *tests, size_t n)
+{
+    Suite *s = suite_create(name);
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, timeout_s);
+    for (size_t i = 0; i < n; i++)
+        tcase_add_test(tc, tests[i]);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
 int tu_main(Suite *suite)
 {
     /* hiredis writes with write(): a connection the server closes while we

@@ -183,6 +183,12 @@ int tu_query(tu_query_fn *fn, struct hilock_lock *lock, int64_t *value);
                   hilock_err_name(status), (int)(status),                    \
                   hilock_err_name(expect), (int)(expect))
 
+/* A suite name with one test case of the same name: the tests[0..n-1],
+ * each run between setup and teardown (a checked fixture), timeout_s
+ * seconds each at most. */
+Suite *tu_suite(const char *name, SFun setup, SFun teardown, int timeout_s,
+                const TTest *const *tests, size_t n);
+
 /* Run the suite (verbosity from CK_VERBOSITY); the exit status for main. */
 int tu_main(Suite *suite);
 
