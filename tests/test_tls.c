@@ -133,6 +133,16 @@ START_TEST(lock_is_taken_and_released_over_tls)
 }
 END_TEST
 
+/* A client with options o takes lock name and releases it. */
+static void assert_lock_passes(const struct hilock_options *o,
+                               const char *name)
+{
+    client = tu_client(o);
+    struct hilock_lock *l = tu_lock(client, name, 1);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
+    tu_assert_status(tu_release(l, NULL), 0);
+}
+
 START_TEST(mutual_tls_passes_with_a_client_certificate)
 {
     struct hilock_options o;
@@ -140,10 +150,7 @@ START_TEST(mutual_tls_passes_with_a_client_certificate)
     tls_options(&o, "ca.crt");
     o.tls.cert_file = cert("client.crt");
     o.tls.key_file = cert("client.key");
-    client = tu_client(&o);
-    struct hilock_lock *l = tu_lock(client, "tls-mutual", 1);
-    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
-    tu_assert_status(tu_release(l, NULL), 0);
+    assert_lock_passes(&o, "tls-mutual");
 }
 END_TEST
 
@@ -173,30 +180,32 @@ static void assert_tls_refused(struct hilock_options *o, const char *why)
     ck_assert_int_eq(tu_exists("tls-refused"), 0);
 }
 
-START_TEST(unknown_ca_fails_with_etls)
+/* assert_tls_refused for a server presenting crt (asking for a client's
+ * certificate when auth_clients) to a client trusting ca. */
+static void assert_cert_refused(const char *crt, int auth_clients,
+                                const char *ca, const char *why)
 {
     struct hilock_options o;
-    tu_srv = tls_server("server.crt", 0);
-    tls_options(&o, "other-ca.crt");
-    assert_tls_refused(&o, "certificate");
+    tu_srv = tls_server(crt, auth_clients);
+    tls_options(&o, ca);
+    assert_tls_refused(&o, why);
+}
+
+START_TEST(unknown_ca_fails_with_etls)
+{
+    assert_cert_refused("server.crt", 0, "other-ca.crt", "certificate");
 }
 END_TEST
 
 START_TEST(expired_certificate_fails_with_etls)
 {
-    struct hilock_options o;
-    tu_srv = tls_server("expired.crt", 0);
-    tls_options(&o, "ca.crt");
-    assert_tls_refused(&o, "expired");
+    assert_cert_refused("expired.crt", 0, "ca.crt", "expired");
 }
 END_TEST
 
 START_TEST(certificate_for_another_name_fails_with_etls)
 {
-    struct hilock_options o;
-    tu_srv = tls_server("other-name.crt", 0);
-    tls_options(&o, "ca.crt");
-    assert_tls_refused(&o, "mismatch");
+    assert_cert_refused("other-name.crt", 0, "ca.crt", "mismatch");
 }
 END_TEST
 
@@ -207,10 +216,7 @@ START_TEST(server_name_is_the_name_checked)
     tu_srv = tls_server("other-name.crt", 0);
     tls_options(&o, "ca.crt");
     o.tls.server_name = "other.invalid";
-    client = tu_client(&o);
-    struct hilock_lock *l = tu_lock(client, "tls-sni", 1);
-    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
-    tu_assert_status(tu_release(l, NULL), 0);
+    assert_lock_passes(&o, "tls-sni");
 }
 END_TEST
 
@@ -226,10 +232,7 @@ END_TEST
 
 START_TEST(missing_client_certificate_fails_with_etls)
 {
-    struct hilock_options o;
-    tu_srv = tls_server("server.crt", 1);
-    tls_options(&o, "ca.crt");
-    assert_tls_refused(&o, "TLS");
+    assert_cert_refused("server.crt", 1, "ca.crt", "TLS");
 }
 END_TEST
 
@@ -240,10 +243,7 @@ START_TEST(no_verify_mode_accepts_any_certificate)
     tu_srv = tls_server("server.crt", 0);
     tls_options(&o, "other-ca.crt");
     o.tls.mode = HILOCK_TLS_NO_VERIFY;
-    client = tu_client(&o);
-    struct hilock_lock *l = tu_lock(client, "tls-noverify", 1);
-    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
-    tu_assert_status(tu_release(l, NULL), 0);
+    assert_lock_passes(&o, "tls-noverify");
 }
 END_TEST
 
