@@ -87,8 +87,8 @@ void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
  * wire_take: RESTORE of l's lock key with lease_ms as the hash the acquire
  * script writes for a first hold (the owner's field 1, rid as its last
  * and its first request id); Redis refuses it with BUSYKEY when the key
- * exists. -1 (nothing written) when the owner field does not fit a payload; lease_ms must not
- * be 0 (RESTORE's "no expiry").
+ * exists. -1 (nothing written) when the owner field does not fit a
+ * payload; lease_ms must not be 0 (RESTORE's "no expiry").
  * wire_drop: HDEL of the owner's field and request ids, which ends a single
  * hold and deletes the key with its last field, then the release message
  * with publish as a second command; returns where that one starts (the
