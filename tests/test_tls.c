@@ -116,6 +116,19 @@ static void tls_options(struct hilock_options *o, const char *ca)
     o->log_arg = &seen;
 }
 
+/* A client with options trusting ca is refused at hilock_client_new with
+ * HILOCK_ETLS, and one log line says says. */
+static void assert_new_refused(const char *ca, const char *says)
+{
+    struct hilock_options o;
+    struct hilock_client *c = NULL;
+    tls_options(&o, ca);
+    ck_assert_int_eq(hilock_client_new(tu_base, &o, &c), HILOCK_ETLS);
+    ck_assert_ptr_null(c);
+    ck_assert_int_eq(seen.lines, 1);
+    ck_assert_ptr_nonnull(strstr(seen.last_tls, says));
+}
+
 #ifdef HILOCK_HAVE_TLS
 
 START_TEST(lock_is_taken_and_released_over_tls)
@@ -415,13 +428,7 @@ END_TEST
 
 START_TEST(unreadable_ca_file_is_refused_at_client_new)
 {
-    struct hilock_options o;
-    struct hilock_client *c = NULL;
-    tls_options(&o, "no-such-ca.crt");
-    ck_assert_int_eq(hilock_client_new(tu_base, &o, &c), HILOCK_ETLS);
-    ck_assert_ptr_null(c);
-    ck_assert_int_eq(seen.lines, 1);
-    ck_assert_ptr_nonnull(strstr(seen.last_tls, "no-such-ca.crt"));
+    assert_new_refused("no-such-ca.crt", "no-such-ca.crt");
 }
 END_TEST
 
@@ -429,13 +436,7 @@ END_TEST
 
 START_TEST(tls_is_refused_without_tls_support)
 {
-    struct hilock_options o;
-    struct hilock_client *c = NULL;
-    tls_options(&o, "ca.crt");
-    ck_assert_int_eq(hilock_client_new(tu_base, &o, &c), HILOCK_ETLS);
-    ck_assert_ptr_null(c);
-    ck_assert_int_eq(seen.lines, 1);
-    ck_assert_ptr_nonnull(strstr(seen.last_tls, "hiredis 1.x"));
+    assert_new_refused("ca.crt", "hiredis 1.x");
 }
 END_TEST
 
