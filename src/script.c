@@ -15,9 +15,11 @@
  * between the two nodes is refused with TRYAGAIN (and sent again shortly)
  * instead of running where half of them are missing. Where a script reads
  * a companion key's name from ARGV (its layout predates the rule), the key
- * is declared after the lock key as well (KEYS[2..]), in the order of the
- * ARGV it copies. The renew script declares none, or the keys of the one
- * lock it renews alone (see there). */
+ * is declared after the lock key as well (KEYS[2..], in the order each
+ * script's contract lists; the script itself reads ARGV). Two exceptions:
+ * a reader's timeout keys are named inside the read-write scripts, in the
+ * lock's slot (script_rw.c), and the renew script declares none, or the
+ * keys of the one lock it renews alone (see there). */
 #include "script.h"
 
 #include <string.h>
