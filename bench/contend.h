@@ -18,6 +18,7 @@ struct hilock_endpoint;
 #define CONTEND_LOCK BENCH_PREFIX "contended"
 #define CONTEND_COUNTER BENCH_PREFIX "contended:counter"
 #define CONTEND_PROBE BENCH_PREFIX "contended:probe"
+#define CONTEND_LOCK2 BENCH_PREFIX "contended:second"
 #define CONTEND_WAIT_MS 10000
 #define CONTEND_ERRS 24 /* acquire outcomes by -code, 0..23 */
 
@@ -50,6 +51,9 @@ struct contend_cfg {
      * why. Its callbacks count in acq_ and rel_issued/fired. */
     int probe_ms;
     int fair; /* hilock_options.fair: waiters queue, releases hand over */
+    /* Each waiter takes a MultiLock over the lock and CONTEND_LOCK2
+     * instead of the lock alone (MultiLocks draw no fencing tokens). */
+    int multi;
 };
 
 /* One acquisition. */
@@ -93,6 +97,7 @@ struct cresults {
     size_t n;
     struct cstats sum;
     int failed;           /* workers that failed, overran or sent nothing */
+    int no_tokens;        /* MultiLocks: no tokens to check */
     int64_t t_go_ns;      /* when the workers were started */
 };
 

@@ -42,6 +42,7 @@ struct cproc;
 struct cwaiter {
     struct cproc *p;
     struct hilock_lock *lock;
+    struct hilock_multi *multi; /* cfg->multi: taken instead of lock */
     int id;
     enum wstate state;
     int cs_ok;
@@ -119,13 +120,21 @@ static void on_released(struct hilock_lock *lock, int status, int64_t value,
         waiter_acquire(w);
 }
 
+static void on_multi_released(struct hilock_multi *m, int status,
+                              int64_t value, void *arg)
+{
+    (void)m;
+    on_released(NULL, status, value, arg);
+}
+
 /* End of the critical section: record it, then release. */
 static void waiter_release(struct cwaiter *w)
 {
     struct cproc *p = w->p;
     proc_record(p, w, now_ns());
     w->state = W_RELEASING;
-    if (hilock_lock_release(w->lock, on_released, w) != 0) {
+    if ((w->multi ? hilock_multi_release(w->multi, on_multi_released, w)
+                  : hilock_lock_release(w->lock, on_released, w)) != 0) {
         p->st.rel_errors++;
         waiter_idle(w);
         return;
@@ -228,12 +237,21 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
         waiter_idle(w);
 }
 
+static void on_multi_acquired(struct hilock_multi *m, int status,
+                              int64_t value, void *arg)
+{
+    (void)m;
+    on_acquired(NULL, status, value, arg);
+}
+
 static void waiter_acquire(struct cwaiter *w)
 {
     w->call_ns = now_ns();
     w->state = W_WAITING;
-    if (hilock_lock_acquire(w->lock, CONTEND_WAIT_MS, 0, on_acquired, w) !=
-        0) {
+    if ((w->multi ? hilock_multi_acquire(w->multi, CONTEND_WAIT_MS, 0,
+                                         on_multi_acquired, w)
+                  : hilock_lock_acquire(w->lock, CONTEND_WAIT_MS, 0,
+                                        on_acquired, w)) != 0) {
         w->p->st.acq_by_code[CONTEND_ERRS - 1]++;
         waiter_idle(w);
         return;
@@ -361,7 +379,9 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     probe_run_end(p, now_ns());
     for (int i = 0; i < p->nws; i++)
         if (p->ws[i].state == W_WAITING &&
-            hilock_lock_cancel(p->ws[i].lock) == 0) /* on_acquired: idle */
+            (p->ws[i].multi ? hilock_multi_cancel(p->ws[i].multi)
+                            : hilock_lock_cancel(p->ws[i].lock)) ==
+                0) /* on_acquired: idle */
             p->st.stop_canceled++;
     if (p->active == 0) {
         struct timeval tv = {0, SETTLE_MS * 1000};
@@ -376,6 +396,26 @@ static void on_hard_stop(evutil_socket_t fd, short what, void *arg)
     (void)what;
     p->st.overrun = 1;
     event_base_loopbreak(p->base);
+}
+
+static void on_multi_lost(struct hilock_multi *m, int status, int64_t value,
+                          void *arg)
+{
+    (void)m;
+    on_lost(NULL, status, value, arg);
+}
+
+/* cfg->multi: w's MultiLock over the lock and CONTEND_LOCK2 (owner tags
+ * apart from the lock handles'). 0 or -1. */
+static int waiter_multi(struct cwaiter *w)
+{
+    static const char *const names[2] = {CONTEND_LOCK, CONTEND_LOCK2};
+    static const size_t lens[2] = {sizeof(CONTEND_LOCK) - 1,
+                                   sizeof(CONTEND_LOCK2) - 1};
+    if (hilock_multi_new(w->p->client, names, lens, 2,
+                         (uint64_t)w->id + 1000001, &w->multi) != 0)
+        return -1;
+    return hilock_multi_on_lost(w->multi, on_multi_lost, w);
 }
 
 /* Loop, client, section connection and lock handles of worker index.
@@ -418,7 +458,8 @@ static int proc_setup(struct cproc *p, const struct contend_cfg *cfg,
         w->id = first + i;
         if (hilock_lock_new(p->client, CONTEND_LOCK, sizeof(CONTEND_LOCK) - 1,
                             (uint64_t)w->id + 1, &w->lock) != 0 ||
-            hilock_lock_on_lost(w->lock, on_lost, w) != 0)
+            hilock_lock_on_lost(w->lock, on_lost, w) != 0 ||
+            (cfg->multi && waiter_multi(w) != 0))
             return -1;
     }
     if (cfg->probe_ms > 0 && index == 0 &&
@@ -607,7 +648,7 @@ void contend_cfg_init(struct contend_cfg *cfg, const struct bench *b,
     *cfg = (struct contend_cfg){b->o.procs ? b->o.procs : 4,
                                 b->o.waiters ? b->o.waiters : 100,
                                 seconds, drain_ms, b->host, b->port, NULL, 0,
-                                NULL, 0, NULL, NULL, 0, 0, 0, 0, 0};
+                                NULL, 0, NULL, NULL, 0, 0, 0, 0, 0, 0};
     if (cfg->waiters < cfg->procs)
         cfg->procs = cfg->waiters;
 }
@@ -622,6 +663,7 @@ int contend_run(struct bench *b, const struct contend_cfg *cfg,
         return -1;
     if (fan_all_ready(&f, READY_TIMEOUT_MS) != 0)
         return -1;
+    res->no_tokens = cfg->multi;
     res->t_go_ns = now_ns();
     fan_broadcast(&f, FAN_GO);
     progress_begin(b, cfg->seconds);
@@ -839,7 +881,7 @@ int contend_check(struct bench *b, const struct cresults *res,
         if (i == 0)
             continue;
         overlap += r[i].acq_ns <= r[i - 1].rel_ns;
-        if (r[i].token > r[i - 1].token)
+        if (res->no_tokens || r[i].token > r[i - 1].token)
             continue;
         if (token_reissued(ex, &r[i]))
             reissued++;

@@ -23,7 +23,11 @@
  *    The restarted master's fencing counter starts again from nothing, yet
  *    tokens must go on increasing: a token is the largest of a majority and
  *    is written back to a majority before the acquisition is reported, and
- *    any later majority meets that one. */
+ *    any later majority meets that one.
+ * With --master-out (refuse or stop) both parts give way to two contended
+ * runs over the first three masters, all up and then with the first one
+ * refusing connections or stopped, compared by acquisitions per second
+ * (--multi: the waiters take MultiLocks of two names). */
 #include "contend.h"
 #include "uncontended.h"
 
@@ -44,6 +48,8 @@
 #define RL_COUNTER 3     /* the server with the section's counter */
 #define RL_CMASTERS 3    /* masters of the contended lock */
 #define RL_DRAIN_MS 6000 /* > request timeout: every callback is due */
+#define RL_OUT_SHARE 0.5 /* --master-out: acquisitions/s over all up's */
+#define RL_OUT_DEADLINE_MS 2000 /* the workers' per-master deadline */
 #define RL_FENCE KEYS_FENCE_HEAD CONTEND_LOCK KEYS_TAG_TAIL
 
 static const int topo_masters[RL_TOPOS] = {1, 3, 5};
@@ -454,6 +460,20 @@ static int c_restart_checks(struct bench *b, const struct kill_log *k,
     return bad;
 }
 
+/* The settings of a contended run over the first RL_CMASTERS masters of
+ * r, its counter on master RL_COUNTER. */
+static void c_cfg(const struct rl *r, struct contend_cfg *cfg)
+{
+    const struct bench *b = r->b;
+    contend_cfg_init(cfg, b,
+                     b->o.contended_seconds > 0 ? b->o.contended_seconds : 10,
+                     RL_DRAIN_MS);
+    cfg->host = r->ep[RL_COUNTER].host;
+    cfg->port = r->ep[RL_COUNTER].port;
+    cfg->masters = r->ep;
+    cfg->nmasters = RL_CMASTERS;
+}
+
 /* The contended part: run, print, check. 0 ok, 1 failed; *missed counts
  * the targets of contend_print. */
 static int c_part(struct rl *r, int *missed)
@@ -463,13 +483,7 @@ static int c_part(struct rl *r, int *missed)
     struct kill_log k = {r, &cfg, 0, 0, 0};
     struct cresults res;
     struct cfigures f;
-    contend_cfg_init(&cfg, b,
-                     b->o.contended_seconds > 0 ? b->o.contended_seconds : 10,
-                     RL_DRAIN_MS);
-    cfg.host = r->ep[RL_COUNTER].host;
-    cfg.port = r->ep[RL_COUNTER].port;
-    cfg.masters = r->ep;
-    cfg.nmasters = RL_CMASTERS;
+    c_cfg(r, &cfg);
     printf("contended over %d masters: %d processes, %d waiters, %.0f s, "
            "lock \"%s\"; counter on port %d; kill -9 of master %d halfway\n",
            RL_CMASTERS, cfg.procs, cfg.waiters, cfg.seconds, CONTEND_LOCK,
@@ -500,10 +514,117 @@ static int c_part(struct rl *r, int *missed)
     return bad || errors || res.n == 0;
 }
 
+/* ---- contended over 3 masters, then with one of them out -------------- */
+
+static const char *const out_names[3] = {"", "refusing connections",
+                                         "stopped (SIGSTOP)"};
+
+/* The fault of a --master-out run: master RL_VICTIM refuses connections
+ * (kill -9, left down) or is stopped from the start to the end. */
+static void master_out(struct bench *b, int64_t t_go, int64_t t_end,
+                       void *arg)
+{
+    struct kill_log *k = arg;
+    struct rs_server *v = k->r->srv[RL_VICTIM];
+    k->t0 = now_ns();
+    k->failed = (b->o.master_out == 1 ? rs_kill9(v) : rs_pause(v)) != 0;
+    contend_progress(b, k->cfg, t_go, t_end);
+    if (b->o.master_out == 2)
+        k->failed |= rs_resume(v) != 0;
+}
+
+/* Acquisitions per second of res from from_ns to the end of the run. */
+static double rate_from(const struct cresults *res, double seconds,
+                        int64_t from_ns)
+{
+    int64_t end = res->t_go_ns + (int64_t)(seconds * 1e9);
+    size_t n = 0;
+    for (size_t i = 0; i < res->n; i++)
+        n += res->recs[i].acq_ns >= from_ns && res->recs[i].acq_ns <= end;
+    return end > from_ns ? (double)n * 1e9 / (double)(end - from_ns) : 0;
+}
+
+/* One contended run over the first three masters, with master RL_VICTIM
+ * out when out. Prints its figures and checks; *rate: acquisitions per
+ * second (with a stopped master, from one deadline after the stop on);
+ * *timeouts: the waits that timed out. 0 ok, 1 failed. */
+static int c_out_run(struct rl *r, int out, double *rate,
+                     uint64_t *timeouts)
+{
+    struct bench *b = r->b;
+    struct contend_cfg cfg;
+    struct kill_log k = {r, &cfg, 0, 0, 0};
+    struct cresults res;
+    struct cfigures f;
+    c_cfg(r, &cfg);
+    cfg.multi = b->o.multi;
+    printf("contended over %d masters, %s: %d processes, %d waiters, "
+           "%.0f s%s\n",
+           RL_CMASTERS,
+           out ? out_names[b->o.master_out] : "all up", cfg.procs,
+           cfg.waiters, cfg.seconds,
+           cfg.multi ? ", MultiLocks of two names" : "");
+    if (rl_flush(r) != 0 ||
+        contend_run(b, &cfg, &res, out ? master_out : NULL, &k) != 0) {
+        fprintf(stderr, "redlock: the contended run could not be run\n");
+        return 1;
+    }
+    json_obj(b->json, out ? "master_out" : "all_up");
+    contend_figures(&res, cfg.waiters, &f);
+    contend_print(&f, &res, &cfg);
+    uint64_t errors = contend_errors(&res.sum);
+    int bad = contend_check(b, &res, contend_counter(&cfg), NULL);
+    bad += check_line("master out", !k.failed, out ? "as asked" : "none");
+    contend_json(b, &f, &res);
+    json_end(b->json);
+    *rate = rate_from(&res, cfg.seconds,
+                      out && b->o.master_out == 2
+                          ? k.t0 + (int64_t)RL_OUT_DEADLINE_MS * 1000000
+                          : res.t_go_ns);
+    *timeouts = res.sum.acq_by_code[-HILOCK_ETIMEDOUT];
+    contend_figures_free(&f);
+    free(res.recs);
+    return bad || errors || res.n == 0;
+}
+
+/* --master-out: the same contended run with all masters up, then with
+ * one out. Target: at least RL_OUT_SHARE of the acquisitions per second
+ * (a stopped master: from one deadline after the stop on, the first vote
+ * that meets it waits that long), and no wait timed out. 0 ok, 1 failed;
+ * *missed counts the target. */
+static int c_out_part(struct rl *r, int *missed)
+{
+    double up = 0, out = 0;
+    uint64_t up_to = 0, out_to = 0;
+    int fail = c_out_run(r, 0, &up, &up_to);
+    fail |= c_out_run(r, 1, &out, &out_to);
+    double share = up > 0 ? out / up : 0;
+    *missed = !(share >= RL_OUT_SHARE && out_to == 0);
+    printf("  target: one master %s >= %.1f x the acquisitions/s with all "
+           "up%s, no wait timed out: %.0f / %.0f = %.2f, %" PRIu64
+           " timed out  %s\n",
+           out_names[r->b->o.master_out], RL_OUT_SHARE,
+           r->b->o.master_out == 2 ? " (from one deadline after the stop)"
+                                   : "",
+           out, up, share, out_to, *missed ? "MISSED" : "ok");
+    json_obj(r->b->json, "master_out_target");
+    json_num(r->b->json, "acquisitions_per_s_all_up", up);
+    json_num(r->b->json, "acquisitions_per_s_master_out", out);
+    json_int(r->b->json, "timeouts_master_out", (int64_t)out_to);
+    json_num(r->b->json, "share", share);
+    json_bool(r->b->json, "met", !*missed);
+    json_end(r->b->json);
+    return fail;
+}
+
 int sc_redlock(struct bench *b)
 {
     struct rl r = {b, {NULL}, {{NULL, 0, NULL}}};
     int missed_u = 0, missed_c = 0, fail = 1;
+    if (b->o.multi && !b->o.master_out) {
+        fprintf(stderr, "redlock: --multi goes with --master-out\n");
+        return 1;
+    }
     if (rl_servers_up(&r) != 0 || rl_flush(&r) != 0) {
         fprintf(stderr, "redlock: could not start %d redis-servers\n",
                 RL_SERVERS);
@@ -516,8 +637,12 @@ int sc_redlock(struct bench *b)
         }
         json_end(b->json);
         printf("\n");
-        fail = u_part(&r, &missed_u);
-        fail |= c_part(&r, &missed_c);
+        if (b->o.master_out) {
+            fail = c_out_part(&r, &missed_c);
+        } else {
+            fail = u_part(&r, &missed_u);
+            fail |= c_part(&r, &missed_c);
+        }
     }
     rl_servers_down(&r);
     if (fail)

@@ -323,7 +323,9 @@ static int map_apply(struct cluster *cl, const redisReply *r,
 }
 
 /* PUBSUB SHARDNUMSUB: an (empty) array when the server has sharded
- * pub/sub, an error when it does not (before Redis 7.0; or an ACL). */
+ * pub/sub, an error when it does not (before Redis 7.0; or an ACL): then
+ * waiters use plain pub/sub, which a cluster sends to every node. The
+ * error is an answer, not logged. */
 static void on_probe(struct req *req, int status, redisReply *reply)
 {
     struct cluster *cl = req->ctx;
@@ -415,6 +417,7 @@ static void ask_node(struct cluster *cl, struct cnode *c, const char *a,
         return;
     r->ctx = cl;
     r->data = c;
+    r->quiet = done == on_probe; /* an error is its answer: no sharding */
     resp_array(&r->cmd, 2);
     resp_arg(&r->cmd, a, strlen(a));
     resp_arg(&r->cmd, b, strlen(b));

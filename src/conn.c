@@ -18,6 +18,8 @@
  * our commands. A refused handshake fails the waiting requests with its
  * cause. The command connection also asks the server's TIME, so that a
  * renewal can carry a deadline in the server's clock (see watchdog.c).
+ * Over TLS (tls.c) a PING goes first: its reply shows that the TLS
+ * handshake passed, within the connect deadline.
  *
  * hiredis calls every pending callback with a NULL reply when a context dies,
  * including when we free it. When the client itself is going away, requests
@@ -393,6 +395,18 @@ static void conn_detach(struct conn *conn)
         conn->hooks->on_drop(conn);
 }
 
+/* When the connection failed in TLS rather than in TCP: HILOCK_ETLS in
+ * *err, the reason (kept in buf) in *why. */
+static void conn_tls_cause(struct conn *conn, int *err, const char **why,
+                           char *buf, size_t len)
+{
+    if (conn->tls_session &&
+        tls_failed(conn->tls_session, conn->tls_wait, buf, len)) {
+        *err = HILOCK_ETLS;
+        *why = buf;
+    }
+}
+
 /* The connection ac died: say why, forget it, plan a reconnect. */
 static void conn_lost(struct conn *conn, const redisAsyncContext *ac)
 {
@@ -411,11 +425,7 @@ static void conn_lost(struct conn *conn, const redisAsyncContext *ac)
         err = HILOCK_ECONN;
     if (ac->err == REDIS_ERR_PROTOCOL)
         err = HILOCK_EPROTO; /* not Redis, or not speaking RESP */
-    if (conn->tls_session && tls_failed(conn->tls_session, conn->tls_wait,
-                                        tls_why, sizeof(tls_why))) {
-        err = HILOCK_ETLS;
-        why = tls_why;
-    }
+    conn_tls_cause(conn, &err, &why, tls_why, sizeof(tls_why));
     conn->tls_session = NULL;
     conn_log_down(conn, err, "lost: %s", why);
     conn_detach(conn);
@@ -481,7 +491,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         req_recycle(r);
     } else if (!conn->hooks->on_error ||
                !conn->hooks->on_error(conn, r, reply)) {
-        log_error_reply(conn, reply);
+        if (!r->quiet)
+            log_error_reply(conn, reply);
         finish(r, 0, reply);
         req_recycle(r);
     }
@@ -822,12 +833,17 @@ static void on_connect(const redisAsyncContext *ac, int status)
     struct reentry *guard = conn->cfg->guard;
     reentry_enter(guard);
     if (status != REDIS_OK) {
+        int err = HILOCK_ECONN;
+        const char *why = ac->errstr;
+        char tls_why[160];
+        conn->tls_wait = 1; /* a TLS handshake done at once may be refused */
+        conn_tls_cause(conn, &err, &why, tls_why, sizeof(tls_why));
         evtimer_del(&conn->retry_timer);
-        conn_log_down(conn, HILOCK_ECONN, "failed: %s", ac->errstr);
+        conn_log_down(conn, err, "failed: %s", why);
         conn->ac = NULL; /* hiredis frees it after this callback */
         conn->state = CONN_IDLE;
         schedule_retry(conn);
-        conn_failed(conn, HILOCK_ECONN);
+        conn_failed(conn, err);
     } else if (conn->tls_session) {
         /* The TLS handshake runs within the connect deadline, which stays
          * armed: a server that never answers it (plaintext) fails. */
@@ -862,9 +878,8 @@ void conn_start(struct conn *conn)
     int err = !ac || ac->err ? HILOCK_ECONN : 0;
     conn->tls_session = NULL;
     conn->tls_wait = 0;
-    if (!err && conn->cfg->tls &&
-        tls_attach(conn->cfg->tls, ac, ep->host, &conn->tls_session) != 0)
-        err = HILOCK_ETLS; /* a loopback handshake may fail at once */
+    if (!err && conn->cfg->tls) /* a loopback handshake may fail at once */
+        err = tls_attach(conn->cfg->tls, ac, ep->host, &conn->tls_session);
     if (err) {
         conn_log_down(conn, err, "failed: %s",
                  ac ? ac->errstr : "out of memory");

@@ -70,6 +70,8 @@ struct req {
     uint8_t plain;            /* a plain command standing in for a script:
                                  an error reply other than a redirect makes
                                  it go again through refresh */
+    uint8_t quiet;            /* an error reply is an answer its submitter
+                                 expects (a probe): not logged */
     uint32_t split;           /* nonzero: cmd holds two commands, the
                                  second from this offset on, sent as one
                                  transaction (MULTI, both, EXEC): the reply
@@ -80,7 +82,8 @@ struct req {
     uint8_t hops;
     uint16_t slot;
     /* The node's: the script an EVALSHA runs (-1: none), and whether a
-     * NOSCRIPT was handled once already. */
+     * NOSCRIPT was handled once already (1: its script was loaded; 2: it
+     * goes as EVAL with the body). */
     int8_t script;
     uint8_t reloaded;
     /* The submitter's, never read here: what the request is about, a link

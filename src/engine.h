@@ -40,8 +40,10 @@ struct engine_hooks {
     /* wait.c: the wait's deadline passed. */
     void (*wait_expired)(struct hilock_lock *lock);
     /* wait.c (fair mode): the lock was handed to this waiting acquire,
-     * with token. */
-    void (*handed)(struct hilock_lock *lock, int64_t token);
+     * with token; the hold lasts until until_ms at least, or 0: it was
+     * learnt too late to count (see wait.c). */
+    void (*handed)(struct hilock_lock *lock, int64_t token,
+                   uint64_t until_ms);
     /* watchdog.c: Redis confirmed the owner's hold with lease_ms from a
      * request sent at sent_ms. */
     void (*renewed)(struct hilock_lock *lock, uint64_t sent_ms,

@@ -57,18 +57,31 @@ static int fair(const struct hilock_lock *lock)
     return lock->eng->listener != NULL && lock->kind == KIND_MUTEX;
 }
 
+/* How long the pending wait's queue entry stays live (ms, at least 1). */
+static uint32_t entry_ms(const struct hilock_lock *lock, uint64_t now)
+{
+    uint64_t deadline = handle_wait_deadline(lock);
+    uint64_t left = deadline > now ? deadline - now : 1;
+    return (uint32_t)(left < FAIR_ENTRY_MAX_MS ? left : FAIR_ENTRY_MAX_MS);
+}
+
 /* The fair scripts' view of the client and of the pending wait. */
 static struct wire_fair fair_args(const struct hilock_lock *lock)
 {
     uint64_t now = clock_now_ms();
-    uint64_t deadline = handle_wait_deadline(lock);
-    uint64_t left = deadline > now ? deadline - now : 1;
-    struct wire_fair f = {lock->eng->listener,
-                          (uint32_t)(left < FAIR_ENTRY_MAX_MS
-                                         ? left
-                                         : FAIR_ENTRY_MAX_MS),
-                          lock->wait_id, topo_publish(lock->eng->topo)};
+    struct wire_fair f = {lock->eng->listener, entry_ms(lock, now),
+                          lock->wait_id, topo_publish(lock->eng->topo), now};
     return f;
+}
+
+/* lock's wire view for an attempt of its acquire: a waiting one (not
+ * fair) joins the fair queue of its name if there is one (script.c). */
+static struct wire_lock attempt_wire(const struct hilock_lock *lock)
+{
+    struct wire_lock w = handle_wire(lock);
+    if (handle_wait_deadline(lock))
+        w.entry_ms = entry_ms(lock, clock_now_ms());
+    return w;
 }
 
 static void leave_done(struct op *op, int status,
@@ -136,12 +149,14 @@ static void hold_ended(struct hilock_lock *lock)
     lock->auto_renew = 0;
 }
 
-/* The hold of a handle that counted on it is gone: tell its on_lost. */
+/* The hold of a handle that counted on it is gone: tell its on_lost. A
+ * handle whose release of its last hold is under way counts on nothing:
+ * that release's callback tells how the hold ended. */
 static void lock_lost(struct hilock_lock *lock)
 {
     hilock_lock_cb *cb = lock->lost_cb;
     void *arg = lock->lost_arg;
-    int held = lock->holds > 0;
+    int held = lock->holds > (lock->op == OP_RELEASE ? 1u : 0u);
     lock->eng->stats.lost += held && !lock->freeing && !closing(lock);
     hold_ended(lock);
     if (held && cb && !lock->freeing && !closing(lock))
@@ -315,6 +330,7 @@ static int plain_again(struct op *op, struct resp_buf *cmd,
     }
     if (why != REQ_AGAIN_DROPPED)
         op->rid = ++eng->seq; /* not applied: a new request */
+    w = attempt_wire(lock);
     resp_reset(cmd);
     if (why == REQ_AGAIN_REFUSED &&
         wire_take(cmd, &w, op->lease_ms, op->rid) == 0)
@@ -375,7 +391,7 @@ static int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
 static int send_attempt(struct hilock_lock *lock, int first)
 {
     struct engine *eng = lock->eng;
-    struct wire_lock w = handle_wire(lock);
+    struct wire_lock w = attempt_wire(lock);
     struct op *op =
         op_new(eng, OP_KIND_ACQUIRE, -1, lock->slot, 0, acquire_done);
     if (!op)
@@ -443,10 +459,11 @@ static void send_claim(struct hilock_lock *lock)
         op_new(eng, OP_KIND_ACQUIRE, -1, lock->slot, 0, claim_done);
     if (!op)
         return;
+    op->lease_ms = acquire_lease(lock);
     op_eval(op, SCRIPT_FAIR_ACQUIRE);
     wire_fair_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_ACQUIRE], &w,
-                      acquire_lease(lock), eng->opts->fencing,
-                      WIRE_FAIR_CLAIM, &f, ++eng->seq);
+                      op->lease_ms, eng->opts->fencing, WIRE_FAIR_CLAIM, &f,
+                      ++eng->seq);
     handle_attach(lock, op);
     op_submit(op, 0);
 }
@@ -459,7 +476,7 @@ static void claim_done(struct op *op, int status,
     struct hilock_lock *lock = op->ctx;
     (void)res;
     if (status == 0)
-        share_lease(lock, op->sent_ms, lock_lease(lock));
+        share_lease(lock, op->sent_ms, op->lease_ms);
     else if (status == HILOCK_EBUSY)
         share_end(lock);
     else if (engine_transient(status) && lock->holds > 0 &&
@@ -483,28 +500,33 @@ static int granted(struct hilock_lock *lock, uint64_t sent_ms, int watchdog,
 }
 
 /* wait.c (fair mode): a release handed the lock to this waiter, with the
- * short hand-off lease (see script.c). It is the owner now: report
- * success at once. Under the watchdog, or with a lease no longer than the
- * hand-off lease, the hold is ours as it is (the watchdog extends it at
- * its first renewal, a third of the hand-off lease later); a longer
- * explicit lease is claimed first (sent before the callback, so that
- * anything the callback sends comes after it). With an attempt in flight,
- * that attempt or the next one claims it. */
-static void hook_handed(struct hilock_lock *lock, int64_t token)
+ * short hand-off lease (see script.c), which lasts until until_ms here.
+ * It is the owner now: report success at once. Under the watchdog, or
+ * with a lease no longer than the hand-off lease, the hold is ours as it
+ * is (the watchdog extends it at its first renewal, a third of the
+ * hand-off lease later); a longer explicit lease is claimed first (sent
+ * before the callback, so that anything the callback sends comes after
+ * it). With an attempt in flight, or when the hand-off was learnt too
+ * late to count (until_ms 0: the lease may have run out and the lock
+ * moved on), an attempt decides instead: it claims the hold when it is
+ * still this wait's, else queues again. */
+static void hook_handed(struct hilock_lock *lock, int64_t token,
+                        uint64_t until_ms)
 {
     if (lock->op != OP_ACQUIRE || lock->freeing || closing(lock))
         return;
-    lock->eng->stats.handoffs++;
-    if (lock->op_pending) {
+    if (lock->op_pending || until_ms == 0) {
         lock->handed = 1;
+        hook_attempt(lock);
         return;
     }
+    lock->eng->stats.handoffs++;
     uint32_t lease = acquire_lease(lock);
     if (lock->op_lease_ms > FAIR_HANDOFF_LEASE_MS)
         send_claim(lock);
-    else if (lease > FAIR_HANDOFF_LEASE_MS)
+    if (lease > FAIR_HANDOFF_LEASE_MS)
         lease = FAIR_HANDOFF_LEASE_MS;
-    took(lock, token, clock_now_ms(), lease);
+    took(lock, token, until_ms - lease, lease);
 }
 
 /* A hold was granted by a request sent at sent_ms: count it and track its
@@ -741,9 +763,24 @@ static int grant_in_time(const struct hilock_lock *lock, const struct op *op)
     return lock->eng->nnodes > 1 ? HILOCK_ENOQUORUM : HILOCK_ETIMEDOUT;
 }
 
+/* Whether a master granting acquire op counted a re-entry while the
+ * owner held nothing here: its token is its counter as it was, maybe a
+ * token handed out before. (Its extra hold is not dropped here: it is
+ * most often the grant of an earlier attempt of this handle whose undo
+ * comes with that attempt's late answer.) */
+static int reentered(const struct hilock_lock *lock, const struct op *op)
+{
+    if (lock->holds > 0 || handle_owner_holds(lock))
+        return 0;
+    for (size_t i = 0; i < op->n; i++)
+        if (op_node_ok(op, i) && op->res[i].a > 1)
+            return 1;
+    return 0;
+}
+
 /* A quorum granted the acquire. On several masters, make the token the
- * largest any later majority can see: raise the counters of a majority to it first, unless a
- * majority drew it already. Returns 0 when the acquisition stands (or a
+ * largest any later majority can see: raise the counters of a majority to
+ * it first, unless a majority drew it already. Returns 0 when the acquisition stands (or a
  * fence write is under way), else the failure status. */
 static int quorum_granted(struct hilock_lock *lock, struct op *op,
                           const struct op_result *res)
@@ -752,8 +789,11 @@ static int quorum_granted(struct hilock_lock *lock, struct op *op,
     size_t same = 0;
     if (eng->nnodes == 1)
         return 0;
+    /* One above the largest token is fresh once a majority has it (any
+     * token reported was on a majority, which meets this one). */
+    op->token = res->b + (eng->opts->fencing && reentered(lock, op));
     for (size_t i = 0; i < op->n; i++)
-        same += op_node_ok(op, i) && op->res[i].b == res->b;
+        same += op_node_ok(op, i) && op->res[i].b == op->token;
     if (!eng->opts->fencing || same >= quorum_of(op->n))
         return 0;
     struct wire_lock w = handle_wire(lock);
@@ -761,9 +801,8 @@ static int quorum_granted(struct hilock_lock *lock, struct op *op,
     if (!f)
         return HILOCK_ENOMEM;
     op_eval(f, SCRIPT_FENCE);
-    wire_fence(op_cmd(f), eng->scripts.sha[SCRIPT_FENCE], &w, res->b);
+    wire_fence(op_cmd(f), eng->scripts.sha[SCRIPT_FENCE], &w, op->token);
     op_hold(op); /* until the fence is decided */
-    op->token = res->b; /* the majority's; later grants do not count */
     f->data = op;
     handle_attach(lock, f);
     lock->op_pending = f;
@@ -813,7 +852,7 @@ static void acquire_done(struct op *op, int status,
     if (status == 0 && (status = quorum_granted(lock, op, res)) == 0) {
         drop_unreleased(lock, res->a);
         if (!lock->op_pending)
-            acquired(lock, res->b, op->sent_ms);
+            acquired(lock, op->n > 1 ? op->token : res->b, op->sent_ms);
         return;
     }
     op->status = status; /* late successes are undone too */
@@ -824,6 +863,9 @@ static void acquire_done(struct op *op, int status,
          * again: back off for a short random time, longer each time. */
         ttl = backoff_delay_ms(2, 64, lock->splits, lock->eng->rng);
         lock->splits += lock->splits < 8;
+        /* Held off before parking too: a release heard while the attempt
+         * was out (the undo's own) must not send the next one at once. */
+        wait_hold_off(lock, (uint64_t)ttl);
         acquire_failed(lock, status, ttl);
         wait_hold_off(lock, (uint64_t)ttl);
         return;
@@ -1160,7 +1202,11 @@ static void repair_done(struct op *op, int status,
 
 /* A majority renewed the lock, but master i had lost it (restarted
  * empty): take it there again when it is free, so that the next failure
- * of another master does not cost the quorum. */
+ * of another master does not cost the quorum. It goes as request id 0,
+ * which no request is above (see script.c): on a master where the owner
+ * holds the lock again by then (an earlier repair, when two renewals
+ * said it was lost), it counts no second hold that the release would
+ * leave behind. */
 static void hook_repair(struct hilock_lock *lock, size_t i)
 {
     struct engine *eng = lock->eng;
@@ -1171,7 +1217,7 @@ static void hook_repair(struct hilock_lock *lock, size_t i)
         return; /* the next renewal tries again */
     op_eval(op, SCRIPT_ACQUIRE);
     wire_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
-                 lock_lease(lock), eng->opts->fencing, ++eng->seq);
+                 lock_lease(lock), eng->opts->fencing, 0);
     handle_attach(lock, op);
     op_submit(op, 0);
 }

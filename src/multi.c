@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "handle.h"
 #include "lock.h"
@@ -37,6 +38,7 @@ struct hilock_multi {
     uint8_t freeing;
     uint8_t held;
     uint8_t op;                      /* enum multi_op */
+    uint8_t splits;                  /* split votes in a row (backoff) */
     hilock_multi_cb *cb;             /* the pending acquire or release */
     void *arg;
     hilock_multi_cb *lost_cb;
@@ -156,12 +158,16 @@ static void undo_done(struct op *op, int status, const struct op_result *res)
     (void)res;
 }
 
-/* A node answered an attempt after its decision: a grant there is undone
- * unless the attempt succeeded as a whole. */
+/* A node answered an attempt after its decision: its grants are undone
+ * unless the attempt succeeded and the MultiLock is still held (or being
+ * taken again: then its release went to that master before the new
+ * attempt). */
 static void acquire_late(struct op *op, size_t i, const struct op_result *res)
 {
-    if (res && res->status == 0 && op->status != 0)
-        send_release(op->ctx, op->n == 1 ? -1 : (int)i, undo_done);
+    struct hilock_multi *m = op->ctx;
+    int stale = !m->held && m->op != MULTI_ACQUIRING;
+    if (res && res->status == 0 && (op->status != 0 || stale))
+        send_release(m, op->n == 1 ? -1 : (int)i, undo_done);
 }
 
 /* Send one attempt of the pending acquire to every node. */
@@ -207,6 +213,33 @@ static void park(struct hilock_multi *m, size_t b, int64_t ttl)
         finish(m, HILOCK_ENOMEM);
 }
 
+/* Undo the grants of failed attempt op. Returns how many masters had
+ * granted it. */
+static size_t undo_grants(struct hilock_multi *m, struct op *op)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < op->n; i++)
+        if (op_node_ok(op, i) && ++n)
+            send_release(m, (int)i, undo_done);
+    return n;
+}
+
+/* A split vote (some masters granted, others were taken by another
+ * owner at the same moment): wait in blocking member b's queue for a
+ * short random time, longer each time, whatever wakes it meanwhile (the
+ * undo's own release message among others), so that the contenders do
+ * not split again in step. */
+static void split_backoff(struct hilock_multi *m, size_t b)
+{
+    uint32_t ms = backoff_delay_ms(2, 64, m->splits, m->eng->rng);
+    m->splits += m->splits < 8;
+    if (m->parked)
+        wait_hold_off(m->parked, ms);
+    park(m, b, ms);
+    if (m->parked)
+        wait_hold_off(m->parked, ms);
+}
+
 static void acquire_done(struct op *op, int status,
                          const struct op_result *res)
 {
@@ -220,19 +253,21 @@ static void acquire_done(struct op *op, int status,
         for (size_t i = 0; i < m->k; i++)
             lock_granted(m->members[i], op->sent_ms, m->lease_ms);
         m->held = 1;
+        m->splits = 0;
         finish(m, 0);
         return;
     }
     op->status = status; /* late grants are undone */
-    for (size_t i = 0; i < op->n; i++)
-        if (op_node_ok(op, i))
-            send_release(m, (int)i, undo_done);
+    int split = undo_grants(m, op) && status == HILOCK_EBUSY;
     if (m->deadline == 0 ||
         (status != HILOCK_EBUSY && !engine_transient(status))) {
         finish(m, status);
     } else if (clock_now_ms() >= m->deadline) {
         finish(m, status == HILOCK_ENOQUORUM ? status : HILOCK_ETIMEDOUT);
+    } else if (split) {
+        split_backoff(m, res ? (size_t)res->b : 0);
     } else {
+        m->splits = 0;
         park(m, status == HILOCK_EBUSY && res ? (size_t)res->b : 0,
              status == HILOCK_EBUSY && res ? res->a : 50);
     }
@@ -251,7 +286,8 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     reentry_leave(guard);
 }
 
-/* A member lost its hold: the MultiLock is lost (told once). */
+/* A member lost its hold: the MultiLock is lost (told once). The other
+ * names are given back at once and no longer renewed: held all or none. */
 static void member_lost(struct hilock_lock *lock, int status, int64_t value,
                         void *arg)
 {
@@ -261,6 +297,10 @@ static void member_lost(struct hilock_lock *lock, int status, int64_t value,
     if (!m->held)
         return;
     m->held = 0;
+    if (!m->freeing && !closing(m))
+        send_release(m, -1, undo_done); /* the lost name is skipped */
+    for (size_t i = 0; i < m->k; i++)
+        lock_drop_hold(m->members[i]);
     if (m->lost_cb && !m->freeing && !closing(m))
         m->lost_cb(m, status, 0, m->lost_arg);
 }

@@ -4,12 +4,18 @@
  * Scripts are called with EVALSHA; the node sends SCRIPT LOAD for all of
  * them right after the command connection is up, and a NOSCRIPT reply
  * (restart, failover, SCRIPT FLUSH) makes the request load its script and
- * go out once more, behind the load on the same connection. */
+ * go out once more, behind the load on the same connection. A server that
+ * does not take the load (SCRIPT refused by an ACL or renamed: NOSCRIPT
+ * again) or refuses EVALSHA gets the request as EVAL with the script's
+ * body instead. The trade-off: on such a server every script call costs
+ * a second round trip (EVALSHA, then EVAL); the request's encoding is
+ * made by its submitter, which knows nothing of the node. */
 #include "node.h"
 
 #include <hiredis/hiredis.h>
 
 #include "reply.h"
+#include "wire.h"
 
 /* Send SCRIPT LOAD for script id. */
 static void node_load_script(struct conn *conn, enum script_id id)
@@ -30,6 +36,7 @@ static void cmd_on_ready(struct conn *conn)
 {
     struct node *n = conn->owner;
     char addr[CONN_ADDR_MAX];
+    n->by_body = 0;
     for (int i = 0; i < SCRIPT_COUNT; i++)
         node_load_script(conn, (enum script_id)i);
     n->ev->on_up(n->ev->arg, conn->connects > 1,
@@ -43,9 +50,31 @@ static void cmd_on_fail(struct conn *conn, int err)
     n->ev->on_down(n->ev->arg, err, conn_addr(conn, addr, sizeof(addr)));
 }
 
+/* Make r, refused as EVALSHA (reply), an EVAL of its script's body; the
+ * first such refusal on a connection is logged. Nonzero when done. */
+static int node_send_body(struct node *n, struct req *r,
+                          const redisReply *reply)
+{
+    size_t len;
+    const char *body = script_body((enum script_id)r->script, &len);
+    if (wire_eval_body(&r->cmd, body, len) != 0)
+        return 0;
+    r->reloaded = 2;
+    if (!n->by_body) {
+        char text[REPLY_SCRUB_MAX]; /* the refusal may echo arguments */
+        conn_log(&n->cmd, HILOCK_LOG_WARN,
+                 "%s: scripts go with their bodies (EVAL)",
+                 reply_error_scrub(reply->str, reply->len, text,
+                                   sizeof(text)));
+    }
+    n->by_body = 1;
+    return 1;
+}
+
 /* How long a request waits before it goes again to a cluster that is
  * busy (TRYAGAIN: a multi-key command during a slot migration) or down
- * (CLUSTERDOWN: a failover under way); its deadline still bounds it. */
+ * (CLUSTERDOWN: a failover under way), or to a server still loading its
+ * data set (LOADING); its deadline still bounds it. */
 #define NODE_RETRY_MS 25
 
 /* A cluster's redirect or retry; NOSCRIPT: load the script r runs, then
@@ -77,10 +106,17 @@ static int cmd_on_error(struct conn *conn, struct req *r, redisReply *reply)
         conn_resend(conn, r);
         return 1;
     }
-    if (r->script < 0 || r->reloaded || !reply_is_noscript(reply))
+    if (r->script < 0 || r->reloaded > 1)
         return 0;
-    node_load_script(conn, (enum script_id)r->script);
-    r->reloaded = 1;
+    int noscript = reply_is_noscript(reply);
+    if (!noscript && !reply_evalsha_refused(reply))
+        return 0;
+    if (noscript && !r->reloaded && !n->by_body) {
+        node_load_script(conn, (enum script_id)r->script);
+        r->reloaded = 1;
+    } else if (!node_send_body(n, r, reply)) {
+        return 0;
+    }
     if (r->refresh)
         r->refresh(r, REQ_AGAIN_REFUSED);
     conn_resend(conn, r);
@@ -98,6 +134,7 @@ void node_init(struct node *n, const struct conn_config *cfg,
                size_t prefix_len, const struct node_events *ev)
 {
     n->ev = ev;
+    n->suspect = 0;
     script_set_init(&n->scripts);
     conn_init(&n->cmd, cfg, ep, &cmd_hooks, n, "command");
     n->cmd.want_clock = 1;
@@ -115,6 +152,34 @@ void node_close(struct node *n, uint32_t drain_ms)
     conn_drain(&n->cmd, drain_ms);
     conn_close(&n->cmd);
     sub_close(&n->subs);
+}
+
+/* The deadline of a suspect master's vote: long enough for a master that
+ * answers, short beside a lease, so that a frozen or cut-off master costs
+ * one full deadline, not one per vote. */
+#define NODE_SUSPECT_MS 5
+
+int node_down(const struct node *n)
+{
+    const struct conn *c = &n->cmd;
+    return c->err && (c->state == CONN_IDLE || c->state == CONN_CONNECTING);
+}
+
+int node_suspect(const struct node *n)
+{
+    return n->suspect;
+}
+
+uint32_t node_vote_ms(const struct node *n, uint32_t timeout_ms)
+{
+    uint32_t t =
+        timeout_ms ? timeout_ms : n->cmd.cfg->opts->request_timeout_ms;
+    return n->suspect && NODE_SUSPECT_MS < t ? NODE_SUSPECT_MS : timeout_ms;
+}
+
+void node_voted(struct node *n, int timed_out)
+{
+    n->suspect = timed_out != 0;
 }
 
 struct req *node_request(struct node *n, req_done_fn *done)

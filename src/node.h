@@ -40,6 +40,9 @@ struct node {
     struct sub_set subs;
     struct script_set scripts;
     const struct node_events *ev;
+    uint8_t suspect; /* a vote timed out; no answer since (node_vote_ms) */
+    uint8_t by_body; /* SCRIPT LOAD did not take since the connection came
+                        up: a NOSCRIPT goes again as EVAL at once */
 };
 
 void node_init(struct node *n, const struct conn_config *cfg,
@@ -51,6 +54,19 @@ void node_start(struct node *n);
  * HILOCK_ECANCELED, what is in flight is drained (see conn_drain) for at
  * most drain_ms, then both connections close. */
 void node_close(struct node *n, uint32_t drain_ms);
+
+/* Whether n is known down: its command connection failed and is not
+ * back (a Redlock vote there is a no at once). */
+int node_down(const struct node *n);
+/* Whether n is suspect: a vote there timed out, and n has not answered
+ * since (a vote there counts as a no until it answers). */
+int node_suspect(const struct node *n);
+/* The deadline one Redlock vote on n gets instead of timeout_ms (0: the
+ * request timeout): short while n is suspect, else timeout_ms. */
+uint32_t node_vote_ms(const struct node *n, uint32_t timeout_ms);
+/* A vote on n timed out (timed_out), or n answered one (a reply, on time
+ * or late): suspect until it answers again. */
+void node_voted(struct node *n, int timed_out);
 
 /* A request on the command connection, or NULL (no memory, closed). */
 struct req *node_request(struct node *n, req_done_fn *done);

@@ -122,7 +122,7 @@ static void part_refresh(struct req *r, enum req_again why)
     if (why == REQ_AGAIN_REFUSED &&
         (op->kind == OP_KIND_ACQUIRE || op->kind == OP_KIND_RELEASE ||
          op->kind == OP_KIND_MULTI_ACQUIRE ||
-         op->kind == OP_KIND_MULTI_RELEASE))
+         op->kind == OP_KIND_MULTI_RELEASE || op->kind == OP_KIND_GUARDED))
         wire_rid(&r->cmd, ++op->eng->seq);
 }
 
@@ -137,6 +137,7 @@ struct op *op_new(struct engine *eng, enum op_kind kind, int node,
     op->done = done;
     op->n = (uint8_t)eng->nnodes;
     op->target = (int8_t)node;
+    op->slot = slot;
     op->nlocks = nlocks;
     if (nlocks) {
         if (!(op->renew = malloc((op->n + 1u) * nlocks)))
@@ -206,6 +207,42 @@ void op_plain(struct op *op, size_t split)
         }
 }
 
+/* The node of member i, for its health (several masters only). */
+static struct node *member_node(const struct op *op, size_t i)
+{
+    return op->n > 1 ? topo_node(op->eng->topo, i, op->slot) : NULL;
+}
+
+/* The deadline of node request r: timeout_ms, or on several masters what
+ * the master's health allows. A master known down, or suspect (frozen,
+ * cut off: its last vote timed out), must not hold up every decision that
+ * waits for its vote: it counts as a no from the start, and the decision
+ * is made by the others' answers. Its request still goes, with a short
+ * deadline (1 ms when down): an answer before the decision counts as
+ * usual, and any answer ends the suspicion. A decision is still only ever
+ * made on the loop, by an answer or a deadline, never inside the submit. */
+static uint32_t vote_ms(struct op *op, const struct req *r,
+                        uint32_t timeout_ms)
+{
+    size_t i = part_index(op, r);
+    struct node *n = member_node(op, i);
+    int down = n && node_down(n);
+    if (!n || (!down && !node_suspect(n)))
+        return timeout_ms;
+    op->got[i] = 1;
+    op->res[i] = (struct op_result){HILOCK_ECONN, 0, 0};
+    return down ? 1 : node_vote_ms(n, timeout_ms);
+}
+
+/* Node i's request ended with status (0: a reply): the master's health
+ * follows, unless op_complete ended it. */
+static void part_health(const struct op *op, size_t i, int status)
+{
+    struct node *n = member_node(op, i);
+    if (n && (status == 0 || (status == HILOCK_ETIMEDOUT && !op->early)))
+        node_voted(n, status != 0);
+}
+
 void op_submit(struct op *op, uint32_t timeout_ms)
 {
     struct req *first = first_part(op);
@@ -226,7 +263,7 @@ void op_submit(struct op *op, uint32_t timeout_ms)
     }
     op->busy++;
     for (size_t i = 0; i < m; i++)
-        req_submit(parts[i], timeout_ms);
+        req_submit(parts[i], vote_ms(op, parts[i], timeout_ms));
     op->busy--;
     op_maybe_free(op);
 }
@@ -243,6 +280,10 @@ static void decode(struct op *op, size_t i, int status, int plain,
         memset(row, RENEW_UNKNOWN, op->nlocks);
     if (status)
         return;
+    if (op->raw) {
+        op->raw(op, rep, res);
+        return;
+    }
     switch (op->kind) {
     case OP_KIND_ACQUIRE:
         res->a = -1;
@@ -273,12 +314,29 @@ static void decode(struct op *op, size_t i, int status, int plain,
     }
 }
 
+/* The operation is decided: on several masters the requests of an
+ * acquire still out are not sent again when their connection drops
+ * (their late handler hears NULL instead). One resent then would run
+ * after whatever the submitter sent since and not resent alike (after
+ * the release of the lock it took: the lock would come back on that
+ * master). A release, a renewal or a fence is harmless to resend. */
+static void parts_final(struct op *op)
+{
+    if (op->n == 1 ||
+        (op->kind != OP_KIND_ACQUIRE && op->kind != OP_KIND_MULTI_ACQUIRE))
+        return;
+    for (size_t i = 0; i < op->n; i++)
+        if (op->part[i])
+            op->part[i]->retry = 0;
+}
+
 /* Decide with status and result res (NULL: completed early). */
 static void decided(struct op *op, int status, const struct op_result *res)
 {
     op_done_fn *done = op->done;
     op->done = NULL;
     op->status = status;
+    parts_final(op);
     if (op->renew && res) {
         unsigned char *out = op->renew + (size_t)op->n * op->nlocks;
         if (op->n == 1)
@@ -429,6 +487,7 @@ static void part_done(struct req *r, int status, redisReply *reply)
 {
     struct op *op = r->ctx;
     size_t i = part_index(op, r);
+    part_health(op, i, status);
     if (r->data == &part_undoing)
         status = HILOCK_ECONN; /* the acquire's own reply was lost */
     note_rid(op, i, r);
@@ -445,6 +504,8 @@ static void part_late(struct req *r, redisReply *reply)
     struct op *op = r->ctx;
     struct op_result res;
     size_t i = part_index(op, r);
+    if (reply)
+        part_health(op, i, 0);
     if (!op->late)
         return;
     note_rid(op, i, r);
@@ -470,6 +531,8 @@ void op_complete(struct op *op, int status)
     op_done_fn *done = op->done;
     op->done = NULL; /* the node requests completed below see it decided */
     op->status = status;
+    op->early = 1;
+    parts_final(op);
     op->busy++;
     for (size_t i = 0; i < op->n; i++)
         if (op->part[i])

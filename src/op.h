@@ -28,7 +28,10 @@ struct op;
 typedef void op_done_fn(struct op *op, int status,
                         const struct op_result *res);
 /* Node i answered after the decision (or after its own request failed):
- * res is its reply, NULL when its connection dropped instead. */
+ * res is its reply, NULL when its connection dropped instead (or its
+ * request ended without an answer: one may still come). On several
+ * masters a decided acquire's requests are not sent again after a
+ * drop. */
 typedef void op_late_fn(struct op *op, size_t i, const struct op_result *res);
 
 struct op {
@@ -48,6 +51,9 @@ struct op {
     int8_t target;            /* the one node it goes to; -1: all */
     uint8_t live;             /* node requests not recycled yet */
     uint8_t busy;             /* inside a dispatch: do not free */
+    uint8_t early;            /* decided by op_complete: the ends of its
+                                 node requests say nothing of the nodes */
+    unsigned slot;            /* what its keys hash to (see topo.h) */
     int status;               /* the decision, once decided (the
                                  submitter may overrule it: see lock.c) */
     unsigned char got[QUORUM_NODES_MAX];
@@ -71,6 +77,10 @@ struct op {
                                         grant names) */
     uint32_t lease_ms;        /* ... and lease */
     uint32_t nlocks;          /* renew: locks in the batch */
+    /* When set, reads a node's reply into res instead of the kind's
+     * decoding (a guarded command's reply is the caller's). */
+    void (*raw)(struct op *op, const struct redisReply *rep,
+                struct op_result *res);
     unsigned char *renew;     /* renew: n rows of nlocks answers, then the
                                  combined row (see quorum_renew) */
 };

@@ -4,8 +4,10 @@
  * Everything Redis sends back passes through here, so this is the one place
  * where hiredis reply types and server error strings become hilock codes.
  * Errors raised inside a script arrive either with their own prefix (Redis 7)
- * or wrapped as "ERR Error running script ... : WRONGTYPE ..." (Redis <= 6),
- * so the known prefixes are searched for in both positions. */
+ * or wrapped as "ERR Error running script ... : WRONGTYPE ..." (Redis <= 6);
+ * Redis 6.2 and KeyDB keep the dash of an error a command raised inside the
+ * script (": -READONLY ..."), so the known prefixes are searched for in all
+ * three positions. */
 #include "reply.h"
 
 #include <hiredis/hiredis.h>
@@ -24,11 +26,14 @@ static const struct {
     {"WRONGKIND", HILOCK_EWRONGKIND}, /* a script met another kind's key */
     /* an ACL refusing a command a script called (Redis 6 and 7.0) */
     {"The user executing the script can't", HILOCK_ENOPERM},
+    /* "Protocol error: unauthenticated multibulk length": a command of
+     * more than 10 words before AUTH (a waiting or a fair acquire) */
+    {"unauthenticated", HILOCK_EAUTH},
 };
 
 /* Nonzero when the error text s (length n) starts with word (after "ERR "
- * too), or has ": word" inside it (a script error wrapped by an older
- * server). */
+ * too), or has ": word" or ": -word" inside it (a script error wrapped by
+ * an older server; the dash is the inner command's error reply marker). */
 static int error_has(const char *s, size_t n, const char *word)
 {
     size_t w = strlen(word);
@@ -36,9 +41,13 @@ static int error_has(const char *s, size_t n, const char *word)
         (n >= w + 4 && memcmp(s, "ERR ", 4) == 0 &&
          memcmp(s + 4, word, w) == 0))
         return 1;
-    for (size_t i = 0; i + 2 + w <= n; i++)
-        if (s[i] == ':' && s[i + 1] == ' ' && memcmp(s + i + 2, word, w) == 0)
+    for (size_t i = 0; i + 2 + w <= n; i++) {
+        if (s[i] != ':' || s[i + 1] != ' ')
+            continue;
+        size_t at = i + 2 + (s[i + 2] == '-');
+        if (at + w <= n && memcmp(s + at, word, w) == 0)
             return 1;
+    }
     return 0;
 }
 
@@ -111,6 +120,24 @@ int reply_is_noscript(const struct redisReply *r)
            r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
+int reply_evalsha_refused(const struct redisReply *r)
+{
+    static const char word[] = "evalsha";
+    if (!r || r->type != REDIS_REPLY_ERROR || !r->str)
+        return 0;
+    for (size_t i = 0; i + 9 <= r->len; i++) {
+        const char *s = r->str + i;
+        if ((s[0] != '\'' && s[0] != '`') || s[8] != s[0])
+            continue;
+        size_t k = 0;
+        while (k < 7 && (s[1 + k] | 0x20) == word[k])
+            k++;
+        if (k == 7)
+            return 1;
+    }
+    return 0;
+}
+
 int reply_plain_refused(const struct redisReply *r)
 {
     /* The generic ERR: an unknown command, a payload this server cannot
@@ -138,7 +165,8 @@ enum reply_redirect_kind reply_redirect(const struct redisReply *r,
     const char *s = r->str;
     size_t n = r->len;
     if (starts_with_word(s, n, "TRYAGAIN") ||
-        starts_with_word(s, n, "CLUSTERDOWN"))
+        starts_with_word(s, n, "CLUSTERDOWN") ||
+        starts_with_word(s, n, "LOADING"))
         return REPLY_RETRY;
     enum reply_redirect_kind kind =
         starts_with_word(s, n, "MOVED") ? REPLY_MOVED
@@ -217,14 +245,15 @@ int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard)
     if (r && r->type == REDIS_REPLY_NIL)
         return HILOCK_ENOTOWNER;
     if (!r || r->type != REDIS_REPLY_ARRAY ||
-        r->elements < 2 || r->elements > 5 || r->elements == 4 || !r->element ||
+        (r->elements != 2 && r->elements != 3 && r->elements != 7) ||
+        !r->element ||
         !r->element[0] || !r->element[1] ||
         r->element[0]->type != REDIS_REPLY_INTEGER ||
         r->element[1]->type != REDIS_REPLY_INTEGER ||
         r->element[0]->integer < 0 || r->element[1]->integer < 0)
         return unexpected(r);
     if (r->elements > 2 &&
-        !reply_release_handoff(r, &(struct reply_handoff){0, 0, 0}))
+        !reply_release_handoff(r, &(struct reply_handoff){0, 0, 0, 0, 0}))
         return unexpected(r);
     *left = r->element[0]->integer;
     *heard = r->element[1]->integer;
@@ -267,7 +296,7 @@ static int parse_u64(const char *s, size_t n, uint64_t *v)
 int reply_release_handoff(const struct redisReply *r, struct reply_handoff *h)
 {
     const struct redisReply *const *e;
-    uint64_t tag, wid;
+    uint64_t tag, wid, sent;
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 3 || !r->element)
         return REPLY_HANDED_NONE;
     e = (const struct redisReply *const *)r->element;
@@ -275,14 +304,18 @@ int reply_release_handoff(const struct redisReply *r, struct reply_handoff *h)
         return e[2] && e[2]->type == REDIS_REPLY_INTEGER
                    ? REPLY_HANDED_ELSEWHERE
                    : REPLY_HANDED_NONE;
-    if (r->elements != 5)
+    if (r->elements != 7)
         return REPLY_HANDED_NONE;
-    if (!e[2] || !e[3] || !e[4] || e[2]->type != REDIS_REPLY_STRING ||
-        e[3]->type != REDIS_REPLY_STRING || e[4]->type != REDIS_REPLY_INTEGER ||
-        parse_u64(e[2]->str, e[2]->len, &tag) ||
-        parse_u64(e[3]->str, e[3]->len, &wid))
+    for (size_t i = 2; i < 7; i++)
+        if (!e[i] || e[i]->type != (i < 4 || i == 5 ? REDIS_REPLY_STRING
+                                                    : REDIS_REPLY_INTEGER))
+            return REPLY_HANDED_NONE;
+    if (parse_u64(e[2]->str, e[2]->len, &tag) ||
+        parse_u64(e[3]->str, e[3]->len, &wid) ||
+        parse_u64(e[5]->str, e[5]->len, &sent) || e[6]->integer < 0)
         return REPLY_HANDED_NONE;
-    *h = (struct reply_handoff){tag, wid, e[4]->integer};
+    *h = (struct reply_handoff){tag, wid, e[4]->integer, sent,
+                                (uint64_t)e[6]->integer};
     return REPLY_HANDED_LOCAL;
 }
 
@@ -303,16 +336,17 @@ int reply_wake_message(const char *msg, size_t len, int64_t *ms)
 int reply_handoff_message(const char *msg, size_t len,
                           struct reply_handoff *h)
 {
-    const char *c1 = memchr(msg, ':', len);
-    const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - msg))
-                        : NULL;
-    uint64_t tag, wid, tok;
-    if (!c2 || parse_u64(msg, (size_t)(c1 - msg), &tag) ||
-        parse_u64(c1 + 1, (size_t)(c2 - c1 - 1), &wid) ||
-        parse_u64(c2 + 1, len - (size_t)(c2 + 1 - msg), &tok) ||
-        tok > INT64_MAX)
+    uint64_t v[5];
+    const char *p = msg, *end = msg + len;
+    for (size_t i = 0; i < 5; i++) {
+        const char *c = i < 4 ? memchr(p, ':', (size_t)(end - p)) : end;
+        if (!c || parse_u64(p, (size_t)(c - p), &v[i]))
+            return HILOCK_EPROTO;
+        p = c + 1;
+    }
+    if (v[2] > INT64_MAX)
         return HILOCK_EPROTO;
-    *h = (struct reply_handoff){tag, wid, (int64_t)tok};
+    *h = (struct reply_handoff){v[0], v[1], (int64_t)v[2], v[3], v[4]};
     return 0;
 }
 

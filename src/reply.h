@@ -29,19 +29,23 @@ const char *reply_error_scrub(const char *s, size_t n, char *out,
 int reply_error_code(const struct redisReply *r);
 /* Nonzero when r is a NOSCRIPT error. */
 int reply_is_noscript(const struct redisReply *r);
+/* Whether r refuses EVALSHA itself (an ACL without it, a renamed
+ * command): the server's error names the command, quoted. */
+int reply_evalsha_refused(const struct redisReply *r);
 /* Whether error reply r to a plain command (see lock.c) says that the
  * server does not take such commands at all -- unknown or renamed, an
  * ACL's NOPERM, EXEC without MULTI -- rather than that it refused this
  * one (BUSYKEY, EXECABORT, OOM, READONLY, ...). */
 int reply_plain_refused(const struct redisReply *r);
 
-/* A Redis Cluster error that asks for the command to go elsewhere or
- * later. */
+/* An error that asks for the command to go elsewhere (a cluster's
+ * redirect) or later. */
 enum reply_redirect_kind {
     REPLY_NOT_REDIRECT = 0,
     REPLY_MOVED,   /* the slot lives on host:port now */
     REPLY_ASK,     /* this once, on host:port after ASKING */
-    REPLY_RETRY    /* TRYAGAIN or CLUSTERDOWN: the same node, a bit later */
+    REPLY_RETRY    /* TRYAGAIN, CLUSTERDOWN or LOADING (a restarted server
+                      still reading its data): the same node, a bit later */
 };
 struct reply_redirect {
     unsigned slot;
@@ -67,19 +71,23 @@ int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard);
  * either command. */
 int reply_release_plain(const struct redisReply *r, int64_t *left,
                         int64_t *heard);
-/* Fair mode: a hand-off to a waiter of this client. */
+/* Fair mode: a hand-off to a waiter of this client. The hold ends no
+ * sooner than span_ms after sent_ms, the waiter's own clock when it sent
+ * the request that queued it (see script.c). */
 struct reply_handoff {
     uint64_t owner_tag;
     uint64_t wait_id;
     int64_t token;
+    uint64_t sent_ms;
+    uint64_t span_ms;
 };
 /* fair_release script: what success reply r says of a hand-off:
  * REPLY_HANDED_LOCAL with *h filled (a waiter of the caller's client got
  * the lock), REPLY_HANDED_ELSEWHERE, or REPLY_HANDED_NONE. */
 enum { REPLY_HANDED_NONE = 0, REPLY_HANDED_LOCAL, REPLY_HANDED_ELSEWHERE };
 int reply_release_handoff(const struct redisReply *r, struct reply_handoff *h);
-/* A hand-off message "<owner tag>:<wait id>:<token>" (msg, len): 0 with
- * *h filled, or HILOCK_EPROTO. */
+/* A hand-off message "<owner tag>:<wait id>:<token>:<sent>:<span>" (msg,
+ * len): 0 with *h filled, or HILOCK_EPROTO. */
 int reply_handoff_message(const char *msg, size_t len,
                           struct reply_handoff *h);
 /* A "wake:<ms>" message (msg, len): 0 with *ms, or with *ms = -1 for a

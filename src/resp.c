@@ -140,6 +140,11 @@ void resp_arg_u64_fixed(struct resp_buf *b, unsigned long long v)
     resp_arg(b, tmp, sizeof(tmp));
 }
 
+void resp_raw(struct resp_buf *b, const void *p, size_t n)
+{
+    put(b, p, n);
+}
+
 void resp_copy(struct resp_buf *dst, const struct resp_buf *src)
 {
     resp_reset(dst);

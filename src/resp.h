@@ -38,6 +38,8 @@ void resp_arg(struct resp_buf *b, const void *ptr, size_t len);
 /* Append one bulk string holding the decimal form of v. */
 void resp_arg_u64(struct resp_buf *b, unsigned long long v);
 
+/* Append n bytes that are RESP already (a part of another command). */
+void resp_raw(struct resp_buf *b, const void *p, size_t n);
 /* Make dst a copy of src's content (failed too). */
 void resp_copy(struct resp_buf *dst, const struct resp_buf *src);
 /* Append one bulk string holding v as RESP_U64_WIDTH decimal digits with

@@ -16,8 +16,11 @@
  * between the two nodes is refused with TRYAGAIN (and sent again shortly)
  * instead of running where half of them are missing. Where a script reads
  * a companion key's name from ARGV (its layout predates the rule), the key
- * is declared after the lock key as well (KEYS[2..]), in the order of the
- * ARGV it copies. The renew script declares at most one (see there). */
+ * is declared after the lock key as well (KEYS[2..], in the order each
+ * script's contract lists; the script itself reads ARGV). Two exceptions:
+ * a reader's timeout keys are named inside the read-write scripts, in the
+ * lock's slot (script_rw.c), and the renew script declares none, or the
+ * keys of the one lock it renews alone (see there). */
 #include "script.h"
 
 #include <string.h>
@@ -25,11 +28,19 @@
 #include "keys.h"
 #include "sha1.h"
 
+/* The fair scripts are longer than the 4095 characters ISO C asks every
+ * compiler to take in one string literal; GCC and Clang take any length. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Woverlength-strings"
+#endif
+
 /* acquire
- * KEYS[1] lock, KEYS[2] the fencing counter when tokens are issued
+ * KEYS[1] lock, then the fencing counter when tokens are issued, then for
+ * a caller that waits the fair queue and its owners hash
  * ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] "1" to issue tokens,
- * ARGV[4] fencing counter, ARGV[5] request id (fixed across resends of one
- * acquire)
+ * ARGV[4] fencing counter, then for a caller that waits ARGV[5] fair
+ * queue and ARGV[6] ms its queue entry stays live; last the request id
+ * (fixed across resends of one acquire)
  * Returns the holder's PTTL (integer) when another owner holds the lock,
  * else {holds, token}: token is a fresh INCR on a first acquisition, the
  * current counter on re-entry, 0 without fencing. A key of another kind
@@ -38,6 +49,13 @@
  * The counter is declared with the lock: after an ASK the importing node
  * must not draw a token from a counter that has not moved yet (it would
  * start again at 1, and the counter's MIGRATE would then fail).
+ *
+ * A caller that waits and finds the lock held while fair clients queue on
+ * the name joins their queue (see the fair scripts below): an entry
+ * "plain:<owner field>" at the tail, its deadline in the owners hash. Its
+ * acquisition takes the entry out again and ends a turn it was given.
+ * Nothing of this runs for a caller that does not wait, nor when the name
+ * has no queue.
  *
  * A request whose reply was lost is sent again with the same request id.
  * The highest request id applied for an owner (acquire or release) is kept
@@ -58,20 +76,41 @@ static const char acquire_lua[] =
     KIND_LUA
     "local t = 0\n"
     "local rid = ARGV[2] .. ':rid'\n"
+    "local f, id, q, wait = ARGV[2], ARGV[5], '', '0'\n"
+    "if #ARGV == 7 then q, wait, id = ARGV[5], ARGV[6], ARGV[7] end\n"
+    "local own = q .. ':owners'\n"
     "if redis.call('exists', KEYS[1]) == 0 then\n"
-    "  redis.call('hset', KEYS[1], ARGV[2], 1, rid, ARGV[5],\n"
-    "             ARGV[2] .. '" KEYS_FIRST_RID_SUFFIX "', ARGV[5])\n"
+    "  redis.call('hset', KEYS[1], f, 1, rid, id,\n"
+    "             f .. '" KEYS_FIRST_RID_SUFFIX "', id)\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "  if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end\n"
+    "  if wait ~= '0' and redis.call('exists', own) == 1 then\n"
+    "    if redis.call('hdel', own, f) == 1 then\n"
+    "      redis.call('lrem', q, 1, 'plain:' .. f)\n"
+    "    end\n"
+    "    redis.call('hdel', own, 'hilock:turn')\n"
+    "  end\n"
     "  return {1, t}\n"
     "end\n"
     "local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid, 'mode')\n"
     "if v.err or v[3] then return other_kind(KEYS[1], 'lock') or v end\n"
-    "if not v[1] then return redis.call('pttl', KEYS[1]) end\n"
+    "if not v[1] then\n"
+    "  if wait ~= '0' and redis.call('exists', q) == 1 then\n"
+    "    local c, ms = redis.call('time'), tonumber(wait)\n"
+    "    if redis.call('hexists', own, f) == 0 then\n"
+    "      redis.call('rpush', q, 'plain:' .. f)\n"
+    "    end\n"
+    "    redis.call('hset', own, f, c[1] * 1000 + math.floor(c[2] / 1000) + ms)\n"
+    "    for _, k in ipairs({q, own}) do\n"
+    "      if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end\n"
+    "    end\n"
+    "  end\n"
+    "  return redis.call('pttl', KEYS[1])\n"
+    "end\n"
     "local n = tonumber(v[1])\n"
-    "if tonumber(ARGV[5]) > tonumber(v[2] or '0') then\n"
+    "if tonumber(id) > tonumber(v[2] or '0') then\n"
     "  n = n + 1\n"
-    "  redis.call('hset', KEYS[1], ARGV[2], n, rid, ARGV[5])\n"
+    "  redis.call('hset', KEYS[1], ARGV[2], n, rid, id)\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "end\n"
     "if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end\n"
@@ -164,16 +203,18 @@ static const char undo_lua[] =
  *                                expiry moved to now + lease
  * No declared keys: a cluster master renews all the locks it holds, of
  * many slots, in one call. A lock that a master says it does not serve
- * goes again alone, its key declared as KEYS[1] (unread here), which the
- * cluster redirects to where the key is (ASK during a migration). Returns one digit per lock, in one string (one
- * reply object for the whole batch, not one per lock): 1 held (lease
- * reset), 0 not held by that owner, 2 not known here (a cluster node that
- * does not serve the key); or the integer -1, with nothing changed, when
- * the deadline has passed: a renewal held up in a stall must not revive a
- * lock its owner has already reported lost. A key that now holds another
- * type or kind (a lock's field in a read-write hash, whose "mode" says
- * so, or the other way round) is just not held, and is left alone; it
- * does not fail the other locks of the batch. */
+ * goes again alone, its key declared as KEYS[1] (the permits' sorted set
+ * for a permit; a reader's first hold's key as KEYS[2] too, as it moves
+ * with the lock), unread here, which the cluster redirects to where the
+ * key is (ASK during a migration). Returns one digit per lock, in one
+ * string (one reply object for the whole batch, not one per lock): 1 held
+ * (lease reset), 0 not held by that owner, 2 not known here (a cluster
+ * node that does not serve the key); or the integer -1, with nothing
+ * changed, when the deadline has passed: a renewal held up in a stall
+ * must not revive a lock its owner has already reported lost. A key that
+ * now holds another type or kind (a lock's field in a read-write hash,
+ * whose "mode" says so, or the other way round) is just not held, and is
+ * left alone; it does not fail the other locks of the batch. */
 static const char renew_lua[] =
     "local now\n"
     "local function clock()\n"
@@ -319,11 +360,14 @@ static const char multi_release_lua[] =
 
 /* Fair mode (hilock_options.fair): a FIFO of waiters in the list
  * "hilock_queue:{name}", in the lock's slot. An entry is
- *   "<deadline>:<lease>:<listener>:<wait id>:<owner field>"
+ *   "<deadline>:<lease>:<listener>:<wait id>:<sent>:<written>:<owner field>"
  * deadline: the server's unix time in ms after which the entry is stale
  * (its waiter gave up or died); lease: the lease it asked for; listener:
  * its client's public channel tag (never the client id, which is secret);
- * wait id: which acquire call of that owner it is. An owner has one entry
+ * wait id: which acquire call of that owner it is; sent: the waiter's own
+ * monotonic clock (ms) when it sent the request that wrote the entry;
+ * written: the server's time (ms) when that request wrote it. An owner
+ * has one entry
  * at most: the hash "hilock_queue:{name}:owners" maps each queued owner
  * field to its entry, so that queueing, a retry and leaving find it
  * without reading the list (with a hundred waiters, a scan of the list
@@ -334,8 +378,13 @@ static const char multi_release_lua[] =
  * frees the lock: its field = 1 and the marker field "hilock:handed" =
  * "<token>:<wait id>" (the token drawn for it, the wait it went to), a
  * short lease (at most 5 s of what it asked: a waiter that died costs no
- * more), and a message "<owner tag>:<wait id>:<token>" on
- * "<channel>:<listener>"; the entry queued next hears "wake:<ms>" on its
+ * more), and a message "<owner tag>:<wait id>:<token>:<sent>:<span>" on
+ * "<channel>:<listener>". span is the time in ms from the entry's writing
+ * to the end of that lease, by the server's clock: the hold cannot end
+ * before sent + span in the receiver's own clock (it sent the request
+ * before the server wrote the entry), so the receiver knows, when it
+ * reads the message, how much of the lease is left, however late that is
+ * (see wait.c). The entry queued next hears "wake:<ms>" on its
  * own channel, the short lease, so that its client looks again when that
  * ends (a hold handed to a waiter that died moves on then: nothing is
  * published when a lease runs out). The new owner needs no more: its
@@ -345,43 +394,124 @@ static const char multi_release_lua[] =
  * message was lost and whose retry finds the hold handed to that very
  * wait. The marker stays otherwise until the hold ends; re-entries of the
  * owner count as usual beside it. A Redisson RLock only looks at its own
- * field, so it stays excluded throughout. Whoever finds the lock free with a live entry first hands
- * it over (a release, or any fair acquire: a hold that ran out, or one
- * released by a client without fair mode, moves on too). Stale entries
- * are dropped where they are met. */
-#define FAIR_ENTRY_RE "'^(%d+):(%d+):(%x+):(%d+):(.+)$'"
+ * field, so it stays excluded throughout. Whoever finds the lock free
+ * with a live entry first hands it over (a release, or any fair acquire:
+ * a hold that ran out, or one released by a client without fair mode,
+ * moves on too). Stale entries are dropped where they are met.
+ *
+ * A hand-off that nobody received goes to the next entry in the same
+ * call: PUBLISH counts the connections subscribed to the waiter's
+ * client's channel, and 0 proves that nobody will act on that message
+ * (the releasing client's own waiter learns it from the reply instead).
+ * It does not prove the waiter dead: one client's waiters share one
+ * subscriber connection, which may be reconnecting, or may not have
+ * confirmed the subscription yet right after queueing. So a waiter that
+ * no one heard is not handed the lock (which would only hold everyone
+ * for the short lease) but keeps its place once: its entry goes back to
+ * the head marked "~", and its retry on subscribing again keeps that
+ * place; met deaf a second time, it is dropped (a live one queues again
+ * at its next retry). Every entry of a listener found deaf is passed
+ * over without a second PUBLISH. A fair acquire whose call goes past
+ * such entries to the caller's own takes the lock itself in that call
+ * (handed to it by message while it queued again, it would leave a second
+ * entry behind). A waiter whose process was killed, its
+ * connections closed, so costs one PUBLISH of a script call, not a
+ * lease.
+ *
+ * Waiters without fair mode take their place in line too, or they would
+ * never find the lock free while fair waiters hand it on among
+ * themselves: one that waits and finds the lock held and a queue started
+ * adds "plain:<owner field>" (see acquire), and a fair waiter that starts
+ * a queue publishes a release so that they look again. A hand-off that
+ * meets such a live entry gives those waiters a turn instead: the lock
+ * stays free, the release is published on the lock's channel, and fair
+ * acquirers leave it alone until "hilock:turn" in the owners hash has
+ * passed (at most FAIR_TURN_MS) or a waiter without fair mode took it
+ * (its acquire ends the turn). A turn nobody can hear (0 subscribers of
+ * the lock's channel) is not given. */
+/* How long a turn of the waiters without fair mode lasts at most (ms). */
+#define FAIR_TURN_MS "500"
+#define FAIR_ENTRY_RE "'^~?(%d+):(%d+):(%x+):(%d+):(%d+):(%d+):(.+)$'"
 #define FAIR_LUA                                                            \
     "local function now_ms()\n"                                             \
     "  local t = redis.call('time')\n"                                      \
     "  return t[1] * 1000 + math.floor(t[2] / 1000)\n"                      \
     "end\n"                                                                 \
+    "local function parse(e)\n"                                             \
+    "  return string.match(e, " FAIR_ENTRY_RE ")\n"                         \
+    "end\n"                                                                 \
     "local function owner_of(e)\n"                                          \
-    "  local d, l, lt, w, f = string.match(e, " FAIR_ENTRY_RE ")\n"         \
+    "  local d, l, lt, w, s, wr, f = parse(e)\n"                            \
+    "  if string.sub(e, 1, 6) == 'plain:' then return nil, math.huge end\n" \
     "  return f, tonumber(d or '0')\n"                                      \
     "end\n"                                                                 \
     "local function pop(q)\n"                                               \
     "  local e = redis.call('lpop', q)\n"                                   \
     "  if not e then return nil end\n"                                      \
-    "  local d, l, lt, w, f = string.match(e, " FAIR_ENTRY_RE ")\n"         \
-    "  if f then redis.call('hdel', q .. ':owners', f) end\n"              \
-    "  return e, d, l, lt, w, f\n"                                          \
+    "  local d, l, lt, w, s, wr, f = parse(e)\n"                            \
+    "  if f then redis.call('hdel', q .. ':owners', f) end\n"               \
+    "  return e, d, l, lt, w, s, wr, f\n"                                   \
     "end\n"                                                                 \
-    "local function hand(lock, q, now, fencing, fence, pub, chan)\n"        \
+    "local function unskip(q, back)\n"                                      \
+    "  for i = #back, 1, -1 do\n"                                           \
+    "    local e = '~' .. back[i][1]\n"                                     \
+    "    redis.call('lpush', q, e)\n"                                       \
+    "    redis.call('hset', q .. ':owners', back[i][2], e)\n"               \
+    "  end\n"                                                               \
+    "end\n"                                                                 \
+    "local function turn(q, now, pub, chan, e)\n"                           \
+    "  local own, f = q .. ':owners', string.sub(e, 7)\n"                   \
+    "  local d = tonumber(redis.call('hget', own, f) or '0')\n"             \
+    "  redis.call('hdel', own, f)\n"                                        \
+    "  if d <= now then return nil end\n"                                   \
+    "  local n = redis.call(pub, chan, '0')\n"                              \
+    "  if n == 0 then return nil end\n"                                     \
+    "  redis.call('hset', own, 'hilock:turn', now + " FAIR_TURN_MS ")\n"    \
+    "  if redis.call('pttl', own) < " FAIR_TURN_MS " then\n"                \
+    "    redis.call('pexpire', own, " FAIR_TURN_MS ")\n"                    \
+    "  end\n"                                                               \
+    "  return n\n"                                                          \
+    "end\n"                                                                 \
+    "local function hand(lock, q, now, fencing, fence, pub, chan, me, mine)\n" \
+    "  local deaf, back = {}, {}\n"                                         \
     "  while true do\n"                                                     \
-    "    local e, d, l, lt, w, f = pop(q)\n"                                \
-    "    if not e then return nil end\n"                                    \
-    "    if d and tonumber(d) > now then\n"                                 \
-    "      local t = 0\n"                                                   \
-    "      if fencing == '1' then t = redis.call('incr', fence) end\n"      \
-    "      local tag = string.match(f, ':(%d+)$') or '0'\n"                 \
-    "      local ms = math.min(tonumber(l), 5000)\n"                       \
-    "      redis.call('hset', lock, f, 1, 'hilock:handed', t .. ':' .. w)\n" \
-    "      redis.call('pexpire', lock, ms)\n"                              \
-    "      redis.call(pub, chan .. ':' .. lt, tag .. ':' .. w .. ':' .. t)\n" \
-    "      local nx = redis.call('lindex', q, 0)\n"                          \
-    "      local nl = nx and select(3, string.match(nx, " FAIR_ENTRY_RE "))\n" \
-    "      if nl then redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms) end\n" \
-    "      return {lt, tag, w, t}\n"                                        \
+    "    local e, d, l, lt, w, s, wr, f = pop(q)\n"                         \
+    "    if not e then\n"                                                   \
+    "      unskip(q, back)\n"                                               \
+    "      return nil\n"                                                    \
+    "    end\n"                                                             \
+    "    if string.sub(e, 1, 6) == 'plain:' then\n"                         \
+    "      local n = turn(q, now, pub, chan, e)\n"                          \
+    "      if n then\n"                                                     \
+    "        unskip(q, back)\n"                                             \
+    "        return n\n"                                                    \
+    "      end\n"                                                           \
+    "    elseif d and tonumber(d) > now then\n"                             \
+    "      if not deaf[lt] then\n"                                          \
+    "        local t = 0\n"                                                 \
+    "        if fencing == '1' then\n"                                      \
+    "          t = tonumber(redis.call('get', fence) or '0') + 1\n"         \
+    "        end\n"                                                         \
+    "        local tag = string.match(f, ':(%d+)$') or '0'\n"               \
+    "        local ms = math.min(tonumber(l), 5000)\n"                      \
+    "        local span = now - tonumber(wr) + ms\n"                        \
+    "        local m = tag .. ':' .. w .. ':' .. t .. ':' .. s .. ':' .. span\n" \
+    "        if redis.call(pub, chan .. ':' .. lt, m) > 0 or lt == me or\n"   \
+    "           f == mine then\n"                                          \
+    "          if fencing == '1' then redis.call('incr', fence) end\n"      \
+    "          redis.call('hset', lock, f, 1, 'hilock:handed', t .. ':' .. w)\n" \
+    "          redis.call('pexpire', lock, ms)\n"                           \
+    "          local nx = redis.call('lindex', q, 0)\n"                     \
+    "          local nl = nx and select(3, parse(nx))\n"                    \
+    "          if nl and not deaf[nl] then\n"                               \
+    "            redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms)\n"       \
+    "          end\n"                                                       \
+    "          unskip(q, back)\n"                                           \
+    "          return {lt, tag, w, t, s, span, f}\n"                        \
+    "        end\n"                                                         \
+    "        deaf[lt] = true\n"                                             \
+    "      end\n"                                                           \
+    "      if string.sub(e, 1, 1) ~= '~' then back[#back + 1] = {e, f} end\n" \
     "    end\n"                                                             \
     "  end\n"                                                               \
     "end\n"
@@ -393,14 +523,21 @@ static const char multi_release_lua[] =
  * ARGV[4] fencing counter, ARGV[5] queue, ARGV[6] mode: "w" wait (queue
  * when busy), "t" try once, "c" claim a hand-off only, ARGV[7] ms the
  * entry stays live, ARGV[8] listener, ARGV[9] wait id, ARGV[10] publish
- * command, ARGV[11] channel, ARGV[12] request id (as for acquire)
+ * command, ARGV[11] channel, ARGV[12] the sender's monotonic clock in ms
+ * (echoed in a hand-off), ARGV[13] request id (as for acquire)
  * Returns {holds, token} or the PTTL, as acquire. The owner's field with
  * the marker of this wait is a hand-off to it: claimed, not counted as a
- * re-entry (the waiter that missed the message gets it so). A free lock is taken only
- * when no live entry is queued before the caller's own; else it goes to
- * the first live entry, and a waiting caller is queued (once per owner:
- * a second attempt only moves its deadline) and gets the PTTL. A claim
- * that finds no hold of its owner changes nothing and gets the PTTL. */
+ * re-entry (the waiter that missed the message gets it so). A free lock
+ * is taken only when no live entry is queued before the caller's own and
+ * no turn of the waiters without fair mode is on; else it goes to the
+ * first live entry (or to such a turn, published as a release), and a
+ * waiting caller is queued (once per owner: a second attempt only moves
+ * its deadline) and gets the PTTL, or what is left of a turn while the
+ * lock is free. A waiter that starts the queue publishes a release (see
+ * above). A claim that finds no hold of its owner changes nothing and
+ * gets the PTTL. A hold that begins here (a free lock taken, a hand-off
+ * claimed) keeps its request id as the first, as acquire does, so that a
+ * late attempt's undo leaves it alone. */
 static const char fair_acquire_lua[] =
     KIND_LUA
     FAIR_LUA
@@ -411,15 +548,16 @@ static const char fair_acquire_lua[] =
     "local ht, hw = string.match(v[3] or '', '^(%d+):(%d+)$')\n"
     "if v[1] and hw == ARGV[9] then\n"
     "  redis.call('hdel', KEYS[1], 'hilock:handed')\n"
-    "  redis.call('hset', KEYS[1], rid, ARGV[12])\n"
+    "  redis.call('hset', KEYS[1], rid, ARGV[13],\n"
+    "             ARGV[2] .. '" KEYS_FIRST_RID_SUFFIX "', ARGV[13])\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "  return {tonumber(v[1]), tonumber(ht)}\n"
     "end\n"
     "if v[1] then\n"
     "  local n = tonumber(v[1])\n"
-    "  if ARGV[6] ~= 'c' and tonumber(ARGV[12]) > tonumber(v[2] or '0') then\n"
+    "  if ARGV[6] ~= 'c' and tonumber(ARGV[13]) > tonumber(v[2] or '0') then\n"
     "    n = n + 1\n"
-    "    redis.call('hset', KEYS[1], ARGV[2], n, rid, ARGV[12])\n"
+    "    redis.call('hset', KEYS[1], ARGV[2], n, rid, ARGV[13])\n"
     "    redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "  end\n"
     "  local t = 0\n"
@@ -429,7 +567,9 @@ static const char fair_acquire_lua[] =
     "if ARGV[6] == 'c' then return redis.call('pttl', KEYS[1]) end\n"
     "local now = now_ms()\n"
     "local q = ARGV[5]\n"
-    "if redis.call('exists', KEYS[1]) == 0 then\n"
+    "local own = q .. ':owners'\n"
+    "local turn = tonumber(redis.call('hget', own, 'hilock:turn') or '0')\n"
+    "if redis.call('exists', KEYS[1]) == 0 and turn <= now then\n"
     "  local first, f, d\n"
     "  while true do\n"
     "    first = redis.call('lindex', q, 0)\n"
@@ -440,25 +580,42 @@ static const char fair_acquire_lua[] =
     "  end\n"
     "  if not first or f == ARGV[2] then\n"
     "    if first then pop(q) end\n"
-    "    redis.call('hset', KEYS[1], ARGV[2], 1, rid, ARGV[12])\n"
+    "    redis.call('hset', KEYS[1], ARGV[2], 1, rid, ARGV[13],\n"
+    "               ARGV[2] .. '" KEYS_FIRST_RID_SUFFIX "', ARGV[13])\n"
     "    redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "    local t = 0\n"
     "    if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end\n"
     "    return {1, t}\n"
     "  end\n"
-    "  hand(KEYS[1], q, now, ARGV[3], ARGV[4], ARGV[10], ARGV[11])\n"
+    "  local h = hand(KEYS[1], q, now, ARGV[3], ARGV[4], ARGV[10], ARGV[11],\n"
+    "                 nil, ARGV[2])\n"
+    "  if not h then\n"
+    "    redis.call(ARGV[10], ARGV[11], '0')\n"
+    "  elseif type(h) == 'table' and h[7] == ARGV[2] then\n"
+    /* past entries nobody heard, to the caller's own: it holds it now */
+    "    redis.call('hdel', KEYS[1], 'hilock:handed')\n"
+    "    redis.call('hset', KEYS[1], rid, ARGV[13],\n"
+    "               ARGV[2] .. '" KEYS_FIRST_RID_SUFFIX "', ARGV[13])\n"
+    "    redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "    return {1, h[4]}\n"
+    "  end\n"
     "end\n"
     "if ARGV[6] == 'w' then\n"
     "  local e = (now + tonumber(ARGV[7])) .. ':' .. ARGV[1] .. ':' ..\n"
-    "            ARGV[8] .. ':' .. ARGV[9] .. ':' .. ARGV[2]\n"
-    "  local own, at = q .. ':owners', nil\n"
+    "            ARGV[8] .. ':' .. ARGV[9] .. ':' .. ARGV[12] .. ':' .. now ..\n"
+    "            ':' .. ARGV[2]\n"
+    "  local at\n"
     "  local old = redis.call('hget', own, ARGV[2])\n"
     "  if old then\n" /* a retry: the entry keeps its place */
     "    for i, x in ipairs(redis.call('lrange', q, 0, -1)) do\n"
     "      if x == old then at = i - 1 break end\n"
     "    end\n"
     "  end\n"
-    "  if at then redis.call('lset', q, at, e) else redis.call('rpush', q, e) end\n"
+    "  if at then\n"
+    "    redis.call('lset', q, at, e)\n"
+    "  elseif redis.call('rpush', q, e) == 1 then\n" /* a new queue */
+    "    redis.call(ARGV[10], ARGV[11], '0')\n"
+    "  end\n"
     "  redis.call('hset', own, ARGV[2], e)\n"
     "  for _, k in ipairs({q, own}) do\n"
     "    if redis.call('pttl', k) < tonumber(ARGV[7]) then\n"
@@ -466,18 +623,25 @@ static const char fair_acquire_lua[] =
     "    end\n"
     "  end\n"
     "end\n"
-    "return redis.call('pttl', KEYS[1])\n";
+    "local p = redis.call('pttl', KEYS[1])\n"
+    "if p == -2 then\n" /* free: a turn for others, or none */
+    "  turn = tonumber(redis.call('hget', own, 'hilock:turn') or '0')\n"
+    "  p = math.max(turn - now, 1)\n"
+    "end\n"
+    "return p\n";
 
 /* fair_release
  * KEYS[1..4] as for fair_acquire
- * ARGV[1..7] as for release (the request id is ARGV[11]), ARGV[7] queue,
+ * ARGV[1..6] as for release (the request id is ARGV[11]), ARGV[7] queue,
  * ARGV[8] "1" to issue tokens, ARGV[9] fencing counter, ARGV[10] the
  * caller's listener
  * As release, but the owner's last hold goes to the first live entry of
- * the queue (see above) when there is one: then {0, 0}, or {0, 0, owner
- * tag, wait id, token} when that waiter is the caller's client's, which
- * delivers the hand-off itself without waiting for the message. With no
- * live entry the lock is deleted and the release published, as release. */
+ * the queue (see above) when there is one: then {0, 0, 0}, or {0, 0, owner
+ * tag, wait id, token, sent, span} (as in the message) when that waiter
+ * is the caller's client's, which delivers the hand-off itself without
+ * waiting for the message. With no live entry, or a turn of the waiters
+ * without fair mode, the lock is deleted and the release published, as
+ * release. */
 static const char fair_release_lua[] =
     KIND_LUA
     MAY_PUBLISH_LUA
@@ -499,9 +663,10 @@ static const char fair_release_lua[] =
     "if e then return e end\n"
     "redis.call('del', KEYS[1])\n"
     "local h = hand(KEYS[1], ARGV[7], now_ms(), ARGV[8], ARGV[9], ARGV[5],\n"
-    "               ARGV[6])\n"
+    "               ARGV[6], ARGV[10])\n"
     "if not h then return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])} end\n"
-    "if h[1] == ARGV[10] then return {0, 0, h[2], h[3], h[4]} end\n"
+    "if type(h) == 'number' then return {0, h} end\n"
+    "if h[1] == ARGV[10] then return {0, 0, h[2], h[3], h[4], h[5], h[6]} end\n"
     "return {0, 0, 0}\n";
 
 /* fair_leave (a fair wait cancelled or timed out)
@@ -578,6 +743,7 @@ static const char *const scripts[SCRIPT_COUNT] = {
     [SCRIPT_SEM_AVAILABLE] = script_sem_available_lua,
     [SCRIPT_UNDO] = undo_lua,
     [SCRIPT_QUERY] = query_lua,
+    [SCRIPT_GUARDED] = script_guarded_lua,
 };
 
 void script_set_init(struct script_set *s)

@@ -25,7 +25,6 @@
 #ifdef HILOCK_HAVE_TLS
 #include <arpa/inet.h>
 #include <hiredis/async.h>
-#include <hiredis/hiredis.h>
 #include <hiredis/hiredis_ssl.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -70,7 +69,8 @@ int tls_options_check(const struct hilock_options *o)
     if (!settings_ok(&o->tls) || !settings_ok(&o->sentinel_tls))
         return HILOCK_EINVAL;
     if (o->tls.mode != HILOCK_TLS_OFF &&
-        ((!lists && o->unix_path) || (o->masters && any_unix(o->masters, o->nmasters)) ||
+        ((!lists && o->unix_path) ||
+         (o->masters && any_unix(o->masters, o->nmasters)) ||
          (o->cluster && any_unix(o->cluster, o->ncluster))))
         return HILOCK_EINVAL;
     if (st->mode != HILOCK_TLS_OFF && o->sentinels &&
@@ -122,6 +122,16 @@ void tls_free(struct tls *t)
     (void)t;
 }
 
+int tls_connect(const struct tls *t, struct redisContext *c,
+                const char *host, void **session)
+{
+    (void)t;
+    (void)c;
+    (void)host;
+    *session = NULL;
+    return HILOCK_ETLS;
+}
+
 int tls_attach(const struct tls *t, struct redisAsyncContext *ac,
                const char *host, void **session)
 {
@@ -129,7 +139,7 @@ int tls_attach(const struct tls *t, struct redisAsyncContext *ac,
     (void)ac;
     (void)host;
     *session = NULL;
-    return -1;
+    return HILOCK_ETLS;
 }
 
 int tls_failed(void *session, int pending, char *why, size_t len)
@@ -231,28 +241,41 @@ static int tls_set_name(SSL *ssl, const char *name)
     return SSL_set_tlsext_host_name(ssl, name) && SSL_set1_host(ssl, name);
 }
 
-int tls_attach(const struct tls *t, redisAsyncContext *ac, const char *host,
-               void **session)
+int tls_connect(const struct tls *t, redisContext *c, const char *host,
+                void **session)
 {
     const char *name = t->server_name ? t->server_name : host;
     SSL *ssl = SSL_new(t->ctx);
+    int rc = HILOCK_ETLS;
     *session = NULL;
     ERR_clear_error();
-    if (!ssl || (name && !tls_set_name(ssl, name)) ||
-        redisInitiateSSL(&ac->c, ssl) != REDIS_OK) {
-        /* The handshake may fail at once (loopback): say why. */
-        if (!ssl || !tls_failed(ssl, 1, ac->c.errstr, sizeof(ac->c.errstr)))
-            snprintf(ac->c.errstr, sizeof(ac->c.errstr), "TLS setup: %s",
-                     ssl_reason());
-        if (!ac->c.err)
-            ac->c.err = REDIS_ERR_OTHER;
+    if (ssl && (!name || tls_set_name(ssl, name)) &&
+        redisInitiateSSL(c, ssl) == REDIS_OK) {
+        *session = ssl;
+        return 0;
+    }
+    /* The handshake may fail at once (loopback, blocking): say why. A
+     * connection refused or reset keeps hiredis's words. */
+    if (ssl && !tls_failed(ssl, 1, c->errstr, sizeof(c->errstr)) && c->err)
+        rc = HILOCK_ECONN;
+    else if (!ssl || c->err == 0)
+        snprintf(c->errstr, sizeof(c->errstr), "TLS setup: %s",
+                 ssl_reason());
+    if (!c->err)
+        c->err = REDIS_ERR_OTHER;
+    SSL_free(ssl); /* hiredis took it only on success */
+    return rc;
+}
+
+int tls_attach(const struct tls *t, redisAsyncContext *ac, const char *host,
+               void **session)
+{
+    int rc = tls_connect(t, &ac->c, host, session);
+    if (rc != 0) {
         ac->err = ac->c.err;
         ac->errstr = ac->c.errstr;
-        SSL_free(ssl); /* hiredis took it only on success */
-        return -1;
     }
-    *session = ssl;
-    return 0;
+    return rc;
 }
 
 int tls_failed(void *session, int pending, char *why, size_t len)
@@ -260,17 +283,19 @@ int tls_failed(void *session, int pending, char *why, size_t len)
     SSL *ssl = session;
     unsigned long e = ERR_peek_last_error();
     long v = SSL_get_verify_result(ssl);
+    int ssl_error = e && ERR_GET_LIB(e) == ERR_LIB_SSL;
+    /* Whether the server spoke TLS at all: without that, a refused or
+     * reset connection is a connection failure. */
+    int spoke = SSL_get_peer_cert_chain(ssl) || SSL_is_init_finished(ssl);
     int failed = 1;
-    if (e && ERR_GET_LIB(e) == ERR_LIB_SSL && v != X509_V_OK &&
+    if (ssl_error && v != X509_V_OK &&
         (SSL_get_verify_mode(ssl) & SSL_VERIFY_PEER))
         snprintf(why, len, "TLS: server certificate refused: %s",
                  X509_verify_cert_error_string(v));
-    else if (e && ERR_GET_LIB(e) == ERR_LIB_SSL)
+    else if (ssl_error)
         snprintf(why, len, "TLS: %s", ssl_reason()); /* e.g. an alert */
-    else if (!SSL_is_init_finished(ssl))
-        snprintf(why, len, "TLS handshake did not complete");
-    else if (pending) /* a refused client certificate, often */
-        snprintf(why, len, "TLS: closed by the server before any reply");
+    else if (pending && spoke) /* a refused client certificate, often */
+        snprintf(why, len, "TLS: closed by the server in the handshake");
     else
         failed = 0;
     ERR_clear_error();

@@ -44,13 +44,19 @@ int tls_new(struct tls **out, const struct hilock_tls *s,
 void tls_free(struct tls *t);
 /* Start TLS on ac, a connection just opened to host: the handshake runs as
  * hiredis first reads and writes. *session is set to the session, valid
- * until ac is freed. Returns 0, or -1 with ac->errstr set. */
+ * until ac is freed. Returns 0, or with ac->errstr set HILOCK_ETLS, or
+ * HILOCK_ECONN when the connection failed under it (refused, reset). */
 int tls_attach(const struct tls *t, struct redisAsyncContext *ac,
                const char *host, void **session);
-/* Whether a connection that was lost failed in TLS (the handshake did not
- * complete, the server's certificate was refused, the server refused ours,
- * or, when pending, it closed before its first reply over TLS), with the
- * reason in why (len bytes). 0: lost for another reason. */
+/* The same on c, a blocking or non-blocking context just connected (a
+ * blocking one does the handshake now); the same returns, c->errstr set. */
+struct redisContext;
+int tls_connect(const struct tls *t, struct redisContext *c,
+                const char *host, void **session);
+/* Whether a connection that was lost failed in TLS (the server's
+ * certificate was refused, a TLS error or alert, or, when the handshake is
+ * pending, the server closed after it had spoken TLS), with the reason in
+ * why (len bytes). 0: lost for another reason (refused, reset, closed). */
 int tls_failed(void *session, int pending, char *why, size_t len);
 
 #endif

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "quorum.h"
 #include "reply.h"
 
 /* Poll interval when the holder reported no expiry (PTTL -1). */
@@ -228,6 +229,31 @@ void wait_on_message(struct engine *eng, enum sub_kind kind,
         queue_wake(q);
 }
 
+/* How long the hold of hand-off h lasts, in this client's clock: until
+ * the returned time (ms) at least, or 0 when too little is left to count
+ * it as a grant.
+ *
+ * A hand-off's lease runs from the moment the server set it, not from the
+ * moment its message is read: a waiter whose process was stopped or slow
+ * reads it late, maybe after the lease ran out and the lock moved on. The
+ * message says when the lease ends relative to something this client
+ * timed itself: the hold ends span_ms after the server wrote the waiter's
+ * queue entry, and the request that wrote it left here at sent_ms (this
+ * client's monotonic clock, echoed back), before it was written. So it
+ * ends no sooner than sent_ms + span_ms here. That needs no shared clock,
+ * only clocks that run at about the same rate, for which the usual
+ * allowance (lease/100 + 2 ms over the span) is kept back, as for any
+ * grant: lease - (now - send time) - drift. */
+static uint64_t handoff_until(const struct reply_handoff *h)
+{
+    uint64_t now = clock_now_ms();
+    if (h->sent_ms > now || h->span_ms > UINT32_MAX)
+        return 0; /* not a time of this clock: confirm instead */
+    if (quorum_validity((uint32_t)h->span_ms, now - h->sent_ms) <= 0)
+        return 0;
+    return h->sent_ms + h->span_ms;
+}
+
 void wait_handed(struct engine *eng, const char *name, size_t len,
                  const struct reply_handoff *h)
 {
@@ -240,7 +266,7 @@ void wait_handed(struct engine *eng, const char *name, size_t len,
             w->lock->wait_id == h->wait_id)
             break;
     if (w)
-        eng->hooks.handed(w->lock, h->token);
+        eng->hooks.handed(w->lock, h->token, handoff_until(h));
 }
 
 static void arm_fallback(struct wait_queue *q, int64_t ttl_ms);

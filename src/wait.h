@@ -41,8 +41,10 @@ void wait_released(struct hilock_lock *lock, int64_t heard);
 void wait_on_message(struct engine *eng, enum sub_kind kind,
                      const char *name, size_t len);
 /* Fair mode: the lock name was handed to the waiter of this client that
- * h names (its owner tag and wait id); hooks.handed tells it. A hand-off
- * for no waiter here (it gave up, or took the lock already) is ignored. */
+ * h names (its owner tag and wait id); hooks.handed tells it, with the
+ * time the hold lasts, or 0 when it was learnt too late to count. A
+ * hand-off for no waiter here (it gave up, or took the lock already) is
+ * ignored. */
 void wait_handed(struct engine *eng, const char *name, size_t len,
                  const struct reply_handoff *h);
 /* Fair mode: a message msg (length mlen) on this client's hand-off channel

@@ -16,19 +16,54 @@ void wire_evalsha(struct resp_buf *b, const char *sha, size_t argc,
     resp_arg_u64(b, numkeys);
 }
 
+int wire_eval_body(struct resp_buf *b, const char *body, size_t len)
+{
+    static const char head[] = "$7\r\nEVALSHA\r\n$40\r\n";
+    const size_t hl = sizeof head - 1;
+    const char *nl = b->failed || !b->len ? NULL : memchr(b->data, '\n', b->len);
+    if (!nl)
+        return -1;
+    size_t at = (size_t)(nl - b->data) + 1; /* past the array header */
+    size_t rest = at + hl + 40 + 2;         /* past the digest */
+    if (b->len < rest || memcmp(b->data + at, head, hl) != 0)
+        return -1;
+    struct resp_buf t;
+    resp_init(&t, NULL, 0);
+    resp_raw(&t, b->data, at);
+    resp_arg(&t, "EVAL", 4);
+    resp_arg(&t, body, len);
+    resp_raw(&t, b->data + rest, b->len - rest);
+    int rc = t.failed ? -1 : 0;
+    if (rc == 0) {
+        resp_copy(b, &t);
+        rc = b->failed ? -1 : 0;
+    }
+    resp_free(&t);
+    return rc;
+}
+
 void wire_acquire(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint32_t lease_ms, int fencing,
                   uint64_t rid)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, fencing ? 10 : 9, fencing ? 2 : 1);
+    size_t nk = 1 + (fencing != 0) + (l->entry_ms ? 2 : 0);
+    wire_evalsha(b, sha, (l->entry_ms ? 10 : 8) + nk, nk);
     keys_lock(b, &k);
     if (fencing)
         keys_fence(b, &k);
+    if (l->entry_ms) { /* the fair queue it may join, and its owners */
+        keys_queue(b, &k);
+        keys_tagged(b, &k, KEYS_QUEUE_HEAD, KEYS_OWNERS_TAIL);
+    }
     resp_arg_u64(b, lease_ms);
     keys_field(b, l->client_id, l->owner_tag);
     resp_arg(b, fencing ? "1" : "0", 1);
     keys_fence(b, &k);
+    if (l->entry_ms) { /* only a wait joins a queue */
+        keys_queue(b, &k);
+        resp_arg_u64(b, l->entry_ms);
+    }
     resp_arg_u64_fixed(b, rid);
 }
 
@@ -259,7 +294,7 @@ void wire_fair_acquire(struct resp_buf *b, const char *sha,
     struct key_src k = wire_key(l);
     char m = (char)mode;
     size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, sha, 15 + nk, nk);
+    wire_evalsha(b, sha, 16 + nk, nk);
     keys_lock(b, &k);
     fair_keys(b, &k, fencing);
     resp_arg_u64(b, lease_ms);
@@ -273,7 +308,8 @@ void wire_fair_acquire(struct resp_buf *b, const char *sha,
     resp_arg_u64(b, f->wait_id);
     resp_arg(b, f->publish, strlen(f->publish));
     keys_channel(b, &k);
-    resp_arg_u64_fixed(b, rid);
+    resp_arg_u64(b, f->clock_ms);
+    resp_arg_u64_fixed(b, rid); /* last: wire_rid */
 }
 
 void wire_fair_release(struct resp_buf *b, const char *sha,

@@ -34,6 +34,8 @@ struct wire_lock {
     const char *suffix;    /* of the field (a writer's ":write"), or NULL */
     uint8_t kind;          /* enum lock_kind */
     unsigned char member[16]; /* an expiring permit's id */
+    uint32_t entry_ms;     /* a waiting acquire's fair-queue entry lives
+                              this long (ms); 0: it does not wait */
 };
 
 /* The keys of l. */
@@ -47,6 +49,12 @@ static inline struct key_src wire_key(const struct wire_lock *l)
 void wire_evalsha(struct resp_buf *b, const char *sha, size_t argc,
                   size_t numkeys);
 
+/* Turn the EVALSHA command in b into EVAL of the script's body (len
+ * bytes): the same keys and arguments. For a server that refuses SCRIPT
+ * LOAD or EVALSHA. 0; -1 when b holds no EVALSHA or memory ran out (b is
+ * then unusable only when its own growth failed: b->failed). */
+int wire_eval_body(struct resp_buf *b, const char *body, size_t len);
+
 /* Every acquire and release carries a request id (see script.c) as its
  * last argument, written with a fixed width so that wire_rid() can change
  * it in place for a resend that needs a new one. */
@@ -55,7 +63,8 @@ void wire_rid(struct resp_buf *b, uint64_t rid);
 uint64_t wire_rid_of(const struct resp_buf *b);
 
 /* EVALSHA sha of the acquire script: take or re-enter l with lease_ms,
- * drawing a fencing token when fencing, as request id rid. */
+ * drawing a fencing token when fencing, as request id rid; a waiting
+ * acquire (l->entry_ms) joins the name's fair queue when there is one. */
 void wire_acquire(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint32_t lease_ms, int fencing,
                   uint64_t rid);
@@ -79,8 +88,8 @@ void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
  * wire_take: RESTORE of l's lock key with lease_ms as the hash the acquire
  * script writes for a first hold (the owner's field 1, rid as its last
  * and its first request id); Redis refuses it with BUSYKEY when the key
- * exists. -1 (nothing written) when the owner field does not fit a payload; lease_ms must not
- * be 0 (RESTORE's "no expiry").
+ * exists. -1 (nothing written) when the owner field does not fit a
+ * payload; lease_ms must not be 0 (RESTORE's "no expiry").
  * wire_drop: HDEL of the owner's field and request ids, which ends a single
  * hold and deletes the key with its last field, then the release message
  * with publish as a second command; returns where that one starts (the
@@ -96,9 +105,9 @@ size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,
  * server's unix time after which nothing may change (0: none). The locks
  * are arguments, not declared keys: in a cluster one call renews every
  * lock a master holds, whatever their slots. A call about one lock only
- * may name it as keyed: its key is declared too, so that a cluster
- * redirects the call to where the key is (MOVED, or ASK while its slot
- * migrates). */
+ * may name it as keyed: its key (a reader's first hold's key with it) is
+ * declared too, so that a cluster redirects the call to where the key is
+ * (MOVED, or ASK while its slot migrates). */
 void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
                      uint32_t lease_ms, uint64_t deadline_ms,
                      const struct wire_lock *keyed);
@@ -127,12 +136,14 @@ enum wire_fair_mode {
     WIRE_FAIR_CLAIM = 'c'  /* claim a hand-off, nothing else */
 };
 /* Where a fair request names its client: the listener tag, and how long
- * the waiter's queue entry stays live (ms) and which wait it is. */
+ * the waiter's queue entry stays live (ms) and which wait it is; the
+ * sender's monotonic clock (ms) at encoding, which a hand-off echoes. */
 struct wire_fair {
     const char *listener;
     uint32_t entry_ms;
     uint64_t wait_id;
     const char *publish;
+    uint64_t clock_ms;
 };
 /* EVALSHA sha of fair_acquire: as wire_acquire, in mode. */
 void wire_fair_acquire(struct resp_buf *b, const char *sha,

@@ -116,9 +116,6 @@ static int node_by_port(const struct rc_cluster *c, long long port)
     return -1;
 }
 
-/* A node with a bus port of its own: redis picks port + 10000 otherwise,
- * which may be taken or above 65535. The bus port was free a moment ago;
- * should it be taken meanwhile, the node exits and we try another. */
 /* rc_set_tls's files (empty: no TLS). */
 static char tls_files[3][PATH_MAX];
 
@@ -136,9 +133,16 @@ int rc_tls_port(const struct rc_cluster *c, int i)
     return valid(c, i) && c->tls_port[i] > 0 ? c->tls_port[i] : -1;
 }
 
-static struct rs_server *start_node(int *tls_port)
+/* A node with a bus port of its own: redis picks port + 10000 otherwise,
+ * which may be taken or above 65535. The bus port was free a moment ago;
+ * should it be taken meanwhile, the node exits and we try another. Before
+ * 7.0 a node cannot be given its bus port (nor a shutdown timeout): one
+ * whose port + 10000 is out of range is stopped and another started. */
+static struct rs_server *start_node(int *tls_port, const char *const *extra)
 {
-    for (int attempt = 0; attempt < 3; attempt++) {
+    bool v7 = rs_server_version() == 0 ||
+              rs_server_version() >= RS_VERSION_7_0;
+    for (int attempt = 0; attempt < (v7 ? 3 : 8); attempt++) {
         char bus[16], tls[16];
         int bus_port = rs_free_port();
         *tls_port = tls_files[0][0] ? rs_free_port() : 0;
@@ -154,27 +158,37 @@ static struct rs_server *start_node(int *tls_port)
          * ACK beats the master's reaping of the fork), so a write made
          * then is lost by a failover. shutdown-timeout 0: a master stops
          * without waiting for its replicas. */
-        const char *args[] = {"--hz", "100",
-                              "--cluster-enabled", "yes",
-                              "--cluster-port", bus,
-                              "--cluster-node-timeout",
-                              RC_STR(RC_NODE_TIMEOUT_MS),
-                              "--cluster-replica-validity-factor", "0",
-                              "--repl-diskless-sync", "no",
-                              "--shutdown-timeout", "0",
-                              /* with rc_set_tls: */
-                              "--tls-port", tls,
-                              "--tls-cert-file", tls_files[0],
-                              "--tls-key-file", tls_files[1],
-                              "--tls-ca-cert-file", tls_files[2],
-                              "--tls-auth-clients", "no",
-                              "--tls-cluster", "yes",
-                              "--tls-replication", "yes",
-                              NULL};
-        for (int i = 0; !tls_files[0][0] && args[i]; i++)
-            if (strcmp(args[i], "--tls-port") == 0)
-                args[i] = NULL; /* no TLS: end before its arguments */
+        const char *args[RC_MAX_ARGS + 32] = {
+            "--hz", "100", "--cluster-enabled", "yes",
+            "--cluster-node-timeout", RC_STR(RC_NODE_TIMEOUT_MS),
+            "--cluster-replica-validity-factor", "0",
+            "--repl-diskless-sync", "no"};
+        int n = 10;
+        if (v7) {
+            const char *more[] = {"--cluster-port", bus, "--shutdown-timeout",
+                                  "0"};
+            for (int i = 0; i < 4; i++)
+                args[n++] = more[i];
+        }
+        if (tls_files[0][0]) {
+            const char *more[] = {"--tls-port", tls,
+                                  "--tls-cert-file", tls_files[0],
+                                  "--tls-key-file", tls_files[1],
+                                  "--tls-ca-cert-file", tls_files[2],
+                                  "--tls-auth-clients", "no",
+                                  "--tls-cluster", "yes",
+                                  "--tls-replication", "yes"};
+            for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
+                args[n++] = more[i];
+        }
+        for (int i = 0; extra && extra[i] && i < RC_MAX_ARGS; i++)
+            args[n++] = extra[i];
+        args[n] = NULL;
         struct rs_server *srv = rs_start(args);
+        if (srv && !v7 && rs_port(srv) + 10000 > 65535) {
+            rs_stop(srv);
+            continue;
+        }
         if (srv)
             return srv;
     }
@@ -616,6 +630,12 @@ static int check_roles(const struct rc_cluster *c, int masters)
 
 struct rc_cluster *rc_start(int masters, int replicas_per_master)
 {
+    return rc_start_args(masters, replicas_per_master, NULL);
+}
+
+struct rc_cluster *rc_start_args(int masters, int replicas_per_master,
+                                 const char *const *args)
+{
     if (masters < 3 || replicas_per_master < 0 ||
         masters * (1 + replicas_per_master) > RC_MAX_NODES) {
         fprintf(stderr, "rc: cannot make %d masters with %d replicas each\n",
@@ -627,7 +647,7 @@ struct rc_cluster *rc_start(int masters, int replicas_per_master)
         return NULL;
     int n = masters * (1 + replicas_per_master);
     for (c->n = 0; c->n < n; c->n++) {
-        c->srv[c->n] = start_node(&c->tls_port[c->n]);
+        c->srv[c->n] = start_node(&c->tls_port[c->n], args);
         if (!c->srv[c->n])
             goto fail;
     }

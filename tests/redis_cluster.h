@@ -55,6 +55,11 @@ void rc_set_tls(const struct rs_tls *tls);
 /* Node i's TLS port, or -1. */
 int rc_tls_port(const struct rc_cluster *c, int i);
 
+/* The same with extra server arguments for every node (NULL-terminated, at
+ * most RC_MAX_ARGS), e.g. "--rename-command", "SPUBLISH", "". */
+#define RC_MAX_ARGS 32
+struct rc_cluster *rc_start_args(int masters, int replicas_per_master,
+                                 const char *const *args);
 /* Stop every node and free the cluster; NULL is ignored. */
 void rc_stop(struct rc_cluster *c);
 

@@ -5,8 +5,8 @@
  * the master lists the replicas, hellos on __sentinel__:hello announce the
  * other Sentinels and new configurations), so each of them is asked on its
  * own until all say the same thing. Their periods are shortened with
- * SENTINEL DEBUG, a knob Redis provides for its own tests; the defaults
- * would make every start and failover take 10 to 20 seconds.
+ * SENTINEL DEBUG, a knob Redis (7.0 and later) provides for its own tests;
+ * the defaults would make every start and failover take 10 to 20 seconds.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -68,6 +68,14 @@ int rt_server_port(const struct rt_sentinel *t, int i)
 struct rs_server *rt_server(struct rt_sentinel *t, int i)
 {
     return t && i >= 0 && i < t->nservers ? t->server[i] : NULL;
+}
+
+/* Whether the servers have what 7.0 brought (--shutdown-timeout, SENTINEL
+ * DEBUG); a version that cannot be told counts as new. */
+static bool v7(void)
+{
+    int v = rs_server_version();
+    return v == 0 || v >= RS_VERSION_7_0;
 }
 
 static bool live(const struct rs_server *srv)
@@ -282,12 +290,20 @@ static bool is_settled(const struct rt_sentinel *t)
     return m >= 0 && replicas_settled(t, m);
 }
 
-/* Poll cond(t) until true or RT_WAIT_MS passed. 0 or -1. */
+/* How long a wait may take: RT_WAIT_MS, three times that for Sentinels
+ * without SENTINEL DEBUG (before 7.0), whose hellos come every 2 s and
+ * whose INFO every 10 s. */
+static int wait_ms(void)
+{
+    return v7() ? RT_WAIT_MS : 3 * RT_WAIT_MS;
+}
+
+/* Poll cond(t) until true or wait_ms() passed. 0 or -1. */
 static int wait_for(const struct rt_sentinel *t,
                     bool (*cond)(const struct rt_sentinel *),
                     const char *what)
 {
-    long long deadline = rs_now_ms() + RT_WAIT_MS;
+    long long deadline = rs_now_ms() + wait_ms();
     for (;;) {
         if (cond(t))
             return 0;
@@ -295,7 +311,7 @@ static int wait_for(const struct rt_sentinel *t,
             break;
         rs_sleep_ms(RT_POLL_MS);
     }
-    fprintf(stderr, "rt: %s: not done in %d ms\n", what, RT_WAIT_MS);
+    fprintf(stderr, "rt: %s: not done in %d ms\n", what, wait_ms());
     return -1;
 }
 
@@ -307,7 +323,7 @@ int rt_settle(struct rt_sentinel *t)
 /* Poll until a master other than old is named by all; its index or -1. */
 static int wait_new_master(struct rt_sentinel *t, int old, const char *what)
 {
-    long long deadline = rs_now_ms() + RT_WAIT_MS;
+    long long deadline = rs_now_ms() + wait_ms();
     for (;;) {
         int m = rt_master(t);
         if (m >= 0 && m != old)
@@ -316,7 +332,7 @@ static int wait_new_master(struct rt_sentinel *t, int old, const char *what)
             break;
         rs_sleep_ms(RT_POLL_MS);
     }
-    fprintf(stderr, "rt: %s: no new master in %d ms\n", what, RT_WAIT_MS);
+    fprintf(stderr, "rt: %s: no new master in %d ms\n", what, wait_ms());
     return -1;
 }
 
@@ -361,11 +377,18 @@ static struct rs_server *start_data_node(int master_port)
     char port[16];
     struct rs_options o;
     snprintf(port, sizeof port, "%d", master_port);
-    const char *args[] = {"--hz", "100",
-                          "--repl-diskless-sync", "no",
-                          "--shutdown-timeout", "0",
-                          master_port > 0 ? "--replicaof" : NULL,
-                          "127.0.0.1", port, NULL};
+    const char *args[10] = {"--hz", "100", "--repl-diskless-sync", "no"};
+    int n = 4;
+    if (v7()) {
+        args[n++] = "--shutdown-timeout";
+        args[n++] = "0";
+    }
+    if (master_port > 0) {
+        args[n++] = "--replicaof";
+        args[n++] = "127.0.0.1";
+        args[n++] = port;
+    }
+    args[n] = NULL;
     memset(&o, 0, sizeof o);
     o.args = args;
     return start_with(&o);
@@ -396,7 +419,11 @@ static struct rs_server *start_sentinel(const struct rt_sentinel *t,
      * whose last INFO is 3 periods old is not promoted, and during a
      * failover Sentinels send INFO only every second): replicas and role
      * changes are seen soon. Asking the others every 200 ms: a master
-     * down for everyone is agreed on at once. */
+     * down for everyone is agreed on at once. Before 7.0 there is no
+     * SENTINEL DEBUG: the default periods (hellos every 2 s, INFO every
+     * 10 s) make starts and failovers slower. */
+    if (!v7())
+        return sen;
     redisContext *ctx = rs_connect_timeout(sen, RT_IO_MS);
     redisReply *r = ctx ? redisCommand(ctx,
                                        "SENTINEL DEBUG publish-period 200 "
@@ -486,7 +513,7 @@ int rt_failover(struct rt_sentinel *t)
     int old = t ? master_with_replica(t, "failover") : -1;
     if (old < 0)
         return -1;
-    long long deadline = rs_now_ms() + RT_WAIT_MS;
+    long long deadline = rs_now_ms() + wait_ms();
     for (;;) {
         struct rs_server *sen = NULL;
         for (int i = 0; i < t->nsentinels && !sen; i++)

@@ -15,7 +15,8 @@
  * hellos every 200 ms, INFO every 500 ms) and down-after-milliseconds 1000,
  * so that they find each other, fail over and reconfigure a returning old
  * master within seconds rather than tens of seconds. Waits are bounded
- * (RT_WAIT_MS) and poll every few milliseconds.
+ * (RT_WAIT_MS; three times that before 7.0, which has no SENTINEL DEBUG)
+ * and poll every few milliseconds.
  *
  * Test support, not library code: blocking hiredis, nothing of hilock; on
  * failure a line on stderr and NULL or -1. Not thread-safe.

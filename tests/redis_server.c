@@ -201,6 +201,73 @@ static int pick_port(void)
     return ntohs(sa.sin_port);
 }
 
+/* The server program: HILOCK_REDIS_SERVER, or redis-server from PATH. */
+static const char *server_bin(void)
+{
+    const char *bin = getenv("HILOCK_REDIS_SERVER");
+    return bin && bin[0] ? bin : "redis-server";
+}
+
+/* major * 10000 + minor * 100 + patch from a --version line: "Redis
+ * server v=7.0.15 sha=...", "Valkey server v=8.1.1 ...", "KeyDB server
+ * v=6.3.4 ..."; 0 without a "v=". */
+static int parse_version(const char *line)
+{
+    const char *v = strstr(line, " v=");
+    int major = 0, minor = 0, patch = 0;
+    if (!v || sscanf(v + 3, "%d.%d.%d", &major, &minor, &patch) < 2)
+        return 0;
+    return major * 10000 + minor * 100 + patch;
+}
+
+/* Run the server program with --version and read its one line; the
+ * version, or 0. */
+static int ask_version(void)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return 0;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return 0;
+    }
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        execlp(server_bin(), server_bin(), "--version", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    char line[512];
+    size_t n = 0;
+    ssize_t k;
+    while (n < sizeof line - 1 &&
+           (k = read(fd[0], line + n, sizeof line - 1 - n)) != 0) {
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            break;
+        n += (size_t)k;
+    }
+    line[n] = '\0';
+    close(fd[0]);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    return parse_version(line);
+}
+
+int rs_server_version(void)
+{
+    static int version = -1;
+    if (version < 0)
+        version = ask_version();
+    return version;
+}
+
 /* In the child: tie our life to the parent's, detach from its process
  * group and descriptors, exec redis-server. Never returns. */
 static void child_exec(struct rs_server *srv, pid_t parent)
@@ -208,7 +275,6 @@ static void child_exec(struct rs_server *srv, pid_t parent)
     char port[16], logfile[PATH_MAX + 16];
     const char *argv[RS_MAX_ARGS + 24];
     int n = 0;
-    const char *bin = getenv("HILOCK_REDIS_SERVER");
 
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
         _exit(127); /* the parent is already gone */
@@ -227,7 +293,7 @@ static void child_exec(struct rs_server *srv, pid_t parent)
 
     snprintf(port, sizeof port, "%d", srv->port);
     snprintf(logfile, sizeof logfile, "%s/redis.log", srv->dir);
-    argv[n++] = bin && bin[0] ? bin : "redis-server";
+    argv[n++] = server_bin();
     if (srv->conf_path[0])
         argv[n++] = srv->conf_path;
     const char *fixed[] = {"--port", srv->tls_args[0] ? "0" : port,
@@ -281,8 +347,11 @@ static long log_size(const struct rs_server *srv)
 
 /* True when the log, past offset, says the server is listening. The log is
  * in our private directory, so this proves our child owns the port, even
- * when a password makes INFO unusable. A sentinel logs no "Ready" line; it
- * logs its ID once it listens. */
+ * when a password makes INFO unusable. The line that says so differs: a
+ * Sentinel logs its ID once it listens; KeyDB 6.3 writes "Ready to accept
+ * connections" only when it has a TLS port, but every server writes
+ * "Server initialized" after binding its ports (before loading its data:
+ * answers() then waits for the end of a load). */
 static bool log_says_ready(const struct rs_server *srv, long offset)
 {
     char path[PATH_MAX + 16], line[1024];
@@ -294,20 +363,23 @@ static bool log_says_ready(const struct rs_server *srv, long offset)
     if (fseek(f, offset, SEEK_SET) == 0) {
         while (!ready && fgets(line, sizeof line, f))
             ready = strstr(line, "Ready to accept connections") != NULL ||
+                    strstr(line, "Server initialized") != NULL ||
                     strstr(line, "Sentinel ID is ") != NULL;
     }
     fclose(f);
     return ready;
 }
 
-/* True when the server sends any reply (PONG or an error such as NOAUTH). */
+/* True when the server answers PING (PONG or an error such as NOAUTH)
+ * other than LOADING. */
 static bool answers(const struct rs_server *srv, int timeout_ms)
 {
     redisContext *c = rs_connect_timeout(srv, timeout_ms);
     if (!c)
         return false;
     redisReply *r = redisCommand(c, "PING");
-    bool ok = r != NULL;
+    bool ok = r != NULL && !(r->type == REDIS_REPLY_ERROR && r->str &&
+                             strncmp(r->str, "LOADING", 7) == 0);
     if (r)
         freeReplyObject(r);
     redisFree(c);

@@ -76,6 +76,14 @@ struct rs_server *rs_start_opts(const struct rs_options *opts);
  * free it. NULL is ignored. */
 void rs_stop(struct rs_server *srv);
 
+/* The version of the server program rs_start runs, as major * 10000 +
+ * minor * 100 + patch (70015 for 7.0.15), read from its --version line
+ * once per process; 0 when it cannot be told. Options and commands that
+ * older servers lack (7.0: --cluster-port, --shutdown-timeout, SENTINEL
+ * DEBUG, sharded pub/sub) are used only from the version that has them. */
+int rs_server_version(void);
+#define RS_VERSION_7_0 70000
+
 /* Milliseconds on the monotonic clock; sleep ms (through signals). */
 long long rs_now_ms(void);
 void rs_sleep_ms(int ms);

@@ -29,6 +29,7 @@
 
 #include "redis_cluster.h"
 #include "redis_sentinel.h"
+#include "tls_certs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +42,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The exit codes documented in `hilock --help` and the README. */
@@ -369,6 +371,60 @@ START_TEST(waiting_run_starts_the_command_when_the_holder_releases)
 }
 END_TEST
 
+/* Run the loop until the fair queue of "job" has n entries. */
+static bool queued_become(long long n, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    while (rs_int(tu_srv, "LLEN", "hilock_queue:{job}", (char *)NULL) != n) {
+        if (tu_now_ms() >= deadline)
+            return false;
+        tu_run_for(10);
+    }
+    return true;
+}
+
+/* Twenty --fair runs queued first are killed (SIGKILL): the release hands
+ * the lock past them to the live run behind, whose command starts within
+ * 100 ms, not after a hand-off lease per killed run. */
+START_TEST(fair_run_behind_killed_runs_starts_at_the_release)
+{
+    enum { DEAD = 20 };
+    struct hilock_options o;
+    tu_options(&o);
+    o.fair = 1;
+    struct hilock_client *c = tu_client(&o);
+    struct hilock_lock *l = hold_job(c, 1, 30000);
+    const char *wait[] = {"run", "--fair", "-p", port, "job", "--", "true",
+                          NULL};
+    const char *live[] = {"run", "--fair", "-w", "60000", "-p", port, "job",
+                          "--", "touch", "RAN", NULL};
+    pid_t dead[DEAD];
+    for (int i = 0; i < DEAD; i++)
+        dead[i] = cli_spawn(wait, NULL);
+    ck_assert(queued_become(DEAD, scaled(10000)));
+    pid_t pid = cli_spawn(live, NULL);
+    ck_assert(queued_become(DEAD + 1, scaled(5000)));
+    ck_assert(waiters_become(DEAD + 1, scaled(5000)));
+    for (int i = 0; i < DEAD; i++) {
+        kill(dead[i], SIGKILL);
+        waitpid(dead[i], NULL, 0);
+    }
+    ck_assert(waiters_become(1, scaled(5000)));
+    struct timespec t0;
+    struct stat st;
+    char p[512];
+    clock_gettime(CLOCK_REALTIME, &t0);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(cli_wait(pid, scaled(5000)), 0);
+    ck_assert_int_eq(stat(path_in(p, "RAN"), &st), 0);
+    long long ms = (st.st_mtim.tv_sec - t0.tv_sec) * 1000LL +
+                   (st.st_mtim.tv_nsec - t0.tv_nsec) / 1000000;
+    ck_assert_msg(ms <= scaled(100), "the command started %lld ms after "
+                  "the release", ms);
+    hilock_client_free(c);
+}
+END_TEST
+
 START_TEST(sigterm_reaches_the_command_and_its_status_is_returned)
 {
     const char *run[] = {"run", "-p", port, "job", "--", "sh", "-c",
@@ -512,13 +568,14 @@ START_TEST(usage_errors_exit_125_and_help_exits_0)
     const char *no_cmd[] = {"run", "-p", port, "job", NULL};
     const char *bad_wait[] = {"run", "-w", "soon", "job", "true", NULL};
     const char *bad_sub[] = {"frobnicate", NULL};
+    const char *fair_read[] = {"run", "--fair", "--read", "-p", port, "job",
+                               "true", NULL};
     const char *help[] = {"--help", NULL};
-    const char *status_tls[] = {"status", "-p", port, "--tls", "job", NULL};
     const char *tls_detail[] = {"run", "-p", port, "--cacert", "ca.crt",
                                 "job", "true", NULL};
-    ck_assert_int_eq(cli(status_tls, NULL), EXIT_FAILURE_);
     ck_assert_int_eq(cli(tls_detail, NULL), EXIT_FAILURE_);
     ck_assert_int_eq(cli(no_cmd, NULL), EXIT_FAILURE_);
+    ck_assert_int_eq(cli(fair_read, NULL), EXIT_FAILURE_);
     ck_assert_int_eq(cli(bad_wait, NULL), EXIT_FAILURE_);
     ck_assert_int_eq(cli(bad_sub, NULL), EXIT_FAILURE_);
     ck_assert_int_eq(cli(help, "out"), 0);
@@ -1798,6 +1855,52 @@ START_TEST(a_write_run_excludes_read_runs_and_they_exclude_it)
 }
 END_TEST
 
+/* The guarded write of the docs, from a shell job: a Lua one-liner that
+ * writes only while HILOCK_OWNER_FIELD is in lock HILOCK_LOCK_NAME, and
+ * stores the token it was given. In buf (>= 1024 bytes). */
+static const char *guarded_write(char *buf, const char *value, const char *to)
+{
+    snprintf(buf, 1024,
+             "\"${HILOCK_REDIS_CLI:-redis-cli}\" -p %s EVAL "
+             "\"if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then "
+             "return redis.error_reply('NOTOWNER') end "
+             "return redis.call('set', KEYS[2], ARGV[2])\" "
+             "2 \"$HILOCK_LOCK_NAME\" '{job}:out' \"$HILOCK_OWNER_FIELD\" "
+             "%s > %s", port, value, to);
+    return buf;
+}
+
+START_TEST(run_passes_the_hold_to_the_command_for_a_guarded_write)
+{
+    char first[1024], second[1024], cmd[2200];
+    guarded_write(first, "\"$HILOCK_FENCE_TOKEN\"", "first");
+    guarded_write(second, "late", "second");
+    snprintf(cmd, sizeof(cmd),
+             "env | grep '^HILOCK_' > env; %s; "
+             "\"${HILOCK_REDIS_CLI:-redis-cli}\" -p %s del job > /dev/null; "
+             "%s", first, port, second);
+    const char *run[] = {"run", "-p", port, "--fence", "job", "--", "sh",
+                         "-c", cmd, NULL};
+    /* the lock deleted under the command: lost, found gone at release */
+    ck_assert_int_eq(cli(run, NULL), 122);
+    long long token = tu_fence("job");
+    ck_assert_int_gt(token, 0);
+    ck_assert_int_eq(rs_int(tu_srv, "GET", "{job}:out", (char *)NULL), token);
+    ck_assert_str_eq(file_text("first"), "OK\n");
+    ck_assert_msg(strstr(file_text("second"), "NOTOWNER") != NULL,
+                  "the late write answered: %s", file_text("second"));
+    const char *env = file_text("env");
+    char want[64];
+    snprintf(want, sizeof(want), "HILOCK_FENCE_TOKEN=%lld\n", token);
+    ck_assert_msg(strstr(env, want) && strstr(env, "HILOCK_LOCK_NAME=job\n") &&
+                      strstr(env, "HILOCK_OWNER_FIELD="),
+                  "env: %s", env);
+    const char *plain[] = {"run", "-p", port, "--fence", "--write", "job",
+                           "true", NULL};
+    ck_assert_int_eq(cli_err(plain), 125);
+}
+END_TEST
+
 /* The command of a --permits run on "sem": counts itself in ("inside"),
  * notes the count in the file seen, waits (5 s at most) until two runs
  * have come in, then counts itself out. In buf (>= 512 bytes). */
@@ -1934,6 +2037,72 @@ START_TEST(a_permit_taken_from_under_its_command_exits_122)
 }
 END_TEST
 
+/* ---- TLS ---------------------------------------------------------------- */
+
+#ifdef HILOCK_HAVE_TLS
+/* Certificates in the scratch directory and a TLS-only server for them. */
+static void setup_tls(void)
+{
+    char crt[512], key[512], ca[512];
+    struct rs_options o;
+    tu_setup_no_redis();
+    scratch_dir();
+    ck_assert_int_eq(rs_tls_certs(dir), 0);
+    memset(&o, 0, sizeof o);
+    o.tls = (struct rs_tls){path_in(crt, "server.crt"),
+                            path_in(key, "server.key"), path_in(ca, "ca.crt"),
+                            0};
+    tu_srv = tu_server_start(&o);
+    ck_assert_msg(tu_srv != NULL, "could not start a TLS redis-server");
+    snprintf(port, sizeof(port), "%d", rs_port(tu_srv));
+}
+
+START_TEST(tls_run_status_and_release_force_reach_a_tls_server)
+{
+    char ca[512], other[512];
+    path_in(ca, "ca.crt");
+    path_in(other, "other-ca.crt");
+    const char *run[] = {"run", "-p", port, "--tls", "--cacert", ca,
+                         "job", "--", "touch", "RAN", NULL};
+    const char *status[] = {"status", "-p", port, "--tls", "--cacert", ca,
+                            "job", NULL};
+    const char *release[] = {"release", "--force", "-p", port, "--tls",
+                             "--cacert", ca, "job", NULL};
+    const char *bad_run[] = {"run", "-p", port, "--tls", "--cacert", other,
+                             "-w", "0", "job", "--", "touch", "BAD", NULL};
+    const char *bad_status[] = {"status", "-p", port, "--tls", "--cacert",
+                                other, "job", NULL};
+    ck_assert_int_eq(cli(run, NULL), 0);
+    ck_assert(exists("RAN"));
+    ck_assert_int_eq(cli(status, NULL), 1); /* free again */
+    ck_assert_int_eq(rs_int(tu_srv, "HSET", "job",
+                            "5b0c7a62-9a3a-4f3c-8a8e-1f1f1f1f1f1f:1", "1",
+                            (char *)NULL),
+                     1);
+    ck_assert_int_eq(cli(release, NULL), 0);
+    ck_assert_int_eq(tu_exists("job"), 0);
+    ck_assert_int_eq(cli_err(bad_run), EXIT_FAILURE_);
+    ck_assert(!exists("BAD"));
+    ck_assert_ptr_nonnull(strstr(file_text("err"), "certificate"));
+    ck_assert_int_eq(cli_err(bad_status), EXIT_FAILURE_);
+    ck_assert_ptr_nonnull(strstr(file_text("err"), "certificate"));
+}
+END_TEST
+#else
+START_TEST(tls_is_refused_without_tls_support)
+{
+    const char *run[] = {"run", "-p", port, "--tls", "job", "--", "touch",
+                         "RAN", NULL};
+    const char *status[] = {"status", "-p", port, "--tls", "job", NULL};
+    ck_assert_int_eq(cli_err(run), EXIT_FAILURE_);
+    ck_assert(!exists("RAN"));
+    ck_assert_ptr_nonnull(strstr(file_text("err"), "hiredis 1.x"));
+    ck_assert_int_eq(cli_err(status), EXIT_FAILURE_);
+    ck_assert_ptr_nonnull(strstr(file_text("err"), "hiredis 1.x"));
+}
+END_TEST
+#endif
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -1945,6 +2114,7 @@ static Suite *cli_suite(void)
     tcase_add_test(run, nonblocking_run_of_a_held_lock_exits_75_at_once);
     tcase_add_test(run, wait_that_times_out_exits_124_without_running_the_command);
     tcase_add_test(run, waiting_run_starts_the_command_when_the_holder_releases);
+    tcase_add_test(run, fair_run_behind_killed_runs_starts_at_the_release);
     tcase_add_test(run, sigterm_reaches_the_command_and_its_status_is_returned);
     tcase_add_test(run, sigint_while_waiting_exits_130_without_running_the_command);
     tcase_add_test(run, lock_deleted_under_a_running_command_sends_sigterm_and_exits_122);
@@ -2014,6 +2184,7 @@ static Suite *cli_suite(void)
     tcase_add_test(kinds, readme_acl_recipe_covers_every_kind);
     tcase_add_test(kinds, a_release_that_the_acl_refuses_changes_nothing);
     tcase_add_test(kinds, a_permit_taken_from_under_its_command_exits_122);
+    tcase_add_test(kinds, run_passes_the_hold_to_the_command_for_a_guarded_write);
     suite_add_tcase(s, kinds);
 
     TCase *topo = tcase_create("cluster");
@@ -2021,6 +2192,17 @@ static Suite *cli_suite(void)
     tcase_set_timeout(topo, 60);
     tcase_add_test(topo, cluster_run_status_and_release_force_reach_the_slots_master);
     suite_add_tcase(s, topo);
+
+    TCase *tls = tcase_create("tls");
+#ifdef HILOCK_HAVE_TLS
+    tcase_add_checked_fixture(tls, setup_tls, teardown);
+    tcase_add_test(tls, tls_run_status_and_release_force_reach_a_tls_server);
+#else
+    tcase_add_checked_fixture(tls, setup, teardown);
+    tcase_add_test(tls, tls_is_refused_without_tls_support);
+#endif
+    tcase_set_timeout(tls, 60);
+    suite_add_tcase(s, tls);
 
     topo = tcase_create("sentinel");
     tcase_add_checked_fixture(topo, setup_sentinel, teardown_sentinel);

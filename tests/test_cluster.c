@@ -189,48 +189,65 @@ START_TEST(names_with_braces_keep_their_keys_in_one_slot)
 }
 END_TEST
 
-/* Subscribers of name's channel on the master of its slot (sharded). */
-static long long shard_subscribers(const char *name)
+/* Whether the servers have sharded pub/sub (7.0 and later). */
+static bool sharded_servers(void)
+{
+    int v = rs_server_version();
+    return v == 0 || v >= RS_VERSION_7_0;
+}
+
+/* PUBSUB's name on the nodes of the cluster under test. */
+static const char *pubsub_cmd = "PUBSUB";
+
+/* Subscribers of name's channel: sharded ones on the master of its slot,
+ * or (servers without sharded pub/sub) plain ones on every node. */
+static long long shard_subscribers(const char *name, bool sharded)
 {
     char ch[128];
     snprintf(ch, sizeof(ch), "redisson_lock__channel:{%s}", name);
     int node = rc_slot_owner(cluster, rc_key_slot(ch, strlen(ch)));
-    redisReply *r = rs_command_argv(
-        rc_server(cluster, node), 3,
-        (const char *[]){"PUBSUB", "SHARDNUMSUB", ch}, NULL);
-    long long n = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2
-                      ? r->element[1]->integer
-                      : -1;
-    freeReplyObject(r);
+    long long n = 0;
+    for (int i = 0; i < rc_count(cluster); i++) {
+        if (sharded && i != node)
+            continue;
+        const char *argv[] = {pubsub_cmd, sharded ? "SHARDNUMSUB" : "NUMSUB",
+                              ch};
+        redisReply *r = rs_command_argv(rc_server(cluster, i), 3, argv, NULL);
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+            n = -1000;
+        else
+            n += r->element[1]->integer;
+        freeReplyObject(r);
+    }
     return n;
 }
 
 struct subs_at {
     const char *name;
     long long n;
+    bool sharded;
 };
 
 static bool subscribed(void *arg)
 {
     struct subs_at *s = arg;
-    return shard_subscribers(s->name) == s->n;
+    return shard_subscribers(s->name, s->sharded) == s->n;
 }
 
 /* A waiter subscribes on the master of its channel's slot (SSUBSCRIBE)
  * and is woken by the release, long before the holder's lease runs out;
  * a release published by another library (DEL, then SPUBLISH, as a
- * Redisson client in a Redis 7 cluster does) wakes it too. */
-START_TEST(waiter_is_woken_by_a_sharded_release)
+ * Redisson client in a Redis 7 cluster does) wakes it too. Servers without
+ * sharded pub/sub: the same with plain SUBSCRIBE and PUBLISH. */
+static void woken_by_a_release(bool sharded)
 {
     struct tu_result got = {0};
-    client = cluster_client(0);
-    client2 = cluster_client(2);
     struct hilock_lock *holder = tu_lock(client, "woken", 0);
     struct hilock_lock *waiter = tu_lock(client2, "woken", 0);
     tu_assert_status(tu_acquire(holder, 0, 30000, NULL), 0);
     ck_assert_int_eq(hilock_lock_acquire(waiter, 20000, 0, tu_record, &got),
                      0);
-    struct subs_at s = {"woken", 1};
+    struct subs_at s = {"woken", 1, sharded};
     ck_assert(tu_run_until(subscribed, &s, tu_ms(3000)));
     long long t0 = tu_now_ms();
     tu_assert_status(tu_release(holder, NULL), 0);
@@ -254,13 +271,74 @@ START_TEST(waiter_is_woken_by_a_sharded_release)
     ck_assert_int_eq(got.calls, 0);
     t0 = tu_now_ms();
     ck_assert_int_eq(rs_int(srv, "DEL", "woken", (char *)NULL), 1);
-    ck_assert_int_eq(rs_int(srv, "SPUBLISH", "redisson_lock__channel:{woken}",
-                            "0", (char *)NULL),
+    ck_assert_int_eq(rs_int(srv, sharded ? "SPUBLISH" : "PUBLISH",
+                            "redisson_lock__channel:{woken}", "0",
+                            (char *)NULL),
                      1);
     ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(2000)));
     tu_assert_status(got.status, 0);
     ck_assert_int_lt(got.at_ms - t0, 1000);
     tu_assert_status(tu_release(waiter, NULL), 0);
+}
+
+START_TEST(waiter_is_woken_by_a_sharded_release)
+{
+    client = cluster_client(0);
+    client2 = cluster_client(2);
+    woken_by_a_release(sharded_servers());
+}
+END_TEST
+
+static int warnings;
+
+static void count_warnings(enum hilock_log_level level, const char *msg,
+                           void *arg)
+{
+    (void)arg;
+    if (level >= HILOCK_LOG_WARN) {
+        warnings++;
+        fprintf(stderr, "warning: %s\n", msg);
+    }
+}
+
+/* A cluster of servers without sharded pub/sub: before 7.0, or here
+ * with its commands renamed away (PUBSUB kept under another name). */
+static void unsharded_start(void)
+{
+    static const char *const renamed[] = {
+        "--rename-command", "SPUBLISH", "hilock-spublish",
+        "--rename-command", "SSUBSCRIBE", "hilock-ssubscribe",
+        "--rename-command", "SUNSUBSCRIBE", "hilock-sunsubscribe",
+        "--rename-command", "PUBSUB", "hilock-pubsub", NULL};
+    setup();
+    pubsub_cmd = sharded_servers() ? "hilock-pubsub" : "PUBSUB";
+    cluster = rc_start_args(3, 0, sharded_servers() ? renamed : NULL);
+    ck_assert_ptr_nonnull(cluster);
+}
+
+static void unsharded_stop(void)
+{
+    pubsub_cmd = "PUBSUB";
+    own_stop();
+}
+
+/* There, waiters subscribe plainly and are woken by a release (ours, or
+ * another library's PUBLISH), and the probe for sharded pub/sub that the
+ * servers refuse is no warning. */
+START_TEST(waiter_is_woken_without_sharded_pub_sub_and_nothing_is_logged)
+{
+    struct hilock_options o;
+    warnings = 0;
+    cluster_options(&o, 0);
+    o.log_cb = count_warnings;
+    client = tu_client(&o);
+    tu_client_ready(client);
+    cluster_options(&o, 2);
+    o.log_cb = count_warnings;
+    client2 = tu_client(&o);
+    tu_client_ready(client2);
+    woken_by_a_release(false);
+    ck_assert_int_eq(warnings, 0);
 }
 END_TEST
 
@@ -374,10 +452,14 @@ START_TEST(fair_hand_off_works_in_a_cluster)
     ck_assert_int_eq(hilock_lock_acquire(waiter, 20000, 30000, tu_record, &got),
                      0);
     ck_assert(tu_run_until(one_queued, "hilock_queue:fair{c}", tu_ms(3000)));
+    tu_run_quiet(); /* its hand-off channel subscribed */
     tu_assert_status(tu_release(holder, NULL), 0);
     ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(2000)));
     tu_assert_status(got.status, 0);
     ck_assert_int_eq(got.value, first + 1);
+    struct hilock_stats st;
+    ck_assert_int_eq(hilock_client_stats(client2, &st, sizeof st), 0);
+    ck_assert_int_eq(st.handoffs, 1); /* by the message, not a retry */
     ck_assert_int_eq(on_owner("hilock_queue:fair{c}", "LLEN", NULL), 0);
     tu_assert_status(tu_release(waiter, NULL), 0);
     ck_assert_int_eq(on_owner("fair{c}", "EXISTS", NULL), 0);
@@ -841,6 +923,54 @@ START_TEST(reshard_under_lock_load_completes)
 }
 END_TEST
 
+/* Guarded commands: a key in the lock name's slot (its hash tag) is
+ * written on the master that keeps the lock; a key of another slot is
+ * refused at the call, with a log line, and nothing is sent. */
+static char guard_log[512];
+static void guard_log_line(enum hilock_log_level level, const char *msg,
+                           void *arg)
+{
+    (void)level;
+    (void)arg;
+    snprintf(guard_log, sizeof guard_log, "%s", msg);
+}
+
+static void guard_done(struct hilock_lock *lock, int status,
+                       const struct hilock_reply *reply, void *arg)
+{
+    struct tu_result *r = arg;
+    (void)reply;
+    r->lock = lock;
+    r->status = status;
+    r->calls++;
+}
+
+START_TEST(guarded_keys_must_share_the_lock_names_slot)
+{
+    struct hilock_options o;
+    cluster_options(&o, 0);
+    o.log_cb = guard_log_line;
+    client = tu_client(&o);
+    tu_client_ready(client);
+    struct hilock_lock *l = tu_lock(client, "inv", 1);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
+    const char *in[] = {"SET", "{inv}:count", "5"};
+    const char *out[] = {"SET", "count", "5"};
+    size_t lens[] = {3, 11, 1}, outlens[] = {3, 5, 1}, key = 1;
+    struct hilock_guarded_cmd ok = {3, in, lens, 1, &key};
+    struct hilock_guarded_cmd bad = {3, out, outlens, 1, &key};
+    struct tu_result r = {0};
+    ck_assert_uint_ne(rc_key_slot("count", 5), rc_key_slot("inv", 3));
+    tu_assert_status(hilock_lock_guarded(l, &bad, 1, 0, guard_done, &r),
+                     HILOCK_EINVAL);
+    ck_assert_msg(strstr(guard_log, "slot") != NULL, "log: %s", guard_log);
+    tu_assert_status(hilock_lock_guarded(l, &ok, 1, 0, guard_done, &r), 0);
+    ck_assert(tu_run_until_count(&r.calls, 1, tu_ms(3000)));
+    tu_assert_status(r.status, 0);
+    ck_assert_int_eq(on_owner("{inv}:count", "GET", NULL), 5);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cluster");
@@ -860,7 +990,15 @@ int main(void)
     tcase_add_test(tc, fair_hand_off_works_in_a_cluster);
     tcase_add_test(tc, read_write_locks_and_permits_work_in_a_cluster);
     tcase_add_test(tc, kinds_refuse_each_other_in_a_cluster);
+    tcase_add_test(tc, guarded_keys_must_share_the_lock_names_slot);
     suite_add_tcase(s, tc);
+    TCase *un = tcase_create("unsharded");
+    tcase_add_checked_fixture(un, unsharded_start, unsharded_stop);
+    tcase_set_timeout(un, 60);
+    tcase_add_test(un,
+                   waiter_is_woken_without_sharded_pub_sub_and_nothing_is_logged);
+    suite_add_tcase(s, un);
+
     TCase *fo = tcase_create("failover");
     tcase_add_checked_fixture(fo, own_start, own_stop);
     tcase_set_timeout(fo, 90);

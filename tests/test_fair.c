@@ -18,6 +18,8 @@
  * more), not from a fast machine. */
 #include "testutil.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proxy.h"
@@ -121,6 +123,29 @@ static void release_held(struct hilock_lock *lock)
 {
     holding--;
     tu_assert_status(tu_release(lock, NULL), 0);
+}
+
+/* Take NAME on a new handle of client c, without waiting, as the holder
+ * the test's waiters queue behind; its token in *token (may be NULL). */
+static struct hilock_lock *hold(struct hilock_client *c, int64_t *token)
+{
+    struct hilock_lock *h = tu_lock(c, NAME, 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), token), 0);
+    holding = 1;
+    return h;
+}
+
+/* Start a waiting acquire of NAME on a new handle of client c, which has
+ * no fair mode and NAME no queue yet, reported to w; run until it
+ * listens on the lock's channel. */
+static void wait_default(struct hilock_client *c, struct waiter *w)
+{
+    ck_assert_int_eq(hilock_lock_acquire(tu_lock(c, NAME, 1),
+                                         (uint64_t)tu_ms(LONG_MS), 0,
+                                         on_acquired, w),
+                     0);
+    ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 1, tu_ms(2000)));
+    tu_run_quiet();
 }
 
 /* Three clients queue behind a fourth; each release hands the lock to the
@@ -311,6 +336,176 @@ START_TEST(test_lost_handoff_message_recovered)
 }
 END_TEST
 
+/* A waiter reads its hand-off only after the hand-off lease ran out (its
+ * process stopped; here every byte of its client is held) and the next
+ * waiter took the lock: it does not report the lock it no longer holds,
+ * but queues again, and gets it from that waiter's release. */
+START_TEST(test_late_handoff_is_not_a_grant)
+{
+    struct waiter w1 = {1, {0}}, w2 = {2, {0}};
+    for (int i = 0; i < 3; i++)
+        cl[i] = client(1, i == 1);
+    struct hilock_lock *h = hold(cl[0], NULL);
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w1, (uint64_t)tu_ms(LONG_MS),
+                1000, 1);
+    wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &w2, (uint64_t)tu_ms(LONG_MS),
+                0, 2);
+    ck_assert(tu_run_until_state(cl[1], HILOCK_STATE_PUBSUB_UP, tu_ms(2000)));
+    tu_run_quiet();
+    tp_blackhole(proxy, true); /* the first waiter's process stops */
+    release_held(h);           /* handed to it, with a 1 s lease */
+    ck_assert(tu_run_until_count(&w2.r.calls, 1, tu_ms(4000)));
+    tu_assert_status(w2.r.status, 0); /* when that lease ran out */
+    tp_blackhole(proxy, false); /* it resumes and reads its hand-off */
+    tu_run_quiet();
+    ck_assert_int_eq(w1.r.calls, 0);
+    ck_assert_int_eq(overlaps, 0);
+    ck_assert_int_eq(rs_int(tu_srv, "LLEN", QUEUE, (char *)NULL), 1);
+    release_held(w2.r.lock);
+    ck_assert(tu_run_until_count(&w1.r.calls, 1, tu_ms(2000)));
+    tu_assert_status(w1.r.status, 0);
+    ck_assert_int_eq(overlaps, 0);
+    ck_assert_int_eq(tu_holds(NAME, cl[1], 1), 1);
+}
+END_TEST
+
+/* The hand-off channel of the client whose waiter is queued at index i
+ * (the listener tag is the entry's third field), into buf. */
+static void queued_channel(int i, char *buf, size_t size)
+{
+    char idx[16];
+    snprintf(idx, sizeof idx, "%d", i);
+    char *e = rs_str(tu_srv, "LINDEX", QUEUE, idx, (char *)NULL);
+    ck_assert_ptr_nonnull(e);
+    char *lt = strchr(strchr(e, ':') + 1, ':') + 1;
+    *strchr(lt, ':') = '\0';
+    snprintf(buf, size, "%s:%s", TU_CHANNEL(NAME), lt);
+    free(e);
+}
+
+/* A process with 20 waiters queued first is killed (its connections
+ * close; what it sends on the way out never arrives): the release passes
+ * over its waiters, whom nobody can hear, and hands the lock to the live
+ * waiter behind them in the same call, not after a hand-off lease per
+ * dead waiter. Each dead entry is kept once (its client might have been
+ * only reconnecting) and dropped when met deaf again. */
+START_TEST(test_dead_waiters_cost_a_round_trip)
+{
+    enum { DEAD = 20 };
+    struct waiter dead[DEAD], live = {2, {0}};
+    char chan[128];
+    cl[0] = client(1, 0);
+    cl[1] = client(1, 1);
+    cl[2] = client(1, 0);
+    struct hilock_lock *h = hold(cl[0], NULL);
+    for (int i = 0; i < DEAD; i++) {
+        dead[i] = (struct waiter){1, {0}};
+        wait_queued(cl[1], tu_lock(cl[1], NAME, (uint64_t)i + 1), &dead[i],
+                    (uint64_t)tu_ms(LONG_MS), 0, i + 1);
+    }
+    wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &live,
+                (uint64_t)tu_ms(LONG_MS), 0, DEAD + 1);
+    queued_channel(0, chan, sizeof chan);
+    ck_assert(tu_numsub_becomes(chan, 1, tu_ms(2000)));
+    kill_client(1);
+    tp_cut_all(proxy); /* the killed process's sockets close */
+    ck_assert(tu_numsub_becomes(chan, 0, tu_ms(2000)));
+    /* the live waiter's channels are confirmed */
+    ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 1, tu_ms(2000)));
+    tu_run_quiet();
+    long long t0 = tu_now_ms();
+    release_held(h);
+    ck_assert(tu_run_until_count(&live.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(live.r.status, 0);
+    ck_assert_int_le(live.r.at_ms - t0, tu_ms(100));
+    ck_assert_int_eq(tu_holds(NAME, cl[2], 1), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "LLEN", QUEUE, (char *)NULL), DEAD);
+    /* met deaf again: dropped, and with nobody live left the lock is
+     * free */
+    release_held(live.r.lock);
+    ck_assert_int_eq(tu_exists(NAME), 0);
+    ck_assert_int_eq(tu_exists(QUEUE), 0);
+    ck_assert_int_eq(tu_exists(OWNERS), 0);
+    ck_assert_int_eq(overlaps, 0);
+}
+END_TEST
+
+/* A waiter whose client is reconnecting when its turn comes cannot hear
+ * its hand-off: the lock goes to the next waiter, and the deaf one keeps
+ * its place at the head when its client is back, ahead of a waiter that
+ * queued after it. */
+START_TEST(test_deaf_waiter_keeps_its_place)
+{
+    /* static: wd still waits when the test ends, and the teardown's
+     * hilock_client_free calls it back with HILOCK_ECANCELED */
+    static struct waiter wb, wc, wd;
+    wb = (struct waiter){1, {0}};
+    wc = (struct waiter){2, {0}};
+    wd = (struct waiter){3, {0}};
+    char chan[128];
+    for (int i = 0; i < 4; i++)
+        cl[i] = client(1, i == 1);
+    struct hilock_lock *h = hold(cl[0], NULL);
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &wb, (uint64_t)tu_ms(LONG_MS),
+                0, 1);
+    wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &wc, (uint64_t)tu_ms(LONG_MS),
+                0, 2);
+    queued_channel(0, chan, sizeof chan);
+    ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 2, tu_ms(2000)));
+    tp_refuse(proxy, true);
+    tp_cut_all(proxy); /* its client reconnects, in vain for now */
+    ck_assert(tu_numsub_becomes(chan, 0, tu_ms(2000)));
+    release_held(h);
+    ck_assert(tu_run_until_count(&wc.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(wc.r.status, 0);
+    wait_queued(cl[3], tu_lock(cl[3], NAME, 1), &wd, (uint64_t)tu_ms(LONG_MS),
+                0, 2);
+    tp_refuse(proxy, false);
+    ck_assert(tu_run_until_state(cl[1], HILOCK_STATE_PUBSUB_UP, tu_ms(4000)));
+    ck_assert(tu_numsub_becomes(chan, 1, tu_ms(2000)));
+    tu_run_quiet(); /* its retry keeps the entry where it was */
+    ck_assert_int_eq(wb.r.calls, 0);
+    ck_assert_int_eq(rs_int(tu_srv, "LLEN", QUEUE, (char *)NULL), 2);
+    release_held(wc.r.lock);
+    ck_assert(tu_run_until_count(&wb.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(wb.r.status, 0);
+    ck_assert_int_eq(wd.r.calls, 0);
+    ck_assert_int_eq(order[1], 1);
+    ck_assert_int_eq(overlaps, 0);
+}
+END_TEST
+
+/* A waiter that finds the lock free (its holder had no fair mode) behind
+ * an entry that cannot hear a hand-off takes the lock itself, in the same
+ * call, and leaves no second entry of its own behind (one that would
+ * later hand it a hold it never counts). */
+START_TEST(test_waiter_past_a_deaf_entry_takes_the_lock_once)
+{
+    struct waiter wb = {1, {0}}, wc = {2, {0}};
+    char chan[128];
+    cl[0] = client(0, 0);
+    cl[1] = client(1, 1);
+    cl[2] = client(1, 0);
+    struct hilock_lock *h = hold(cl[0], NULL);
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &wb, (uint64_t)tu_ms(LONG_MS),
+                0, 1);
+    wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &wc, (uint64_t)tu_ms(LONG_MS),
+                0, 2);
+    queued_channel(0, chan, sizeof chan);
+    ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 2, tu_ms(2000)));
+    tp_refuse(proxy, true);
+    tp_cut_all(proxy);
+    ck_assert(tu_numsub_becomes(chan, 0, tu_ms(2000)));
+    release_held(h); /* freed and published: the live waiter looks again */
+    ck_assert(tu_run_until_count(&wc.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(wc.r.status, 0);
+    tu_run_quiet();
+    ck_assert_int_eq(rs_int(tu_srv, "LLEN", QUEUE, (char *)NULL), 1);
+    ck_assert_int_eq(tu_holds(NAME, cl[2], 1), 1);
+    ck_assert_int_eq(wb.r.calls, 0);
+}
+END_TEST
+
 /* A wait that times out and one that is cancelled take their entries out
  * of the queue. */
 START_TEST(test_timeout_and_cancel_leave_queue)
@@ -348,11 +543,9 @@ START_TEST(test_mixed_with_default_client)
     cl[0] = client(1, 0);
     cl[1] = client(1, 0);
     cl[2] = client(0, 0);
-    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    struct hilock_lock *h = hold(cl[0], NULL);
     struct hilock_lock *lf = tu_lock(cl[1], NAME, 1);
     struct hilock_lock *ld = tu_lock(cl[2], NAME, 1);
-    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
-    holding = 1;
     wait_queued(cl[1], lf, &wf, (uint64_t)tu_ms(LONG_MS), 0, 1);
     ck_assert_int_eq(hilock_lock_acquire(ld, (uint64_t)tu_ms(LONG_MS), 0,
                                          on_acquired, &wd),
@@ -376,6 +569,155 @@ START_TEST(test_mixed_with_default_client)
 }
 END_TEST
 
+/* A client without fair mode that waits joins the queue of the fair
+ * clients on its name (woken when the queue starts): when its entry comes
+ * up, the release frees the lock for it instead of handing it to the fair
+ * waiter behind, which waits its turn. So it is served in its place in
+ * line, not after every fair waiter that comes. */
+START_TEST(test_default_waiter_served_in_its_place)
+{
+    struct waiter f1 = {1, {0}}, f2 = {2, {0}}, d = {3, {0}};
+    for (int i = 0; i < 4; i++)
+        cl[i] = client(i < 3, 0);
+    struct hilock_lock *h = hold(cl[0], NULL);
+    wait_default(cl[3], &d);
+    /* the queue it starts wakes the default waiter, which joins it */
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &f1, (uint64_t)tu_ms(LONG_MS),
+                0, 2);
+    wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &f2, (uint64_t)tu_ms(LONG_MS),
+                0, 3);
+    release_held(h);
+    ck_assert(tu_run_until_count(&f1.r.calls, 1, tu_ms(1000)));
+    release_held(f1.r.lock);
+    ck_assert(tu_run_until_count(&d.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(d.r.status, 0);
+    ck_assert_int_eq(f2.r.calls, 0);
+    release_held(d.r.lock);
+    ck_assert(tu_run_until_count(&f2.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(f2.r.status, 0);
+    ck_assert_int_eq(order[0], 1);
+    ck_assert_int_eq(order[1], 3);
+    ck_assert_int_eq(order[2], 2);
+    ck_assert_int_eq(overlaps, 0);
+    ck_assert_int_eq(tu_exists(QUEUE), 0);
+    ck_assert_int_eq(tu_exists(OWNERS), 0);
+}
+END_TEST
+
+/* Fair workers take one lock again and again as fast as they can while
+ * waiters without fair mode come, one acquisition each. */
+enum { MIX_FAIR = 3, MIX_DEFAULT = 3, MIX_WORKERS = MIX_FAIR + MIX_DEFAULT };
+struct mix_worker {
+    struct hilock_lock *lock;
+    int since;    /* acquisitions by anyone when its wait began */
+    int longest;  /* most acquisitions by others during one of its waits */
+    int got;
+    int loop;     /* takes the lock again after each release */
+};
+static struct mix_worker mix[MIX_WORKERS];
+static int mix_total, mix_errors, mix_defaults_done, mix_stop;
+
+static void mix_acquire(struct mix_worker *w);
+
+static void mix_released(struct hilock_lock *lock, int status, int64_t value,
+                         void *arg)
+{
+    struct mix_worker *w = arg;
+    (void)lock;
+    (void)value;
+    mix_errors += status != 0;
+    if (w->loop && !mix_stop)
+        mix_acquire(w);
+}
+
+static void mix_acquired(struct hilock_lock *lock, int status, int64_t value,
+                         void *arg)
+{
+    struct mix_worker *w = arg;
+    (void)value;
+    if (status != 0) {
+        mix_errors++;
+        return;
+    }
+    if (mix_total - w->since > w->longest)
+        w->longest = mix_total - w->since;
+    mix_total++;
+    w->got++;
+    mix_defaults_done += !w->loop;
+    ck_assert_int_eq(hilock_lock_release(lock, mix_released, w), 0);
+}
+
+static void mix_acquire(struct mix_worker *w)
+{
+    w->since = mix_total;
+    ck_assert_int_eq(hilock_lock_acquire(w->lock, (uint64_t)tu_ms(LONG_MS), 0,
+                                         mix_acquired, w),
+                     0);
+}
+
+/* Three fair workers hand the lock on among themselves without pause;
+ * three waiters without fair mode come meanwhile. Each of them gets the
+ * lock after about as many acquisitions by others as there are workers
+ * ahead of it (its place in line, plus one pass of slack), not never. */
+START_TEST(test_default_waiters_not_starved_by_fair_workers)
+{
+    struct hilock_client *c[MIX_WORKERS];
+    memset(mix, 0, sizeof mix);
+    mix_total = mix_errors = mix_defaults_done = mix_stop = 0;
+    for (int i = 0; i < MIX_WORKERS; i++) {
+        c[i] = client(i < MIX_FAIR, 0);
+        mix[i].lock = tu_lock(c[i], NAME, 1);
+        mix[i].loop = i < MIX_FAIR;
+    }
+    for (int i = 0; i < MIX_FAIR; i++)
+        mix_acquire(&mix[i]);
+    ck_assert(tu_run_until_count(&mix_total, 20, tu_ms(5000)));
+    for (int i = MIX_FAIR; i < MIX_WORKERS; i++)
+        mix_acquire(&mix[i]);
+    ck_assert_msg(tu_run_until_count(&mix_defaults_done, MIX_DEFAULT,
+                                     tu_ms(5000)),
+                  "%d of %d waiters without fair mode got the lock in %d "
+                  "acquisitions", mix_defaults_done, MIX_DEFAULT, mix_total);
+    mix_stop = 1;
+    tu_run_quiet();
+    for (int i = MIX_FAIR; i < MIX_WORKERS; i++)
+        ck_assert_msg(mix[i].longest <= 2 * MIX_WORKERS,
+                      "waiter %d got the lock after %d acquisitions of "
+                      "others", i, mix[i].longest);
+    ck_assert_int_eq(mix_errors, 0);
+    for (int i = 0; i < MIX_WORKERS; i++)
+        hilock_client_free(c[i]);
+}
+END_TEST
+
+/* A waiter without fair mode that went away after joining the queue costs
+ * the fair waiter behind it at most the short turn it is given. */
+START_TEST(test_gone_default_waiter_costs_a_turn)
+{
+    struct waiter f1 = {1, {0}}, d = {3, {0}};
+    cl[0] = client(1, 0);
+    cl[1] = client(1, 0);
+    cl[3] = client(0, 1);
+    struct hilock_lock *h = hold(cl[0], NULL);
+    wait_default(cl[3], &d);
+    struct hilock_lock *l1 = tu_lock(cl[1], NAME, 1);
+    wait_queued(cl[1], l1, &f1, (uint64_t)tu_ms(LONG_MS), 0, 2);
+    /* the fair waiter goes first: put it behind the default one */
+    ck_assert_int_eq(hilock_lock_cancel(l1), 0);
+    ck_assert(tu_run_until_redis(1, tu_ms(2000), "LLEN", QUEUE,
+                                 (char *)NULL));
+    struct waiter f2 = {1, {0}};
+    wait_queued(cl[1], l1, &f2, (uint64_t)tu_ms(LONG_MS), 0, 2);
+    kill_client(3);
+    long long t0 = tu_now_ms();
+    release_held(h);
+    ck_assert(tu_run_until_count(&f2.r.calls, 1, tu_ms(2000)));
+    tu_assert_status(f2.r.status, 0);
+    ck_assert_int_lt(f2.r.at_ms - t0, tu_ms(900)); /* a 500 ms turn */
+    ck_assert_int_eq(overlaps, 0);
+}
+END_TEST
+
 /* A release whose reply is lost is sent again: it hands the lock over
  * once (one token drawn), and the last release leaves no key behind. */
 START_TEST(test_resent_release_applies_once)
@@ -384,9 +726,7 @@ START_TEST(test_resent_release_applies_once)
     int64_t tok;
     cl[0] = client(1, 1);
     cl[1] = client(1, 0);
-    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
-    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), &tok), 0);
-    holding = 1;
+    struct hilock_lock *h = hold(cl[0], &tok);
     wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w, (uint64_t)tu_ms(LONG_MS), 0, 1);
     tp_cut_next_reply(proxy);
     release_held(h);
@@ -414,9 +754,16 @@ static Suite *fair_suite(void)
     tcase_add_test(tc, test_gone_waiter_skipped_after_deadline);
     tcase_add_test(tc, test_handoff_to_gone_client_expires);
     tcase_add_test(tc, test_lost_handoff_message_recovered);
+    tcase_add_test(tc, test_late_handoff_is_not_a_grant);
+    tcase_add_test(tc, test_dead_waiters_cost_a_round_trip);
+    tcase_add_test(tc, test_deaf_waiter_keeps_its_place);
+    tcase_add_test(tc, test_waiter_past_a_deaf_entry_takes_the_lock_once);
     tcase_add_test(tc, test_timeout_and_cancel_leave_queue);
     tcase_add_test(tc, test_mixed_with_default_client);
     tcase_add_test(tc, test_resent_release_applies_once);
+    tcase_add_test(tc, test_default_waiter_served_in_its_place);
+    tcase_add_test(tc, test_gone_default_waiter_costs_a_turn);
+    tcase_add_test(tc, test_default_waiters_not_starved_by_fair_workers);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -235,6 +235,75 @@ START_TEST(acl_without_the_commands_falls_back_to_scripts)
 }
 END_TEST
 
+/* A server on which SCRIPT is renamed away: the fixture's clients, on
+ * the previous server, are replaced by *holder. */
+static void start_without_script(struct hilock_client **holder)
+{
+    struct rs_options so;
+    struct hilock_options o;
+    memset(&so, 0, sizeof so);
+    so.conf = "rename-command SCRIPT \"\"";
+    rs_stop(tu_srv);
+    tu_srv = tu_server_start(&so);
+    ck_assert_ptr_nonnull(tu_srv);
+    tu_options(&o);
+    *holder = tu_client(&o);
+}
+
+/* ACL users that may not load scripts (SCRIPT refused, so EVALSHA finds
+ * none: _i = 0) or may not call them by digest (EVALSHA refused: _i = 1),
+ * or a server without SCRIPT (renamed: _i = 2): every script goes as EVAL
+ * with its body, a waiter's too; once SCRIPT LOAD is known not to take, it
+ * is not tried again before a reconnect. */
+START_TEST(scripts_go_with_their_bodies_when_they_cannot_be_loaded)
+{
+    static const char *const denied[] = {"-script", "-evalsha"};
+    struct hilock_client *holder = a;
+    struct hilock_options o;
+    char *ok;
+    if (_i == 2)
+        start_without_script(&holder);
+    tu_options(&o);
+    if (_i < 2) {
+        ok = rs_str(tu_srv, "ACL", "SETUSER", "bodies", "on", ">pw", "~*",
+                    "&*", "+@all", denied[_i], (char *)NULL);
+        ck_assert_str_eq(ok, "OK");
+        free(ok);
+        o.username = "bodies";
+        o.password = "pw";
+    }
+    o.scripts_only = 1;
+    o.log_cb = log_line;
+    struct hilock_client *c = tu_client(&o);
+    struct hilock_lock *l = tu_lock(c, "body", 1);
+    tu_client_ready(c);
+    if (_i < 2) { /* the other clients' loads are the server's: gone */
+        ok = rs_str(tu_srv, "SCRIPT", "FLUSH", (char *)NULL);
+        ck_assert_str_eq(ok, "OK");
+        free(ok);
+    }
+    long long eval = calls("eval");
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
+    ck_assert_int_eq(tu_holds("body", c, 1), 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(tu_exists("body"), 0);
+    ck_assert_int_ge(calls("eval"), eval + 2);
+    ck_assert_msg(strstr(logged, "EVAL"), "not logged: %s", logged);
+    /* a waiter: another client holds the lock for a moment */
+    struct hilock_lock *held = tu_lock(holder, "body", 2);
+    tu_assert_status(tu_acquire(held, 0, 300, NULL), 0);
+    long long loads = cmdstat("script", "rejected_calls");
+    tu_assert_status(tu_acquire(l, 10000, 20000, NULL), 0);
+    ck_assert_int_eq(tu_holds("body", c, 1), 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(cmdstat("script", "rejected_calls"), loads);
+    ck_assert_int_eq(tu_exists("body"), 0);
+    hilock_client_free(c);
+    if (holder != a)
+        hilock_client_free(holder);
+}
+END_TEST
+
 START_TEST(scripts_only_sends_no_plain_command)
 {
     struct hilock_options o;
@@ -269,6 +338,9 @@ static Suite *plain_suite(void)
     tcase_add_loop_test(tc, acl_without_the_commands_falls_back_to_scripts, 0,
                         2);
     tcase_add_test(tc, scripts_only_sends_no_plain_command);
+    tcase_add_loop_test(tc,
+                        scripts_go_with_their_bodies_when_they_cannot_be_loaded,
+                        0, 3);
     suite_add_tcase(s, tc);
     return s;
 }

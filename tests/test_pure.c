@@ -383,8 +383,9 @@ START_TEST(cluster_redirects_parse)
     freeReplyObject(r);
     static const char *const retry[] = {
         "-TRYAGAIN Multiple keys request during rehashing of slot\r\n",
-        "-CLUSTERDOWN The cluster is down\r\n"};
-    for (size_t i = 0; i < 2; i++) {
+        "-CLUSTERDOWN The cluster is down\r\n",
+        "-LOADING Redis is loading the dataset in memory\r\n"};
+    for (size_t i = 0; i < sizeof(retry) / sizeof(retry[0]); i++) {
         r = parse(retry[i]);
         ck_assert_int_eq(reply_redirect(r, &to), REPLY_RETRY);
         freeReplyObject(r);
@@ -562,6 +563,8 @@ START_TEST(error_replies_map_to_distinct_codes)
          HILOCK_EREADONLY},
         {"-NOAUTH Authentication required.\r\n", HILOCK_EAUTH},
         {"-WRONGPASS invalid username-password pair\r\n", HILOCK_EAUTH},
+        {"-ERR Protocol error: unauthenticated multibulk length\r\n",
+         HILOCK_EAUTH},
         {"-NOPERM this user has no permissions\r\n", HILOCK_ENOPERM},
         /* an ACL refusing a command inside a script: Redis 7.0, 6.2 */
         {"-ERR The user executing the script can't publish to the channel "
@@ -573,6 +576,19 @@ START_TEST(error_replies_map_to_distinct_codes)
          HILOCK_ENOPERM},
         {"-WRONGKIND rwlock\r\n", HILOCK_EWRONGKIND},
         {"-ERR something else\r\n", HILOCK_ESERVER},
+        /* a command's error inside a script, as Redis 6.2 and KeyDB wrap
+         * it: the inner reply keeps its dash */
+        {"-ERR Error running script (call to f_5a1b): @user_script: 1: "
+         "-READONLY You can't write against a read only replica. \r\n",
+         HILOCK_EREADONLY},
+        {"-ERR Error running script (call to f_5a1b): @user_script: 1: "
+         "-OOM command not allowed when used memory > 'maxmemory'. \r\n",
+         HILOCK_EOOM},
+        {"-ERR Error running script (call to f_5a1b): @user_script: 1: "
+         "-NOPERM this user has no permissions to run the 'hset' command\r\n",
+         HILOCK_ENOPERM},
+        {"-ERR Error running script: @user_script: 1: -ERR not a code\r\n",
+         HILOCK_ESERVER},
     };
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         redisReply *r = parse(v[i].resp);
@@ -617,6 +633,51 @@ START_TEST(error_texts_are_scrubbed_of_arguments)
     ck_assert_uint_eq(strlen(reply_error_scrub(longtext, sizeof longtext,
                                                out, sizeof out)),
                       200);
+}
+END_TEST
+
+/* An EVALSHA refused (NOSCRIPT after a load that did not take, or EVALSHA
+ * itself refused) goes again as EVAL of the body with the same keys and
+ * arguments, its request id still last (rewritten in place later). */
+START_TEST(evalsha_becomes_eval_of_the_body)
+{
+    const char sha[41] = "0123456789abcdef0123456789abcdef01234567";
+    struct resp_buf b;
+    resp_init(&b, NULL, 0);
+    wire_evalsha(&b, sha, 4, 1);
+    resp_arg(&b, "k", 1);
+    resp_arg_u64_fixed(&b, 7);
+    ck_assert_int_eq(wire_eval_body(&b, "return 1", 8), 0);
+    const char *want = "*4\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n1\r\n"
+                       "$1\r\nk\r\n$20\r\n00000000000000000007\r\n";
+    ck_assert_uint_eq(b.len, strlen(want));
+    ck_assert_str_eq(b.data, want);
+    wire_rid(&b, 8);
+    ck_assert(strstr(b.data, "00000000000000000008\r\n") != NULL);
+    /* not an EVALSHA (now an EVAL): left as it is */
+    ck_assert_int_eq(wire_eval_body(&b, "return 2", 8), -1);
+    ck_assert_str_eq(b.data + b.len - 22, "00000000000000000008\r\n");
+    resp_free(&b);
+
+    static const struct {
+        const char *resp;
+        int refused;
+    } v[] = {
+        {"-NOPERM User u has no permissions to run the 'evalsha' command\r\n",
+         1},
+        {"-NOPERM this user has no permissions to run the 'evalsha' command "
+         "or its subcommand\r\n", 1},
+        {"-ERR unknown command `EVALSHA`, with args beginning with: \r\n", 1},
+        {"-ERR unknown command 'EVALSHA', with args beginning with: \r\n", 1},
+        {"-NOPERM User u has no permissions to run the 'hset' command\r\n", 0},
+        {"-NOSCRIPT No matching script. Please use EVAL.\r\n", 0},
+        {"-ERR evalsha\r\n", 0},
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        redisReply *r = parse(v[i].resp);
+        ck_assert_int_eq(reply_evalsha_refused(r), v[i].refused);
+        freeReplyObject(r);
+    }
 }
 END_TEST
 
@@ -685,6 +746,37 @@ START_TEST(release_renew_and_integer_replies_decode)
     freeReplyObject(r);
     r = parse("$2\r\n4x\r\n");
     ck_assert_int_eq(reply_integer(r, 0, &v), HILOCK_EPROTO);
+    freeReplyObject(r);
+}
+END_TEST
+
+/* A fair hand-off, as its message and as a release's reply, carries the
+ * waiter's send time and the span to the end of its lease; anything short
+ * of the five parts is not a hand-off. */
+START_TEST(fair_handoffs_decode_with_their_lease_end)
+{
+    struct reply_handoff h;
+    int64_t left, heard;
+    const char *msg = "7:12:3:1000:4500";
+    ck_assert_int_eq(reply_handoff_message(msg, strlen(msg), &h), 0);
+    ck_assert(h.owner_tag == 7 && h.wait_id == 12 && h.token == 3);
+    ck_assert(h.sent_ms == 1000 && h.span_ms == 4500);
+    static const char *const bad[] = {"7:12:3", "7:12:3:1000", "7:12:3:1000:",
+                                      "7:12:3:1000:45x", "7:12:3:-1:4500",
+                                      "wake:5000"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        ck_assert_msg(reply_handoff_message(bad[i], strlen(bad[i]), &h) ==
+                          HILOCK_EPROTO,
+                      "%s", bad[i]);
+    redisReply *r = parse("*7\r\n:0\r\n:0\r\n$1\r\n7\r\n$2\r\n12\r\n"
+                          ":3\r\n$4\r\n1000\r\n:4500\r\n");
+    ck_assert_int_eq(reply_release(r, &left, &heard), 0);
+    ck_assert_int_eq(reply_release_handoff(r, &h), REPLY_HANDED_LOCAL);
+    ck_assert(h.owner_tag == 7 && h.wait_id == 12 && h.token == 3);
+    ck_assert(h.sent_ms == 1000 && h.span_ms == 4500);
+    freeReplyObject(r);
+    r = parse("*5\r\n:0\r\n:0\r\n$1\r\n7\r\n$2\r\n12\r\n:3\r\n");
+    ck_assert_int_eq(reply_release(r, &left, &heard), HILOCK_EPROTO);
     freeReplyObject(r);
 }
 END_TEST
@@ -850,7 +942,9 @@ int main(void)
     tcase_add_test(tc, cluster_redirects_parse);
     tcase_add_test(tc, acquire_replies_decode_to_results);
     tcase_add_test(tc, error_replies_map_to_distinct_codes);
+    tcase_add_test(tc, evalsha_becomes_eval_of_the_body);
     tcase_add_test(tc, release_renew_and_integer_replies_decode);
+    tcase_add_test(tc, fair_handoffs_decode_with_their_lease_end);
     suite_add_tcase(s, tc);
     tc = tcase_create("quorum");
     tcase_add_test(tc, majority_and_validity);

@@ -919,6 +919,335 @@ START_TEST(paused_minority_does_not_lose_a_watchdog_lock)
 }
 END_TEST
 
+/* Another owner holds name on master i only, for ms. */
+static void foreign_hold(int i, const char *name, int ms)
+{
+    char pttl[16];
+    snprintf(pttl, sizeof pttl, "%d", ms);
+    ck_assert_int_eq(rs_int(masters[i], "HSET", name, "other:1", "1",
+                            (char *)NULL),
+                     1);
+    ck_assert_int_eq(rs_int(masters[i], "PEXPIRE", name, pttl, (char *)NULL),
+                     1);
+}
+
+#define SPLIT_ROUNDS 2
+
+static void multi_record(struct hilock_multi *m, int status, int64_t value,
+                         void *arg)
+{
+    struct tu_result *r = arg;
+    (void)m;
+    (void)value;
+    r->calls++;
+    r->status = status;
+}
+
+/* Acquire, then release, l or (when m) the MultiLock m, waiting wait_ms
+ * for it. The acquire's status; *took its time. */
+static int split_round(struct hilock_lock *l, struct hilock_multi *m,
+                       int wait_ms, long long *took)
+{
+    struct tu_result r = {0};
+    long long t0 = tu_now_ms();
+    if (!m) {
+        int rc = tu_acquire(l, (uint64_t)wait_ms, 60000, NULL);
+        *took = tu_now_ms() - t0;
+        return rc ? rc : tu_release(l, NULL);
+    }
+    tu_assert_status(
+        hilock_multi_acquire(m, (uint64_t)wait_ms, 60000, multi_record, &r),
+        0);
+    await(&r, wait_ms + scaled(5000), "multi acquire");
+    *took = tu_now_ms() - t0;
+    if (r.status)
+        return r.status;
+    r.calls = 0;
+    tu_assert_status(hilock_multi_release(m, multi_record, &r), 0);
+    await(&r, scaled(5000), "multi release");
+    return r.status;
+}
+
+/* Master 2 out by fault (down or frozen), and another owner holding the
+ * lock "rls" on master 0 or 1 for a while: each attempt until then is a
+ * split vote (one grant, one busy). The two live masters decide it at
+ * once, the attempt is undone and tried again after a short random
+ * backoff, and the lock (or, with multi, a MultiLock over "rls" and
+ * "rlt") is taken soon after the other hold ends, never waiting out master
+ * 2's deadline (the request timeout, 500 ms, longer than the wait). A frozen
+ * master costs one such deadline, once: the first acquire waits for it. */
+static void split_votes_with_one_master_out(void (*fault)(int), bool multi)
+{
+    static const char *const names[2] = {"rls", "rlt"};
+    static const size_t lens[2] = {3, 3};
+    struct hilock_multi *m = NULL;
+    masters_start(3);
+    client = redlock_client_timeout(scaled(500));
+    struct hilock_lock *l = tu_lock(client, "rls", 1);
+    warm_up(l);
+    if (multi)
+        tu_assert_status(hilock_multi_new(client, names, lens, 2, 2, &m), 0);
+    fault(2);
+    for (int i = 0; i < SPLIT_ROUNDS; i++) {
+        int wait = scaled(400) + (i == 0 ? scaled(500) : 0);
+        long long took;
+        foreign_hold(i % 2, "rls", scaled(150));
+        int rc = split_round(l, m, wait, &took);
+        ck_assert_msg(rc == 0 && took < wait, "round %d: %s after %lld ms",
+                      i, hilock_err_name(rc), took);
+    }
+    hilock_multi_free(m);
+}
+
+/* A master that refuses connections is a no vote at once. */
+START_TEST(split_votes_with_one_master_refusing_do_not_wait_for_it)
+{
+    split_votes_with_one_master_out(master_down, false);
+}
+END_TEST
+
+/* A frozen master costs one deadline: then it is suspect, and its votes
+ * get a short deadline until it answers again. */
+START_TEST(split_votes_with_one_master_frozen_do_not_wait_for_it)
+{
+    split_votes_with_one_master_out(master_pause, false);
+}
+END_TEST
+
+/* The same for a MultiLock. */
+START_TEST(multilock_split_votes_with_one_master_out_do_not_wait_for_it)
+{
+    split_votes_with_one_master_out(master_down, true);
+}
+END_TEST
+
+START_TEST(multilock_split_votes_with_one_master_frozen_do_not_wait_for_it)
+{
+    split_votes_with_one_master_out(master_pause, true);
+}
+END_TEST
+
+/* c's counters. */
+static struct hilock_stats stats_of(struct hilock_client *c)
+{
+    struct hilock_stats st;
+    tu_assert_status(hilock_client_stats(c, &st, sizeof st), 0);
+    return st;
+}
+
+/* Whether c has no request in flight: each was answered or ran out of
+ * time. */
+static bool nothing_in_flight(void *c)
+{
+    return stats_of(c).requests_inflight == 0;
+}
+
+struct reconnects_goal {
+    struct hilock_client *c;
+    uint64_t n;
+};
+
+static bool reconnected(void *arg)
+{
+    const struct reconnects_goal *g = arg;
+    return stats_of(g->c).reconnects >= g->n;
+}
+
+static bool master_2_has(void *key)
+{
+    return master_has(2, key);
+}
+
+/* Acquire (20 s lease) and release l, or the MultiLock m when given. */
+static void take_and_give_back(struct hilock_lock *l, struct hilock_multi *m)
+{
+    struct tu_result r = {0};
+    if (!m) {
+        tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
+        ck_assert(tu_run_until(nothing_in_flight, client, scaled(3000)));
+        tu_assert_status(tu_release(l, NULL), 0);
+        return;
+    }
+    tu_assert_status(hilock_multi_acquire(m, 0, 20000, multi_record, &r), 0);
+    await(&r, scaled(3000), "multi acquire");
+    tu_assert_status(r.status, 0);
+    ck_assert(tu_run_until(nothing_in_flight, client, scaled(3000)));
+    r.calls = 0;
+    tu_assert_status(hilock_multi_release(m, multi_record, &r), 0);
+    await(&r, scaled(3000), "multi release");
+    tu_assert_status(r.status, 0);
+}
+
+/* A master cut off (the proxy holds everything) misses an acquire and its
+ * release; both of its requests run out of time, then its connection
+ * drops. Neither is sent again (the operations are over): else the
+ * acquire alone, resent on the new connection, would take the released
+ * lock there for its whole lease. Once the master has a lock taken after
+ * the reconnect, whatever went before it on that connection has run:
+ * then no master may have the released lock (or MultiLock). */
+static void released_stays_released(bool multi)
+{
+    static const char *const names[2] = {"rlr", "rlr3"};
+    static const size_t lens[2] = {3, 4};
+    struct hilock_multi *m = NULL;
+    masters_start(3);
+    proxies_start();
+    client = redlock_client_timeout(scaled(300));
+    struct hilock_lock *l = tu_lock(client, "rlr", 1);
+    struct hilock_lock *after = tu_lock(client, "rlr2", 1);
+    warm_up(l);
+    if (multi)
+        tu_assert_status(hilock_multi_new(client, names, lens, 2, 2, &m), 0);
+    tp_blackhole(proxies[2], true);
+    take_and_give_back(l, m);
+    ck_assert(tu_run_until(nothing_in_flight, client, scaled(3000)));
+    struct reconnects_goal g = {client, stats_of(client).reconnects + 1};
+    tp_blackhole(proxies[2], false);
+    tp_cut_all(proxies[2]);
+    ck_assert(tu_run_until(reconnected, &g, scaled(3000)));
+    tu_assert_status(tu_acquire(after, 0, 20000, NULL), 0);
+    ck_assert(tu_run_until(master_2_has, "rlr2", scaled(3000)));
+    for (int i = 0; i < nmasters; i++)
+        ck_assert_msg(
+            rs_int(masters[i], "EXISTS", "rlr", "rlr3", (char *)NULL) == 0,
+            "master %d has the released lock, PTTL %lld", i,
+            rs_int(masters[i], "PTTL", "rlr", (char *)NULL));
+    hilock_multi_free(m);
+}
+
+/* The release of a lock held on every master reaches two; the third is
+ * cut off, and its connection drops while the release is still out there:
+ * the release goes again on the new connection (harmless to repeat), so
+ * that master does not keep the lock for its lease. */
+START_TEST(release_cut_off_on_one_master_goes_again_there)
+{
+    masters_start(3);
+    proxies_start();
+    client = redlock_client_timeout(scaled(2000));
+    struct hilock_lock *l = tu_lock(client, "rlz", 1);
+    warm_up(l);
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
+    ck_assert(tu_run_until(every_master_has, "rlz", scaled(2000)));
+    tp_blackhole(proxies[2], true);
+    tu_assert_status(tu_release(l, NULL), 0);
+    tp_blackhole(proxies[2], false);
+    tp_cut_all(proxies[2]);
+    ck_assert_msg(none_left("rlz"), "left on %d master(s)",
+                  masters_with("rlz"));
+}
+END_TEST
+
+START_TEST(released_lock_does_not_come_back_on_a_minority_master)
+{
+    released_stays_released(false);
+}
+END_TEST
+
+START_TEST(released_multilock_does_not_come_back_on_a_minority_master)
+{
+    released_stays_released(true);
+}
+END_TEST
+
+/* Owner tag 1 of client holds name on master i, unknown to the client
+ * (a release that never reached that master). */
+static void stale_hold(int i, const char *name)
+{
+    char field[64], rid[80];
+    tu_field(client, 1, field);
+    snprintf(rid, sizeof rid, "%s:rid", field);
+    ck_assert_int_eq(rs_int(masters[i], "HSET", name, field, "1", rid, "1",
+                            (char *)NULL),
+                     2);
+    ck_assert_int_eq(rs_int(masters[i], "PEXPIRE", name, "20000",
+                            (char *)NULL),
+                     1);
+}
+
+/* An acquisition that masters 1 and 2 count as a re-entry (the owner's
+ * stale holds) while the client held nothing: the token must still be a
+ * fresh one, above the last token another owner was given. */
+START_TEST(stale_holds_on_a_majority_give_no_old_token)
+{
+    struct hilock_endpoint eps[MASTERS_MAX];
+    struct hilock_options o;
+    masters_start(3);
+    redlock_options(&o, eps, scaled(1000));
+    o.fencing = 1;
+    client = tu_client(&o);
+    struct hilock_lock *a = tu_lock(client, "rle", 1);
+    struct hilock_lock *b = tu_lock(client, "rle", 2);
+    warm_up(a);
+    int64_t tb = 0, ta = 0;
+    tu_assert_status(tu_acquire(b, 0, 60000, &tb), 0);
+    tu_assert_status(tu_release(b, NULL), 0);
+    ck_assert(none_left("rle"));
+    stale_hold(1, "rle");
+    stale_hold(2, "rle");
+    master_pause(0);
+    tu_assert_status(tu_acquire(a, 0, 60000, &ta), 0);
+    ck_assert_msg(ta > tb, "token %lld after another owner's %lld",
+                  (long long)ta, (long long)tb);
+    tu_assert_status(tu_release(a, NULL), 0);
+}
+END_TEST
+
+struct renewals_sent_goal {
+    struct hilock_client *c;
+    uint64_t n;
+};
+
+static bool renewals_sent(void *arg)
+{
+    const struct renewals_sent_goal *g = arg;
+    return stats_of(g->c).renewals_sent >= g->n;
+}
+
+/* The owner's hold count on master i. */
+static long long holds_on(int i, const char *name)
+{
+    char field[64];
+    return rs_int(masters[i], "HGET", name, tu_field(client, 1, field),
+                  (char *)NULL);
+}
+
+static bool master_2_holds(void *name)
+{
+    return holds_on(2, name) >= 1;
+}
+
+/* Master 2 lost a watchdog lock and answers two renewals late, both
+ * saying so: the lock is repaired there once, not counted twice, and its
+ * release leaves nothing on any master. */
+START_TEST(repair_counts_a_hold_once)
+{
+    struct hilock_endpoint eps[MASTERS_MAX];
+    struct hilock_options o;
+    masters_start(3);
+    redlock_options(&o, eps, scaled(2000));
+    o.watchdog_lease_ms = (uint32_t)scaled(900); /* renewed every 300 ms */
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "rlx", 1);
+    warm_up(l);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    ck_assert(tu_run_until(every_master_has, "rlx", scaled(2000)));
+    ck_assert_int_eq(rs_int(masters[2], "DEL", "rlx", (char *)NULL), 1);
+    master_pause(2);
+    struct renewals_sent_goal g = {client, stats_of(client).renewals_sent + 2};
+    ck_assert(tu_run_until(renewals_sent, &g, scaled(3000)));
+    master_resume(2);
+    ck_assert(tu_run_until(master_2_holds, "rlx", scaled(3000)));
+    /* the next renewal is answered after both repairs */
+    g.n = stats_of(client).renewals_sent + 1;
+    ck_assert(tu_run_until(renewals_sent, &g, scaled(3000)));
+    warm_up(tu_lock(client, "rlx-probe", 1));
+    ck_assert_int_eq(holds_on(2, "rlx"), 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_msg(none_left("rlx"), "left on %d master(s)",
+                  masters_with("rlx"));
+}
+END_TEST
+
 START_TEST(bad_topologies_are_einval)
 {
     struct hilock_endpoint eps[11];
@@ -996,6 +1325,18 @@ static Suite *redlock_suite(void)
     tcase_add_test(tc, grant_after_a_failed_decision_is_undone);
     tcase_add_test(tc, paused_minority_does_not_lose_a_watchdog_lock);
     tcase_add_test(tc, another_kind_on_a_majority_is_reported_as_such);
+    tcase_add_test(tc, released_lock_does_not_come_back_on_a_minority_master);
+    tcase_add_test(tc, release_cut_off_on_one_master_goes_again_there);
+    tcase_add_test(tc,
+                   released_multilock_does_not_come_back_on_a_minority_master);
+    tcase_add_test(tc, stale_holds_on_a_majority_give_no_old_token);
+    tcase_add_test(tc, repair_counts_a_hold_once);
+    tcase_add_test(tc, split_votes_with_one_master_refusing_do_not_wait_for_it);
+    tcase_add_test(tc, split_votes_with_one_master_frozen_do_not_wait_for_it);
+    tcase_add_test(
+        tc, multilock_split_votes_with_one_master_out_do_not_wait_for_it);
+    tcase_add_test(
+        tc, multilock_split_votes_with_one_master_frozen_do_not_wait_for_it);
     suite_add_tcase(s, tc);
     return s;
 }

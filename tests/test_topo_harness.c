@@ -232,8 +232,12 @@ START_TEST(sentinel_failover)
     ck_assert_int_eq(rt_master(t), 0);
     assert_replica_of(t, 1, 0);
     for (int i = 0; i < 3; i++) {
+        /* Valkey names the field server_mode */
         char *role = rs_info(rt_sentinel_server(t, i), "server",
                              "redis_mode");
+        if (!role)
+            role = rs_info(rt_sentinel_server(t, i), "server",
+                           "server_mode");
         ck_assert_ptr_nonnull(role);
         ck_assert_str_eq(role, "sentinel");
         free(role);

@@ -41,6 +41,7 @@
 #include "cli.h"
 #include "keys.h"  /* src/: the key layout, defined once */
 #include "reply.h" /* src/: reply_redirect, the parser of MOVED and ASK */
+#include "tls.h"   /* src/: the library's TLS contexts and name checks */
 
 #define TIMEOUT_MS 2000
 
@@ -148,15 +149,42 @@ static redisReply *command(redisContext *c, int argc, const char **argv,
     return reply;
 }
 
-/* A connection to host:port, authenticated with user and password (NULL:
- * no AUTH); NULL with the reason in err ("<host>:<port>: <why>"). */
+/* The TLS context of --tls (NULL: plain TCP), made once by parse_args. */
+static struct tls *inspect_tls;
+
+/* A line of tls_new's through cli_error. */
+static void tls_log(enum hilock_log_level level, const char *msg, void *arg)
+{
+    (void)level;
+    (void)arg;
+    cli_error("%s", msg);
+}
+
+/* Make inspect_tls from r's TLS options; 0, or -1 with a message. */
+static int inspect_tls_init(const struct cli_redis *r)
+{
+    struct hilock_options o;
+    hilock_options_init(&o);
+    o.log_cb = tls_log;
+    int rc = tls_new(&inspect_tls, &r->tls, &o, "tls");
+    if (rc != 0 && rc != HILOCK_ETLS) /* ETLS: said already */
+        cli_error("tls: %s", hilock_strerror(rc));
+    return rc ? -1 : 0;
+}
+
+/* A connection to host:port (over TLS with --tls), authenticated with user
+ * and password (NULL: no AUTH); NULL with the reason in err ("<host>:<port>:
+ * <why>"). */
 static redisContext *connect_to(const char *host, int port, const char *user,
                                 const char *password, char *err)
 {
     struct timeval tv = {TIMEOUT_MS / 1000, (TIMEOUT_MS % 1000) * 1000};
     char shown[CLI_ESCAPED_SIZE(64)], why[ERR_SIZE];
     redisContext *c = redisConnectWithTimeout(host, port, tv);
+    void *session;
     cli_escape(shown, sizeof(shown), host, strlen(host));
+    if (c && !c->err && inspect_tls && redisSetTimeout(c, tv) == REDIS_OK)
+        tls_connect(inspect_tls, c, host, &session); /* c->err on failure */
     if (!c || c->err) {
         snprintf(err, ERR_SIZE, "cannot connect to %s:%d: %.200s", shown, port,
                  c ? c->errstr : "out of memory");
@@ -411,11 +439,8 @@ static int parse_args(struct cli_redis *r, int *force, const char **name,
     *name = argv[optind];
     if (cli_redis_check(r) != 0)
         return -1;
-    if (r->tls_given) {
-        /* Never a plaintext connection where TLS was asked for. */
-        cli_error("%s does not take --tls (only run does)", argv[0]);
+    if (r->tls_given && inspect_tls_init(r) != 0)
         return -1;
-    }
     return cli_name_check(r, *name);
 }
 

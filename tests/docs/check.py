@@ -36,7 +36,7 @@ import tempfile
 README_MAX = 16 * 1024
 
 OPT = re.compile(r"(?:^|(?<=[\s\[|(,/]))(--?[A-Za-z][A-Za-z-]*)")
-ROFF_OPT = re.compile(r"\\-(\\-)?([A-Za-z][A-Za-z\\-]*)")
+ROFF_OPT = re.compile(r"\\-(\\-)?([A-Za-z](?:[A-Za-z]|\\-)*)")
 
 
 def help_options(text):
