@@ -53,13 +53,15 @@ enum {
     OPT_SENTINEL = 1u << 18,      /* faults: failovers under Sentinel */
     OPT_FAIR = 1u << 19,          /* contended: clients in fair mode */
     OPT_HOLD = 1u << 20,          /* readmostly, semaphore: section length */
-    OPT_EVERY = 1u << 21,         /* readmostly: the writer's pause */
+    OPT_EVERY = 1u << 21,         /* readmostly: the writer's pause;
+                                     torture: the gap between faults */
     OPT_PERMITS = 1u << 22,       /* semaphore: its permits */
     OPT_COUNTING = 1u << 23,      /* semaphore: counting, not expiring */
     OPT_TLS = 1u << 24,           /* uncontended: plain vs over TLS */
     OPT_REDLOCK = 1u << 25,       /* faults: one of 3 masters fails */
     OPT_MASTER_OUT = 1u << 26,    /* redlock: one master out, contended */
-    OPT_MULTI = 1u << 27          /* redlock --master-out: MultiLocks */
+    OPT_MULTI = 1u << 27,         /* redlock --master-out: MultiLocks */
+    OPT_ACQUISITIONS = 1u << 28   /* torture: stop at this many */
 };
 
 /* Command-line options; 0 or NULL means "the scenario's default". */
@@ -97,6 +99,7 @@ struct bench_opts {
     int tls;           /* uncontended: plain vs TLS */
     int master_out;    /* redlock: 1 refusing, 2 stopped (SIGSTOP) */
     int multi;         /* redlock --master-out: waiters take MultiLocks */
+    long acquisitions; /* torture: the target; 0: none */
     unsigned given; /* OPT_* bits of the options on the command line */
 };
 
@@ -142,6 +145,8 @@ int sc_faults(struct bench *b);
 int sc_redlock(struct bench *b);
 int sc_readmostly(struct bench *b);
 int sc_semaphore(struct bench *b);
+int sc_torture(struct bench *b);
+int sc_guarded(struct bench *b);
 
 /* ---- time and process figures (sysstat.c) ----------------------------- */
 

@@ -120,6 +120,26 @@ static const struct scenario scenarios[] = {
      "  --seconds S    run time (5)\n"
      "  --counting     a counting semaphore (RSemaphore) instead of\n"
      "                 expiring permits under the watchdog\n"},
+    {"torture", "every client kind on many locks; kill -9, SIGSTOP, CLIENT "
+                "KILL",
+     OPT_SECONDS | OPT_PROCS | OPT_WAITERS | OPT_NAMES | OPT_LEASE |
+         OPT_ACQUISITIONS | OPT_EVERY,
+     sc_torture,
+     "  --procs P      processes, one client of each kind each (4, at most\n"
+     "                 64)\n"
+     "  --waiters W    waiters in all, the kinds in turn (160)\n"
+     "  --names N      lock names, at most 4096 (64)\n"
+     "  --seconds S    bound of the run; faults all along it (20)\n"
+     "  --acquisitions N\n"
+     "                 stop once N locks were acquired (no target)\n"
+     "  --lease MS     watchdog lease of the default, fair and scripts-only\n"
+     "                 clients (3000)\n"
+     "  --every MS     from the end of a fault to the next (1000)\n"},
+    {"guarded", "guarded writes vs plain SETs of one key: Redis CPU each",
+     OPT_SECONDS | OPT_INFLIGHT | OPT_ROUNDS | OPT_REMOTE, sc_guarded,
+     "  --inflight K   writes in flight (64)\n"
+     "  --seconds S    length of one phase (2)\n"
+     "  --rounds R     phases of each kind, alternating (2)\n"},
 };
 
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
@@ -178,7 +198,7 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     }
     double min = c == 's' || c == 'C' ? 0.1
                  : c == 'W' || c == 'D' || c == 'E' ? 0 : 1;
-    if (parse_num(arg, min, c == 'L' ? 1e8 : 1e7, &v) != 0)
+    if (parse_num(arg, min, c == 'L' || c == 'Q' ? 1e8 : 1e7, &v) != 0)
         return -1;
     switch (c) {
     case 'P':
@@ -204,6 +224,10 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     case 'x': o->worst = (int)v; o->given |= OPT_WORST; break;
     case 'D': o->hold_ms = v; o->given |= OPT_HOLD; break;
     case 'E': o->every_ms = (uint32_t)v; o->given |= OPT_EVERY; break;
+    case 'Q':
+        o->acquisitions = (long)v;
+        o->given |= OPT_ACQUISITIONS;
+        break;
     case 'N':
         o->permits = (int)v;
         o->given |= OPT_PERMITS;
@@ -257,6 +281,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         {"counting", no_argument, NULL, 'K'},
         {"master-out", required_argument, NULL, 'O'},
         {"multi", no_argument, NULL, 'M'},
+        {"acquisitions", required_argument, NULL, 'Q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;

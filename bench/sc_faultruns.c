@@ -260,6 +260,21 @@ static void fr_cfg(struct contend_cfg *cfg, const struct bench *b)
     cfg->lease_ms = b->o.lease_ms ? b->o.lease_ms : FR_DEFAULT_LEASE_MS;
 }
 
+/* A fault run r of bench b with the shared settings in cfg (fr_cfg), its
+ * n faults named names and made by inject; nothing else set yet. */
+static void fr_init(struct fr_run *r, struct bench *b, struct contend_cfg *cfg,
+                    const char *const *names, int n, fr_inject_fn *inject)
+{
+    fr_cfg(cfg, b);
+    memset(r, 0, sizeof *r);
+    r->b = b;
+    r->cfg = cfg;
+    r->names = names;
+    r->n = n;
+    r->inject = inject;
+    r->px = (struct fr_proxy){-1, -1, -1};
+}
+
 /* ---- Redlock: one master of three fails --------------------------------- */
 
 static const char *const rl_names[] = {"SIGSTOP", "blackhole", "cuts",
@@ -334,14 +349,7 @@ static int faults_redlock(struct bench *b)
     struct ff_targets tg;
     char title[160];
     int rc = 1;
-    fr_cfg(&cfg, b);
-    memset(&r, 0, sizeof r);
-    r.b = b;
-    r.cfg = &cfg;
-    r.names = rl_names;
-    r.n = 5;
-    r.inject = rl_inject;
-    r.px = (struct fr_proxy){-1, -1, -1};
+    fr_init(&r, b, &cfg, rl_names, 5, rl_inject);
     if (rl_up(&r, srv, ep) != 0) {
         fprintf(stderr, "faults: the masters or the proxy did not start\n");
     } else {
@@ -431,14 +439,7 @@ static int faults_cluster(struct bench *b)
     struct ff_targets tg;
     char title[160];
     int masters = b->o.cluster, rc = 1;
-    fr_cfg(&cfg, b);
-    memset(&r, 0, sizeof r);
-    r.b = b;
-    r.cfg = &cfg;
-    r.names = cl_names;
-    r.n = 3;
-    r.inject = cl_inject;
-    r.px = (struct fr_proxy){-1, -1, -1};
+    fr_init(&r, b, &cfg, cl_names, 3, cl_inject);
     r.slot = rc_key_slot(CONTEND_LOCK, strlen(CONTEND_LOCK));
     printf("faults --cluster: starting %d masters with a replica each...\n",
            masters);

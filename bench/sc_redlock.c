@@ -459,6 +459,20 @@ static int c_restart_checks(struct bench *b, const struct kill_log *k,
     return bad;
 }
 
+/* The settings of a contended run over the first RL_CMASTERS masters of
+ * r, its counter on master RL_COUNTER. */
+static void c_cfg(const struct rl *r, struct contend_cfg *cfg)
+{
+    const struct bench *b = r->b;
+    contend_cfg_init(cfg, b,
+                     b->o.contended_seconds > 0 ? b->o.contended_seconds : 10,
+                     RL_DRAIN_MS);
+    cfg->host = r->ep[RL_COUNTER].host;
+    cfg->port = r->ep[RL_COUNTER].port;
+    cfg->masters = r->ep;
+    cfg->nmasters = RL_CMASTERS;
+}
+
 /* The contended part: run, print, check. 0 ok, 1 failed; *missed counts
  * the targets of contend_print. */
 static int c_part(struct rl *r, int *missed)
@@ -468,13 +482,7 @@ static int c_part(struct rl *r, int *missed)
     struct kill_log k = {r, &cfg, 0, 0, 0};
     struct cresults res;
     struct cfigures f;
-    contend_cfg_init(&cfg, b,
-                     b->o.contended_seconds > 0 ? b->o.contended_seconds : 10,
-                     RL_DRAIN_MS);
-    cfg.host = r->ep[RL_COUNTER].host;
-    cfg.port = r->ep[RL_COUNTER].port;
-    cfg.masters = r->ep;
-    cfg.nmasters = RL_CMASTERS;
+    c_cfg(r, &cfg);
     printf("contended over %d masters: %d processes, %d waiters, %.0f s, "
            "lock \"%s\"; counter on port %d; kill -9 of master %d halfway\n",
            RL_CMASTERS, cfg.procs, cfg.waiters, cfg.seconds, CONTEND_LOCK,
@@ -547,13 +555,7 @@ static int c_out_run(struct rl *r, int out, double *rate,
     struct kill_log k = {r, &cfg, 0, 0, 0};
     struct cresults res;
     struct cfigures f;
-    contend_cfg_init(&cfg, b,
-                     b->o.contended_seconds > 0 ? b->o.contended_seconds : 10,
-                     RL_DRAIN_MS);
-    cfg.host = r->ep[RL_COUNTER].host;
-    cfg.port = r->ep[RL_COUNTER].port;
-    cfg.masters = r->ep;
-    cfg.nmasters = RL_CMASTERS;
+    c_cfg(r, &cfg);
     cfg.multi = b->o.multi;
     printf("contended over %d masters, %s: %d processes, %d waiters, "
            "%.0f s%s\n",

@@ -38,8 +38,18 @@
  * both. The servers are started with
  * PR_SET_PDEATHSIG, so they die with this process whatever happens.
  *
+ * The pause: --lease-ms L gives every sale's lock a lease of L ms (no
+ * watchdog), --pause-ms P (> L) stops the first sale of the first server
+ * for P ms between its stock read and its write. The other sales take the
+ * lock once that lease runs out. The servers write the stock through a
+ * guarded command, which refuses the paused sale's stale write: nothing
+ * oversold. With --unguarded they write a plain SET and the paused sale
+ * overwrites the newer stock; --expect-oversold then makes the run succeed
+ * only if something was oversold (the proof that the pause bites).
+ *
  * Options: --servers N --stock N --purchases N --concurrency N
- * --time-limit S --product P --redlock N --cluster --sentinel --server PATH
+ * --time-limit S --product P --redlock N --cluster --sentinel
+ * --lease-ms L --pause-ms P --unguarded --expect-oversold --server PATH
  * (default: hilock-inventory-server next to this executable). */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -79,6 +89,10 @@ struct config {
     int cluster;           /* --cluster: a Redis Cluster instead */
     int sentinel;          /* --sentinel: a master and a Sentinel instead */
     int tls;               /* --tls: TLS-only redis-servers */
+    int lease_ms;          /* --lease-ms for the servers; 0: watchdog */
+    int pause_ms;          /* --pause-ms for server 0 */
+    int unguarded;         /* --unguarded for the servers */
+    int expect_oversold;   /* --expect-oversold: succeed only if it was */
     const char *product;
     char server_path[PATH_MAX];
 };
@@ -137,43 +151,51 @@ static double now_s(void)
 
 /* ---- the servers ------------------------------------------------------- */
 
-/* In the child: die with the parent, send stdout into the pipe, exec the
- * server on a kernel-chosen port, with the lock and the stock in the
+/* In the child: die with the parent, send stdout into the pipe, exec
+ * server i on a kernel-chosen port, with the lock and the stock in the
  * cluster of d->cluster_list or on the master of the Sentinel of
  * d->sentinel_list when one is set, else with the stock on redis_port and
- * the lock on the masters of d->masters_list (none when empty). Never
- * returns. */
-static void server_exec(const struct demo *d, int out_fd, int redis_port,
-                        pid_t parent)
+ * the lock on the masters of d->masters_list (none when empty); with the
+ * lease and the write's guard of the options, and server 0 with the
+ * pause. Never returns. */
+static void server_exec(const struct demo *d, int i, int out_fd,
+                        int redis_port, pid_t parent)
 {
     const struct config *cfg = d->cfg;
-    char rport[16];
+    char rport[16], lease[16], pause[16];
+    const char *argv[24];
+    int n = 0;
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent)
         _exit(127);
     dup2(out_fd, STDOUT_FILENO);
     close(out_fd);
     snprintf(rport, sizeof(rport), "%d", redis_port);
-    if (d->cfg->tls)  /* one server or --redlock only (parse_args) */
-        execl(cfg->server_path, cfg->server_path, "--port", "0",
-              "--redis-port", rport, "--cacert", d->cacert, "--product",
-              cfg->product, *d->masters_list ? "--redlock" : (char *)NULL,
-              d->masters_list, (char *)NULL);
-    else if (*d->cluster_list)
-        execl(cfg->server_path, cfg->server_path, "--port", "0",
-              "--cluster", d->cluster_list, "--product", cfg->product,
-              (char *)NULL);
-    else if (*d->sentinel_list)
-        execl(cfg->server_path, cfg->server_path, "--port", "0",
-              "--sentinel", d->sentinel_list, "--master", SENTINEL_MASTER,
-              "--product", cfg->product, (char *)NULL);
-    else if (*d->masters_list)
-        execl(cfg->server_path, cfg->server_path, "--port", "0",
-              "--redis-port", rport, "--redlock", d->masters_list, "--product",
-              cfg->product, (char *)NULL);
-    else
-        execl(cfg->server_path, cfg->server_path, "--port", "0",
-              "--redis-port", rport, "--product", cfg->product, (char *)NULL);
+    snprintf(lease, sizeof(lease), "%d", cfg->lease_ms);
+    snprintf(pause, sizeof(pause), "%d", cfg->pause_ms);
+    argv[n++] = cfg->server_path;
+    argv[n++] = "--port", argv[n++] = "0";
+    argv[n++] = "--product", argv[n++] = cfg->product;
+    if (*d->cluster_list) {
+        argv[n++] = "--cluster", argv[n++] = d->cluster_list;
+    } else if (*d->sentinel_list) {
+        argv[n++] = "--sentinel", argv[n++] = d->sentinel_list;
+        argv[n++] = "--master", argv[n++] = SENTINEL_MASTER;
+    } else {
+        argv[n++] = "--redis-port", argv[n++] = rport;
+        if (*d->masters_list)
+            argv[n++] = "--redlock", argv[n++] = d->masters_list;
+        if (cfg->tls)  /* one server or --redlock only (parse_args) */
+            argv[n++] = "--cacert", argv[n++] = d->cacert;
+    }
+    if (cfg->lease_ms)
+        argv[n++] = "--lease-ms", argv[n++] = lease;
+    if (cfg->pause_ms && i == 0)
+        argv[n++] = "--pause-ms", argv[n++] = pause;
+    if (cfg->unguarded)
+        argv[n++] = "--unguarded";
+    argv[n] = NULL;
+    execv(cfg->server_path, (char *const *)argv);
     fprintf(stderr, "inventory-demo: cannot run %s: %s\n", cfg->server_path,
             strerror(errno));
     _exit(127);
@@ -219,7 +241,7 @@ static int server_start(struct demo *d, int i, int redis_port)
     pid_t pid = fork();
     if (pid == 0) {
         close(fds[0]);
-        server_exec(d, fds[1], redis_port, parent);
+        server_exec(d, i, fds[1], redis_port, parent);
     }
     close(fds[1]);
     if (pid < 0) {
@@ -636,6 +658,11 @@ static int report(const struct demo *d, long long left, long long locked)
     if (locked != 0)
         printf("UNEXPECTED: the lock key is still there after the servers "
                "stopped\n");
+    if (d->cfg->expect_oversold) {  /* the negative control */
+        if (over == 0)
+            printf("UNEXPECTED: nothing oversold: the pause did not bite\n");
+        return over > 0 ? 0 : -1;
+    }
     return (d->sold == d->cfg->stock && left == 0 && over == 0 &&
             locked == 0 && counted == 0) ? 0 : -1;
 }
@@ -662,12 +689,18 @@ static int parse_args(struct config *cfg, int argc, char **argv)
         {"sentinel", no_argument, NULL, 'T'},
         {"server", required_argument, NULL, 'S'},
         {"tls", no_argument, NULL, 'L'},
+        {"lease-ms", required_argument, NULL, 'l'},
+        {"pause-ms", required_argument, NULL, 'p'},
+        {"unguarded", no_argument, NULL, 'U'},
+        {"expect-oversold", no_argument, NULL, 'O'},
         {NULL, 0, NULL, 0}};
     int c, bad = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         int *dst = c == 's' ? &cfg->servers : c == 'k' ? &cfg->stock
                  : c == 'n' ? &cfg->purchases : c == 'c' ? &cfg->concurrency
-                 : c == 't' ? &cfg->time_limit_s : NULL;
+                 : c == 't' ? &cfg->time_limit_s
+                 : c == 'l' ? &cfg->lease_ms : c == 'p' ? &cfg->pause_ms
+                 : NULL;
         if (dst)
             bad |= (*dst = int_arg(optarg, 1, 1000000)) == INT_MIN;
         else if (c == 'P')
@@ -681,6 +714,10 @@ static int parse_args(struct config *cfg, int argc, char **argv)
             cfg->sentinel = 1;
         else if (c == 'L')
             cfg->tls = 1;
+        else if (c == 'U')
+            cfg->unguarded = 1;
+        else if (c == 'O')
+            cfg->expect_oversold = 1;
         else if (c == 'S')
             snprintf(cfg->server_path, sizeof(cfg->server_path), "%s", optarg);
         else
@@ -696,7 +733,8 @@ static int parse_args(struct config *cfg, int argc, char **argv)
                 "[--stock N] [--purchases N] [--concurrency N>=servers] "
                 "[--time-limit S] [--product P] [--redlock N (odd, 3..%d) | "
                 "--cluster | --sentinel] [--tls (not with --cluster, "
-                "--sentinel)] [--server PATH]\n", SERVERS_MAX,
+                "--sentinel)] [--lease-ms N] [--pause-ms N] [--unguarded] "
+                "[--expect-oversold] [--server PATH]\n", SERVERS_MAX,
                 MASTERS_MAX);
         return -1;
     }
@@ -938,6 +976,11 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < cfg.servers; i++)
         free(d.metrics[i]);
+    if (rc == 0 && bad_exits == 0 && cfg.expect_oversold) {
+        printf("inventory-demo: OK -- oversold as expected: the paused "
+               "sale's unguarded write overwrote a newer stock\n");
+        return 0;
+    }
     if (rc == 0 && bad_exits == 0 && cfg.cluster) {
         printf("inventory-demo: OK -- exactly %d sold, none oversold, the "
                "lock and the stock in a Redis Cluster of %d masters; "

@@ -47,9 +47,16 @@
  * limit of its own: the server counts connections in as it accepts them
  * and out through their close callbacks.
  *
- * Trade-off admitted: the stock write is guarded by the lock only. A process
- * paused past its lease could still write after the lock moved on; a store
- * that must survive that checks hilock's fencing tokens instead (README). */
+ * The stock write is a guarded command (hilock_lock_guarded): one script
+ * on the lock's Redis checks that this sale still holds the lock and only
+ * then writes, so a sale paused past its lease has its write refused
+ * (answered 503 "lock lost") instead of overwriting a newer count. With
+ * --redlock there is no one node to ask, and the stock is written as a
+ * plain SET: a sale paused past its lease could then still write after
+ * the lock moved on (docs/guarded-writes.md). --unguarded writes the
+ * plain SET everywhere, and --pause-ms N stops the first sale for N ms
+ * between its read and its write: with --lease-ms shorter than that, the
+ * pause that guarded writes exist for, on demand. */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -131,6 +138,10 @@ struct shop {
     int conns_max;              /* --max-connections */
     int conns;                  /* HTTP connections open */
     int accepting;              /* the listener is enabled */
+    uint64_t lease_ms;          /* --lease-ms; 0: the watchdog renews */
+    int pause_ms;               /* --pause-ms: the first sale's stop */
+    int paused;                 /* that sale has been chosen */
+    int unguarded;              /* --unguarded: plain SET of the stock */
 };
 
 enum sale_kind { SALE_BUY, SALE_QUERY };
@@ -394,12 +405,41 @@ static long long stock_of(const redisReply *r)
 
 static void on_stored(redisAsyncContext *ac, void *reply, void *arg);
 
-/* Write the stock left by sale s; answers on failure. */
+/* The guarded write's outcome: sold, or refused because the lease ran out
+ * and the lock may be someone else's now (nothing was written). */
+static void on_guarded_stored(struct hilock_lock *lock, int status,
+                              const struct hilock_reply *reply, void *arg)
+{
+    struct sale *s = arg;
+    (void)lock;
+    if (status == 0 && (reply->type == HILOCK_REPLY_STATUS ||
+                        reply->type == HILOCK_REPLY_LOST))
+        s->sold = 1;  /* LOST: applied once, its reply lost */
+    else if (status == HILOCK_ENOTOWNER)
+        s->error = "lock lost";
+    else
+        s->error = status ? hilock_strerror(status) : "stock write failed";
+    sale_release(s);
+}
+
+/* Write the stock left by sale s; answers on failure. Guarded: only while
+ * s still holds the lock (one script on the lock's Redis). */
 static void sale_write_stock(struct sale *s)
 {
     char buf[24];
     snprintf(buf, sizeof(buf), "%lld", s->left);
     const char *argv[] = {"SET", s->key, buf};
+    if (!s->shop->unguarded && s->shop->topo != TOPO_REDLOCK) {
+        size_t lens[] = {3, strlen(s->key), strlen(buf)}, key = 1;
+        struct hilock_guarded_cmd set = {3, argv, lens, 1, &key};
+        int rc = hilock_lock_guarded(s->lock, &set, 1, 0, on_guarded_stored,
+                                     s);
+        if (rc != 0) {
+            s->error = hilock_strerror(rc);
+            sale_release(s);
+        }
+        return;
+    }
     if (sale_command(s, on_stored, 3, argv) != 0) {
         s->error = "redis unavailable";
         sale_release(s);
@@ -407,6 +447,24 @@ static void sale_write_stock(struct sale *s)
 }
 
 static void sale_read_stock(struct sale *s);
+
+static void on_paused(evutil_socket_t fd, short what, void *arg)
+{
+    sale_write_stock(arg);
+}
+
+/* Write the stock now, or --pause-ms later for the first sale. */
+static void sale_write_maybe_later(struct sale *s)
+{
+    struct shop *shop = s->shop;
+    struct timeval tv = {shop->pause_ms / 1000, (shop->pause_ms % 1000) * 1000};
+    if (shop->pause_ms > 0 && !shop->paused &&
+        event_base_once(shop->base, -1, EV_TIMEOUT, on_paused, s, &tv) == 0) {
+        shop->paused = 1;
+        return;
+    }
+    sale_write_stock(s);
+}
 
 static void on_stored(redisAsyncContext *ac, void *reply, void *arg)
 {
@@ -445,7 +503,7 @@ static void on_stock(redisAsyncContext *ac, void *reply, void *arg)
         s->error = "lock lost";
     else if (n > 0) {
         s->left = n - 1;
-        sale_write_stock(s);
+        sale_write_maybe_later(s);
         return;
     }
     sale_release(s);
@@ -547,7 +605,8 @@ static void sale_start(struct sale *s, const char *product)
     if (rc == 0) {
         s->lock = lock;
         hilock_lock_on_lost(lock, on_lost, s);
-        rc = hilock_lock_acquire(lock, LOCK_WAIT_MS, 0, on_locked, s);
+        rc = hilock_lock_acquire(lock, LOCK_WAIT_MS, s->shop->lease_ms,
+                                 on_locked, s);
     }
     if (rc != 0) {
         s->error = hilock_strerror(rc);
@@ -777,7 +836,8 @@ static void usage(FILE *f)
         "usage: hilock-inventory-server [--port N] [--redis-host H] "
         "[--redis-port N] [--redlock H:N,H:N,H:N | --sentinel H:N,... "
         "--master NAME | --cluster H:N,...] [--product P] [--idle-ms N]\n"
-        "       [--max-connections N]\n"
+        "       [--max-connections N] [--lease-ms N] [--pause-ms N] "
+        "[--unguarded]\n"
         "  --port N        HTTP port on 127.0.0.1 (default 8080; 0: any free)\n"
         "  --redis-host H  Redis host of the stock, and of the lock without\n"
         "                  --redlock (default 127.0.0.1)\n"
@@ -798,6 +858,13 @@ static void usage(FILE *f)
         "(default inventory001)\n"
         "  --idle-ms N     close a connection silent for N ms (default %d)\n"
         "  --max-connections N  accept no more than N at once (default %d)\n"
+        "  --lease-ms N    each sale's lock lease (default: the watchdog's,\n"
+        "                  renewed while the sale runs)\n"
+        "  --pause-ms N    stop the first sale for N ms between its stock\n"
+        "                  read and its write (a process paused past its\n"
+        "                  lease, on demand)\n"
+        "  --unguarded     write the stock with a plain SET, not a guarded\n"
+        "                  command (always so with --redlock)\n"
         "POST /sale buys one item; GET /stock shows what is left; GET\n"
         "/metrics shows the lock's counters as Prometheus text.\n",
         HILOCK_MASTERS_MAX, HILOCK_SEEDS_MAX, IDLE_MS, CONNECTIONS_MAX);
@@ -868,6 +935,9 @@ static int parse_args(struct shop *shop, int *port, int argc, char **argv)
         {"cacert", required_argument, NULL, 'T'},
         {"idle-ms", required_argument, NULL, 'I'},
         {"max-connections", required_argument, NULL, 'X'},
+        {"lease-ms", required_argument, NULL, 'L'},
+        {"pause-ms", required_argument, NULL, 'W'},
+        {"unguarded", no_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c, redis_given = 0;
@@ -896,10 +966,20 @@ static int parse_args(struct shop *shop, int *port, int argc, char **argv)
         case 'T': shop->cacert = optarg; break;
         case 'I':
         case 'X':
-            if (count_arg(optarg, c == 'I' ? &shop->idle_ms
-                                           : &shop->conns_max) != 0)
+        case 'W':
+            if (count_arg(optarg, c == 'I'   ? &shop->idle_ms
+                                  : c == 'X' ? &shop->conns_max
+                                             : &shop->pause_ms) != 0)
                 return -1;
             break;
+        case 'L': {
+            int ms;
+            if (count_arg(optarg, &ms) != 0)
+                return -1;
+            shop->lease_ms = (uint64_t)ms;
+            break;
+        }
+        case 'U': shop->unguarded = 1; break;
         case 'h': return 1;
         default: return -1;
         }

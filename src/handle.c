@@ -36,15 +36,23 @@ void handle_ref(struct hilock_lock *lock)
     lock->refs++;
 }
 
-/* Unlink from the engine and free; the wait timer goes with it. */
-static void handle_destroy(struct hilock_lock *lock)
+/* End lock's hold on its name, unlink it from the engine, and stop and
+ * free its wait timer. */
+static void handle_unlink(struct hilock_lock *lock)
 {
     handle_hold_end(lock);
     LIST_REMOVE(lock, link);
     if (lock->waiting) {
         event_del(&lock->waiting->timer);
         free(lock->waiting);
+        lock->waiting = NULL;
     }
+}
+
+/* Unlink from the engine and free; the wait timer goes with it. */
+static void handle_destroy(struct hilock_lock *lock)
+{
+    handle_unlink(lock);
     free(lock);
 }
 
@@ -58,13 +66,7 @@ void handle_unref(struct hilock_lock *lock)
  * handle stays valid for hilock_lock_free() and the local state calls. */
 static void handle_detach_engine(struct hilock_lock *lock)
 {
-    handle_hold_end(lock);
-    LIST_REMOVE(lock, link);
-    if (lock->waiting) {
-        event_del(&lock->waiting->timer);
-        free(lock->waiting);
-        lock->waiting = NULL;
-    }
+    handle_unlink(lock);
     TAILQ_INIT(&lock->ops);
     lock->eng = NULL;
     lock->refs = 1;

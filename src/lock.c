@@ -148,12 +148,14 @@ static void hold_ended(struct hilock_lock *lock)
     lock->auto_renew = 0;
 }
 
-/* The hold of a handle that counted on it is gone: tell its on_lost. */
+/* The hold of a handle that counted on it is gone: tell its on_lost. A
+ * handle whose release of its last hold is under way counts on nothing:
+ * that release's callback tells how the hold ended. */
 static void lock_lost(struct hilock_lock *lock)
 {
     hilock_lock_cb *cb = lock->lost_cb;
     void *arg = lock->lost_arg;
-    int held = lock->holds > 0;
+    int held = lock->holds > (lock->op == OP_RELEASE ? 1u : 0u);
     lock->eng->stats.lost += held && !lock->freeing && !closing(lock);
     hold_ended(lock);
     if (held && cb && !lock->freeing && !closing(lock))

@@ -72,7 +72,8 @@ static int node_send_body(struct node *n, struct req *r,
 
 /* How long a request waits before it goes again to a cluster that is
  * busy (TRYAGAIN: a multi-key command during a slot migration) or down
- * (CLUSTERDOWN: a failover under way); its deadline still bounds it. */
+ * (CLUSTERDOWN: a failover under way), or to a server still loading its
+ * data set (LOADING); its deadline still bounds it. */
 #define NODE_RETRY_MS 25
 
 /* A cluster's redirect or retry; NOSCRIPT: load the script r runs, then

@@ -121,7 +121,7 @@ static void part_refresh(struct req *r, enum req_again why)
     if (why == REQ_AGAIN_REFUSED &&
         (op->kind == OP_KIND_ACQUIRE || op->kind == OP_KIND_RELEASE ||
          op->kind == OP_KIND_MULTI_ACQUIRE ||
-         op->kind == OP_KIND_MULTI_RELEASE))
+         op->kind == OP_KIND_MULTI_RELEASE || op->kind == OP_KIND_GUARDED))
         wire_rid(&r->cmd, ++op->eng->seq);
 }
 
@@ -281,6 +281,10 @@ static void decode(struct op *op, size_t i, int status, int plain,
         memset(row, RENEW_UNKNOWN, op->nlocks);
     if (status)
         return;
+    if (op->raw) {
+        op->raw(op, rep, res);
+        return;
+    }
     switch (op->kind) {
     case OP_KIND_ACQUIRE:
         res->a = -1;

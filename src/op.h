@@ -78,6 +78,10 @@ struct op {
                                         grant names) */
     uint32_t lease_ms;        /* ... and lease */
     uint32_t nlocks;          /* renew: locks in the batch */
+    /* When set, reads a node's reply into res instead of the kind's
+     * decoding (a guarded command's reply is the caller's). */
+    void (*raw)(struct op *op, const struct redisReply *rep,
+                struct op_result *res);
     unsigned char *renew;     /* renew: n rows of nlocks answers, then the
                                  combined row (see quorum_renew) */
 };

@@ -24,7 +24,8 @@ enum op_kind {
     OP_KIND_FENCE,
     OP_KIND_MULTI_ACQUIRE,  /* a = 1; EBUSY: a = ttl, b = blocking index */
     OP_KIND_MULTI_RELEASE,  /* a = locks the owner held */
-    OP_KIND_LEAVE           /* fair: a = 1 when a hand-off was passed on */
+    OP_KIND_LEAVE,          /* fair: a = 1 when a hand-off was passed on */
+    OP_KIND_GUARDED         /* one node; its reply read by op->raw */
 };
 
 /* One node's result, or the combined one. */

@@ -164,7 +164,8 @@ enum reply_redirect_kind reply_redirect(const struct redisReply *r,
     const char *s = r->str;
     size_t n = r->len;
     if (starts_with_word(s, n, "TRYAGAIN") ||
-        starts_with_word(s, n, "CLUSTERDOWN"))
+        starts_with_word(s, n, "CLUSTERDOWN") ||
+        starts_with_word(s, n, "LOADING"))
         return REPLY_RETRY;
     enum reply_redirect_kind kind =
         starts_with_word(s, n, "MOVED") ? REPLY_MOVED

@@ -37,13 +37,14 @@ int reply_evalsha_refused(const struct redisReply *r);
  * one (BUSYKEY, EXECABORT, OOM, READONLY, ...). */
 int reply_plain_refused(const struct redisReply *r);
 
-/* A Redis Cluster error that asks for the command to go elsewhere or
- * later. */
+/* An error that asks for the command to go elsewhere (a cluster's
+ * redirect) or later. */
 enum reply_redirect_kind {
     REPLY_NOT_REDIRECT = 0,
     REPLY_MOVED,   /* the slot lives on host:port now */
     REPLY_ASK,     /* this once, on host:port after ASKING */
-    REPLY_RETRY    /* TRYAGAIN or CLUSTERDOWN: the same node, a bit later */
+    REPLY_RETRY    /* TRYAGAIN, CLUSTERDOWN or LOADING (a restarted server
+                      still reading its data): the same node, a bit later */
 };
 struct reply_redirect {
     unsigned slot;

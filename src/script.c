@@ -15,8 +15,11 @@
  * between the two nodes is refused with TRYAGAIN (and sent again shortly)
  * instead of running where half of them are missing. Where a script reads
  * a companion key's name from ARGV (its layout predates the rule), the key
- * is declared after the lock key as well (KEYS[2..]), in the order of the
- * ARGV it copies. The renew script declares at most one (see there). */
+ * is declared after the lock key as well (KEYS[2..], in the order each
+ * script's contract lists; the script itself reads ARGV). Two exceptions:
+ * a reader's timeout keys are named inside the read-write scripts, in the
+ * lock's slot (script_rw.c), and the renew script declares none, or the
+ * keys of the one lock it renews alone (see there). */
 #include "script.h"
 
 #include <string.h>
@@ -199,16 +202,18 @@ static const char undo_lua[] =
  *                                expiry moved to now + lease
  * No declared keys: a cluster master renews all the locks it holds, of
  * many slots, in one call. A lock that a master says it does not serve
- * goes again alone, its key declared as KEYS[1] (unread here), which the
- * cluster redirects to where the key is (ASK during a migration). Returns one digit per lock, in one string (one
- * reply object for the whole batch, not one per lock): 1 held (lease
- * reset), 0 not held by that owner, 2 not known here (a cluster node that
- * does not serve the key); or the integer -1, with nothing changed, when
- * the deadline has passed: a renewal held up in a stall must not revive a
- * lock its owner has already reported lost. A key that now holds another
- * type or kind (a lock's field in a read-write hash, whose "mode" says
- * so, or the other way round) is just not held, and is left alone; it
- * does not fail the other locks of the batch. */
+ * goes again alone, its key declared as KEYS[1] (the permits' sorted set
+ * for a permit; a reader's first hold's key as KEYS[2] too, as it moves
+ * with the lock), unread here, which the cluster redirects to where the
+ * key is (ASK during a migration). Returns one digit per lock, in one
+ * string (one reply object for the whole batch, not one per lock): 1 held
+ * (lease reset), 0 not held by that owner, 2 not known here (a cluster
+ * node that does not serve the key); or the integer -1, with nothing
+ * changed, when the deadline has passed: a renewal held up in a stall
+ * must not revive a lock its owner has already reported lost. A key that
+ * now holds another type or kind (a lock's field in a read-write hash,
+ * whose "mode" says so, or the other way round) is just not held, and is
+ * left alone; it does not fail the other locks of the batch. */
 static const char renew_lua[] =
     "local now\n"
     "local function clock()\n"
@@ -626,7 +631,7 @@ static const char fair_acquire_lua[] =
 
 /* fair_release
  * KEYS[1..4] as for fair_acquire
- * ARGV[1..7] as for release (the request id is ARGV[11]), ARGV[7] queue,
+ * ARGV[1..6] as for release (the request id is ARGV[11]), ARGV[7] queue,
  * ARGV[8] "1" to issue tokens, ARGV[9] fencing counter, ARGV[10] the
  * caller's listener
  * As release, but the owner's last hold goes to the first live entry of
@@ -737,6 +742,7 @@ static const char *const scripts[SCRIPT_COUNT] = {
     [SCRIPT_SEM_AVAILABLE] = script_sem_available_lua,
     [SCRIPT_UNDO] = undo_lua,
     [SCRIPT_QUERY] = query_lua,
+    [SCRIPT_GUARDED] = script_guarded_lua,
 };
 
 void script_set_init(struct script_set *s)

@@ -27,6 +27,7 @@ enum script_id {
     SCRIPT_SEM_AVAILABLE,
     SCRIPT_UNDO,
     SCRIPT_QUERY,
+    SCRIPT_GUARDED,
     SCRIPT_COUNT
 };
 
@@ -83,6 +84,8 @@ extern const char script_permit_acquire_lua[];
 extern const char script_permit_release_lua[];
 extern const char script_sem_init_lua[];
 extern const char script_sem_available_lua[];
+/* The guarded command script (script_guard.c). */
+extern const char script_guarded_lua[];
 
 void script_set_init(struct script_set *s);
 /* The body of a script, NUL-terminated; its length in *len. */

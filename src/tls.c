@@ -24,7 +24,6 @@
 #ifdef HILOCK_HAVE_TLS
 #include <arpa/inet.h>
 #include <hiredis/async.h>
-#include <hiredis/hiredis.h>
 #include <hiredis/hiredis_ssl.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>

@@ -87,8 +87,8 @@ void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
  * wire_take: RESTORE of l's lock key with lease_ms as the hash the acquire
  * script writes for a first hold (the owner's field 1, rid as its last
  * and its first request id); Redis refuses it with BUSYKEY when the key
- * exists. -1 (nothing written) when the owner field does not fit a payload; lease_ms must not
- * be 0 (RESTORE's "no expiry").
+ * exists. -1 (nothing written) when the owner field does not fit a
+ * payload; lease_ms must not be 0 (RESTORE's "no expiry").
  * wire_drop: HDEL of the owner's field and request ids, which ends a single
  * hold and deletes the key with its last field, then the release message
  * with publish as a second command; returns where that one starts (the
@@ -104,9 +104,9 @@ size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,
  * server's unix time after which nothing may change (0: none). The locks
  * are arguments, not declared keys: in a cluster one call renews every
  * lock a master holds, whatever their slots. A call about one lock only
- * may name it as keyed: its key is declared too, so that a cluster
- * redirects the call to where the key is (MOVED, or ASK while its slot
- * migrates). */
+ * may name it as keyed: its key (a reader's first hold's key with it) is
+ * declared too, so that a cluster redirects the call to where the key is
+ * (MOVED, or ASK while its slot migrates). */
 void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
                      uint32_t lease_ms, uint64_t deadline_ms,
                      const struct wire_lock *keyed);

@@ -70,13 +70,13 @@ void wire_write_leave(struct resp_buf *b, const char *sha,
 /* What both counting semaphore scripts start with: the counter, permits,
  * where the request ids are kept, the handle they are kept for (the first
  * 12 bytes of its member: the client's permit prefix and the handle's
- * number), and how long. */
+ * number), and how long; argc counts the command's words in all. */
 static void sem_head(struct resp_buf *b, const char *sha, size_t argc,
                      const struct wire_lock *l, uint32_t permits,
                      uint32_t rid_ttl_ms)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, argc + 1, 2);
+    wire_evalsha(b, sha, argc, 2);
     keys_lock(b, &k);
     keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
     resp_arg_u64(b, permits);
@@ -89,7 +89,7 @@ void wire_sem_acquire(struct resp_buf *b, const char *sha,
                       const struct wire_lock *l, uint32_t permits,
                       uint32_t rid_ttl_ms, uint64_t rid)
 {
-    sem_head(b, sha, 9, l, permits, rid_ttl_ms);
+    sem_head(b, sha, 10, l, permits, rid_ttl_ms);
     resp_arg_u64_fixed(b, rid);
 }
 
@@ -99,19 +99,20 @@ void wire_sem_release(struct resp_buf *b, const char *sha,
                       uint64_t rid)
 {
     struct key_src k = wire_key(l);
-    sem_head(b, sha, 11, l, permits, rid_ttl_ms);
+    sem_head(b, sha, 12, l, permits, rid_ttl_ms);
     resp_arg(b, publish, strlen(publish));
     keys_channel_of(b, &k, KEYS_SEM_CHANNEL_HEAD);
     resp_arg_u64_fixed(b, rid);
 }
 
 /* The count key, then the permits' sorted set, the publish command and
- * the channel: what every expiring-permit script starts with. */
+ * the channel: what every expiring-permit script starts with; argc counts
+ * the command's words in all. */
 static void permit_head(struct resp_buf *b, const char *sha, size_t argc,
                         const struct wire_lock *l, const char *publish)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, argc + 1, 2);
+    wire_evalsha(b, sha, argc, 2);
     keys_lock(b, &k);
     keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL);
     keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL);
@@ -123,7 +124,7 @@ void wire_permit_acquire(struct resp_buf *b, const char *sha,
                          const struct wire_lock *l, uint32_t lease_ms,
                          const char *publish, uint64_t rid)
 {
-    permit_head(b, sha, 10, l, publish);
+    permit_head(b, sha, 11, l, publish);
     resp_arg(b, (const char *)l->member, sizeof(l->member));
     resp_arg_u64(b, lease_ms);
     resp_arg_u64_fixed(b, rid);
@@ -133,7 +134,7 @@ void wire_permit_release(struct resp_buf *b, const char *sha,
                          const struct wire_lock *l, const char *publish,
                          uint64_t rid)
 {
-    permit_head(b, sha, 9, l, publish);
+    permit_head(b, sha, 10, l, publish);
     resp_arg(b, (const char *)l->member, sizeof(l->member));
     resp_arg_u64_fixed(b, rid);
 }
@@ -142,12 +143,12 @@ void wire_sem_init(struct resp_buf *b, const char *sha,
                    const struct wire_lock *l, uint32_t permits,
                    const char *publish)
 {
-    permit_head(b, sha, 8, l, publish);
+    permit_head(b, sha, 9, l, publish);
     resp_arg_u64(b, permits);
 }
 
 void wire_sem_available(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, const char *publish)
 {
-    permit_head(b, sha, 7, l, publish);
+    permit_head(b, sha, 8, l, publish);
 }

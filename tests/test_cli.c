@@ -1854,6 +1854,52 @@ START_TEST(a_write_run_excludes_read_runs_and_they_exclude_it)
 }
 END_TEST
 
+/* The guarded write of the docs, from a shell job: a Lua one-liner that
+ * writes only while HILOCK_OWNER_FIELD is in lock HILOCK_LOCK_NAME, and
+ * stores the token it was given. In buf (>= 1024 bytes). */
+static const char *guarded_write(char *buf, const char *value, const char *to)
+{
+    snprintf(buf, 1024,
+             "\"${HILOCK_REDIS_CLI:-redis-cli}\" -p %s EVAL "
+             "\"if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then "
+             "return redis.error_reply('NOTOWNER') end "
+             "return redis.call('set', KEYS[2], ARGV[2])\" "
+             "2 \"$HILOCK_LOCK_NAME\" '{job}:out' \"$HILOCK_OWNER_FIELD\" "
+             "%s > %s", port, value, to);
+    return buf;
+}
+
+START_TEST(run_passes_the_hold_to_the_command_for_a_guarded_write)
+{
+    char first[1024], second[1024], cmd[2200];
+    guarded_write(first, "\"$HILOCK_FENCE_TOKEN\"", "first");
+    guarded_write(second, "late", "second");
+    snprintf(cmd, sizeof(cmd),
+             "env | grep '^HILOCK_' > env; %s; "
+             "\"${HILOCK_REDIS_CLI:-redis-cli}\" -p %s del job > /dev/null; "
+             "%s", first, port, second);
+    const char *run[] = {"run", "-p", port, "--fence", "job", "--", "sh",
+                         "-c", cmd, NULL};
+    /* the lock deleted under the command: lost, found gone at release */
+    ck_assert_int_eq(cli(run, NULL), 122);
+    long long token = tu_fence("job");
+    ck_assert_int_gt(token, 0);
+    ck_assert_int_eq(rs_int(tu_srv, "GET", "{job}:out", (char *)NULL), token);
+    ck_assert_str_eq(file_text("first"), "OK\n");
+    ck_assert_msg(strstr(file_text("second"), "NOTOWNER") != NULL,
+                  "the late write answered: %s", file_text("second"));
+    const char *env = file_text("env");
+    char want[64];
+    snprintf(want, sizeof(want), "HILOCK_FENCE_TOKEN=%lld\n", token);
+    ck_assert_msg(strstr(env, want) && strstr(env, "HILOCK_LOCK_NAME=job\n") &&
+                      strstr(env, "HILOCK_OWNER_FIELD="),
+                  "env: %s", env);
+    const char *plain[] = {"run", "-p", port, "--fence", "--write", "job",
+                           "true", NULL};
+    ck_assert_int_eq(cli_err(plain), 125);
+}
+END_TEST
+
 /* The command of a --permits run on "sem": counts itself in ("inside"),
  * notes the count in the file seen, waits (5 s at most) until two runs
  * have come in, then counts itself out. In buf (>= 512 bytes). */
@@ -2137,6 +2183,7 @@ static Suite *cli_suite(void)
     tcase_add_test(kinds, readme_acl_recipe_covers_every_kind);
     tcase_add_test(kinds, a_release_that_the_acl_refuses_changes_nothing);
     tcase_add_test(kinds, a_permit_taken_from_under_its_command_exits_122);
+    tcase_add_test(kinds, run_passes_the_hold_to_the_command_for_a_guarded_write);
     suite_add_tcase(s, kinds);
 
     TCase *topo = tcase_create("cluster");

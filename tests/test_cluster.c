@@ -922,6 +922,54 @@ START_TEST(reshard_under_lock_load_completes)
 }
 END_TEST
 
+/* Guarded commands: a key in the lock name's slot (its hash tag) is
+ * written on the master that keeps the lock; a key of another slot is
+ * refused at the call, with a log line, and nothing is sent. */
+static char guard_log[512];
+static void guard_log_line(enum hilock_log_level level, const char *msg,
+                           void *arg)
+{
+    (void)level;
+    (void)arg;
+    snprintf(guard_log, sizeof guard_log, "%s", msg);
+}
+
+static void guard_done(struct hilock_lock *lock, int status,
+                       const struct hilock_reply *reply, void *arg)
+{
+    struct tu_result *r = arg;
+    (void)reply;
+    r->lock = lock;
+    r->status = status;
+    r->calls++;
+}
+
+START_TEST(guarded_keys_must_share_the_lock_names_slot)
+{
+    struct hilock_options o;
+    cluster_options(&o, 0);
+    o.log_cb = guard_log_line;
+    client = tu_client(&o);
+    tu_client_ready(client);
+    struct hilock_lock *l = tu_lock(client, "inv", 1);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
+    const char *in[] = {"SET", "{inv}:count", "5"};
+    const char *out[] = {"SET", "count", "5"};
+    size_t lens[] = {3, 11, 1}, outlens[] = {3, 5, 1}, key = 1;
+    struct hilock_guarded_cmd ok = {3, in, lens, 1, &key};
+    struct hilock_guarded_cmd bad = {3, out, outlens, 1, &key};
+    struct tu_result r = {0};
+    ck_assert_uint_ne(rc_key_slot("count", 5), rc_key_slot("inv", 3));
+    tu_assert_status(hilock_lock_guarded(l, &bad, 1, 0, guard_done, &r),
+                     HILOCK_EINVAL);
+    ck_assert_msg(strstr(guard_log, "slot") != NULL, "log: %s", guard_log);
+    tu_assert_status(hilock_lock_guarded(l, &ok, 1, 0, guard_done, &r), 0);
+    ck_assert(tu_run_until_count(&r.calls, 1, tu_ms(3000)));
+    tu_assert_status(r.status, 0);
+    ck_assert_int_eq(on_owner("{inv}:count", "GET", NULL), 5);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cluster");
@@ -941,6 +989,7 @@ int main(void)
     tcase_add_test(tc, fair_hand_off_works_in_a_cluster);
     tcase_add_test(tc, read_write_locks_and_permits_work_in_a_cluster);
     tcase_add_test(tc, kinds_refuse_each_other_in_a_cluster);
+    tcase_add_test(tc, guarded_keys_must_share_the_lock_names_slot);
     suite_add_tcase(s, tc);
     TCase *un = tcase_create("unsharded");
     tcase_add_checked_fixture(un, unsharded_start, unsharded_stop);

@@ -25,6 +25,7 @@ static const struct {
     {-20, "HILOCK_EDEADLK"},   {-21, "HILOCK_EWRONGKIND"},
     {-22, "HILOCK_ETLS"},
     {-23, "HILOCK_ENOTCLUSTER"},
+    {-24, "HILOCK_EGUARDED"},
 };
 #define NPINNED ((int)(sizeof pinned / sizeof pinned[0]))
 
@@ -61,7 +62,7 @@ START_TEST(each_code_has_a_message_of_its_own)
 }
 END_TEST
 
-static const int unknown[] = {1, 42, -24, -100, -1000, INT32_MIN, INT32_MAX};
+static const int unknown[] = {1, 42, -25, -100, -1000, INT32_MIN, INT32_MAX};
 
 START_TEST(strerror_of_unknown_values_is_unknown_error)
 {

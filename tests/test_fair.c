@@ -124,6 +124,29 @@ static void release_held(struct hilock_lock *lock)
     tu_assert_status(tu_release(lock, NULL), 0);
 }
 
+/* Take NAME on a new handle of client c, without waiting, as the holder
+ * the test's waiters queue behind; its token in *token (may be NULL). */
+static struct hilock_lock *hold(struct hilock_client *c, int64_t *token)
+{
+    struct hilock_lock *h = tu_lock(c, NAME, 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), token), 0);
+    holding = 1;
+    return h;
+}
+
+/* Start a waiting acquire of NAME on a new handle of client c, which has
+ * no fair mode and NAME no queue yet, reported to w; run until it
+ * listens on the lock's channel. */
+static void wait_default(struct hilock_client *c, struct waiter *w)
+{
+    ck_assert_int_eq(hilock_lock_acquire(tu_lock(c, NAME, 1),
+                                         (uint64_t)tu_ms(LONG_MS), 0,
+                                         on_acquired, w),
+                     0);
+    ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 1, tu_ms(2000)));
+    tu_run_quiet();
+}
+
 /* Three clients queue behind a fourth; each release hands the lock to the
  * next in queue order, with a larger token each time, and nothing is left
  * in Redis at the end. */
@@ -321,9 +344,7 @@ START_TEST(test_late_handoff_is_not_a_grant)
     struct waiter w1 = {1, {0}}, w2 = {2, {0}};
     for (int i = 0; i < 3; i++)
         cl[i] = client(1, i == 1);
-    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
-    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
-    holding = 1;
+    struct hilock_lock *h = hold(cl[0], NULL);
     wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w1, (uint64_t)tu_ms(LONG_MS),
                 1000, 1);
     wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &w2, (uint64_t)tu_ms(LONG_MS),
@@ -375,9 +396,7 @@ START_TEST(test_dead_waiters_cost_a_round_trip)
     cl[0] = client(1, 0);
     cl[1] = client(1, 1);
     cl[2] = client(1, 0);
-    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
-    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
-    holding = 1;
+    struct hilock_lock *h = hold(cl[0], NULL);
     for (int i = 0; i < DEAD; i++) {
         dead[i] = (struct waiter){1, {0}};
         wait_queued(cl[1], tu_lock(cl[1], NAME, (uint64_t)i + 1), &dead[i],
@@ -425,9 +444,7 @@ START_TEST(test_deaf_waiter_keeps_its_place)
     char chan[128];
     for (int i = 0; i < 4; i++)
         cl[i] = client(1, i == 1);
-    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
-    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
-    holding = 1;
+    struct hilock_lock *h = hold(cl[0], NULL);
     wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &wb, (uint64_t)tu_ms(LONG_MS),
                 0, 1);
     wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &wc, (uint64_t)tu_ms(LONG_MS),
@@ -468,9 +485,7 @@ START_TEST(test_waiter_past_a_deaf_entry_takes_the_lock_once)
     cl[0] = client(0, 0);
     cl[1] = client(1, 1);
     cl[2] = client(1, 0);
-    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
-    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
-    holding = 1;
+    struct hilock_lock *h = hold(cl[0], NULL);
     wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &wb, (uint64_t)tu_ms(LONG_MS),
                 0, 1);
     wait_queued(cl[2], tu_lock(cl[2], NAME, 1), &wc, (uint64_t)tu_ms(LONG_MS),
@@ -527,11 +542,9 @@ START_TEST(test_mixed_with_default_client)
     cl[0] = client(1, 0);
     cl[1] = client(1, 0);
     cl[2] = client(0, 0);
-    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
+    struct hilock_lock *h = hold(cl[0], NULL);
     struct hilock_lock *lf = tu_lock(cl[1], NAME, 1);
     struct hilock_lock *ld = tu_lock(cl[2], NAME, 1);
-    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
-    holding = 1;
     wait_queued(cl[1], lf, &wf, (uint64_t)tu_ms(LONG_MS), 0, 1);
     ck_assert_int_eq(hilock_lock_acquire(ld, (uint64_t)tu_ms(LONG_MS), 0,
                                          on_acquired, &wd),
@@ -565,15 +578,8 @@ START_TEST(test_default_waiter_served_in_its_place)
     struct waiter f1 = {1, {0}}, f2 = {2, {0}}, d = {3, {0}};
     for (int i = 0; i < 4; i++)
         cl[i] = client(i < 3, 0);
-    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
-    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
-    holding = 1;
-    ck_assert_int_eq(hilock_lock_acquire(tu_lock(cl[3], NAME, 1),
-                                         (uint64_t)tu_ms(LONG_MS), 0,
-                                         on_acquired, &d),
-                     0);
-    ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 1, tu_ms(2000)));
-    tu_run_quiet();
+    struct hilock_lock *h = hold(cl[0], NULL);
+    wait_default(cl[3], &d);
     /* the queue it starts wakes the default waiter, which joins it */
     wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &f1, (uint64_t)tu_ms(LONG_MS),
                 0, 2);
@@ -691,15 +697,8 @@ START_TEST(test_gone_default_waiter_costs_a_turn)
     cl[0] = client(1, 0);
     cl[1] = client(1, 0);
     cl[3] = client(0, 1);
-    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
-    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), NULL), 0);
-    holding = 1;
-    ck_assert_int_eq(hilock_lock_acquire(tu_lock(cl[3], NAME, 1),
-                                         (uint64_t)tu_ms(LONG_MS), 0,
-                                         on_acquired, &d),
-                     0);
-    ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 1, tu_ms(2000)));
-    tu_run_quiet();
+    struct hilock_lock *h = hold(cl[0], NULL);
+    wait_default(cl[3], &d);
     struct hilock_lock *l1 = tu_lock(cl[1], NAME, 1);
     wait_queued(cl[1], l1, &f1, (uint64_t)tu_ms(LONG_MS), 0, 2);
     /* the fair waiter goes first: put it behind the default one */
@@ -726,9 +725,7 @@ START_TEST(test_resent_release_applies_once)
     int64_t tok;
     cl[0] = client(1, 1);
     cl[1] = client(1, 0);
-    struct hilock_lock *h = tu_lock(cl[0], NAME, 1);
-    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), &tok), 0);
-    holding = 1;
+    struct hilock_lock *h = hold(cl[0], &tok);
     wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w, (uint64_t)tu_ms(LONG_MS), 0, 1);
     tp_cut_next_reply(proxy);
     release_held(h);

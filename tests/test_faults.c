@@ -414,6 +414,28 @@ START_TEST(frozen_server_times_requests_out_once_and_a_late_success_is_undone)
 }
 END_TEST
 
+/* on_lost is not called after a release: a release still without its
+ * reply (the server frozen) when the lease runs out ends the hold through
+ * its own callback, and on_lost stays silent. */
+START_TEST(lease_running_out_while_the_release_is_pending_is_not_lost)
+{
+    struct hilock_lock *l = tu_lock(client, "relpend", 1);
+    tu_assert_status(hilock_lock_on_lost(l, tu_record, &lost), 0);
+    tu_assert_status(tu_acquire(l, 0, (uint64_t)(req_ms / 2), NULL), 0);
+    ck_assert_int_eq(rs_pause(tu_srv), 0);
+    tu_assert_status(hilock_lock_release(l, tu_record, &res[0]), 0);
+    bool done = tu_run_until_count(&res[0].calls, 1, tu_ms(REQ_MS + 3000));
+    tu_run_quiet();
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+    ck_assert_msg(done, "no release callback while the server was frozen");
+    tu_assert_status(res[0].status, HILOCK_ETIMEDOUT);
+    ck_assert_msg(lost.calls == 0, "on_lost fired after the release");
+    ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
+    tu_assert_status(tu_acquire_eventually(l, 0), 0); /* usable again */
+    ck_assert_int_eq(lost.calls, 0);
+}
+END_TEST
+
 /* A release that times out in a stall gives the hold up locally (it is
  * applied when the server resumes); the next acquire on the same handle is
  * a first acquisition again and reports the token Redis issued for it. */
@@ -705,6 +727,67 @@ static void script_flush(void)
     ck_assert_str_eq(ok, "OK");
     free(ok);
 }
+
+/* Send cmd on rc without reading its reply. */
+static void send_only(redisContext *rc, const char *cmd)
+{
+    int done = 0;
+    ck_assert_int_eq(redisAppendCommand(rc, cmd), REDIS_OK);
+    while (!done)
+        ck_assert_int_eq(redisBufferWrite(rc, &done), REDIS_OK);
+}
+
+/* Whether srv answers PING with LOADING (it is loading its data set). */
+static bool loading(void *arg)
+{
+    char *s = rs_str(arg, "PING", (char *)NULL);
+    bool yes = s && strncmp(s, "LOADING", 7) == 0;
+    free(s);
+    return yes;
+}
+
+/* A server that is still loading its data set (after a restart, or
+ * DEBUG RELOAD here, made slow by key-load-delay) refuses every command
+ * with LOADING, unapplied: a request that meets it goes again until the
+ * data is loaded, within its deadline, instead of failing; so a release
+ * sent then frees the lock at once rather than after its lease. */
+START_TEST(requests_refused_while_loading_go_again_once_loaded)
+{
+    static const char *const args[] = {
+        "--enable-debug-command", "yes", "--key-load-delay", "50",
+        "--loading-process-events-interval-bytes", "1024", NULL};
+    struct rs_options so;
+    struct hilock_options o;
+    memset(&so, 0, sizeof so);
+    so.args = args;
+    struct rs_server *slow = tu_server_start(&so);
+    ck_assert_ptr_nonnull(slow);
+    char *ok = rs_str(slow, "DEBUG", "POPULATE", "10000", (char *)NULL);
+    ck_assert_str_eq(ok ? ok : "", "OK");
+    free(ok);
+    tu_options(&o);
+    o.port = rs_port(slow);
+    o.request_timeout_ms = (uint32_t)tu_ms(4000); /* the load: ~0.5 s */
+    other = tu_client(&o);
+    struct hilock_lock *l = tu_lock(other, "kload", 1);
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    redisContext *rc = rs_connect(slow);
+    ck_assert_ptr_nonnull(rc);
+    send_only(rc, "DEBUG RELOAD");
+    ck_assert_msg(tu_run_until(loading, slow, tu_ms(3000)),
+                  "the server never answered LOADING");
+    int64_t left = -1;
+    tu_assert_status(tu_release(l, &left), 0);
+    ck_assert_int_eq(left, 0);
+    ck_assert_int_eq(rs_int(slow, "EXISTS", "kload", (char *)NULL), 0);
+    send_only(rc, "DEBUG RELOAD");
+    ck_assert(tu_run_until(loading, slow, tu_ms(3000)));
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0); /* sent while loading */
+    ck_assert_int_eq(rs_int(slow, "EXISTS", "kload", (char *)NULL), 1);
+    redisFree(rc);
+    rs_stop(slow);
+}
+END_TEST
 
 START_TEST(script_flush_between_acquire_and_release_is_transparent)
 {
@@ -1151,11 +1234,13 @@ static Suite *faults_suite(void)
           network_stall_longer_than_the_lease_reports_lost_before_expiry,
           refused_reconnects_longer_than_the_lease_report_lost_before_expiry,
           release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true,
+          lease_running_out_while_the_release_is_pending_is_not_lost,
           watchdog_does_not_renew_a_hold_whose_release_is_out}},
         {"restarts",
          {restart_while_a_watchdog_lock_is_held_reports_it_lost,
           restart_while_an_explicit_lease_lock_is_held_reports_it_lost_early,
-          waiters_parked_across_a_restart_all_get_the_lock_in_turn}},
+          waiters_parked_across_a_restart_all_get_the_lock_in_turn,
+          requests_refused_while_loading_go_again_once_loaded}},
         {"server_state",
          {script_flush_between_acquire_and_release_is_transparent,
           release_queries_and_waiting_acquire_on_a_string_key_are_ewrongtype,

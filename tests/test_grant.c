@@ -387,8 +387,7 @@ END_TEST
 
 static Suite *grant_suite(void)
 {
-    Suite *s = suite_create("grant");
-    const TTest *tests[] = {
+    const TTest *const tests[] = {
         late_script_attempt_cleanup_keeps_the_retrys_hold,
         late_restore_attempt_cleanup_keeps_the_retrys_hold,
         piled_up_attempts_leave_exactly_the_reported_hold,
@@ -400,13 +399,8 @@ static Suite *grant_suite(void)
         late_grant_is_undone_and_the_wait_takes_the_lock_again,
         finished_acquire_is_not_sent_again_after_a_drop,
     };
-    TCase *tc = tcase_create("grant");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-        tcase_add_test(tc, tests[i]);
-    suite_add_tcase(s, tc);
-    return s;
+    return tu_suite("grant", setup, teardown, 30, tests,
+                    sizeof tests / sizeof tests[0]);
 }
 
 int main(void)

@@ -19,29 +19,6 @@ static void teardown(void)
     tu_teardown_pair(&a, &b);
 }
 
-static struct hilock_lock *rw(struct hilock_client *c, const char *name,
-                              uint64_t tag, int side)
-{
-    struct hilock_lock *l = NULL;
-    tu_assert_status(hilock_rwlock_new(c, name, strlen(name), tag, side, &l),
-                     0);
-    return l;
-}
-
-static struct hilock_lock *sem(struct hilock_client *c, const char *name)
-{
-    struct hilock_lock *s = NULL;
-    tu_assert_status(hilock_semaphore_new(c, name, strlen(name), &s), 0);
-    return s;
-}
-
-static struct hilock_lock *permit(struct hilock_client *c, const char *name)
-{
-    struct hilock_lock *p = NULL;
-    tu_assert_status(hilock_permit_new(c, name, strlen(name), &p), 0);
-    return p;
-}
-
 /* Run a call that takes (sem, n, cb, arg) until its callback fires. */
 typedef int sem_call_fn(struct hilock_lock *sem, uint32_t n,
                         hilock_lock_cb *cb, void *arg);
@@ -98,23 +75,26 @@ START_TEST(a_held_lock_refuses_the_other_kinds)
     tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
     char *before = dump("k1");
 
-    tu_assert_status(tu_acquire(rw(b, "k1", 1, HILOCK_READ), 0, 10000, NULL),
-                     HILOCK_EWRONGKIND);
-    tu_assert_status(tu_acquire(rw(b, "k1", 1, HILOCK_WRITE), 0, 10000, NULL),
-                     HILOCK_EWRONGKIND);
+    tu_assert_status(
+        tu_acquire(tu_rwlock(b, "k1", 1, HILOCK_READ), 0, 10000, NULL),
+        HILOCK_EWRONGKIND);
+    tu_assert_status(
+        tu_acquire(tu_rwlock(b, "k1", 1, HILOCK_WRITE), 0, 10000, NULL),
+        HILOCK_EWRONGKIND);
     /* The holder's own owner, on the read side: not a re-entry. */
-    tu_assert_status(tu_acquire(rw(a, "k1", 1, HILOCK_READ), 0, 10000, NULL),
-                     HILOCK_EWRONGKIND);
-    struct hilock_lock *s = sem(b, "k1");
+    tu_assert_status(
+        tu_acquire(tu_rwlock(a, "k1", 1, HILOCK_READ), 0, 10000, NULL),
+        HILOCK_EWRONGKIND);
+    struct hilock_lock *s = tu_semaphore(b, "k1");
     tu_assert_status(sem_run(hilock_semaphore_init, s, 5), HILOCK_EWRONGKIND);
     tu_assert_status(sem_run(sem_take, s, 1), HILOCK_EWRONGKIND);
     tu_assert_status(sem_run(hilock_semaphore_release, s, 1),
                      HILOCK_EWRONGKIND);
     tu_assert_status(sem_run(sem_available, s, 0), HILOCK_EWRONGKIND);
-    tu_assert_status(tu_acquire(permit(b, "k1"), 0, 10000, NULL),
+    tu_assert_status(tu_acquire(tu_permit(b, "k1"), 0, 10000, NULL),
                      HILOCK_EWRONGKIND);
     /* The read side's queries do not read the lock's fields either. */
-    struct hilock_lock *r = rw(a, "k1", 1, HILOCK_READ);
+    struct hilock_lock *r = tu_rwlock(a, "k1", 1, HILOCK_READ);
     tu_assert_status(tu_query(hilock_lock_query_held, r, NULL),
                      HILOCK_EWRONGKIND);
     tu_assert_status(tu_query(hilock_lock_query_ttl, r, NULL),
@@ -135,7 +115,7 @@ END_TEST
  * named as a lock's. */
 START_TEST(a_held_read_write_lock_refuses_the_other_kinds)
 {
-    struct hilock_lock *r = rw(a, "k2", 1, HILOCK_READ);
+    struct hilock_lock *r = tu_rwlock(a, "k2", 1, HILOCK_READ);
     tu_assert_status(tu_acquire(r, 0, 30000, NULL), 0);
     char *before = dump("k2");
     struct hilock_lock *mine = tu_lock(a, "k2", 1);
@@ -154,19 +134,20 @@ START_TEST(a_held_read_write_lock_refuses_the_other_kinds)
     struct hilock_client *fair = tu_client(&o);
     tu_assert_status(tu_acquire(tu_lock(fair, "k2", 1), 0, 10000, NULL),
                      HILOCK_EWRONGKIND);
-    struct hilock_lock *s = sem(b, "k2");
+    struct hilock_lock *s = tu_semaphore(b, "k2");
     tu_assert_status(sem_run(sem_take, s, 1), HILOCK_EWRONGKIND);
     tu_assert_status(sem_run(hilock_semaphore_init, s, 3), HILOCK_EWRONGKIND);
     assert_same("k2", before);
     tu_assert_status(tu_release(r, NULL), 0);
     hilock_client_free(fair);
 
-    struct hilock_lock *w = rw(b, "k2", 3, HILOCK_WRITE);
+    struct hilock_lock *w = tu_rwlock(b, "k2", 3, HILOCK_WRITE);
     tu_assert_status(tu_acquire(w, 0, 30000, NULL), 0);
     before = dump("k2");
     tu_assert_status(tu_acquire(tu_lock(a, "k2", 4), 0, 10000, NULL),
                      HILOCK_EWRONGKIND);
-    tu_assert_status(sem_run(sem_take, sem(a, "k2"), 1), HILOCK_EWRONGKIND);
+    tu_assert_status(sem_run(sem_take, tu_semaphore(a, "k2"), 1),
+                     HILOCK_EWRONGKIND);
     assert_same("k2", before);
     tu_assert_status(tu_release(w, NULL), 0);
     ck_assert_int_eq(tu_exists("k2"), 0);
@@ -177,7 +158,7 @@ END_TEST
  * nor a read-write lock. */
 START_TEST(a_semaphore_refuses_the_other_kinds)
 {
-    struct hilock_lock *s = sem(a, "k3");
+    struct hilock_lock *s = tu_semaphore(a, "k3");
     tu_assert_status(sem_run(hilock_semaphore_init, s, 2), 0);
     tu_assert_status(sem_run(sem_take, s, 1), 0);
     char *before = dump("k3");
@@ -185,10 +166,12 @@ START_TEST(a_semaphore_refuses_the_other_kinds)
     tu_assert_status(tu_acquire(l, 0, 10000, NULL), HILOCK_EWRONGKIND);
     tu_assert_status(tu_query(hilock_lock_query_held, l, NULL),
                      HILOCK_EWRONGKIND);
-    tu_assert_status(tu_acquire(rw(b, "k3", 1, HILOCK_READ), 0, 10000, NULL),
-                     HILOCK_EWRONGKIND);
-    tu_assert_status(tu_acquire(rw(b, "k3", 1, HILOCK_WRITE), 0, 10000, NULL),
-                     HILOCK_EWRONGKIND);
+    tu_assert_status(
+        tu_acquire(tu_rwlock(b, "k3", 1, HILOCK_READ), 0, 10000, NULL),
+        HILOCK_EWRONGKIND);
+    tu_assert_status(
+        tu_acquire(tu_rwlock(b, "k3", 1, HILOCK_WRITE), 0, 10000, NULL),
+        HILOCK_EWRONGKIND);
     assert_same("k3", before);
     tu_assert_status(sem_run(hilock_semaphore_release, s, 1), 0);
     ck_assert_int_eq(rs_int(tu_srv, "GET", "k3", (char *)NULL), 2);
@@ -203,7 +186,7 @@ END_TEST
 START_TEST(release_and_renewal_leave_another_kinds_key_alone)
 {
     struct hilock_lock *l = tu_lock(a, "k4", 1);
-    struct hilock_lock *r = rw(a, "k4", 1, HILOCK_READ);
+    struct hilock_lock *r = tu_rwlock(a, "k4", 1, HILOCK_READ);
     tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "DEL", "k4", (char *)NULL), 1);
     tu_assert_status(tu_acquire(r, 0, 30000, NULL), 0);
@@ -219,7 +202,7 @@ START_TEST(release_and_renewal_leave_another_kinds_key_alone)
     /* the renewal ended the lock's hold here: a fresh handle holds it on
      * a key of its own, which is then swapped for the reader's again */
     struct hilock_lock *l2 = tu_lock(a, "k5", 1);
-    struct hilock_lock *r2 = rw(a, "k5", 1, HILOCK_READ);
+    struct hilock_lock *r2 = tu_rwlock(a, "k5", 1, HILOCK_READ);
     tu_assert_status(tu_acquire(l2, 0, 30000, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "DEL", "k5", (char *)NULL), 1);
     tu_assert_status(tu_acquire(r2, 0, 30000, NULL), 0);
@@ -231,7 +214,7 @@ START_TEST(release_and_renewal_leave_another_kinds_key_alone)
     tu_assert_status(tu_release(r, NULL), 0);
 
     /* The reader's release meets a lock's hash: refused, left alone. */
-    struct hilock_lock *r3 = rw(b, "k6", 2, HILOCK_READ);
+    struct hilock_lock *r3 = tu_rwlock(b, "k6", 2, HILOCK_READ);
     tu_assert_status(tu_acquire(r3, 0, 30000, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "DEL", "k6", (char *)NULL), 1);
     tu_assert_status(tu_acquire(tu_lock(b, "k6", 2), 0, 30000, NULL), 0);
@@ -258,7 +241,7 @@ START_TEST(a_multilock_refuses_a_name_of_another_kind)
 {
     static const char *const names[] = {"m1", "m2"};
     static const size_t lens[] = {2, 2};
-    struct hilock_lock *r = rw(a, "m2", 1, HILOCK_READ);
+    struct hilock_lock *r = tu_rwlock(a, "m2", 1, HILOCK_READ);
     tu_assert_status(tu_acquire(r, 0, 30000, NULL), 0);
     char *before = dump("m2");
     struct hilock_multi *m = NULL;

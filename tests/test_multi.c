@@ -200,20 +200,31 @@ START_TEST(multilock_wait_times_out_with_nothing_taken)
 }
 END_TEST
 
-START_TEST(losing_one_name_loses_the_multilock_once)
+/* A MultiLock over names, held by a client whose watchdog lease is
+ * 300 ms (it replaces client), its on_lost recorded in *lost; then name
+ * gone deleted from under it, and its loss reported. */
+static struct hilock_multi *multi_losing(const char *const *names,
+                                         const char *gone,
+                                         struct mres *lost)
 {
-    static const char *const names[] = {"la", "lb", NULL};
     struct hilock_options o;
     tu_options(&o);
     o.watchdog_lease_ms = 300;
     hilock_client_free(client);
     client = tu_client(&o);
     struct hilock_multi *m = multi(client, 1, names);
-    struct mres lost = {0};
-    tu_assert_status(hilock_multi_on_lost(m, mrecord, &lost), 0);
+    tu_assert_status(hilock_multi_on_lost(m, mrecord, lost), 0);
     tu_assert_status(macquire(m, 0, 0), 0);
-    ck_assert_int_eq(rs_int(tu_srv, "DEL", "lb", (char *)NULL), 1);
-    ck_assert(tu_run_until_count(&lost.calls, 1, 2000));
+    ck_assert_int_eq(rs_int(tu_srv, "DEL", gone, (char *)NULL), 1);
+    ck_assert(tu_run_until_count(&lost->calls, 1, 2000));
+    return m;
+}
+
+START_TEST(losing_one_name_loses_the_multilock_once)
+{
+    static const char *const names[] = {"la", "lb", NULL};
+    struct mres lost = {0};
+    struct hilock_multi *m = multi_losing(names, "lb", &lost);
     tu_assert_status(lost.status, HILOCK_ELOST);
     tu_run_for(300);
     ck_assert_int_eq(lost.calls, 1);
@@ -232,17 +243,8 @@ static bool key_gone(void *key)
 START_TEST(losing_one_name_releases_the_others)
 {
     static const char *const names[] = {"ka", "kb", NULL};
-    struct hilock_options o;
-    tu_options(&o);
-    o.watchdog_lease_ms = 300;
-    hilock_client_free(client);
-    client = tu_client(&o);
-    struct hilock_multi *m = multi(client, 1, names);
     struct mres lost = {0};
-    tu_assert_status(hilock_multi_on_lost(m, mrecord, &lost), 0);
-    tu_assert_status(macquire(m, 0, 0), 0);
-    ck_assert_int_eq(rs_int(tu_srv, "DEL", "kb", (char *)NULL), 1);
-    ck_assert(tu_run_until_count(&lost.calls, 1, 2000));
+    struct hilock_multi *m = multi_losing(names, "kb", &lost);
     ck_assert_msg(tu_run_until(key_gone, "ka", 1000),
                   "the other name is still held (PTTL %lld)",
                   rs_int(tu_srv, "PTTL", "ka", (char *)NULL));

@@ -21,15 +21,6 @@ static void teardown(void)
     tu_teardown_pair(&a, &b);
 }
 
-static struct hilock_lock *rw(struct hilock_client *c, const char *name,
-                              uint64_t tag, int side)
-{
-    struct hilock_lock *l = NULL;
-    tu_assert_status(hilock_rwlock_new(c, name, strlen(name), tag, side, &l),
-                     0);
-    return tu_keep(l);
-}
-
 /* The hold count of writer <client-uuid>:<tag>:write in hash key. */
 static long long writer_holds(const char *key, struct hilock_client *c,
                               uint64_t tag)
@@ -56,10 +47,10 @@ static char *mode_of(const char *key)
 
 START_TEST(readers_share_and_a_writer_excludes_them_both_ways)
 {
-    struct hilock_lock *r1 = rw(a, "doc", 1, HILOCK_READ);
-    struct hilock_lock *r2 = rw(a, "doc", 2, HILOCK_READ);
-    struct hilock_lock *r3 = rw(b, "doc", 1, HILOCK_READ);
-    struct hilock_lock *w = rw(b, "doc", 9, HILOCK_WRITE);
+    struct hilock_lock *r1 = tu_rwlock(a, "doc", 1, HILOCK_READ);
+    struct hilock_lock *r2 = tu_rwlock(a, "doc", 2, HILOCK_READ);
+    struct hilock_lock *r3 = tu_rwlock(b, "doc", 1, HILOCK_READ);
+    struct hilock_lock *w = tu_rwlock(b, "doc", 9, HILOCK_WRITE);
     int64_t v = 0;
     tu_assert_status(tu_acquire(r1, 0, 10000, NULL), 0);
     tu_assert_status(tu_acquire(r2, 0, 10000, NULL), 0);
@@ -85,7 +76,7 @@ START_TEST(readers_share_and_a_writer_excludes_them_both_ways)
     ck_assert_int_eq(writer_holds("doc", b, 9), 1);
     tu_assert_status(tu_acquire(r1, 0, 10000, &v), HILOCK_EBUSY);
     ck_assert_msg(v > 0 && v <= 10000, "EBUSY value %lld", (long long)v);
-    struct hilock_lock *w2 = rw(a, "doc", 1, HILOCK_WRITE);
+    struct hilock_lock *w2 = tu_rwlock(a, "doc", 1, HILOCK_WRITE);
     tu_assert_status(tu_acquire(w2, 0, 10000, NULL), HILOCK_EBUSY);
     tu_assert_status(tu_release(w, NULL), 0);
     ck_assert_int_eq(tu_exists("doc"), 0);
@@ -95,8 +86,8 @@ END_TEST
 
 START_TEST(reentry_counts_holds_with_a_timeout_key_per_read_hold)
 {
-    struct hilock_lock *r = rw(a, "re", 4, HILOCK_READ);
-    struct hilock_lock *w = rw(b, "re", 4, HILOCK_WRITE);
+    struct hilock_lock *r = tu_rwlock(a, "re", 4, HILOCK_READ);
+    struct hilock_lock *w = tu_rwlock(b, "re", 4, HILOCK_WRITE);
     char k[160];
     for (int i = 1; i <= 3; i++) {
         tu_assert_status(tu_acquire(r, 0, 10000, NULL), 0);
@@ -135,9 +126,9 @@ END_TEST
 
 START_TEST(a_writer_downgrades_and_an_upgrade_is_refused)
 {
-    struct hilock_lock *w = rw(a, "dg", 1, HILOCK_WRITE);
-    struct hilock_lock *r = rw(a, "dg", 1, HILOCK_READ);
-    struct hilock_lock *other = rw(b, "dg", 1, HILOCK_READ);
+    struct hilock_lock *w = tu_rwlock(a, "dg", 1, HILOCK_WRITE);
+    struct hilock_lock *r = tu_rwlock(a, "dg", 1, HILOCK_READ);
+    struct hilock_lock *other = tu_rwlock(b, "dg", 1, HILOCK_READ);
     tu_assert_status(tu_acquire(w, 0, 10000, NULL), 0);
     tu_assert_status(tu_acquire(other, 0, 10000, NULL), HILOCK_EBUSY);
     tu_assert_status(tu_acquire(r, 0, 10000, NULL), 0); /* downgrade */
@@ -167,9 +158,9 @@ END_TEST
  * held it leave. */
 START_TEST(a_waiting_writer_is_not_starved_by_overlapping_readers)
 {
-    struct hilock_lock *r1 = rw(a, "hot", 1, HILOCK_READ);
-    struct hilock_lock *r2 = rw(a, "hot", 2, HILOCK_READ);
-    struct hilock_lock *w = rw(b, "hot", 1, HILOCK_WRITE);
+    struct hilock_lock *r1 = tu_rwlock(a, "hot", 1, HILOCK_READ);
+    struct hilock_lock *r2 = tu_rwlock(a, "hot", 2, HILOCK_READ);
+    struct hilock_lock *w = tu_rwlock(b, "hot", 1, HILOCK_WRITE);
     struct tu_result cw = {0}, c2 = {0};
     tu_assert_status(tu_acquire(r1, 0, 30000, NULL), 0);
     tu_assert_status(hilock_lock_acquire(w, 20000, 30000, tu_record, &cw), 0);
@@ -203,9 +194,9 @@ END_TEST
  * mark goes with it (times out or cancels). */
 START_TEST(a_writer_that_gives_up_lets_readers_in_again)
 {
-    struct hilock_lock *r1 = rw(a, "gu", 1, HILOCK_READ);
-    struct hilock_lock *r2 = rw(a, "gu", 2, HILOCK_READ);
-    struct hilock_lock *w = rw(b, "gu", 1, HILOCK_WRITE);
+    struct hilock_lock *r1 = tu_rwlock(a, "gu", 1, HILOCK_READ);
+    struct hilock_lock *r2 = tu_rwlock(a, "gu", 2, HILOCK_READ);
+    struct hilock_lock *w = tu_rwlock(b, "gu", 1, HILOCK_WRITE);
     tu_assert_status(tu_acquire(r1, 0, 30000, NULL), 0);
     tu_assert_status(tu_acquire(w, 300, 30000, NULL), HILOCK_ETIMEDOUT);
     tu_assert_status(tu_acquire(r2, 0, 30000, NULL), 0);
@@ -231,9 +222,9 @@ START_TEST(read_holds_expire_one_by_one)
     tu_options(&o);
     o.watchdog_lease_ms = 900;
     struct hilock_client *c = tu_client(&o);
-    struct hilock_lock *gone = rw(a, "ex", 1, HILOCK_READ);
-    struct hilock_lock *kept = rw(c, "ex", 1, HILOCK_READ);
-    struct hilock_lock *w = rw(b, "ex", 1, HILOCK_WRITE);
+    struct hilock_lock *gone = tu_rwlock(a, "ex", 1, HILOCK_READ);
+    struct hilock_lock *kept = tu_rwlock(c, "ex", 1, HILOCK_READ);
+    struct hilock_lock *w = tu_rwlock(b, "ex", 1, HILOCK_WRITE);
     struct tu_result lost = {0};
     tu_assert_status(hilock_lock_on_lost(kept, tu_record, &lost), 0);
     tu_assert_status(tu_acquire(gone, 0, 400, NULL), 0); /* explicit lease */
@@ -265,8 +256,8 @@ START_TEST(a_write_lock_deleted_from_under_its_holder_is_reported_lost)
     tu_options(&o);
     o.watchdog_lease_ms = 600;
     struct hilock_client *c = tu_client(&o);
-    struct hilock_lock *w = rw(c, "lw", 1, HILOCK_WRITE);
-    struct hilock_lock *r = rw(c, "lr", 1, HILOCK_READ);
+    struct hilock_lock *w = tu_rwlock(c, "lw", 1, HILOCK_WRITE);
+    struct hilock_lock *r = tu_rwlock(c, "lr", 1, HILOCK_READ);
     struct tu_result lw = {0}, lr = {0};
     tu_assert_status(hilock_lock_on_lost(w, tu_record, &lw), 0);
     tu_assert_status(hilock_lock_on_lost(r, tu_record, &lr), 0);
@@ -292,10 +283,10 @@ END_TEST
  * not by its fallback timer (the writer's lease is long). */
 START_TEST(readers_wait_for_the_writer_and_all_go_at_its_release)
 {
-    struct hilock_lock *w = rw(a, "wk", 1, HILOCK_WRITE);
-    struct hilock_lock *r[3] = {rw(b, "wk", 1, HILOCK_READ),
-                                rw(b, "wk", 2, HILOCK_READ),
-                                rw(b, "wk", 3, HILOCK_READ)};
+    struct hilock_lock *w = tu_rwlock(a, "wk", 1, HILOCK_WRITE);
+    struct hilock_lock *r[3] = {tu_rwlock(b, "wk", 1, HILOCK_READ),
+                                tu_rwlock(b, "wk", 2, HILOCK_READ),
+                                tu_rwlock(b, "wk", 3, HILOCK_READ)};
     struct tu_result c[3] = {{0}, {0}, {0}};
     tu_assert_status(tu_acquire(w, 0, 30000, NULL), 0);
     for (int i = 0; i < 3; i++)
@@ -326,8 +317,8 @@ END_TEST
  * the message Redisson's readers wait for. */
 START_TEST(a_redisson_layout_is_shared)
 {
-    struct hilock_lock *r = rw(a, "rz", 1, HILOCK_READ);
-    struct hilock_lock *w = rw(a, "rz", 2, HILOCK_WRITE);
+    struct hilock_lock *r = tu_rwlock(a, "rz", 1, HILOCK_READ);
+    struct hilock_lock *w = tu_rwlock(a, "rz", 2, HILOCK_WRITE);
     rs_int(tu_srv, "HSET", "rz", "mode", "write", "other-uuid:7:write", "1",
            (char *)NULL);
     rs_int(tu_srv, "PEXPIRE", "rz", "10000", (char *)NULL);

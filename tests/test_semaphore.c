@@ -25,20 +25,6 @@ static void teardown(void)
     tu_teardown_pair(&a, &b);
 }
 
-static struct hilock_lock *sem(struct hilock_client *c, const char *name)
-{
-    struct hilock_lock *s = NULL;
-    tu_assert_status(hilock_semaphore_new(c, name, strlen(name), &s), 0);
-    return tu_keep(s);
-}
-
-static struct hilock_lock *permit(struct hilock_client *c, const char *name)
-{
-    struct hilock_lock *p = NULL;
-    tu_assert_status(hilock_permit_new(c, name, strlen(name), &p), 0);
-    return tu_keep(p);
-}
-
 /* Run a call that takes (lock, cb, arg) until its callback fires. */
 static int run_cb(int rc, struct tu_result *r, int64_t *value)
 {
@@ -76,7 +62,8 @@ static int sem_release(struct hilock_lock *s, uint32_t n, int64_t *v)
 
 START_TEST(permits_are_set_once_taken_and_given_back)
 {
-    struct hilock_lock *s = sem(a, "jobs"), *t = sem(b, "jobs");
+    struct hilock_lock *s = tu_semaphore(a, "jobs");
+    struct hilock_lock *t = tu_semaphore(b, "jobs");
     int64_t v = -1;
     tu_assert_status(sem_acquire(s, 1, 0, &v), HILOCK_EBUSY); /* none set */
     tu_assert_status(sem_init(s, 5, &v), 0);
@@ -121,7 +108,8 @@ END_TEST
 
 START_TEST(a_waiter_is_woken_by_a_release_elsewhere)
 {
-    struct hilock_lock *s = sem(a, "w"), *t = sem(b, "w"), *u = sem(b, "w");
+    struct hilock_lock *s = tu_semaphore(a, "w"), *t = tu_semaphore(b, "w");
+    struct hilock_lock *u = tu_semaphore(b, "w");
     tu_assert_status(sem_init(s, 2, NULL), 0);
     tu_assert_status(sem_acquire(s, 2, 0, NULL), 0);
     struct tu_result w1 = {0}, w2 = {0};
@@ -230,7 +218,7 @@ static void child(void)
     wk.c = tu_client(NULL);
     tu_client_ready(wk.c);
     for (int i = 0; i < HANDLES; i++) {
-        wk.h[i] = sem(wk.c, "pool");
+        wk.h[i] = tu_semaphore(wk.c, "pool");
         wk.left[i] = ROUNDS;
     }
     wk.active = HANDLES;
@@ -244,7 +232,7 @@ static void child(void)
 
 START_TEST(the_count_is_never_exceeded_by_several_processes)
 {
-    struct hilock_lock *s = sem(a, "pool");
+    struct hilock_lock *s = tu_semaphore(a, "pool");
     tu_assert_status(sem_init(s, 3, NULL), 0);
     pid_t pid[CHILDREN];
     for (int i = 0; i < CHILDREN; i++) {
@@ -270,8 +258,8 @@ END_TEST
 
 START_TEST(expiring_permits_have_ids_and_a_lease)
 {
-    struct hilock_lock *p1 = permit(a, "exp"), *p2 = permit(a, "exp"),
-                       *p3 = permit(b, "exp");
+    struct hilock_lock *p1 = tu_permit(a, "exp"), *p2 = tu_permit(a, "exp"),
+                       *p3 = tu_permit(b, "exp");
     int64_t v = 0;
     tu_assert_status(sem_init(p1, 2, &v), 0);
     ck_assert_int_eq(v, 1);
@@ -312,8 +300,9 @@ START_TEST(an_expired_permit_comes_back_and_its_holder_is_told)
     tu_options(&o);
     o.watchdog_lease_ms = 600;
     struct hilock_client *c = tu_client(&o);
-    struct hilock_lock *p1 = permit(a, "lease"), *kept = permit(c, "lease"),
-                       *p3 = permit(b, "lease");
+    struct hilock_lock *p1 = tu_permit(a, "lease");
+    struct hilock_lock *kept = tu_permit(c, "lease");
+    struct hilock_lock *p3 = tu_permit(b, "lease");
     struct tu_result lost = {0}, lost_kept = {0};
     tu_assert_status(hilock_lock_on_lost(p1, tu_record, &lost), 0);
     tu_assert_status(hilock_lock_on_lost(kept, tu_record, &lost_kept), 0);
@@ -345,7 +334,7 @@ END_TEST
  * its lease, and a waiter elsewhere gets it. */
 START_TEST(a_killed_holders_permit_returns_after_its_lease)
 {
-    struct hilock_lock *p = permit(a, "k");
+    struct hilock_lock *p = tu_permit(a, "k");
     tu_assert_status(sem_init(p, 1, NULL), 0);
     int fd[2];
     ck_assert_int_eq(pipe(fd), 0);
@@ -357,7 +346,7 @@ START_TEST(a_killed_holders_permit_returns_after_its_lease)
         tu_options(&o);
         o.watchdog_lease_ms = 800;
         struct hilock_client *c = tu_client(&o);
-        struct hilock_lock *mine = permit(c, "k");
+        struct hilock_lock *mine = tu_permit(c, "k");
         int ok = tu_acquire(mine, 0, 0, NULL) == 0;
         ck_assert_int_eq(write(fd[1], &ok, sizeof(ok)), sizeof(ok));
         for (;;)
@@ -384,7 +373,7 @@ END_TEST
 START_TEST(redisson_layouts_are_shared)
 {
     rs_int(tu_srv, "SET", "rs", "1", (char *)NULL);
-    struct hilock_lock *s = sem(a, "rs");
+    struct hilock_lock *s = tu_semaphore(a, "rs");
     tu_assert_status(sem_acquire(s, 1, 0, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "GET", "rs", (char *)NULL), 0);
     tu_assert_status(sem_release(s, 1, NULL), 0);
@@ -394,7 +383,7 @@ START_TEST(redisson_layouts_are_shared)
     rs_int(tu_srv, "SET", "rp", "0", (char *)NULL);
     rs_int(tu_srv, "ZADD", "{rp}:timeout", "1000", "redisson-permit",
            (char *)NULL);
-    struct hilock_lock *p = permit(a, "rp");
+    struct hilock_lock *p = tu_permit(a, "rp");
     tu_assert_status(tu_acquire(p, 0, 10000, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "ZCARD", "{rp}:timeout", (char *)NULL),
                      1);

@@ -504,16 +504,23 @@ static int inventory_start(pid_t *pid)
     return inventory_start_with(pid, NULL);
 }
 
-/* Send an HTTP/1.0 request; the connection, to read the answer from. */
-static int http_send(int port, const char *method, const char *path)
+/* A connection to the server on port, nothing sent. */
+static int http_connect(int port)
 {
-    char req[256];
     struct sockaddr_in sa = {.sin_family = AF_INET,
                              .sin_port = htons((uint16_t)port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
+}
+
+/* Send an HTTP/1.0 request; the connection, to read the answer from. */
+static int http_send(int port, const char *method, const char *path)
+{
+    char req[256];
+    int fd = http_connect(port);
     int len = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: x\r\n\r\n",
                        method, path);
     ck_assert_int_eq(write(fd, req, (size_t)len), len);
@@ -545,18 +552,6 @@ static char *http_read(int fd, int code)
     ck_assert_ptr_nonnull(body);
     memmove(buf, body + 4, strlen(body + 4) + 1);
     return buf;
-}
-
-/* A connection to the server on port, nothing sent. */
-static int http_connect(int port)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    return fd;
 }
 
 /* Whether the server closed fd (after an answer or not) within

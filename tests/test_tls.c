@@ -116,6 +116,19 @@ static void tls_options(struct hilock_options *o, const char *ca)
     o->log_arg = &seen;
 }
 
+/* A client with options trusting ca is refused at hilock_client_new with
+ * HILOCK_ETLS, and one log line says says. */
+static void assert_new_refused(const char *ca, const char *says)
+{
+    struct hilock_options o;
+    struct hilock_client *c = NULL;
+    tls_options(&o, ca);
+    ck_assert_int_eq(hilock_client_new(tu_base, &o, &c), HILOCK_ETLS);
+    ck_assert_ptr_null(c);
+    ck_assert_int_eq(seen.lines, 1);
+    ck_assert_ptr_nonnull(strstr(seen.last_tls, says));
+}
+
 #ifdef HILOCK_HAVE_TLS
 
 START_TEST(lock_is_taken_and_released_over_tls)
@@ -133,6 +146,16 @@ START_TEST(lock_is_taken_and_released_over_tls)
 }
 END_TEST
 
+/* A client with options o takes lock name and releases it. */
+static void assert_lock_passes(const struct hilock_options *o,
+                               const char *name)
+{
+    client = tu_client(o);
+    struct hilock_lock *l = tu_lock(client, name, 1);
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
+    tu_assert_status(tu_release(l, NULL), 0);
+}
+
 START_TEST(mutual_tls_passes_with_a_client_certificate)
 {
     struct hilock_options o;
@@ -140,10 +163,7 @@ START_TEST(mutual_tls_passes_with_a_client_certificate)
     tls_options(&o, "ca.crt");
     o.tls.cert_file = cert("client.crt");
     o.tls.key_file = cert("client.key");
-    client = tu_client(&o);
-    struct hilock_lock *l = tu_lock(client, "tls-mutual", 1);
-    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
-    tu_assert_status(tu_release(l, NULL), 0);
+    assert_lock_passes(&o, "tls-mutual");
 }
 END_TEST
 
@@ -173,30 +193,32 @@ static void assert_tls_refused(struct hilock_options *o, const char *why)
     ck_assert_int_eq(tu_exists("tls-refused"), 0);
 }
 
-START_TEST(unknown_ca_fails_with_etls)
+/* assert_tls_refused for a server presenting crt (asking for a client's
+ * certificate when auth_clients) to a client trusting ca. */
+static void assert_cert_refused(const char *crt, int auth_clients,
+                                const char *ca, const char *why)
 {
     struct hilock_options o;
-    tu_srv = tls_server("server.crt", 0);
-    tls_options(&o, "other-ca.crt");
-    assert_tls_refused(&o, "certificate");
+    tu_srv = tls_server(crt, auth_clients);
+    tls_options(&o, ca);
+    assert_tls_refused(&o, why);
+}
+
+START_TEST(unknown_ca_fails_with_etls)
+{
+    assert_cert_refused("server.crt", 0, "other-ca.crt", "certificate");
 }
 END_TEST
 
 START_TEST(expired_certificate_fails_with_etls)
 {
-    struct hilock_options o;
-    tu_srv = tls_server("expired.crt", 0);
-    tls_options(&o, "ca.crt");
-    assert_tls_refused(&o, "expired");
+    assert_cert_refused("expired.crt", 0, "ca.crt", "expired");
 }
 END_TEST
 
 START_TEST(certificate_for_another_name_fails_with_etls)
 {
-    struct hilock_options o;
-    tu_srv = tls_server("other-name.crt", 0);
-    tls_options(&o, "ca.crt");
-    assert_tls_refused(&o, "mismatch");
+    assert_cert_refused("other-name.crt", 0, "ca.crt", "mismatch");
 }
 END_TEST
 
@@ -207,10 +229,7 @@ START_TEST(server_name_is_the_name_checked)
     tu_srv = tls_server("other-name.crt", 0);
     tls_options(&o, "ca.crt");
     o.tls.server_name = "other.invalid";
-    client = tu_client(&o);
-    struct hilock_lock *l = tu_lock(client, "tls-sni", 1);
-    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
-    tu_assert_status(tu_release(l, NULL), 0);
+    assert_lock_passes(&o, "tls-sni");
 }
 END_TEST
 
@@ -226,10 +245,7 @@ END_TEST
 
 START_TEST(missing_client_certificate_fails_with_etls)
 {
-    struct hilock_options o;
-    tu_srv = tls_server("server.crt", 1);
-    tls_options(&o, "ca.crt");
-    assert_tls_refused(&o, "TLS");
+    assert_cert_refused("server.crt", 1, "ca.crt", "TLS");
 }
 END_TEST
 
@@ -240,10 +256,7 @@ START_TEST(no_verify_mode_accepts_any_certificate)
     tu_srv = tls_server("server.crt", 0);
     tls_options(&o, "other-ca.crt");
     o.tls.mode = HILOCK_TLS_NO_VERIFY;
-    client = tu_client(&o);
-    struct hilock_lock *l = tu_lock(client, "tls-noverify", 1);
-    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
-    tu_assert_status(tu_release(l, NULL), 0);
+    assert_lock_passes(&o, "tls-noverify");
 }
 END_TEST
 
@@ -415,13 +428,7 @@ END_TEST
 
 START_TEST(unreadable_ca_file_is_refused_at_client_new)
 {
-    struct hilock_options o;
-    struct hilock_client *c = NULL;
-    tls_options(&o, "no-such-ca.crt");
-    ck_assert_int_eq(hilock_client_new(tu_base, &o, &c), HILOCK_ETLS);
-    ck_assert_ptr_null(c);
-    ck_assert_int_eq(seen.lines, 1);
-    ck_assert_ptr_nonnull(strstr(seen.last_tls, "no-such-ca.crt"));
+    assert_new_refused("no-such-ca.crt", "no-such-ca.crt");
 }
 END_TEST
 
@@ -429,13 +436,7 @@ END_TEST
 
 START_TEST(tls_is_refused_without_tls_support)
 {
-    struct hilock_options o;
-    struct hilock_client *c = NULL;
-    tls_options(&o, "ca.crt");
-    ck_assert_int_eq(hilock_client_new(tu_base, &o, &c), HILOCK_ETLS);
-    ck_assert_ptr_null(c);
-    ck_assert_int_eq(seen.lines, 1);
-    ck_assert_ptr_nonnull(strstr(seen.last_tls, "hiredis 1.x"));
+    assert_new_refused("ca.crt", "hiredis 1.x");
 }
 END_TEST
 

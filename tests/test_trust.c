@@ -505,8 +505,7 @@ END_TEST
 
 static Suite *trust_suite(void)
 {
-    Suite *s = suite_create("trust");
-    const TTest *tests[] = {
+    const TTest *const tests[] = {
         noscript_resend_overtaken_by_its_twin_counts_two_holds,
         watchdog_keeps_a_lock_whose_lease_was_shortened,
         twin_handle_ending_the_hold_is_seen_at_once,
@@ -524,13 +523,8 @@ static Suite *trust_suite(void)
         state_callback_reports_up_then_down_with_the_cause,
         release_leaves_no_key_behind,
     };
-    TCase *tc = tcase_create("trust");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 30);
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-        tcase_add_test(tc, tests[i]);
-    suite_add_tcase(s, tc);
-    return s;
+    return tu_suite("trust", setup, teardown, 30, tests,
+                    sizeof tests / sizeof tests[0]);
 }
 
 int main(void)

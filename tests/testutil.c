@@ -360,6 +360,33 @@ struct hilock_lock *tu_lock(struct hilock_client *client, const char *name,
     return tu_keep(l);
 }
 
+struct hilock_lock *tu_rwlock(struct hilock_client *client, const char *name,
+                              uint64_t owner_tag, int side)
+{
+    struct hilock_lock *l = NULL;
+    tu_assert_status(
+        hilock_rwlock_new(client, name, strlen(name), owner_tag, side, &l), 0);
+    ck_assert_ptr_nonnull(l);
+    return tu_keep(l);
+}
+
+struct hilock_lock *tu_semaphore(struct hilock_client *client,
+                                 const char *name)
+{
+    struct hilock_lock *s = NULL;
+    tu_assert_status(hilock_semaphore_new(client, name, strlen(name), &s), 0);
+    ck_assert_ptr_nonnull(s);
+    return tu_keep(s);
+}
+
+struct hilock_lock *tu_permit(struct hilock_client *client, const char *name)
+{
+    struct hilock_lock *p = NULL;
+    tu_assert_status(hilock_permit_new(client, name, strlen(name), &p), 0);
+    ck_assert_ptr_nonnull(p);
+    return tu_keep(p);
+}
+
 const char *tu_field(struct hilock_client *client, uint64_t owner_tag,
                      char *buf)
 {
@@ -476,6 +503,19 @@ int tu_query(tu_query_fn *fn, struct hilock_lock *lock, int64_t *value)
     int rc = fn(lock, tu_record, r);
     tu_assert_status(rc, 0);
     return finish(r, value, tu_ms(TU_MARGIN_MS), "query");
+}
+
+Suite *tu_suite(const char *name, SFun setup, SFun teardown, int timeout_s,
+                const TTest *const *tests, size_t n)
+{
+    Suite *s = suite_create(name);
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, timeout_s);
+    for (size_t i = 0; i < n; i++)
+        tcase_add_test(tc, tests[i]);
+    suite_add_tcase(s, tc);
+    return s;
 }
 
 int tu_main(Suite *suite)

@@ -119,6 +119,14 @@ struct hilock_lock *tu_keep(struct hilock_lock *lock);
 /* A lock handle; fails the test on error. */
 struct hilock_lock *tu_lock(struct hilock_client *client, const char *name,
                             uint64_t owner_tag);
+/* A read-write lock handle on side HILOCK_READ or HILOCK_WRITE, a
+ * counting semaphore's handle, an expiring-permit semaphore's handle: kept
+ * as tu_lock's; each fails the test on error. */
+struct hilock_lock *tu_rwlock(struct hilock_client *client, const char *name,
+                              uint64_t owner_tag, int side);
+struct hilock_lock *tu_semaphore(struct hilock_client *client,
+                                 const char *name);
+struct hilock_lock *tu_permit(struct hilock_client *client, const char *name);
 /* The number of owner fields in lock hash key: its fields other than the
  * "<field>:rid" bookkeeping of the acquire request id. -1 on error. */
 long long tu_owner_fields(const char *key);
@@ -174,6 +182,12 @@ int tu_query(tu_query_fn *fn, struct hilock_lock *lock, int64_t *value);
     ck_assert_msg((status) == (expect), "status %s (%d), expected %s (%d)",   \
                   hilock_err_name(status), (int)(status),                    \
                   hilock_err_name(expect), (int)(expect))
+
+/* A suite name with one test case of the same name: the tests[0..n-1],
+ * each run between setup and teardown (a checked fixture), timeout_s
+ * seconds each at most. */
+Suite *tu_suite(const char *name, SFun setup, SFun teardown, int timeout_s,
+                const TTest *const *tests, size_t n);
 
 /* Run the suite (verbosity from CK_VERBOSITY); the exit status for main. */
 int tu_main(Suite *suite);

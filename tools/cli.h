@@ -55,7 +55,8 @@ enum cli_opt {
     CLI_OPT_KEY,
     CLI_OPT_SNI,
     CLI_OPT_INSECURE,
-    CLI_OPT_FAIR              /* run only */
+    CLI_OPT_FAIR,             /* run only */
+    CLI_OPT_FENCE             /* run only */
 };
 
 /* The long options of the endpoint, for every subcommand's option table. */

@@ -68,6 +68,7 @@ struct runner {
     int side;               /* HILOCK_READ, HILOCK_WRITE (both: a usage
                                error), 0 for a mutex or a permit */
     uint64_t permits;       /* --permits N; 0: not a semaphore */
+    int fence;              /* --fence: draw a fencing token */
     char shown[CLI_ESCAPED_SIZE(HILOCK_NAME_MAX)];  /* name, escaped */
     struct reaper_cmd cmd;
     struct reaper reaper;
@@ -274,11 +275,40 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         finish(r, 128 + (int)sig);
 }
 
+/* What the command gets in its environment about the hold, so that it can
+ * check it where it writes: HILOCK_LOCK_NAME; HILOCK_OWNER_FIELD, the
+ * field its hold has in the lock hash (a permit: HILOCK_PERMIT_ID, its id
+ * in hex); with --fence, HILOCK_FENCE_TOKEN. 0, or -1 with a message. */
+static int command_env(struct runner *r)
+{
+    char id[37], field[64], permit[33], token[24];
+    int rc = 0;
+    if (r->permits) {
+        rc = hilock_permit_id(r->lock, permit, sizeof(permit)) != 0 ||
+             setenv("HILOCK_PERMIT_ID", permit, 1) != 0;
+    } else {
+        rc = hilock_client_id(r->client, id, sizeof(id)) != 0;
+        snprintf(field, sizeof(field), "%s:%llu%s", id,
+                 (unsigned long long)getpid(),
+                 r->side == HILOCK_WRITE ? ":write" : "");
+        rc = rc || setenv("HILOCK_OWNER_FIELD", field, 1) != 0;
+    }
+    snprintf(token, sizeof(token), "%lld",
+             (long long)hilock_lock_token(r->lock));
+    rc = rc || setenv("HILOCK_LOCK_NAME", r->name, 1) != 0 ||
+         (r->fence && setenv("HILOCK_FENCE_TOKEN", token, 1) != 0);
+    if (rc)
+        cli_error("cannot pass the hold to the command's environment");
+    return rc ? -1 : 0;
+}
+
 /* The lock is ours: start the reaper and with it the command, with every
  * signal blocked across the fork so that no libevent handler runs in the
  * child. 0, or -1 with a message. */
 static int command_start(struct runner *r)
 {
+    if (command_env(r) != 0)
+        return -1;
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
@@ -518,6 +548,11 @@ static int check_args(struct runner *r, int lease_given,
         cli_error("--wait-timeout must be at least 1 ms");
         return -1;
     }
+    if (r->fence && (r->side || r->permits)) {
+        cli_error("--fence: fencing tokens are drawn for a plain lock only, "
+                  "not with --read, --write or --permits");
+        return -1;
+    }
     if (check_kind(r) != 0 || cli_redis_check(r->redis) != 0)
         return -1;
     return cli_name_check(r->redis, r->name);
@@ -555,6 +590,7 @@ static int parse_args(struct runner *r, struct cli_redis *redis, int argc,
         {"read", no_argument, NULL, CLI_OPT_READ},
         {"write", no_argument, NULL, CLI_OPT_WRITE},
         {"permits", required_argument, NULL, CLI_OPT_PERMITS},
+        {"fence", no_argument, NULL, CLI_OPT_FENCE},
         {"fair", no_argument, NULL, CLI_OPT_FAIR},
         {NULL, 0, NULL, 0}};
     int c, lease_given = 0, watchdog_given = 0, wait_timeout_given = 0;
@@ -588,6 +624,9 @@ static int parse_args(struct runner *r, struct cli_redis *redis, int argc,
             break;
         case CLI_OPT_WRITE:
             r->side |= HILOCK_WRITE;
+            break;
+        case CLI_OPT_FENCE:
+            r->fence = 1;
             break;
         case CLI_OPT_PERMITS:
             bad = count_arg("--permits", "permits", optarg, 1,
@@ -703,6 +742,7 @@ static int runner_open(struct runner *r)
         opts.wait_timeout_ms = (uint32_t)r->wait_timeout_ms;
     opts.log_cb = on_log;
     opts.log_arg = r;
+    opts.fencing = r->fence;
     if (r->watchdog_ms)
         opts.watchdog_lease_ms = (uint32_t)r->watchdog_ms;
     if (!(r->base = event_base_new())) {

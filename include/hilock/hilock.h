@@ -79,7 +79,9 @@ extern "C" {
                        "(lock, read-write lock or semaphore)")               \
     X(ETLS, -22, "TLS failed: handshake, certificate check, or no TLS "      \
                  "support built in")                                         \
-    X(ENOTCLUSTER, -23, "no cluster seed is in cluster mode")
+    X(ENOTCLUSTER, -23, "no cluster seed is in cluster mode")                \
+    X(EGUARDED, -24, "guarded commands need one node to decide (not on "    \
+                     "Redlock masters)")
 
 enum hilock_errno {
 #define HILOCK_ERRNO_ENUM_(name, value, msg) HILOCK_##name = (value),
@@ -690,6 +692,88 @@ HILOCK_EXPORT int hilock_semaphore_init(struct hilock_lock *sem,
  * either kind of handle. cb: 0 with value = that number. */
 HILOCK_EXPORT int hilock_semaphore_available(struct hilock_lock *sem,
                                              hilock_lock_cb *cb, void *arg);
+
+/* ---- Guarded commands ----------------------------------------------------
+ *
+ * Redis commands that run only while a handle still holds its lock: one
+ * script checks the hold and runs them, atomically, on the node that keeps
+ * the lock. A holder that stalled past its lease and lost the lock to
+ * another owner then has its write refused instead of applied. Only data
+ * on that node is protected: in a cluster every key of the commands must
+ * hash to the lock name's slot (give them the name as hash tag). See
+ * docs/guarded-writes.md. */
+
+/* Most commands in one guarded call, and most arguments of one command. */
+#define HILOCK_GUARDED_MAX 8
+#define HILOCK_GUARDED_ARGS_MAX 64
+
+/* One command: argc arguments (argv[0] is the command's name), each of
+ * argvlen[i] bytes (binary safe), and which of them are keys: nkeys
+ * indexes into argv (1..argc-1). A key that is not declared still works
+ * on one node, but a cluster cannot check or route it. All borrowed
+ * during the call only. */
+struct hilock_guarded_cmd {
+    size_t argc;
+    const char *const *argv;
+    const size_t *argvlen;
+    size_t nkeys;
+    const size_t *keys;
+};
+
+/* Flags of hilock_lock_guarded. */
+#define HILOCK_GUARD_FENCE 1u /* also require that the name's fencing
+                                 counter still equals this hold's token */
+
+/* A reply, as a view that is valid during the callback only. */
+enum hilock_reply_type {
+    HILOCK_REPLY_NIL = 0,
+    HILOCK_REPLY_STRING = 1,  /* str, len */
+    HILOCK_REPLY_STATUS = 2,  /* str, len ("OK") */
+    HILOCK_REPLY_INTEGER = 3, /* integer */
+    HILOCK_REPLY_ARRAY = 4,   /* element[0..elements-1] */
+    HILOCK_REPLY_ERROR = 5,   /* str, len: the command's error */
+    HILOCK_REPLY_LOST = 6     /* the commands were applied, once, by a
+                                 request whose reply was lost with its
+                                 connection: what they answered is not
+                                 known */
+};
+
+struct hilock_reply {
+    enum hilock_reply_type type;
+    int64_t integer;
+    const char *str;
+    size_t len;
+    const struct hilock_reply *element;
+    size_t elements;
+};
+
+/* status 0: the commands ran; reply is the one command's reply, or with
+ * several an array of their replies (HILOCK_REPLY_LOST: see there).
+ * HILOCK_ESERVER: a command failed; reply as for 0, its last reply the
+ * error; the commands before it were applied (Redis does not roll a
+ * script back) and those after it did not run. HILOCK_ENOTOWNER: the
+ * handle does not hold the lock (expired, released, taken by another
+ * owner, or with HILOCK_GUARD_FENCE a newer token was drawn); nothing
+ * ran; reply NULL. HILOCK_EWRONGKIND: the name is held as another kind.
+ * Else a connection or server error (HILOCK_ECONN, HILOCK_ETIMEDOUT,
+ * HILOCK_ECANCELED, ...), reply NULL. */
+typedef void hilock_guarded_cb(struct hilock_lock *lock, int status,
+                               const struct hilock_reply *reply, void *arg);
+
+/* Run cmds[0..ncmds-1] (1..HILOCK_GUARDED_MAX) in one script, only if lock
+ * still holds in Redis: a lock's owner field with holds and no "mode"; a
+ * read-write side's hold (a reader's share not expired); an expiring
+ * permit's id with its expiry in the future. flags: 0 or
+ * HILOCK_GUARD_FENCE (a lock acquired with fencing on). A request resent
+ * after its connection dropped is applied once (HILOCK_REPLY_LOST when
+ * the first send was). Returns 0, HILOCK_EINVAL (bad argument, a counting
+ * semaphore, a key outside the name's cluster slot: a log line says
+ * which), HILOCK_EGUARDED (a Redlock client: no one master can tell
+ * whether the lock is held), HILOCK_ECANCELED, HILOCK_ENOMEM. */
+HILOCK_EXPORT int hilock_lock_guarded(struct hilock_lock *lock,
+                                      const struct hilock_guarded_cmd *cmds,
+                                      size_t ncmds, unsigned flags,
+                                      hilock_guarded_cb *cb, void *arg);
 
 #ifdef __cplusplus
 }
