@@ -338,6 +338,13 @@ static int deadline_status(const struct req *r)
     return HILOCK_ETIMEDOUT;
 }
 
+void req_hurry(struct req *r, uint32_t ms)
+{
+    struct timeval tv = clock_tv(ms);
+    if (r->done)
+        evtimer_add(&r->timer, &tv);
+}
+
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     struct req *r = arg;

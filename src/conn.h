@@ -217,6 +217,9 @@ void req_submit(struct req *req, uint32_t timeout_ms);
 /* Complete a request early with status (e.g. HILOCK_ECANCELED): its done
  * fires now; a reply that still arrives goes to late. No-op if completed. */
 void req_complete(struct req *req, int status);
+/* Bring a pending request's deadline forward to ms from now (the caller
+ * knows it was due later). No-op if completed. */
+void req_hurry(struct req *req, uint32_t ms);
 /* Send r again (from on_error), behind what was sent before. */
 void conn_resend(struct conn *conn, struct req *r);
 /* Send r again after ms (from on_error: the cluster is busy or down for a

@@ -249,6 +249,8 @@ void op_submit(struct op *op, uint32_t timeout_ms)
     struct req *parts[QUORUM_NODES_MAX];
     size_t m = 0;
     op->sent_ms = clock_now_ms();
+    op->vote_ms =
+        timeout_ms ? timeout_ms : op->eng->opts->request_timeout_ms;
     /* Copy first: a submit may complete a request (no memory) at once. */
     for (size_t i = 0; i < op->n; i++) {
         struct req *r = op->part[i];
@@ -369,6 +371,48 @@ static int renewal_settled(const struct op *op)
     return 1;
 }
 
+/* How long a split vote waits for the masters still out, at least: a
+ * master that answers is seldom later than that behind the others. */
+#define OP_SPLIT_GRACE_MS 5
+
+/* Whether node i answered a vote with a refusal (held elsewhere). */
+static int refused(const struct op *op, size_t i)
+{
+    int st = op->res[i].status;
+    return op->got[i] && (st == HILOCK_EBUSY || st == HILOCK_EWRONGKIND ||
+                          st == HILOCK_ENOTOWNER);
+}
+
+/* An acquire over several masters that a majority answered without
+ * deciding it (grants and refusals, both replies): the masters still out
+ * decide it, and one of them may be frozen, cut off or slow. They get a short deadline
+ * (twice what the answers so far took, at least OP_SPLIT_GRACE_MS, never
+ * later than their own): a split vote costs that, not a full deadline per
+ * attempt. A master that misses it counts as a no (and turns suspect),
+ * never as a yes; a grant it still sends goes to late, to be undone. */
+static void hurry_rest(struct op *op)
+{
+    uint64_t spent = clock_now_ms() - op->sent_ms;
+    uint64_t grace = spent * 2 > OP_SPLIT_GRACE_MS ? spent * 2
+                                                   : OP_SPLIT_GRACE_MS;
+    size_t yes = 0, no = 0;
+    if (op->hurried || op->n == 1 || op->target >= 0 ||
+        (op->kind != OP_KIND_ACQUIRE && op->kind != OP_KIND_MULTI_ACQUIRE &&
+         op->kind != OP_KIND_FENCE))
+        return;
+    for (size_t i = 0; i < op->n; i++) {
+        yes += op_node_ok(op, i);
+        no += refused(op, i);
+    }
+    if (!yes || !no || yes + no < quorum_of(op->n) ||
+        spent + grace >= op->vote_ms)
+        return;
+    op->hurried = 1;
+    for (size_t i = 0; i < op->n; i++)
+        if (!op->got[i] && op->part[i])
+            req_hurry(op->part[i], (uint32_t)grace);
+}
+
 /* Count node i's answer (op->res[i]; status: its request's, nonzero when
  * no reply came) towards the decision, or hand it to late when the
  * operation is decided already. */
@@ -390,6 +434,8 @@ static void part_counted(struct op *op, size_t i, int status)
         decided(op, out.status, &out);
     else if (renewal_settled(op))
         decided(op, 0, &(struct op_result){0, 0, 0});
+    else
+        hurry_rest(op);
 }
 
 /* WAIT (hilock_options.wait_replicas): a write that a failover could lose

@@ -45,6 +45,8 @@ struct op {
     TAILQ_ENTRY(op) ctx_link;
     void *data;
     uint64_t sent_ms;         /* when submitted (monotonic ms) */
+    uint32_t vote_ms;         /* its node requests' deadline */
+    uint8_t hurried;          /* split: the rest's deadline brought in */
     int64_t token;            /* the submitter's: an acquire's decided
                                  fencing token, while it is written back */
     uint8_t n;                /* nodes of the client */

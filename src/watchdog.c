@@ -419,6 +419,17 @@ static void flush_open(struct engine *c, struct renew_batch *open)
     }
 }
 
+/* Whether a release that ends lock's hold is out. A renewal sent now
+ * would go behind it with a later deadline: resent on the next connection
+ * (a failover) after the release failed at its own deadline, it would
+ * give the lease of a hold nobody has any more a new start. Whatever the
+ * release's outcome, the hold ends with it. */
+static int hold_ending(const struct hilock_lock *lock)
+{
+    return lock->op == OP_RELEASE && lock->holds == 1 &&
+           lock->kind != KIND_SEM;
+}
+
 /* Timer: renew what is due, one batch per node; report what ran out. */
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
@@ -434,6 +445,10 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         if (lock->renewing || !lock->auto_renew || now >= lock->valid_until) {
             watchdog_forget(lock); /* out of the heap whatever the hook does */
             c->hooks.expired(lock);
+            continue;
+        }
+        if (hold_ending(lock)) {
+            schedule(lock, lock->valid_until); /* lost if still out then */
             continue;
         }
         if (batch_put(c, &open, c->opts->watchdog_lease_ms, lock) != 0) {

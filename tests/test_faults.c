@@ -466,6 +466,41 @@ START_TEST(release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true)
 }
 END_TEST
 
+/* A watchdog lock whose release is out in a stall is not renewed
+ * meanwhile: a renewal sent behind the release would outlive it (its
+ * deadline is later) and, resent on the next connection after the release
+ * timed out and its bytes were lost (a failover), give the lease of a hold
+ * nobody has any more a new start. The key ends with the lease it had. */
+START_TEST(watchdog_does_not_renew_a_hold_whose_release_is_out)
+{
+    struct hilock_options o;
+    hilock_client_free(client);
+    tu_options(&o);
+    o.port = tp_port(proxy);
+    o.request_timeout_ms = (uint32_t)tu_ms(1500);
+    o.reconnect_min_ms = 20;
+    o.reconnect_max_ms = 200;
+    o.watchdog_lease_ms = (uint32_t)tu_ms(3000); /* renewed every second */
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "rr", 1);
+    settle(l);
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_acquire(l, 0, 0, NULL), 0);
+    tp_blackhole(proxy, true);
+    tu_assert_status(hilock_lock_release(l, tu_record, &res[0]), 0);
+    await(&res[0], tu_ms(1500 + 3000), "release in a stall");
+    tu_assert_status(res[0].status, HILOCK_ETIMEDOUT);
+    tp_cut_all(proxy); /* the release never reaches Redis */
+    tp_blackhole(proxy, false);
+    tu_assert_status(tu_query(hilock_lock_query_held, l, NULL), 0);
+    long long left = tu_ms(3000) + tu_ms(300) - (tu_now_ms() - t0);
+    if (left > 0)
+        tu_run_for((int)left);
+    ck_assert_msg(tu_exists("rr") == 0, "lease restarted: %lld ms left",
+                  rs_int(tu_srv, "PTTL", "rr", (char *)NULL));
+}
+END_TEST
+
 /* on_lost that records and asks Redis (directly) how long the key has
  * left: reported before expiry means a positive PTTL. */
 static void lost_with_pttl(struct hilock_lock *lock, int status,
@@ -1200,7 +1235,8 @@ static Suite *faults_suite(void)
           network_stall_longer_than_the_lease_reports_lost_before_expiry,
           refused_reconnects_longer_than_the_lease_report_lost_before_expiry,
           release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true,
-          lease_running_out_while_the_release_is_pending_is_not_lost}},
+          lease_running_out_while_the_release_is_pending_is_not_lost,
+          watchdog_does_not_renew_a_hold_whose_release_is_out}},
         {"restarts",
          {restart_while_a_watchdog_lock_is_held_reports_it_lost,
           restart_while_an_explicit_lease_lock_is_held_reports_it_lost_early,
