@@ -341,8 +341,9 @@ void tu_client_ready(struct hilock_client *client)
 /* The handles tu_lock (and tu_keep) had. Most tests leave their handles
  * to the client's free, which detaches them (their memory is the user's
  * to free, see hilock_client_free); kept here, they stay reachable until
- * the test's process ends instead of counting as leaks. Never read. */
-static struct hilock_lock *made[1024];
+ * the test's process ends instead of counting as leaks. Never read, so
+ * volatile: the stores must not be optimised away. */
+static struct hilock_lock *volatile made[1024];
 static size_t nmade;
 
 struct hilock_lock *tu_keep(struct hilock_lock *lock)
