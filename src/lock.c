@@ -129,6 +129,7 @@ static void finish_op(struct hilock_lock *lock, int status, int64_t value)
             send_leave(lock);
         lock->queued = 0;
         lock->handed = 0;
+        lock->unsure = 0;
     }
     lock->op = OP_NONE;
     lock->op_cb = NULL;
@@ -509,13 +510,19 @@ static int granted(struct hilock_lock *lock, uint64_t sent_ms, int watchdog,
  * it). With an attempt in flight, or when the hand-off was learnt too
  * late to count (until_ms 0: the lease may have run out and the lock
  * moved on), an attempt decides instead: it claims the hold when it is
- * still this wait's, else queues again. */
+ * still this wait's, else queues again. So it does too after an attempt
+ * of this wait failed unanswered (timed out while Redis was stopped, or
+ * slow): Redis may apply that attempt after the hand-off, claiming the
+ * hold, and the undo its late success brings drops one hold of the owner
+ * -- the handed one, were it reported. The deciding attempt goes after
+ * that attempt (and after its undo, when that went first), so it counts
+ * what is really there, and the undo then drops only its extra hold. */
 static void hook_handed(struct hilock_lock *lock, int64_t token,
                         uint64_t until_ms)
 {
     if (lock->op != OP_ACQUIRE || lock->freeing || closing(lock))
         return;
-    if (lock->op_pending || until_ms == 0) {
+    if (lock->op_pending || until_ms == 0 || lock->unsure) {
         lock->handed = 1;
         hook_attempt(lock);
         return;
@@ -857,6 +864,7 @@ static void acquire_done(struct op *op, int status,
     }
     op->status = status; /* late successes are undone too */
     undo_partial(lock, op);
+    lock->unsure |= fair(lock) && status != HILOCK_EBUSY;
     if (status == HILOCK_EBUSY && granted_somewhere(op)) {
         /* A split vote: other clients took the other masters at the same
          * moment. Everyone retrying at once on the next release would split
