@@ -839,11 +839,16 @@ static void fence_done(struct op *f, int status, const struct op_result *res)
  * that release never reached Redis (its master failing over, its
  * connection lost past its deadline), and the holds it left would keep the
  * lock held after this acquisition's own release. They are dropped at
- * once (on one node: a Redlock's masters may count differently). */
+ * once (on one node: a Redlock's masters may count differently) -- unless
+ * an earlier attempt of this acquire failed unanswered: then the extra
+ * hold may be that attempt's (the release reached Redis after all, and
+ * the attempt took the lock before this one re-entered), which its late
+ * undo drops; dropping it here too would end the hold just reported. */
 static void drop_unreleased(struct hilock_lock *lock, int64_t holds)
 {
     if (lock->unreleased && lock->eng->nnodes == 1 && holds > 1 &&
-        lock->kind <= KIND_WRITE && !handle_owner_holds(lock))
+        !lock->unsure && lock->kind <= KIND_WRITE &&
+        !handle_owner_holds(lock))
         send_cleanup(lock, (uint32_t)(holds - 1), -1);
     lock->unreleased = 0;
 }
@@ -864,7 +869,7 @@ static void acquire_done(struct op *op, int status,
     }
     op->status = status; /* late successes are undone too */
     undo_partial(lock, op);
-    lock->unsure |= fair(lock) && status != HILOCK_EBUSY;
+    lock->unsure |= status != HILOCK_EBUSY;
     if (status == HILOCK_EBUSY && granted_somewhere(op)) {
         /* A split vote: other clients took the other masters at the same
          * moment. Everyone retrying at once on the next release would split
