@@ -58,6 +58,9 @@ struct hilock_lock {
     unsigned twinned : 1;            /* a twin held while it held */
     unsigned handed : 1;             /* fair: handed over while an attempt
                                         was in flight */
+    unsigned unsure : 1;             /* an attempt of this acquire failed
+                                        with no answer that counts: it may
+                                        still take a hold, undone late */
     unsigned op : 2;                 /* enum lock_op pending */
     uint8_t splits;                  /* split votes in a row (Redlock) */
     int8_t wait_err;                 /* last busy/no-quorum of the wait */

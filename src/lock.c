@@ -129,6 +129,7 @@ static void finish_op(struct hilock_lock *lock, int status, int64_t value)
             send_leave(lock);
         lock->queued = 0;
         lock->handed = 0;
+        lock->unsure = 0;
     }
     lock->op = OP_NONE;
     lock->op_cb = NULL;
@@ -509,13 +510,19 @@ static int granted(struct hilock_lock *lock, uint64_t sent_ms, int watchdog,
  * it). With an attempt in flight, or when the hand-off was learnt too
  * late to count (until_ms 0: the lease may have run out and the lock
  * moved on), an attempt decides instead: it claims the hold when it is
- * still this wait's, else queues again. */
+ * still this wait's, else queues again. So it does too after an attempt
+ * of this wait failed unanswered (timed out while Redis was stopped, or
+ * slow): Redis may apply that attempt after the hand-off, claiming the
+ * hold, and the undo its late success brings drops one hold of the owner
+ * -- the handed one, were it reported. The deciding attempt goes after
+ * that attempt (and after its undo, when that went first), so it counts
+ * what is really there, and the undo then drops only its extra hold. */
 static void hook_handed(struct hilock_lock *lock, int64_t token,
                         uint64_t until_ms)
 {
     if (lock->op != OP_ACQUIRE || lock->freeing || closing(lock))
         return;
-    if (lock->op_pending || until_ms == 0) {
+    if (lock->op_pending || until_ms == 0 || lock->unsure) {
         lock->handed = 1;
         hook_attempt(lock);
         return;
@@ -832,11 +839,16 @@ static void fence_done(struct op *f, int status, const struct op_result *res)
  * that release never reached Redis (its master failing over, its
  * connection lost past its deadline), and the holds it left would keep the
  * lock held after this acquisition's own release. They are dropped at
- * once (on one node: a Redlock's masters may count differently). */
+ * once (on one node: a Redlock's masters may count differently) -- unless
+ * an earlier attempt of this acquire failed unanswered: then the extra
+ * hold may be that attempt's (the release reached Redis after all, and
+ * the attempt took the lock before this one re-entered), which its late
+ * undo drops; dropping it here too would end the hold just reported. */
 static void drop_unreleased(struct hilock_lock *lock, int64_t holds)
 {
     if (lock->unreleased && lock->eng->nnodes == 1 && holds > 1 &&
-        lock->kind <= KIND_WRITE && !handle_owner_holds(lock))
+        !lock->unsure && lock->kind <= KIND_WRITE &&
+        !handle_owner_holds(lock))
         send_cleanup(lock, (uint32_t)(holds - 1), -1);
     lock->unreleased = 0;
 }
@@ -857,6 +869,7 @@ static void acquire_done(struct op *op, int status,
     }
     op->status = status; /* late successes are undone too */
     undo_partial(lock, op);
+    lock->unsure |= status != HILOCK_EBUSY;
     if (status == HILOCK_EBUSY && granted_somewhere(op)) {
         /* A split vote: other clients took the other masters at the same
          * moment. Everyone retrying at once on the next release would split

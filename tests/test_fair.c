@@ -9,6 +9,8 @@
  * deadline, and a hold handed to a client freed just before costs at most
  * the short hand-off lease; a hand-off message lost with the subscriber
  * connection is recovered by the waiter's retry, which claims the hold;
+ * a hand-off read after an attempt of the waiter timed out in a stall is
+ * reported only once a new attempt confirmed it, and stays held;
  * cancel and timeout leave no queue entry; a client without fair mode on
  * the same name is still excluded; a release resent after a lost reply
  * hands off once and leaves nothing behind.
@@ -392,6 +394,62 @@ static void queued_channel(int i, char *buf, size_t size)
     free(e);
 }
 
+static bool two_held(void *arg)
+{
+    (void)arg;
+    return tp_held_commands(proxy) >= 2;
+}
+
+#define STALL_TIMEOUT_MS 400 /* the stalled waiter's request timeout */
+
+/* Redis stalls (here: the proxy holds every command of the waiter's
+ * client) while a queued waiter's attempt is out: it times out, and the
+ * retry 50 ms later is held too. Between the two, the lock is handed to
+ * that waiter by another client's release, and its message read. Redis
+ * then applies the attempts that timed out after the hand-off: the first
+ * claims the hold, the next count re-entries, and each late success is
+ * undone. The waiter reports the lock only once an attempt made after
+ * those confirmed it, and still holds it once every undo is through. */
+START_TEST(test_handoff_after_timed_out_attempt_is_confirmed)
+{
+    struct waiter w = {1, {0}};
+    struct hilock_options o;
+    char chan[128];
+    cl[0] = client(1, 0);
+    ck_assert_ptr_nonnull(proxy = tp_new(tu_base, rs_port(tu_srv)));
+    tu_options(&o);
+    o.fair = 1;
+    o.fencing = 1;
+    o.port = tp_port(proxy);
+    o.request_timeout_ms = STALL_TIMEOUT_MS;
+    cl[1] = tu_client(&o);
+    tu_client_ready(cl[1]);
+    struct hilock_lock *h = hold(cl[0], NULL);
+    struct hilock_lock *b = tu_lock(cl[1], NAME, 1);
+    wait_queued(cl[1], b, &w, (uint64_t)tu_ms(LONG_MS), 0, 1);
+    ck_assert(tu_run_until_state(cl[1], HILOCK_STATE_PUBSUB_UP, tu_ms(2000)));
+    tu_run_quiet();
+    queued_channel(0, chan, sizeof chan);
+    tp_hold_after(proxy, 0); /* Redis stalls for this client's commands */
+    ck_assert_int_eq(rs_int(tu_srv, "PUBLISH", chan, "wake", (char *)NULL),
+                     1); /* the waiter looks again: held */
+    ck_assert(tu_run_until(two_held, NULL, tu_ms(4000)));
+    /* the first attempt timed out, the retry went out: hand the lock over
+     * when that times out too, before the next one goes */
+    tu_run_for(STALL_TIMEOUT_MS + 15);
+    release_held(h);
+    tu_run_for(100);
+    tp_hold_after(proxy, -1); /* Redis applies what it held, in order */
+    ck_assert(tu_run_until_count(&w.r.calls, 1, tu_ms(4000)));
+    tu_assert_status(w.r.status, 0);
+    tu_run_quiet();
+    ck_assert_int_eq(tu_holds(NAME, cl[1], 1), 1);
+    ck_assert_int_eq(overlaps, 0);
+    release_held(b);
+    ck_assert_int_eq(tu_exists(NAME), 0);
+}
+END_TEST
+
 /* A process with 20 waiters queued first is killed (its connections
  * close; what it sends on the way out never arrives): the release passes
  * over its waiters, whom nobody can hear, and hands the lock to the live
@@ -759,6 +817,7 @@ static Suite *fair_suite(void)
     tcase_add_test(tc, test_handoff_to_gone_client_expires);
     tcase_add_test(tc, test_lost_handoff_message_recovered);
     tcase_add_test(tc, test_late_handoff_is_not_a_grant);
+    tcase_add_test(tc, test_handoff_after_timed_out_attempt_is_confirmed);
     tcase_add_test(tc, test_dead_waiters_cost_a_round_trip);
     tcase_add_test(tc, test_deaf_waiter_keeps_its_place);
     tcase_add_test(tc, test_waiter_past_a_deaf_entry_takes_the_lock_once);

@@ -2,7 +2,8 @@
 /* test_grant.c -- what an acquire may count as a grant, and what undoing
  * one may touch: the cleanup of a late attempt drops that attempt's own
  * hold and never a later attempt's, and a grant that arrives after its
- * lease could have run out is undone and reported as not acquired. Each
+ * lease could have run out is undone and reported as not acquired; the
+ * holds an unanswered release may have left are not dropped twice. Each
  * test fails without the fix it is named after. */
 #include "testutil.h"
 #include "proxy.h"
@@ -194,6 +195,49 @@ START_TEST(piled_up_attempts_leave_exactly_the_reported_hold)
     ck_assert_int_eq(count, 1);
     tu_assert_status(tu_release(l, NULL), 0);
     ck_assert_int_eq(tu_exists("pile"), 0);
+}
+END_TEST
+
+/* A release gets no answer (Redis stopped): the handle's hold ended for
+ * it, but Redis may still hold it. The next acquire's first attempt waits
+ * in the same socket past its deadline, the retry too, both behind the
+ * release. Redis runs them in order: the release frees the lock, the
+ * first attempt takes it afresh, the retry re-enters and reports two
+ * holds. The extra hold is the first attempt's, dropped by its late
+ * undo, not the unanswered release's: one hold is left, the reported
+ * one. */
+START_TEST(attempts_after_an_unanswered_release_leave_the_reported_hold)
+{
+    int request_ms = tu_ms(600);
+    int64_t count = -1;
+    struct hilock_options o;
+    options(&o, request_ms);
+    o.scripts_only = 1;
+    client = tu_client(&o);
+    struct hilock_lock *l = tu_lock(client, "unrel", 1);
+    tu_client_ready(client);
+    tu_assert_status(tu_acquire(l, 0, (uint64_t)tu_ms(30000), NULL), 0);
+    ck_assert_int_eq(rs_pause(tu_srv), 0);
+    tu_assert_status(hilock_lock_release(l, tu_record, &res[1]), 0);
+    await(&res[1], 1, 2 * request_ms, "release");
+    tu_assert_status(res[1].status, HILOCK_ETIMEDOUT);
+    struct after a = {completed()};
+    tu_assert_status(hilock_lock_acquire(l, (uint64_t)tu_ms(10000),
+                                         (uint64_t)tu_ms(30000), tu_record,
+                                         &res[0]),
+                     0);
+    ck_assert_msg(tu_run_until(next_attempt_sent, &a, 2 * request_ms),
+                  "no second attempt");
+    ck_assert_int_eq(res[0].calls, 0);
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+    await(&res[0], 1, tu_ms(3000), "acquire");
+    tu_assert_status(res[0].status, 0);
+    tu_run_quiet();
+    tu_assert_status(tu_query(hilock_lock_query_count, l, &count), 0);
+    ck_assert_int_eq(count, 1);
+    ck_assert_int_eq(tu_holds("unrel", client, 1), 1);
+    tu_assert_status(tu_release(l, NULL), 0);
+    ck_assert_int_eq(tu_exists("unrel"), 0);
 }
 END_TEST
 
@@ -392,6 +436,7 @@ static Suite *grant_suite(void)
         late_script_attempt_cleanup_keeps_the_retrys_hold,
         late_restore_attempt_cleanup_keeps_the_retrys_hold,
         piled_up_attempts_leave_exactly_the_reported_hold,
+        attempts_after_an_unanswered_release_leave_the_reported_hold,
         grant_read_after_its_lease_is_not_acquired,
         watchdog_grant_read_after_its_lease_is_not_acquired,
         write_grant_read_after_its_lease_is_not_acquired,
