@@ -26,6 +26,8 @@ static const struct {
     {"WRONGKIND", HILOCK_EWRONGKIND}, /* a script met another kind's key */
     /* an ACL refusing a command a script called (Redis 6 and 7.0) */
     {"The user executing the script can't", HILOCK_ENOPERM},
+    /* the same refusal as Redis 7.2 and later word it */
+    {"ACL failure in script", HILOCK_ENOPERM},
     /* "Protocol error: unauthenticated multibulk length": a command of
      * more than 10 words before AUTH (a waiting or a fair acquire) */
     {"unauthenticated", HILOCK_EAUTH},

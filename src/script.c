@@ -71,6 +71,11 @@
  * "<owner field>:first:rid", which no later request changes: the undo
  * script tells by it whether an attempt's hold is still there.
  *
+ * A resend that finds its id applied writes the id field again as it is:
+ * the write goes to the replicas, so that a WAIT after it on the new
+ * connection covers the original write too (a connection that wrote
+ * nothing is confirmed by WAIT at once).
+ *
  * The common case, a free lock, costs three calls. */
 static const char acquire_lua[] =
     KIND_LUA
@@ -112,6 +117,8 @@ static const char acquire_lua[] =
     "  n = n + 1\n"
     "  redis.call('hset', KEYS[1], ARGV[2], n, rid, id)\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "else\n" /* a resend: written again as it is (see above) */
+    "  redis.call('hset', KEYS[1], rid, v[2])\n"
     "end\n"
     "if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end\n"
     "return {n, t}\n";

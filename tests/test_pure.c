@@ -574,6 +574,10 @@ START_TEST(error_replies_map_to_distinct_codes)
          "@user_script: 9: The user executing the script can't run this "
          "command or subcommand\r\n",
          HILOCK_ENOPERM},
+        /* the same on Redis 7.2 and later */
+        {"-ERR ACL failure in script: No permissions to access a channel "
+         "script: b87f673e, on @user_script:1.\r\n",
+         HILOCK_ENOPERM},
         {"-WRONGKIND rwlock\r\n", HILOCK_EWRONGKIND},
         {"-ERR something else\r\n", HILOCK_ESERVER},
         /* a command's error inside a script, as Redis 6.2 and KeyDB wrap
