@@ -395,6 +395,9 @@ int kv_cmd(struct kv *kv, redisCallbackFn *fn, void *arg, int argc,
            const char **argv, const size_t *lens);
 /* Nonzero while connected. */
 int kv_up(const struct kv *kv);
+/* Run base's loop until kv is connected, at most 5 s: 0, or -1 when it
+ * is not. */
+int kv_wait_up(struct event_base *base, const struct kv *kv);
 /* Free; pending callbacks get NULL replies. NULL is ignored. */
 void kv_free(struct kv *kv);
 

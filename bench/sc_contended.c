@@ -471,16 +471,6 @@ static int proc_setup(struct cproc *p, const struct contend_cfg *cfg,
     return 0;
 }
 
-/* Run the loop until the section connection is up (at most 5 s). */
-static void proc_warm_up(struct cproc *p)
-{
-    struct timeval tv = {0, 20000};
-    for (int i = 0; i < 250 && !kv_up(p->kv); i++) {
-        event_base_loopexit(p->base, &tv);
-        event_base_dispatch(p->base);
-    }
-}
-
 /* Start every waiter, run until all stopped (or the drain or hard stop). */
 static void proc_run(struct cproc *p)
 {
@@ -522,7 +512,7 @@ static int worker_main(int index, int fd, FILE *out, void *arg)
     struct cproc p;
     int rc = proc_setup(&p, cfg, index);
     if (rc == 0)
-        proc_warm_up(&p);
+        (void)kv_wait_up(p.base, p.kv);
     else
         p.st.setup_failed = 1;
     /* a worker that failed its setup still goes, and reports it */

@@ -280,12 +280,7 @@ static int oproc_setup(struct oproc *p, const struct ocfg *cfg, int index)
             hilock_lock_on_lost(b->lock, on_lost, b) != 0)
             return -1;
     }
-    struct timeval tv = {0, 20000};
-    for (int i = 0; i < 250 && !kv_up(p->kv); i++) {
-        event_base_loopexit(p->base, &tv);
-        event_base_dispatch(p->base);
-    }
-    return kv_up(p->kv) ? 0 : -1;
+    return kv_wait_up(p->base, p->kv);
 }
 
 /* Run every buyer until the tickets are gone or the time is up. */

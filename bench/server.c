@@ -349,6 +349,16 @@ int kv_up(const struct kv *kv)
     return kv->ac && kv->connected;
 }
 
+int kv_wait_up(struct event_base *base, const struct kv *kv)
+{
+    struct timeval tv = {0, 20000};
+    for (int i = 0; i < 250 && !kv_up(kv); i++) {
+        event_base_loopexit(base, &tv);
+        event_base_dispatch(base);
+    }
+    return kv_up(kv) ? 0 : -1;
+}
+
 void kv_free(struct kv *kv)
 {
     if (!kv)

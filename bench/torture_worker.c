@@ -485,16 +485,6 @@ static int proc_setup(struct tproc *p, const struct torture_cfg *cfg,
     return 0;
 }
 
-/* Run the loop until the section connection is up (at most 5 s). */
-static void proc_warm_up(struct tproc *p)
-{
-    struct timeval tv = {0, 20000};
-    for (int i = 0; i < 250 && !kv_up(p->kv); i++) {
-        event_base_loopexit(p->base, &tv);
-        event_base_dispatch(p->base);
-    }
-}
-
 /* Start every waiter; run until all stopped (or the drain or hard stop). */
 static void proc_run(struct tproc *p)
 {
@@ -537,7 +527,7 @@ int torture_worker(int index, int fd, FILE *out, void *arg)
     struct tproc p;
     int rc = proc_setup(&p, cfg, index, fd);
     if (rc == 0)
-        proc_warm_up(&p);
+        (void)kv_wait_up(p.base, p.kv);
     else
         p.st.setup_failed = 1;
     /* a worker that failed its setup still goes, and reports it */
