@@ -76,19 +76,22 @@
  * connection covers the original write too (a connection that wrote
  * nothing is confirmed by WAIT at once).
  *
- * The common case, a free lock, costs three calls. */
+ * The common case, a free lock, costs four calls (PTTL tells a free lock
+ * and is the reply for a held one); a held lock, two. */
 static const char acquire_lua[] =
     KIND_LUA
     "local t = 0\n"
-    "local rid = ARGV[2] .. ':rid'\n"
-    "local f, id, q, wait = ARGV[2], ARGV[5], '', '0'\n"
+    "local f = ARGV[2]\n"
+    "local rid = f .. ':rid'\n"
+    "local id, q, wait = ARGV[5], '', '0'\n"
     "if #ARGV == 7 then q, wait, id = ARGV[5], ARGV[6], ARGV[7] end\n"
-    "local own = q .. ':owners'\n"
-    "if redis.call('exists', KEYS[1]) == 0 then\n"
+    "local p = redis.call('pttl', KEYS[1])\n"
+    "if p == -2 then\n" /* no key: taken */
     "  redis.call('hset', KEYS[1], f, 1, rid, id,\n"
     "             f .. '" KEYS_FIRST_RID_SUFFIX "', id)\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "  if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end\n"
+    "  local own = KEYS[#KEYS]\n" /* declared last by a caller that waits */
     "  if wait ~= '0' and redis.call('exists', own) == 1 then\n"
     "    if redis.call('hdel', own, f) == 1 then\n"
     "      redis.call('lrem', q, 1, 'plain:' .. f)\n"
@@ -97,25 +100,26 @@ static const char acquire_lua[] =
     "  end\n"
     "  return {1, t}\n"
     "end\n"
-    "local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid, 'mode')\n"
+    "local v = redis.pcall('hmget', KEYS[1], f, rid, 'mode')\n"
     "if v.err or v[3] then return other_kind(KEYS[1], 'lock') or v end\n"
     "if not v[1] then\n"
     "  if wait ~= '0' and redis.call('exists', q) == 1 then\n"
-    "    local c, ms = redis.call('time'), tonumber(wait)\n"
+    "    local c, ms, own = redis.call('time'), tonumber(wait), KEYS[#KEYS]\n"
     "    if redis.call('hexists', own, f) == 0 then\n"
     "      redis.call('rpush', q, 'plain:' .. f)\n"
     "    end\n"
     "    redis.call('hset', own, f, c[1] * 1000 + math.floor(c[2] / 1000) + ms)\n"
-    "    for _, k in ipairs({q, own}) do\n"
-    "      if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end\n"
+    "    if redis.call('pttl', q) < ms then\n" /* see FAIR_LUA */
+    "      redis.call('pexpire', q, 2 * ms)\n"
+    "      redis.call('pexpire', own, 2 * ms)\n"
     "    end\n"
     "  end\n"
-    "  return redis.call('pttl', KEYS[1])\n"
+    "  return p\n"
     "end\n"
     "local n = tonumber(v[1])\n"
     "if tonumber(id) > tonumber(v[2] or '0') then\n"
     "  n = n + 1\n"
-    "  redis.call('hset', KEYS[1], ARGV[2], n, rid, id)\n"
+    "  redis.call('hset', KEYS[1], f, n, rid, id)\n"
     "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "else\n" /* a resend: written again as it is (see above) */
     "  redis.call('hset', KEYS[1], rid, v[2])\n"
@@ -377,9 +381,13 @@ static const char multi_release_lua[] =
  * has one entry
  * at most: the hash "hilock_queue:{name}:owners" maps each queued owner
  * field to its entry, so that queueing, a retry and leaving find it
- * without reading the list (with a hundred waiters, a scan of the list
- * was most of what a fair acquire cost Redis). Both expire with the last
- * deadline.
+ * without reading the list into Lua (with a hundred waiters, a scan of
+ * the list was most of what a fair acquire cost Redis): a retry finds its
+ * place with LPOS, leaving with LREM, both scans in C. Both live until the
+ * last deadline at least and twice the longest wait past it at most: a
+ * waiter that queues extends them only when they would expire before its
+ * deadline, and then to twice its wait, so that most queueings cost one
+ * PTTL and no PEXPIRE.
  *
  * A hand-off makes the first live entry the owner inside the script that
  * frees the lock: its field = 1 and the marker field "hilock:handed" =
@@ -448,26 +456,26 @@ static const char multi_release_lua[] =
     "  return string.match(e, " FAIR_ENTRY_RE ")\n"                         \
     "end\n"                                                                 \
     "local function owner_of(e)\n"                                          \
-    "  local d, l, lt, w, s, wr, f = parse(e)\n"                            \
     "  if string.sub(e, 1, 6) == 'plain:' then return nil, math.huge end\n" \
+    "  local d, l, lt, w, s, wr, f = parse(e)\n"                            \
     "  return f, tonumber(d or '0')\n"                                      \
     "end\n"                                                                 \
-    "local function pop(q)\n"                                               \
+    "local function pop(q, own)\n"                                          \
     "  local e = redis.call('lpop', q)\n"                                   \
     "  if not e then return nil end\n"                                      \
     "  local d, l, lt, w, s, wr, f = parse(e)\n"                            \
-    "  if f then redis.call('hdel', q .. ':owners', f) end\n"               \
+    "  if f then redis.call('hdel', own, f) end\n"                          \
     "  return e, d, l, lt, w, s, wr, f\n"                                   \
     "end\n"                                                                 \
-    "local function unskip(q, back)\n"                                      \
+    "local function unskip(q, own, back)\n"                                 \
     "  for i = #back, 1, -1 do\n"                                           \
     "    local e = '~' .. back[i][1]\n"                                     \
     "    redis.call('lpush', q, e)\n"                                       \
-    "    redis.call('hset', q .. ':owners', back[i][2], e)\n"               \
+    "    redis.call('hset', own, back[i][2], e)\n"                          \
     "  end\n"                                                               \
     "end\n"                                                                 \
-    "local function turn(q, now, pub, chan, e)\n"                           \
-    "  local own, f = q .. ':owners', string.sub(e, 7)\n"                   \
+    "local function turn(own, now, pub, chan, e)\n"                         \
+    "  local f = string.sub(e, 7)\n"                                        \
     "  local d = tonumber(redis.call('hget', own, f) or '0')\n"             \
     "  redis.call('hdel', own, f)\n"                                        \
     "  if d <= now then return nil end\n"                                   \
@@ -479,42 +487,43 @@ static const char multi_release_lua[] =
     "  end\n"                                                               \
     "  return n\n"                                                          \
     "end\n"                                                                 \
-    "local function hand(lock, q, now, fencing, fence, pub, chan, me, mine)\n" \
-    "  local deaf, back = {}, {}\n"                                         \
-    "  while true do\n"                                                     \
-    "    local e, d, l, lt, w, s, wr, f = pop(q)\n"                         \
-    "    if not e then\n"                                                   \
-    "      unskip(q, back)\n"                                               \
-    "      return nil\n"                                                    \
+    "local function hand(lock, q, own, now, fencing, fence, pub, chan, me,\n" \
+    "                    mine)\n"                                           \
+    "  local deaf, back, t = {}, {}, nil\n"                                 \
+    "  local function done(r)\n"                                            \
+    "    unskip(q, own, back)\n"                                            \
+    "    if t and not (type(r) == 'table') then\n"                          \
+    "      redis.call('decr', fence)\n"                                     \
     "    end\n"                                                             \
+    "    return r\n"                                                        \
+    "  end\n"                                                               \
+    "  while true do\n"                                                     \
+    "    local e, d, l, lt, w, s, wr, f = pop(q, own)\n"                    \
+    "    if not e then return done(nil) end\n"                              \
     "    if string.sub(e, 1, 6) == 'plain:' then\n"                         \
-    "      local n = turn(q, now, pub, chan, e)\n"                          \
-    "      if n then\n"                                                     \
-    "        unskip(q, back)\n"                                             \
-    "        return n\n"                                                    \
-    "      end\n"                                                           \
+    "      local n = turn(own, now, pub, chan, e)\n"                        \
+    "      if n then return done(n) end\n"                                  \
     "    elseif d and tonumber(d) > now then\n"                             \
     "      if not deaf[lt] then\n"                                          \
-    "        local t = 0\n"                                                 \
-    "        if fencing == '1' then\n"                                      \
-    "          t = tonumber(redis.call('get', fence) or '0') + 1\n"         \
+    "        if fencing == '1' and not t then\n"                            \
+    "          t = redis.call('incr', fence)\n"                             \
     "        end\n"                                                         \
     "        local tag = string.match(f, ':(%d+)$') or '0'\n"               \
     "        local ms = math.min(tonumber(l), 5000)\n"                      \
     "        local span = now - tonumber(wr) + ms\n"                        \
-    "        local m = tag .. ':' .. w .. ':' .. t .. ':' .. s .. ':' .. span\n" \
-    "        if redis.call(pub, chan .. ':' .. lt, m) > 0 or lt == me or\n"   \
-    "           f == mine then\n"                                          \
-    "          if fencing == '1' then redis.call('incr', fence) end\n"      \
-    "          redis.call('hset', lock, f, 1, 'hilock:handed', t .. ':' .. w)\n" \
+    "        local m = tag .. ':' .. w .. ':' .. (t or 0) .. ':' .. s ..\n" \
+    "                  ':' .. span\n"                                       \
+    "        if redis.call(pub, chan .. ':' .. lt, m) > 0 or lt == me or\n" \
+    "           f == mine then\n"                                           \
+    "          redis.call('hset', lock, f, 1, 'hilock:handed',\n"           \
+    "                     (t or 0) .. ':' .. w)\n"                          \
     "          redis.call('pexpire', lock, ms)\n"                           \
     "          local nx = redis.call('lindex', q, 0)\n"                     \
-    "          local nl = nx and select(3, parse(nx))\n"                    \
+    "          local nl = nx and string.match(nx, '^~?%d+:%d+:(%x+):')\n"   \
     "          if nl and not deaf[nl] then\n"                               \
     "            redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms)\n"       \
     "          end\n"                                                       \
-    "          unskip(q, back)\n"                                           \
-    "          return {lt, tag, w, t, s, span, f}\n"                        \
+    "          return done({lt, tag, w, t or 0, s, span, f})\n"             \
     "        end\n"                                                         \
     "        deaf[lt] = true\n"                                             \
     "      end\n"                                                           \
@@ -548,92 +557,89 @@ static const char multi_release_lua[] =
 static const char fair_acquire_lua[] =
     KIND_LUA
     FAIR_LUA
-    "local rid = ARGV[2] .. ':rid'\n"
-    "local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid, 'hilock:handed',\n"
-    "                      'mode')\n"
+    "local f = ARGV[2]\n"
+    "local rid = f .. ':rid'\n"
+    "local v = redis.pcall('hmget', KEYS[1], f, rid, 'hilock:handed', 'mode')\n"
     "if v.err or v[4] then return other_kind(KEYS[1], 'lock') or v end\n"
-    "local ht, hw = string.match(v[3] or '', '^(%d+):(%d+)$')\n"
-    "if v[1] and hw == ARGV[9] then\n"
-    "  redis.call('hdel', KEYS[1], 'hilock:handed')\n"
-    "  redis.call('hset', KEYS[1], rid, ARGV[13],\n"
-    "             ARGV[2] .. '" KEYS_FIRST_RID_SUFFIX "', ARGV[13])\n"
-    "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
-    "  return {tonumber(v[1]), tonumber(ht)}\n"
-    "end\n"
     "if v[1] then\n"
+    "  local ht, hw\n"
+    "  if v[3] then ht, hw = string.match(v[3], '^(%d+):(%d+)$') end\n"
+    "  if hw == ARGV[9] then\n"
+    "    redis.call('hdel', KEYS[1], 'hilock:handed')\n"
+    "    redis.call('hset', KEYS[1], rid, ARGV[13],\n"
+    "               f .. '" KEYS_FIRST_RID_SUFFIX "', ARGV[13])\n"
+    "    redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "    return {tonumber(v[1]), tonumber(ht)}\n"
+    "  end\n"
     "  local n = tonumber(v[1])\n"
     "  if ARGV[6] ~= 'c' and tonumber(ARGV[13]) > tonumber(v[2] or '0') then\n"
     "    n = n + 1\n"
-    "    redis.call('hset', KEYS[1], ARGV[2], n, rid, ARGV[13])\n"
+    "    redis.call('hset', KEYS[1], f, n, rid, ARGV[13])\n"
     "    redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "  end\n"
     "  local t = 0\n"
     "  if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end\n"
     "  return {n, t}\n"
     "end\n"
-    "if ARGV[6] == 'c' then return redis.call('pttl', KEYS[1]) end\n"
+    "local p = redis.call('pttl', KEYS[1])\n"
+    "if ARGV[6] == 'c' then return p end\n"
     "local now = now_ms()\n"
-    "local q = ARGV[5]\n"
-    "local own = q .. ':owners'\n"
-    "local turn = tonumber(redis.call('hget', own, 'hilock:turn') or '0')\n"
-    "if redis.call('exists', KEYS[1]) == 0 and turn <= now then\n"
-    "  local first, f, d\n"
+    "local q, own = ARGV[5], KEYS[3]\n"
+    "if p == -2 and\n" /* free: taken, or handed to the first live entry */
+    "   tonumber(redis.call('hget', own, 'hilock:turn') or '0') <= now then\n"
+    "  local first, o, d\n"
     "  while true do\n"
     "    first = redis.call('lindex', q, 0)\n"
     "    if not first then break end\n"
-    "    f, d = owner_of(first)\n"
+    "    o, d = owner_of(first)\n"
     "    if d > now then break end\n"
-    "    pop(q)\n"
+    "    pop(q, own)\n"
     "  end\n"
-    "  if not first or f == ARGV[2] then\n"
-    "    if first then pop(q) end\n"
-    "    redis.call('hset', KEYS[1], ARGV[2], 1, rid, ARGV[13],\n"
-    "               ARGV[2] .. '" KEYS_FIRST_RID_SUFFIX "', ARGV[13])\n"
+    "  if not first or o == f then\n"
+    "    if first then pop(q, own) end\n"
+    "    redis.call('hset', KEYS[1], f, 1, rid, ARGV[13],\n"
+    "               f .. '" KEYS_FIRST_RID_SUFFIX "', ARGV[13])\n"
     "    redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "    local t = 0\n"
     "    if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end\n"
     "    return {1, t}\n"
     "  end\n"
-    "  local h = hand(KEYS[1], q, now, ARGV[3], ARGV[4], ARGV[10], ARGV[11],\n"
-    "                 nil, ARGV[2])\n"
+    "  local h = hand(KEYS[1], q, own, now, ARGV[3], ARGV[4], ARGV[10],\n"
+    "                 ARGV[11], nil, f)\n"
     "  if not h then\n"
     "    redis.call(ARGV[10], ARGV[11], '0')\n"
-    "  elseif type(h) == 'table' and h[7] == ARGV[2] then\n"
+    "  elseif type(h) == 'table' and h[7] == f then\n"
     /* past entries nobody heard, to the caller's own: it holds it now */
     "    redis.call('hdel', KEYS[1], 'hilock:handed')\n"
     "    redis.call('hset', KEYS[1], rid, ARGV[13],\n"
-    "               ARGV[2] .. '" KEYS_FIRST_RID_SUFFIX "', ARGV[13])\n"
+    "               f .. '" KEYS_FIRST_RID_SUFFIX "', ARGV[13])\n"
     "    redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "    return {1, h[4]}\n"
     "  end\n"
     "end\n"
     "if ARGV[6] == 'w' then\n"
-    "  local e = (now + tonumber(ARGV[7])) .. ':' .. ARGV[1] .. ':' ..\n"
-    "            ARGV[8] .. ':' .. ARGV[9] .. ':' .. ARGV[12] .. ':' .. now ..\n"
-    "            ':' .. ARGV[2]\n"
-    "  local at\n"
-    "  local old = redis.call('hget', own, ARGV[2])\n"
-    "  if old then\n" /* a retry: the entry keeps its place */
-    "    for i, x in ipairs(redis.call('lrange', q, 0, -1)) do\n"
-    "      if x == old then at = i - 1 break end\n"
-    "    end\n"
-    "  end\n"
+    "  local ms = tonumber(ARGV[7])\n"
+    "  local e = (now + ms) .. ':' .. ARGV[1] .. ':' .. ARGV[8] .. ':' ..\n"
+    "            ARGV[9] .. ':' .. ARGV[12] .. ':' .. now .. ':' .. f\n"
+    "  local old = redis.call('hget', own, f)\n"
+    "  local at = old and redis.call('lpos', q, old)\n" /* a retry keeps its place */
     "  if at then\n"
     "    redis.call('lset', q, at, e)\n"
     "  elseif redis.call('rpush', q, e) == 1 then\n" /* a new queue */
     "    redis.call(ARGV[10], ARGV[11], '0')\n"
     "  end\n"
-    "  redis.call('hset', own, ARGV[2], e)\n"
-    "  for _, k in ipairs({q, own}) do\n"
-    "    if redis.call('pttl', k) < tonumber(ARGV[7]) then\n"
-    "      redis.call('pexpire', k, ARGV[7])\n"
-    "    end\n"
+    "  redis.call('hset', own, f, e)\n"
+    "  if redis.call('pttl', q) < ms then\n" /* see FAIR_LUA */
+    "    redis.call('pexpire', q, 2 * ms)\n"
+    "    redis.call('pexpire', own, 2 * ms)\n"
     "  end\n"
     "end\n"
-    "local p = redis.call('pttl', KEYS[1])\n"
-    "if p == -2 then\n" /* free: a turn for others, or none */
-    "  turn = tonumber(redis.call('hget', own, 'hilock:turn') or '0')\n"
-    "  p = math.max(turn - now, 1)\n"
+    "if p == -2 then\n" /* it was free: what a hand-off or a turn left */
+    "  p = redis.call('pttl', KEYS[1])\n"
+    "  if p == -2 then\n"
+    "    local turn = tonumber(redis.call('hget', own, 'hilock:turn') or '0')\n"
+    "    p = math.max(turn - now, 1)\n"
+    "  end\n"
     "end\n"
     "return p\n";
 
@@ -669,8 +675,8 @@ static const char fair_release_lua[] =
     "local e = may_publish(ARGV[5], ARGV[6])\n"
     "if e then return e end\n"
     "redis.call('del', KEYS[1])\n"
-    "local h = hand(KEYS[1], ARGV[7], now_ms(), ARGV[8], ARGV[9], ARGV[5],\n"
-    "               ARGV[6], ARGV[10])\n"
+    "local h = hand(KEYS[1], ARGV[7], KEYS[3], now_ms(), ARGV[8], ARGV[9],\n"
+    "               ARGV[5], ARGV[6], ARGV[10])\n"
     "if not h then return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])} end\n"
     "if type(h) == 'number' then return {0, h} end\n"
     "if h[1] == ARGV[10] then return {0, 0, h[2], h[3], h[4], h[5], h[6]} end\n"
@@ -687,7 +693,7 @@ static const char fair_release_lua[] =
  * again, it finds nothing more to do. */
 static const char fair_leave_lua[] =
     FAIR_LUA
-    "local own = ARGV[2] .. ':owners'\n"
+    "local own = KEYS[3]\n"
     "local mine = redis.call('hget', own, ARGV[1])\n"
     "if mine then\n"
     "  redis.call('lrem', ARGV[2], 1, mine)\n"
@@ -703,7 +709,7 @@ static const char fair_leave_lua[] =
     "  return 1\n"
     "end\n"
     "redis.call('del', KEYS[1])\n"
-    "if not hand(KEYS[1], ARGV[2], now_ms(), ARGV[3], ARGV[4], ARGV[5],\n"
+    "if not hand(KEYS[1], ARGV[2], own, now_ms(), ARGV[3], ARGV[4], ARGV[5],\n"
     "            ARGV[6]) then\n"
     "  redis.call(ARGV[5], ARGV[6], ARGV[7])\n"
     "end\n"
