@@ -1035,11 +1035,20 @@ static const char *const lock_cmds[] = {
     "script|load"};
 #define NLOCK_CMDS (sizeof(lock_cmds) / sizeof(lock_cmds[0]))
 
-/* Calls and usec of each lock command so far (INFO commandstats). */
+/* Calls and usec of each lock command so far (INFO commandstats), and
+ * the server process's CPU time (INFO cpu, s). */
 struct cmdstats {
     int ok;
     long long calls[NLOCK_CMDS], usec[NLOCK_CMDS];
+    double cpu_s;
 };
+
+/* The value after key in an INFO text, or 0. */
+static double info_num(const char *text, const char *key)
+{
+    const char *p = strstr(text, key);
+    return p ? strtod(p + strlen(key), NULL) : 0;
+}
 
 /* Read them all from one INFO commandstats (absent: 0). ok is 0 when the
  * command failed. */
@@ -1056,6 +1065,13 @@ static void cmdstats_read(redisContext *rc, struct cmdstats *st)
         st->calls[i] = p ? strtoll(p + strlen(needle), NULL, 10) : 0;
         st->usec[i] = u ? strtoll(u + 6, NULL, 10) : 0;
     }
+    if (r)
+        freeReplyObject(r);
+    r = st->ok ? bench_cmd(rc, "INFO", "cpu", NULL) : NULL;
+    st->ok = r && r->type == REDIS_REPLY_STRING;
+    if (st->ok)
+        st->cpu_s = info_num(r->str, "used_cpu_user:") +
+                    info_num(r->str, "used_cpu_sys:");
     if (r)
         freeReplyObject(r);
 }
@@ -1110,11 +1126,17 @@ static long long window_lock_usec(const struct cwindow *w)
     return usec;
 }
 
-/* Print the lock commands of the window with their share per CS. */
+/* Print the lock commands of the window with their share per CS, and the
+ * server's CPU time per CS: the time a script waited for the CPU while
+ * other processes ran counts in commandstats, not here (here the
+ * sections' commands and the network count too). */
 static void window_print(const struct cwindow *w, size_t cs)
 {
     if (!w->s0.ok || !w->s1.ok || cs == 0)
         return;
+    printf("Redis process CPU per critical section (INFO cpu, every "
+           "command and the network included): %.2f us\n",
+           (w->s1.cpu_s - w->s0.cpu_s) * 1e6 / (double)cs);
     printf("lock commands in the window (INFO commandstats), per critical "
            "section:\n");
     for (size_t i = 0; i < NLOCK_CMDS; i++) {
@@ -1247,6 +1269,10 @@ static int ceiling_print(struct bench *b, struct cfigures *f,
     json_num(b->json, "script_calls_per_cs", per_cs);
     json_num(b->json, "redis_usec_per_script_call", us_call);
     json_num(b->json, "redis_usec_per_cs", us_cs);
+    json_num(b->json, "redis_cpu_usec_per_cs",
+             w->s0.ok && w->s1.ok && cs
+                 ? (w->s1.cpu_s - w->s0.cpu_s) * 1e6 / (double)cs
+                 : -1);
     json_int(b->json, "acquisitions_per_waiter_min", (int64_t)f->per_min);
     json_int(b->json, "acquisitions_per_waiter_max", (int64_t)f->per_max);
     json_int(b->json, "waiters_never_served", none);
