@@ -621,14 +621,16 @@ static const char fair_acquire_lua[] =
     "  local ms = tonumber(ARGV[7])\n"
     "  local e = (now + ms) .. ':' .. ARGV[1] .. ':' .. ARGV[8] .. ':' ..\n"
     "            ARGV[9] .. ':' .. ARGV[12] .. ':' .. now .. ':' .. f\n"
-    "  local old = redis.call('hget', own, f)\n"
-    "  local at = old and redis.call('lpos', q, old)\n" /* a retry keeps its place */
+    "  local at\n"
+    "  if redis.call('hsetnx', own, f, e) == 0 then\n" /* a retry keeps its place */
+    "    at = redis.call('lpos', q, redis.call('hget', own, f))\n"
+    "    redis.call('hset', own, f, e)\n"
+    "  end\n"
     "  if at then\n"
     "    redis.call('lset', q, at, e)\n"
     "  elseif redis.call('rpush', q, e) == 1 then\n" /* a new queue */
     "    redis.call(ARGV[10], ARGV[11], '0')\n"
     "  end\n"
-    "  redis.call('hset', own, f, e)\n"
     "  if redis.call('pttl', q) < ms then\n" /* see FAIR_LUA */
     "    redis.call('pexpire', q, 2 * ms)\n"
     "    redis.call('pexpire', own, 2 * ms)\n"
