@@ -32,7 +32,10 @@
  * forget  removes owner f, its holds and its request id;
  * prune   drops the fields of readers whose every hold expired (a reader's
  *         field is alive while its newest hold's key is; a writer's
- *         always); returns how many holders are left. */
+ *         always); returns how many holders are left, and, when given
+ *         most (a number), the longest PTTL among their holds and most.
+ *         One pass: a release that leaves readers reads each hold's PTTL
+ *         once, not an EXISTS and then a PTTL of each in a second pass. */
 #define RW_LUA                                                                \
     KIND_LUA                                                                  \
     MAY_PUBLISH_LUA                                                           \
@@ -50,22 +53,28 @@
     "  redis.call('hdel', KEYS[1], f)\n"                                      \
     "  redis.call('hdel', rids, f)\n"                                         \
     "end\n"                                                                   \
-    "local function prune(base, rids)\n"                                      \
+    "local function prune(base, rids, most)\n"                                \
     "  local f = redis.call('hgetall', KEYS[1])\n"                            \
     "  local live = 0\n"                                                      \
     "  for i = 1, #f, 2 do\n"                                                 \
     "    if f[i] ~= 'mode' then\n"                                            \
     "      local top = base .. f[i] .. ':rwlock_timeout:'\n"                  \
     "      local c = tonumber(f[i + 1]) or 0\n"                               \
-    "      if (c > 0 and redis.call('exists', top .. c) == 1) or\n"         \
-    "         string.find(f[i], ':write$') then\n"                            \
+    "      local p = c > 0 and redis.call('pttl', top .. c) or -2\n"          \
+    "      if p ~= -2 or string.find(f[i], ':write$') then\n"                 \
     "        live = live + 1\n"                                               \
+    "        if most then\n"                                                  \
+    "          most = math.max(most, p)\n"                                    \
+    "          for j = 1, c - 1 do\n"                                         \
+    "            most = math.max(most, redis.call('pttl', top .. j))\n"       \
+    "          end\n"                                                         \
+    "        end\n"                                                           \
     "      else\n"                                                            \
     "        forget(rids, f[i])\n"                                            \
     "      end\n"                                                             \
     "    end\n"                                                               \
     "  end\n"                                                                 \
-    "  return live\n"                                                         \
+    "  return live, most\n"                                                   \
     "end\n"
 
 /* The start of both acquire scripts: a key of another kind refused
@@ -189,17 +198,8 @@ const char script_read_release_lua[] =
     "end\n"
     "forget(ARGV[8], ARGV[3])\n"
     "if mode == 'write' then return {0, 0} end\n"
-    "if prune(ARGV[7], ARGV[8]) > 0 then\n"
-    "  local most = 0\n"
-    "  local f = redis.call('hgetall', KEYS[1])\n"
-    "  for i = 1, #f, 2 do\n"
-    "    if f[i] ~= 'mode' then\n"
-    "      local top = ARGV[7] .. f[i] .. ':rwlock_timeout:'\n"
-    "      for j = 1, tonumber(f[i + 1]) or 0 do\n"
-    "        most = math.max(most, redis.call('pttl', top .. j))\n"
-    "      end\n"
-    "    end\n"
-    "  end\n"
+    "local live, most = prune(ARGV[7], ARGV[8], 0)\n"
+    "if live > 0 then\n"
     "  if most > 0 then redis.call('pexpire', KEYS[1], most) end\n"
     "  return {0, 0}\n"
     "end\n"
