@@ -489,7 +489,7 @@ static const char multi_release_lua[] =
     "end\n"                                                                 \
     "local function hand(lock, q, own, now, fencing, fence, pub, chan, me,\n" \
     "                    mine)\n"                                           \
-    "  local deaf, back, t = {}, {}, nil\n"                                 \
+    "  local deaf, back, t, ts = {}, {}, nil, '0'\n"                        \
     "  local function done(r)\n"                                            \
     "    unskip(q, own, back)\n"                                            \
     "    if t and not (type(r) == 'table') then\n"                          \
@@ -507,16 +507,17 @@ static const char multi_release_lua[] =
     "      if not deaf[lt] then\n"                                          \
     "        if fencing == '1' and not t then\n"                            \
     "          t = redis.call('incr', fence)\n"                             \
+    "          ts = tostring(t)\n"                                          \
     "        end\n"                                                         \
     "        local tag = string.match(f, ':(%d+)$') or '0'\n"               \
-    "        local ms = math.min(tonumber(l), 5000)\n"                      \
-    "        local span = now - tonumber(wr) + ms\n"                        \
-    "        local m = tag .. ':' .. w .. ':' .. (t or 0) .. ':' .. s ..\n" \
-    "                  ':' .. span\n"                                       \
+    "        local ms = tonumber(l) > 5000 and '5000' or l\n"               \
+    "        local span = now - tonumber(wr) + tonumber(ms)\n"              \
+    "        local m = tag .. ':' .. w .. ':' .. ts .. ':' .. s .. ':' ..\n" \
+    "                  span\n"                                              \
     "        if redis.call(pub, chan .. ':' .. lt, m) > 0 or lt == me or\n" \
     "           f == mine then\n"                                           \
-    "          redis.call('hset', lock, f, 1, 'hilock:handed',\n"           \
-    "                     (t or 0) .. ':' .. w)\n"                          \
+    "          redis.call('hset', lock, f, '1', 'hilock:handed',\n"         \
+    "                     ts .. ':' .. w)\n"                                \
     "          redis.call('pexpire', lock, ms)\n"                           \
     "          local nx = redis.call('lindex', q, 0)\n"                     \
     "          local nl = nx and string.match(nx, '^~?%d+:%d+:(%x+):')\n"   \
