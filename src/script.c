@@ -399,7 +399,10 @@ static const char multi_release_lua[] =
  * before sent + span in the receiver's own clock (it sent the request
  * before the server wrote the entry), so the receiver knows, when it
  * reads the message, how much of the lease is left, however late that is
- * (see wait.c). The entry queued next hears "wake:<ms>" on its
+ * (see wait.c). The token is drawn (INCR) before the first PUBLISH and
+ * given back (DECR) in the same call when no entry took the hold, so that
+ * the counter moves only for a hold handed. The entry queued next hears
+ * "wake:<ms>" on its
  * own channel, the short lease, so that its client looks again when that
  * ends (a hold handed to a waiter that died moves on then: nothing is
  * published when a lease runs out). The new owner needs no more: its
@@ -489,20 +492,13 @@ static const char multi_release_lua[] =
     "end\n"                                                                 \
     "local function hand(lock, q, own, now, fencing, fence, pub, chan, me,\n" \
     "                    mine)\n"                                           \
-    "  local deaf, back, t, ts = {}, {}, nil, '0'\n"                        \
-    "  local function done(r)\n"                                            \
-    "    unskip(q, own, back)\n"                                            \
-    "    if t and not (type(r) == 'table') then\n"                          \
-    "      redis.call('decr', fence)\n"                                     \
-    "    end\n"                                                             \
-    "    return r\n"                                                        \
-    "  end\n"                                                               \
+    "  local deaf, back, t, ts, r = {}, nil, nil, '0', nil\n"               \
     "  while true do\n"                                                     \
     "    local e, d, l, lt, w, s, wr, f = pop(q, own)\n"                    \
-    "    if not e then return done(nil) end\n"                              \
+    "    if not e then break end\n"                                         \
     "    if string.sub(e, 1, 6) == 'plain:' then\n"                         \
-    "      local n = turn(own, now, pub, chan, e)\n"                        \
-    "      if n then return done(n) end\n"                                  \
+    "      r = turn(own, now, pub, chan, e)\n"                              \
+    "      if r then break end\n"                                           \
     "    elseif d and tonumber(d) > now then\n"                             \
     "      if not deaf[lt] then\n"                                          \
     "        if fencing == '1' and not t then\n"                            \
@@ -524,13 +520,20 @@ static const char multi_release_lua[] =
     "          if nl and not deaf[nl] then\n"                               \
     "            redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms)\n"       \
     "          end\n"                                                       \
-    "          return done({lt, tag, w, t or 0, s, span, f})\n"             \
+    "          r = {lt, tag, w, t or 0, s, span, f}\n"                      \
+    "          break\n"                                                     \
     "        end\n"                                                         \
     "        deaf[lt] = true\n"                                             \
     "      end\n"                                                           \
-    "      if string.sub(e, 1, 1) ~= '~' then back[#back + 1] = {e, f} end\n" \
+    "      if string.sub(e, 1, 1) ~= '~' then\n"                            \
+    "        back = back or {}\n"                                           \
+    "        back[#back + 1] = {e, f}\n"                                    \
+    "      end\n"                                                           \
     "    end\n"                                                             \
     "  end\n"                                                               \
+    "  if back then unskip(q, own, back) end\n"                             \
+    "  if t and type(r) ~= 'table' then redis.call('decr', fence) end\n"    \
+    "  return r\n"                                                          \
     "end\n"
 
 /* fair_acquire
