@@ -108,9 +108,9 @@ struct req *req_new(struct conn *conn, req_done_fn *done)
 {
     if (conn->state == CONN_CLOSED)
         return NULL;
-    struct req *r = conn->pool;
+    struct req *r = TAILQ_FIRST(&conn->pool);
     if (r) {
-        conn->pool = r->ctx;
+        TAILQ_REMOVE(&conn->pool, r, link);
         conn->pool_len--;
     } else if (!(r = malloc(sizeof(*r)))) {
         return NULL;
@@ -118,7 +118,6 @@ struct req *req_new(struct conn *conn, req_done_fn *done)
     memset(r, 0, offsetof(struct req, cmd));
     r->conn = conn;
     r->done = done;
-    r->script = -1;
     evtimer_assign(&r->timer, conn->cfg->base, on_deadline, r);
     resp_init(&r->cmd, r->cmd_inline, sizeof(r->cmd_inline));
     return r;
@@ -133,8 +132,7 @@ static void req_recycle(struct req *r)
         r->fini(r);
     resp_free(&r->cmd);
     if (conn->pool_len < REQ_POOL_MAX && conn->state != CONN_CLOSED) {
-        r->ctx = conn->pool;
-        conn->pool = r;
+        TAILQ_INSERT_HEAD(&conn->pool, r, link);
         conn->pool_len++;
     } else {
         free(r);
@@ -163,12 +161,12 @@ static int send_parts(struct conn *conn, struct req *r)
 {
     if (r->asking && !send_cmd(conn, asking_cmd, sizeof(asking_cmd) - 1, NULL))
         return 0;
-    if (!r->split)
+    if (!r->plain.split)
         return send_cmd(conn, r->cmd.data, r->cmd.len, r);
     return send_cmd(conn, multi_cmd, sizeof(multi_cmd) - 1, NULL) &&
-           send_cmd(conn, r->cmd.data, r->split, NULL) &&
-           send_cmd(conn, r->cmd.data + r->split, r->cmd.len - r->split,
-                    NULL) &&
+           send_cmd(conn, r->cmd.data, r->plain.split, NULL) &&
+           send_cmd(conn, r->cmd.data + r->plain.split,
+                    r->cmd.len - r->plain.split, NULL) &&
            send_cmd(conn, exec_cmd, sizeof(exec_cmd) - 1, r);
 }
 
@@ -181,7 +179,7 @@ static int send_parts(struct conn *conn, struct req *r)
 void conn_on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *conn = arg;
-    struct reentry *guard = conn->cfg->guard;
+    struct reentry *guard = conn->cfg->reentry;
     (void)fd;
     (void)what;
     reentry_enter(guard);
@@ -240,7 +238,6 @@ void req_move(struct req *r, struct conn *dst, int asking)
 {
     r->conn = dst;
     r->asking = (uint8_t)(asking != 0);
-    r->reloaded = 0; /* the new node may lack the script */
     send_now(dst, r);
 }
 
@@ -315,7 +312,7 @@ void req_hurry(struct req *r, uint32_t ms)
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     struct req *r = arg;
-    struct reentry *guard = r->conn->cfg->guard;
+    struct reentry *guard = r->conn->cfg->reentry;
     reentry_enter(guard);
     if (r->done) {
         req_complete(r, deadline_status(r));
@@ -446,7 +443,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         return;
     }
     struct conn *conn = r->conn;
-    struct reentry *guard = conn->cfg->guard;
+    struct reentry *guard = conn->cfg->reentry;
     reentry_enter(guard);
     TAILQ_REMOVE(&conn->sent, r, link);
     (*conn->cfg->wire)--;
@@ -535,7 +532,7 @@ static void flush_queue(struct conn *conn)
 void conn_on_later(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *conn = arg;
-    struct reentry *guard = conn->cfg->guard;
+    struct reentry *guard = conn->cfg->reentry;
     reentry_enter(guard);
     if (conn->state == CONN_READY)
         flush_queue(conn); /* else the queue goes when it is ready */

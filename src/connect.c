@@ -36,6 +36,7 @@ void conn_init(struct conn *conn, const struct conn_config *cfg,
     conn->what = what;
     TAILQ_INIT(&conn->queued);
     TAILQ_INIT(&conn->sent);
+    TAILQ_INIT(&conn->pool);
     evtimer_assign(&conn->retry_timer, cfg->base, on_retry_timer, conn);
     evtimer_assign(&conn->later_timer, cfg->base, conn_on_later, conn);
     event_assign(&conn->flush_ev, cfg->base, -1, 0, conn_on_flush, conn);
@@ -72,10 +73,10 @@ static void on_tls_reply(redisAsyncContext *ac, void *reply, void *privdata)
     struct conn *conn = ac->data;
     if (!conn || !reply || conn->state != CONN_CONNECTING)
         return;
-    reentry_enter(conn->cfg->guard);
+    reentry_enter(conn->cfg->reentry);
     conn->tls_wait = 0;
     conn_opened(conn);
-    reentry_leave(conn->cfg->guard);
+    reentry_leave(conn->cfg->reentry);
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -84,7 +85,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
     static const char ping[] = "*1\r\n$4\r\nPING\r\n";
     if (!conn)
         return;
-    struct reentry *guard = conn->cfg->guard;
+    struct reentry *guard = conn->cfg->reentry;
     reentry_enter(guard);
     if (status != REDIS_OK) {
         int err = HILOCK_ECONN;
@@ -115,7 +116,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     struct conn *conn = ac->data;
     if (!conn)
         return;
-    struct reentry *guard = conn->cfg->guard;
+    struct reentry *guard = conn->cfg->reentry;
     reentry_enter(guard);
     conn_lost(conn, ac);
     reentry_leave(guard);
@@ -161,7 +162,7 @@ void conn_start(struct conn *conn)
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *conn = arg;
-    struct reentry *guard = conn->cfg->guard;
+    struct reentry *guard = conn->cfg->reentry;
     reentry_enter(guard);
     if (conn->state == CONN_CONNECTING) {
         redisAsyncContext *ac = conn->ac;
@@ -199,9 +200,9 @@ void conn_close(struct conn *conn)
         ac->data = NULL;
         redisAsyncFree(ac);
     }
-    while (conn->pool) {
-        struct req *r = conn->pool;
-        conn->pool = r->ctx;
+    struct req *r;
+    while ((r = TAILQ_FIRST(&conn->pool)) != NULL) {
+        TAILQ_REMOVE(&conn->pool, r, link);
         free(r);
     }
     conn->pool_len = 0;

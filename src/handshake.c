@@ -52,7 +52,7 @@ static void on_gate_reply(redisAsyncContext *ac, void *reply, void *privdata)
     struct conn *conn = ac->data;
     if (!conn || !rep || conn->state != CONN_HANDSHAKE)
         return; /* the context is going away */
-    struct reentry *guard = conn->cfg->guard;
+    struct reentry *guard = conn->cfg->reentry;
     reentry_enter(guard);
     if (privdata == &gate_role && !role_is_master(rep)) {
         conn_log_down(conn, HILOCK_EREADONLY, "not a master");

@@ -72,6 +72,9 @@ void node_voted(struct node *n, int timed_out);
 struct req *node_request(struct node *n, req_done_fn *done);
 /* Mark r as running script id: a NOSCRIPT reply loads it and resends r. */
 void node_eval(struct req *r, enum script_id id);
+/* r goes to another node (a cluster redirect or map change): what this
+ * one learned of its script does not hold there. */
+void node_req_moved(struct req *r);
 /* The digest of script id for EVALSHA. */
 const char *node_sha(const struct node *n, enum script_id id);
 /* See conn_clock_refresh and conn_server_ms. */
