@@ -490,6 +490,8 @@ static void refresh_soon(struct cluster *cl)
         evtimer_add(&cl->refresh_timer, &tv);
 }
 
+/* The cluster behind o's seeds (borrowed), with no node yet. Returns 0
+ * or HILOCK_ENOMEM. */
 static int cluster_init(struct topo *t, const struct hilock_options *o)
 {
     struct cluster *cl = calloc(1, sizeof(*cl));
@@ -509,6 +511,7 @@ static int cluster_init(struct topo *t, const struct hilock_options *o)
     return 0;
 }
 
+/* A node per seed, and the first CLUSTER SLOTS. */
 static void cluster_start(struct topo *t)
 {
     struct cluster *cl = t->impl;
@@ -518,6 +521,7 @@ static void cluster_start(struct topo *t)
         refresh_now(cl);
 }
 
+/* Close every node (node_close) and free the cluster. */
 static void cluster_close(struct topo *t, uint32_t drain_ms)
 {
     struct cluster *cl = t->impl;
@@ -532,6 +536,7 @@ static void cluster_close(struct topo *t, uint32_t drain_ms)
     t->impl = NULL;
 }
 
+/* conn_cancel_all on every node's command connection. */
 static void cluster_cancel(struct topo *t)
 {
     struct cluster *cl = t->impl;

@@ -7,6 +7,8 @@
 
 #include "topo_backend.h"
 
+/* The node of o's host and port (or unix socket). Returns 0 or
+ * HILOCK_ENOMEM. */
 static int node_topo_init(struct topo *t, const struct hilock_options *o)
 {
     struct topo_fixed *f = calloc(1, sizeof(*f));

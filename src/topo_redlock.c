@@ -8,6 +8,8 @@
 
 #include "topo_backend.h"
 
+/* One node per master of o, in their order. Returns 0 or
+ * HILOCK_ENOMEM. */
 static int redlock_init(struct topo *t, const struct hilock_options *o)
 {
     struct topo_fixed *f = calloc(1, sizeof(*f));

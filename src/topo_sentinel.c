@@ -59,6 +59,8 @@ static void master_unknown(void *arg, int err)
 static const struct sentinel_events sentinel_ev = {master_named,
                                                    master_unknown};
 
+/* The node, with no address yet, and the resolver over o's sentinels.
+ * Returns 0 or HILOCK_ENOMEM (topo_close frees what was made). */
 static int sentinel_topo_init(struct topo *t, const struct hilock_options *o)
 {
     struct sentinel_topo *st = calloc(1, sizeof(*st));
@@ -72,12 +74,14 @@ static int sentinel_topo_init(struct topo *t, const struct hilock_options *o)
     return sentinel_new(&st->resolver, t->cfg, o, &sentinel_ev, st);
 }
 
+/* Ask the sentinels; the node starts when they name the master. */
 static void sentinel_topo_start(struct topo *t)
 {
     struct sentinel_topo *st = t->impl;
     sentinel_resolve(st->resolver); /* the node starts when it answers */
 }
 
+/* Close the node, then the sentinels' connections. */
 static void sentinel_topo_close(struct topo *t, uint32_t drain_ms)
 {
     struct sentinel_topo *st = t->impl;
