@@ -154,6 +154,24 @@ void node_close(struct node *n, uint32_t drain_ms)
     sub_close(&n->subs);
 }
 
+void node_move(struct node *n, int port)
+{
+    n->cmd.ep.port = n->subs.conn.ep.port = port;
+    conn_restart(&n->cmd);
+    if (n->subs.conn.state != CONN_IDLE)
+        conn_restart(&n->subs.conn);
+}
+
+int node_addressed(const struct node *n)
+{
+    return n->cmd.ep.port != 0 || n->cmd.ep.unix_path != NULL;
+}
+
+void node_fail_queued(struct node *n, int err)
+{
+    conn_fail_queued(&n->cmd, err);
+}
+
 /* The deadline of a suspect master's vote: long enough for a master that
  * answers, short beside a lease, so that a frozen or cut-off master costs
  * one full deadline, not one per vote. */

@@ -55,6 +55,16 @@ void node_start(struct node *n);
  * most drain_ms, then both connections close. */
 void node_close(struct node *n, uint32_t drain_ms);
 
+/* n's server moved to port of the host its endpoint names (a string the
+ * caller changed in place): both connections reconnect there (the
+ * subscriber one only if it was in use). */
+void node_move(struct node *n, int port);
+/* Whether n has an address at all (Sentinel: not before one is named). */
+int node_addressed(const struct node *n);
+/* Fail every request waiting in n's queue with err now (nowhere to send
+ * them). */
+void node_fail_queued(struct node *n, int err);
+
 /* Whether n is known down: its command connection failed and is not
  * back (a Redlock vote there is a no at once). */
 int node_down(const struct node *n);

@@ -14,7 +14,8 @@
 struct sentinel_topo {
     struct topo_fixed fixed;  /* first: the fixed operations use it */
     struct sentinel *resolver;
-    char master_host[256];    /* the node's address */
+    char master_host[256];    /* the node's address (its endpoint's host) */
+    int master_port;          /* 0: none named yet */
 };
 
 /* The node may have lost its master: ask the sentinels. */
@@ -34,13 +35,11 @@ static void master_named(void *arg, const char *host, int port)
     struct node *n = &st->fixed.links[0].node;
     size_t len = strlen(host);
     if (len >= sizeof(st->master_host) ||
-        (n->cmd.ep.port == port && strcmp(st->master_host, host) == 0))
+        (st->master_port == port && strcmp(st->master_host, host) == 0))
         return;
     memcpy(st->master_host, host, len + 1);
-    n->cmd.ep.port = n->subs.conn.ep.port = port;
-    conn_restart(&n->cmd);
-    if (n->subs.conn.state != CONN_IDLE)
-        conn_restart(&n->subs.conn);
+    st->master_port = port;
+    node_move(n, port);
 }
 
 /* No sentinel named the master in a whole round. Until one is known at
@@ -51,8 +50,8 @@ static void master_unknown(void *arg, int err)
     struct sentinel_topo *st = arg;
     struct topo *t = st->fixed.links[0].topo;
     struct node *n = &st->fixed.links[0].node;
-    if (n->cmd.ep.port == 0)
-        conn_fail_queued(&n->cmd, err);
+    if (!node_addressed(n))
+        node_fail_queued(n, err);
     t->ev->on_down(t->ev->arg, 0, err, NULL);
 }
 
