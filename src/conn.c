@@ -179,14 +179,14 @@ static int send_parts(struct conn *conn, struct req *r)
 void conn_on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *conn = arg;
-    struct reentry *guard = conn->cfg->reentry;
+    struct reentry *re = conn->cfg->reentry;
     (void)fd;
     (void)what;
-    reentry_enter(guard);
+    reentry_enter(re);
     conn->flush_pending = 0;
     if (conn->state == CONN_READY && conn->ac)
         redisAsyncHandleWrite(conn->ac); /* may drop the connection */
-    reentry_leave(guard);
+    reentry_leave(re);
 }
 
 /* Hand r to hiredis; when the context refuses (going down), queue it. */
@@ -312,8 +312,8 @@ void req_hurry(struct req *r, uint32_t ms)
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     struct req *r = arg;
-    struct reentry *guard = r->conn->cfg->reentry;
-    reentry_enter(guard);
+    struct reentry *re = r->conn->cfg->reentry;
+    reentry_enter(re);
     if (r->done) {
         req_complete(r, deadline_status(r));
     } else if (r->where == REQ_QUEUED) {
@@ -324,7 +324,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
             r->late(r, NULL);
         req_recycle(r);
     }
-    reentry_leave(guard);
+    reentry_leave(re);
 }
 
 /* Arm the backoff timer for the next connect attempt. */
@@ -443,8 +443,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         return;
     }
     struct conn *conn = r->conn;
-    struct reentry *guard = conn->cfg->reentry;
-    reentry_enter(guard);
+    struct reentry *re = conn->cfg->reentry;
+    reentry_enter(re);
     TAILQ_REMOVE(&conn->sent, r, link);
     (*conn->cfg->wire)--;
     r->where = REQ_NOWHERE;
@@ -467,7 +467,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         finish(r, 0, reply);
         req_recycle(r);
     }
-    reentry_leave(guard);
+    reentry_leave(re);
 }
 
 /* Log handshake and script-load errors; nobody else waits for them. */
@@ -532,11 +532,11 @@ static void flush_queue(struct conn *conn)
 void conn_on_later(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *conn = arg;
-    struct reentry *guard = conn->cfg->reentry;
-    reentry_enter(guard);
+    struct reentry *re = conn->cfg->reentry;
+    reentry_enter(re);
     if (conn->state == CONN_READY)
         flush_queue(conn); /* else the queue goes when it is ready */
-    reentry_leave(guard);
+    reentry_leave(re);
 }
 
 /* The handshake passed: requests flow. */

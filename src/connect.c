@@ -85,8 +85,8 @@ static void on_connect(const redisAsyncContext *ac, int status)
     static const char ping[] = "*1\r\n$4\r\nPING\r\n";
     if (!conn)
         return;
-    struct reentry *guard = conn->cfg->reentry;
-    reentry_enter(guard);
+    struct reentry *re = conn->cfg->reentry;
+    reentry_enter(re);
     if (status != REDIS_OK) {
         int err = HILOCK_ECONN;
         const char *why = ac->errstr;
@@ -108,7 +108,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
     } else {
         conn_opened(conn);
     }
-    reentry_leave(guard);
+    reentry_leave(re);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
@@ -116,10 +116,10 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     struct conn *conn = ac->data;
     if (!conn)
         return;
-    struct reentry *guard = conn->cfg->reentry;
-    reentry_enter(guard);
+    struct reentry *re = conn->cfg->reentry;
+    reentry_enter(re);
     conn_lost(conn, ac);
-    reentry_leave(guard);
+    reentry_leave(re);
 }
 
 void conn_start(struct conn *conn)
@@ -162,8 +162,8 @@ void conn_start(struct conn *conn)
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *conn = arg;
-    struct reentry *guard = conn->cfg->reentry;
-    reentry_enter(guard);
+    struct reentry *re = conn->cfg->reentry;
+    reentry_enter(re);
     if (conn->state == CONN_CONNECTING) {
         redisAsyncContext *ac = conn->ac;
         conn_log_down(conn, conn->tls_wait ? HILOCK_ETLS : HILOCK_ECONN,
@@ -182,7 +182,7 @@ static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
         }
         conn_start(conn);
     }
-    reentry_leave(guard);
+    reentry_leave(re);
 }
 
 void conn_close(struct conn *conn)

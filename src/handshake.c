@@ -52,8 +52,8 @@ static void on_gate_reply(redisAsyncContext *ac, void *reply, void *privdata)
     struct conn *conn = ac->data;
     if (!conn || !rep || conn->state != CONN_HANDSHAKE)
         return; /* the context is going away */
-    struct reentry *guard = conn->cfg->reentry;
-    reentry_enter(guard);
+    struct reentry *re = conn->cfg->reentry;
+    reentry_enter(re);
     if (privdata == &gate_role && !role_is_master(rep)) {
         conn_log_down(conn, HILOCK_EREADONLY, "not a master");
         conn_abort(conn, HILOCK_EREADONLY, 0);
@@ -70,7 +70,7 @@ static void on_gate_reply(redisAsyncContext *ac, void *reply, void *privdata)
     } else if (--conn->gate == 0) {
         conn_ready(conn);
     }
-    reentry_leave(guard);
+    reentry_leave(re);
 }
 
 /* How long one measurement of the server's clock stands as the best one:

@@ -304,8 +304,8 @@ static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata)
     const char *ch = r->element[1]->str;
     size_t chlen = r->element[1]->len;
     int n;
-    struct reentry *guard = conn->cfg->reentry;
-    reentry_enter(guard);
+    struct reentry *re = conn->cfg->reentry;
+    reentry_enter(re);
     for (int k = SUB_RELEASE; k <= SUB_SEM; k++) {
         n = k == SUB_HANDOFF ? 0
                              : keys_channel_names_of(channel_head[k],
@@ -322,5 +322,5 @@ static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata)
     for (int i = 0; i < n; i++)
         sub_event(s, r->element[0]->str, name[i], len[i], SUB_HANDOFF,
                   r->element[2]);
-    reentry_leave(guard);
+    reentry_leave(re);
 }
