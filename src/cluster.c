@@ -62,7 +62,7 @@ struct cluster {
     const struct cnode *prober;   /* the node whose answer set sharded */
     uint8_t again;                /* refresh once more when this one ends */
     uint8_t evicted;              /* a server dropped a subscription */
-    struct req *refresh;          /* CLUSTER SLOTS in flight */
+    struct req *map_req;          /* CLUSTER SLOTS in flight */
     uint64_t refreshed_ms;
     struct event refresh_timer;
     struct conn parked;           /* requests waiting for the map */
@@ -396,7 +396,7 @@ static void on_slots(struct req *req, int status, redisReply *reply)
 {
     struct cluster *cl = req->submitter.ctx;
     struct cnode *asked = req->submitter.data;
-    cl->refresh = NULL;
+    cl->map_req = NULL;
     if (status == HILOCK_ECANCELED)
         return;
     cl->refreshed_ms = clock_now_ms();
@@ -462,14 +462,14 @@ static void refresh_now(struct cluster *cl)
     cl->asked = index_of(cl, c) + 1;
     if (!cl->probed)
         ask_node(cl, c, "PUBSUB", "SHARDNUMSUB", on_probe, NULL);
-    ask_node(cl, c, "CLUSTER", "SLOTS", on_slots, &cl->refresh);
+    ask_node(cl, c, "CLUSTER", "SLOTS", on_slots, &cl->map_req);
 }
 
 static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct cluster *cl = arg;
     reentry_enter(cl->cfg->reentry);
-    if (cl->refresh)
+    if (cl->map_req)
         cl->again = 1;
     else
         refresh_now(cl);
@@ -479,7 +479,7 @@ static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
 /* Ask for the map as soon as the gap since the last answer allows. */
 static void refresh_soon(struct cluster *cl)
 {
-    if (cl->refresh) {
+    if (cl->map_req) {
         cl->again = 1;
         return;
     }
