@@ -49,7 +49,7 @@
 
 #include "backoff.h"
 #include "clock.h"
-#include "guard.h"
+#include "reply_guard.h"
 #include "reply.h"
 #include "stats.h"
 #include "tls.h"

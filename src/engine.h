@@ -4,7 +4,7 @@
  * The engine is the layer between the client (lifecycle, public API) and
  * the nodes (Redis endpoints): lock handles, wait queues, the watchdog and
  * MultiLocks. Its files are layered too -- multi.c on top, then lock.c,
- * then wait.c and watchdog.c, then handle.c and op.c -- and a lower one
+ * then wait.c and watchdog.c, then handle.c and fanout.c -- and a lower one
  * reports to a higher one only through the hooks below, which lock.c fills
  * in (and multi.c wraps for its members). */
 #ifndef HILOCK_ENGINE_H
@@ -83,8 +83,8 @@ struct engine {
     struct watchdog wd;
     struct engine_hooks hooks;
     struct multi_state *multi;         /* multi.c's */
-    struct op *op_pool;                /* recycled operations (op.c) */
-    size_t op_pool_len;
+    struct fanout *fanout_pool;        /* recycled fan-outs (fanout.c) */
+    size_t fanout_pool_len;
     struct hilock_stats stats;         /* the client's counters */
     uint8_t plain_refused;             /* a node does not take the plain
                                           commands: scripts only from now

@@ -97,7 +97,7 @@ void handle_free_detached(struct hilock_lock *lock)
 
 /* fini of an operation attached to a lock: unlink it, drop its
  * reference. */
-static void handle_detach(struct op *op)
+static void handle_detach(struct fanout *op)
 {
     struct hilock_lock *lock = op->ctx;
     TAILQ_REMOVE(&lock->ops, op, ctx_link);
@@ -105,7 +105,7 @@ static void handle_detach(struct op *op)
     handle_unref(lock);
 }
 
-void handle_attach(struct hilock_lock *lock, struct op *op)
+void handle_attach(struct hilock_lock *lock, struct fanout *op)
 {
     op->ctx = lock;
     op->fini = handle_detach;

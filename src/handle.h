@@ -12,7 +12,7 @@
 
 #include "engine.h"
 #include "heap.h"
-#include "op.h"
+#include "fanout.h"
 #include "table.h"
 #include "wire.h"
 
@@ -37,7 +37,7 @@ struct waiting {
 struct hilock_lock {
     struct engine *eng;              /* NULL: detached, its client is gone */
     LIST_ENTRY(hilock_lock) link;    /* eng->locks */
-    struct op_list ops;              /* operations about this lock */
+    struct fanout_list ops;              /* operations about this lock */
     uint64_t owner_tag;
     uint32_t refs;                   /* handle + requests + renew batches */
     uint32_t holds;                  /* holds taken through this handle */
@@ -75,7 +75,7 @@ struct hilock_lock {
     /* The pending acquire or release. */
     hilock_lock_cb *op_cb;
     void *op_arg;
-    struct op *op_pending;           /* attempt or release in flight */
+    struct fanout *op_pending;           /* attempt or release in flight */
     struct hilock_multi *multi;      /* the MultiLock it is a member of */
     struct waiting *waiting;         /* allocated on its first wait */
     uint16_t name_len;               /* at most HILOCK_NAME_MAX */
@@ -123,7 +123,7 @@ void handle_free_all(struct engine *eng);
 void handle_free_detached(struct hilock_lock *lock);
 /* Link operation op to the lock (op->ctx; takes a reference, dropped when
  * op's memory goes). */
-void handle_attach(struct hilock_lock *lock, struct op *op);
+void handle_attach(struct hilock_lock *lock, struct fanout *op);
 /* The lock as the wire format names it. */
 struct wire_lock handle_wire(const struct hilock_lock *lock);
 

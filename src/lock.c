@@ -84,7 +84,7 @@ static struct wire_lock attempt_wire(const struct hilock_lock *lock)
     return w;
 }
 
-static void leave_done(struct op *op, int status,
+static void leave_done(struct fanout *op, int status,
                        const struct op_result *res)
 {
     (void)op;
@@ -100,21 +100,21 @@ static void send_leave(struct hilock_lock *lock)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
-    struct op *op = op_new(eng, OP_KIND_LEAVE, -1, lock->slot, 0, leave_done);
+    struct fanout *op = fanout_new(eng, OP_KIND_LEAVE, -1, lock->slot, 0, leave_done);
     if (!op)
         return;
     if (lock->kind == KIND_WRITE) {
-        op_eval(op, SCRIPT_WRITE_LEAVE);
-        wire_write_leave(op_cmd(op), eng->scripts.sha[SCRIPT_WRITE_LEAVE],
+        fanout_eval(op, SCRIPT_WRITE_LEAVE);
+        wire_write_leave(fanout_cmd(op), eng->scripts.sha[SCRIPT_WRITE_LEAVE],
                          &w);
     } else {
         struct wire_fair f = fair_args(lock);
-        op_eval(op, SCRIPT_FAIR_LEAVE);
-        wire_fair_leave(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_LEAVE], &w,
+        fanout_eval(op, SCRIPT_FAIR_LEAVE);
+        wire_fair_leave(fanout_cmd(op), eng->scripts.sha[SCRIPT_FAIR_LEAVE], &w,
                         eng->opts->fencing, &f);
     }
     handle_attach(lock, op);
-    op_submit(op, 0);
+    fanout_submit(op, 0);
 }
 
 /* Finish the pending op: clear it, then call the user's callback (last). */
@@ -198,9 +198,9 @@ static uint32_t lock_lease(const struct hilock_lock *lock)
     return engine_lease(lock->eng, lock->lease_ms);
 }
 
-static void acquire_done(struct op *op, int status,
+static void acquire_done(struct fanout *op, int status,
                          const struct op_result *res);
-static void acquire_late(struct op *op, size_t i,
+static void acquire_late(struct fanout *op, size_t i,
                          const struct op_result *res);
 
 /* The lease the pending acquire asks for. */
@@ -249,30 +249,30 @@ static const uint8_t kind_scripts[][2] = {
 
 /* Mark op as running lock's acquire (0) or release (1) script; its
  * digest. */
-static const char *kind_eval(const struct hilock_lock *lock, struct op *op,
+static const char *kind_eval(const struct hilock_lock *lock, struct fanout *op,
                              int release)
 {
     enum script_id id = (enum script_id)kind_scripts[lock->kind][release];
-    op_eval(op, id);
+    fanout_eval(op, id);
     return lock->eng->scripts.sha[id];
 }
 
 /* Encode the pending acquire of a read-write lock side or a semaphore
  * (lock->op_lease_ms: its permits) into op, as request id rid. */
-static void encode_acquire(struct hilock_lock *lock, struct op *op,
+static void encode_acquire(struct hilock_lock *lock, struct fanout *op,
                            uint64_t rid)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
     const char *sha = kind_eval(lock, op, 0);
     if (lock->kind == KIND_SEM)
-        wire_sem_acquire(op_cmd(op), sha, &w, lock->op_lease_ms,
+        wire_sem_acquire(fanout_cmd(op), sha, &w, lock->op_lease_ms,
                          sem_rid_ttl(eng), rid);
     else if (lock->kind == KIND_PERMIT)
-        wire_permit_acquire(op_cmd(op), sha, &w, acquire_lease(lock),
+        wire_permit_acquire(fanout_cmd(op), sha, &w, acquire_lease(lock),
                             topo_publish(eng->topo), rid);
     else
-        wire_rw_acquire(op_cmd(op), sha, &w, acquire_lease(lock),
+        wire_rw_acquire(fanout_cmd(op), sha, &w, acquire_lease(lock),
                         handle_wait_deadline(lock) != 0,
                         writer_mark_ms(lock), rid);
 }
@@ -312,8 +312,8 @@ static int plain_ok(const struct hilock_lock *lock)
            !eng->plain_refused;
 }
 
-/* op->again of a plain acquire or release (see op.h). */
-static int plain_again(struct op *op, struct resp_buf *cmd,
+/* op->again of a plain acquire or release (see fanout.h). */
+static int plain_again(struct fanout *op, struct resp_buf *cmd,
                        enum req_again why)
 {
     struct hilock_lock *lock = op->ctx;
@@ -342,9 +342,9 @@ static int plain_again(struct op *op, struct resp_buf *cmd,
     return SCRIPT_ACQUIRE;
 }
 
-/* op->undo of a lock's acquire attempt (see op.h): the undo script, by
+/* op->undo of a lock's acquire attempt (see fanout.h): the undo script, by
  * the attempt's own request id. */
-static int attempt_undo(struct op *op, struct resp_buf *cmd, uint64_t rid)
+static int attempt_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
 {
     struct hilock_lock *lock = op->ctx;
     struct engine *eng = lock->eng;
@@ -358,23 +358,23 @@ static int attempt_undo(struct op *op, struct resp_buf *cmd, uint64_t rid)
 /* Encode the first attempt of lock w's acquire as RESTORE when it may go
  * plain. Returns 1 when it did. */
 static int plain_take(struct hilock_lock *lock, const struct wire_lock *w,
-                      struct op *op)
+                      struct fanout *op)
 {
     if (!plain_ok(lock) || lock->holds > 0 || handle_owner_holds(lock))
         return 0;
     op->rid = ++lock->eng->seq;
     op->lease_ms = acquire_lease(lock);
-    if (wire_take(op_cmd(op), w, op->lease_ms, op->rid) != 0)
+    if (wire_take(fanout_cmd(op), w, op->lease_ms, op->rid) != 0)
         return 0; /* nothing written: the script goes */
     op->again = plain_again;
-    op_plain(op, 0);
+    fanout_plain(op, 0);
     return 1;
 }
 
 /* Encode a release of drop holds of lock w as HDEL and the release
  * message when it may go plain: the owner's only hold. 1 when it did. */
 static int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
-                      struct op *op, uint32_t drop)
+                      struct fanout *op, uint32_t drop)
 {
     if (!plain_ok(lock) || drop != 1 || lock->holds != 1 ||
         lock->unreleased || lock->twinned ||
@@ -382,19 +382,19 @@ static int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
         handle_owner_holds_as(lock, KIND_READ))
         return 0;
     op->again = plain_again;
-    op_plain(op, wire_drop(op_cmd(op), w, topo_publish(lock->eng->topo)));
+    fanout_plain(op, wire_drop(fanout_cmd(op), w, topo_publish(lock->eng->topo)));
     return 1;
 }
 
 /* Send one acquire attempt for the pending acquire to every node, with one
  * request id (a resend is applied once; a NOSCRIPT resend takes a new id,
- * see op.c); the first attempt may go plain. Returns 0 or ENOMEM. */
+ * see fanout.c); the first attempt may go plain. Returns 0 or ENOMEM. */
 static int send_attempt(struct hilock_lock *lock, int first)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = attempt_wire(lock);
-    struct op *op =
-        op_new(eng, OP_KIND_ACQUIRE, -1, lock->slot, 0, acquire_done);
+    struct fanout *op =
+        fanout_new(eng, OP_KIND_ACQUIRE, -1, lock->slot, 0, acquire_done);
     if (!op)
         return HILOCK_ENOMEM;
     op->late = acquire_late;
@@ -402,8 +402,8 @@ static int send_attempt(struct hilock_lock *lock, int first)
         struct wire_fair f = fair_args(lock);
         enum wire_fair_mode m =
             handle_wait_deadline(lock) ? WIRE_FAIR_WAIT : WIRE_FAIR_TRY;
-        op_eval(op, SCRIPT_FAIR_ACQUIRE);
-        wire_fair_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_ACQUIRE],
+        fanout_eval(op, SCRIPT_FAIR_ACQUIRE);
+        wire_fair_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_FAIR_ACQUIRE],
                           &w, acquire_lease(lock), eng->opts->fencing, m, &f,
                           ++eng->seq);
         lock->queued |= m == WIRE_FAIR_WAIT;
@@ -412,15 +412,15 @@ static int send_attempt(struct hilock_lock *lock, int first)
         encode_acquire(lock, op, ++eng->seq);
         lock->queued |= lock->kind == KIND_WRITE && handle_wait_deadline(lock);
     } else if (!first || !plain_take(lock, &w, op)) {
-        op_eval(op, SCRIPT_ACQUIRE);
-        wire_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
+        fanout_eval(op, SCRIPT_ACQUIRE);
+        wire_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
                      acquire_lease(lock), eng->opts->fencing, ++eng->seq);
     }
     if (lock->kind == KIND_MUTEX && !fair(lock))
         op->undo = attempt_undo;
     handle_attach(lock, op);
     lock->op_pending = op;
-    op_submit(op, part_timeout(lock));
+    fanout_submit(op, part_timeout(lock));
     return 0;
 }
 
@@ -438,14 +438,14 @@ static void hook_attempt(struct hilock_lock *lock)
 static void hook_wait_expired(struct hilock_lock *lock)
 {
     if (lock->op_pending)
-        op_complete(lock->op_pending, HILOCK_ETIMEDOUT);
+        fanout_complete(lock->op_pending, HILOCK_ETIMEDOUT);
     else if (lock->op == OP_ACQUIRE)
         finish_op(lock, lock->wait_err == HILOCK_ENOQUORUM ? HILOCK_ENOQUORUM
                                                           : HILOCK_ETIMEDOUT,
                   0);
 }
 
-static void claim_done(struct op *op, int status,
+static void claim_done(struct fanout *op, int status,
                        const struct op_result *res);
 
 /* Fair mode: make the hold handed to this owner its own (drop the
@@ -456,22 +456,22 @@ static void send_claim(struct hilock_lock *lock)
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
     struct wire_fair f = fair_args(lock);
-    struct op *op =
-        op_new(eng, OP_KIND_ACQUIRE, -1, lock->slot, 0, claim_done);
+    struct fanout *op =
+        fanout_new(eng, OP_KIND_ACQUIRE, -1, lock->slot, 0, claim_done);
     if (!op)
         return;
     op->lease_ms = acquire_lease(lock);
-    op_eval(op, SCRIPT_FAIR_ACQUIRE);
-    wire_fair_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_ACQUIRE], &w,
+    fanout_eval(op, SCRIPT_FAIR_ACQUIRE);
+    wire_fair_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_FAIR_ACQUIRE], &w,
                       op->lease_ms, eng->opts->fencing, WIRE_FAIR_CLAIM, &f,
                       ++eng->seq);
     handle_attach(lock, op);
-    op_submit(op, 0);
+    fanout_submit(op, 0);
 }
 
 /* The claim's answer: the hold is ours with our lease, or it was gone
  * before we claimed it (lost), or no answer (claim again while held). */
-static void claim_done(struct op *op, int status,
+static void claim_done(struct fanout *op, int status,
                        const struct op_result *res)
 {
     struct hilock_lock *lock = op->ctx;
@@ -574,12 +574,12 @@ static void acquired(struct hilock_lock *lock, int64_t token, uint64_t sent_ms)
     took(lock, token, sent_ms, acquire_lease(lock));
 }
 
-static void cleanup_done(struct op *op, int status,
+static void cleanup_done(struct fanout *op, int status,
                          const struct op_result *res);
 
 /* Encode a release of drop holds of a read-write lock side, of drop
  * permits of a semaphore, or of an expiring permit into op, as rid. */
-static void encode_release(struct hilock_lock *lock, struct op *op,
+static void encode_release(struct hilock_lock *lock, struct fanout *op,
                            uint32_t drop, uint64_t rid)
 {
     struct engine *eng = lock->eng;
@@ -588,37 +588,37 @@ static void encode_release(struct hilock_lock *lock, struct op *op,
     const char *sha = kind_eval(lock, op, 1);
     op->token = drop;
     if (lock->kind == KIND_SEM)
-        wire_sem_release(op_cmd(op), sha, &w, drop, sem_rid_ttl(eng), pub,
+        wire_sem_release(fanout_cmd(op), sha, &w, drop, sem_rid_ttl(eng), pub,
                          rid);
     else if (lock->kind == KIND_PERMIT)
-        wire_permit_release(op_cmd(op), sha, &w, pub, rid);
+        wire_permit_release(fanout_cmd(op), sha, &w, pub, rid);
     else
-        wire_rw_release(op_cmd(op), sha, &w, rid, lock_lease(lock), drop,
+        wire_rw_release(fanout_cmd(op), sha, &w, rid, lock_lease(lock), drop,
                         pub);
 }
 
 /* A release of drop holds of this owner on every node (node < 0) or on one,
  * with a request id of its own so that resending it is harmless, attached
  * to the lock. NULL: no memory. */
-static struct op *release_op(struct hilock_lock *lock, uint32_t drop,
-                             int node, op_done_fn *done)
+static struct fanout *release_op(struct hilock_lock *lock, uint32_t drop,
+                             int node, fanout_done_fn *done)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
-    struct op *op = op_new(eng, OP_KIND_RELEASE, node, lock->slot, 0, done);
+    struct fanout *op = fanout_new(eng, OP_KIND_RELEASE, node, lock->slot, 0, done);
     if (!op)
         return NULL;
     if (fair(lock)) {
         struct wire_fair f = fair_args(lock);
-        op_eval(op, SCRIPT_FAIR_RELEASE);
-        wire_fair_release(op_cmd(op), eng->scripts.sha[SCRIPT_FAIR_RELEASE],
+        fanout_eval(op, SCRIPT_FAIR_RELEASE);
+        wire_fair_release(fanout_cmd(op), eng->scripts.sha[SCRIPT_FAIR_RELEASE],
                           &w, ++eng->seq, lock_lease(lock), drop,
                           eng->opts->fencing, &f);
     } else if (lock->kind != KIND_MUTEX) {
         encode_release(lock, op, drop, ++eng->seq);
     } else if (!plain_drop(lock, &w, op, drop)) {
-        op_eval(op, SCRIPT_RELEASE);
-        wire_release(op_cmd(op), eng->scripts.sha[SCRIPT_RELEASE], &w,
+        fanout_eval(op, SCRIPT_RELEASE);
+        wire_release(fanout_cmd(op), eng->scripts.sha[SCRIPT_RELEASE], &w,
                      ++eng->seq, lock_lease(lock), drop,
                      topo_publish(eng->topo));
     }
@@ -630,9 +630,9 @@ static struct op *release_op(struct hilock_lock *lock, uint32_t drop,
  * success, a held handle being freed, a failed quorum). Best effort. */
 static void send_cleanup(struct hilock_lock *lock, uint32_t drop, int node)
 {
-    struct op *op = release_op(lock, drop, node, cleanup_done);
+    struct fanout *op = release_op(lock, drop, node, cleanup_done);
     if (op)
-        op_submit(op, 0);
+        fanout_submit(op, 0);
 }
 
 /* Undo the hold that acquire op's request to node i took (it granted
@@ -640,7 +640,7 @@ static void send_cleanup(struct hilock_lock *lock, uint32_t drop, int node)
  * attempt took after it ran out (see script.c's undo; a lock's only --
  * the other kinds and fair mode drop one hold of the owner). Best
  * effort. */
-static void send_undo(struct hilock_lock *lock, const struct op *op, size_t i)
+static void send_undo(struct hilock_lock *lock, const struct fanout *op, size_t i)
 {
     struct engine *eng = lock->eng;
     int node = op->n == 1 ? -1 : (int)i;
@@ -649,30 +649,30 @@ static void send_undo(struct hilock_lock *lock, const struct op *op, size_t i)
         return;
     }
     struct wire_lock w = handle_wire(lock);
-    struct op *u =
-        op_new(eng, OP_KIND_RELEASE, node, lock->slot, 0, cleanup_done);
+    struct fanout *u =
+        fanout_new(eng, OP_KIND_RELEASE, node, lock->slot, 0, cleanup_done);
     if (!u)
         return;
-    op_eval(u, SCRIPT_UNDO);
-    wire_undo(op_cmd(u), eng->scripts.sha[SCRIPT_UNDO], &w, op->rids[i],
+    fanout_eval(u, SCRIPT_UNDO);
+    wire_undo(fanout_cmd(u), eng->scripts.sha[SCRIPT_UNDO], &w, op->rids[i],
               ++eng->seq, topo_publish(eng->topo));
     handle_attach(lock, u);
-    op_submit(u, 0);
+    fanout_submit(u, 0);
 }
 
 /* Undo the holds that acquire op took on the nodes that granted it: it
  * failed as a whole. */
-static void undo_partial(struct hilock_lock *lock, struct op *op)
+static void undo_partial(struct hilock_lock *lock, struct fanout *op)
 {
     for (size_t i = 0; i < op->n; i++)
-        if (op_node_ok(op, i))
+        if (fanout_node_ok(op, i))
             send_undo(lock, op, i);
 }
 
 /* A node answered an acquire after its decision: a success there is only
  * kept when the acquire succeeded as a whole and its hold was not given
  * back (or lost) since. */
-static void acquire_late(struct op *op, size_t i, const struct op_result *res)
+static void acquire_late(struct fanout *op, size_t i, const struct op_result *res)
 {
     const struct hilock_lock *lock = op->ctx;
     if (res && res->status == 0 && (op->status != 0 || lock->holds == 0))
@@ -682,7 +682,7 @@ static void acquire_late(struct op *op, size_t i, const struct op_result *res)
 /* Release op of this client ended lock's name's hold (res: its result):
  * wake this client's head waiter, or, when the fair release handed the
  * lock to a waiter of this client, hand it over here at once. */
-static void released_news(struct hilock_lock *lock, const struct op *op,
+static void released_news(struct hilock_lock *lock, const struct fanout *op,
                           const struct op_result *res)
 {
     if (op->handed == REPLY_HANDED_LOCAL)
@@ -691,7 +691,7 @@ static void released_news(struct hilock_lock *lock, const struct op *op,
         wait_released(lock, res->b);
 }
 
-static void cleanup_done(struct op *op, int status,
+static void cleanup_done(struct fanout *op, int status,
                          const struct op_result *res)
 {
     struct hilock_lock *lock = op->ctx;
@@ -706,14 +706,14 @@ static void cleanup_done(struct op *op, int status,
     }
 }
 
-static void fence_done(struct op *op, int status,
+static void fence_done(struct fanout *op, int status,
                        const struct op_result *res);
 
 /* Whether some master granted acquire op (it failed as a whole). */
-static int granted_somewhere(const struct op *op)
+static int granted_somewhere(const struct fanout *op)
 {
     for (size_t i = 0; i < op->n; i++)
-        if (op_node_ok(op, i))
+        if (fanout_node_ok(op, i))
             return 1;
     return 0;
 }
@@ -761,7 +761,7 @@ static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
  * the drift allowance): 0, else how it failed -- HILOCK_ETIMEDOUT on one
  * node, HILOCK_ENOQUORUM on several masters (a wait goes on through
  * both). A counting semaphore's permits have no lease. */
-static int grant_in_time(const struct hilock_lock *lock, const struct op *op)
+static int grant_in_time(const struct hilock_lock *lock, const struct fanout *op)
 {
     if (lock->kind == KIND_SEM ||
         quorum_grant_left(acquire_lease(lock), op->sent_ms, clock_now_ms()) >
@@ -775,12 +775,12 @@ static int grant_in_time(const struct hilock_lock *lock, const struct op *op)
  * token handed out before. (Its extra hold is not dropped here: it is
  * most often the grant of an earlier attempt of this handle whose undo
  * comes with that attempt's late answer.) */
-static int reentered(const struct hilock_lock *lock, const struct op *op)
+static int reentered(const struct hilock_lock *lock, const struct fanout *op)
 {
     if (lock->holds > 0 || handle_owner_holds(lock))
         return 0;
     for (size_t i = 0; i < op->n; i++)
-        if (op_node_ok(op, i) && op->res[i].a > 1)
+        if (fanout_node_ok(op, i) && op->res[i].a > 1)
             return 1;
     return 0;
 }
@@ -789,7 +789,7 @@ static int reentered(const struct hilock_lock *lock, const struct op *op)
  * largest any later majority can see: raise the counters of a majority to
  * it first, unless a majority drew it already. Returns 0 when the acquisition stands (or a
  * fence write is under way), else the failure status. */
-static int quorum_granted(struct hilock_lock *lock, struct op *op,
+static int quorum_granted(struct hilock_lock *lock, struct fanout *op,
                           const struct op_result *res)
 {
     struct engine *eng = lock->eng;
@@ -800,27 +800,27 @@ static int quorum_granted(struct hilock_lock *lock, struct op *op,
      * token reported was on a majority, which meets this one). */
     op->token = res->b + (eng->opts->fencing && reentered(lock, op));
     for (size_t i = 0; i < op->n; i++)
-        same += op_node_ok(op, i) && op->res[i].b == op->token;
+        same += fanout_node_ok(op, i) && op->res[i].b == op->token;
     if (!eng->opts->fencing || same >= quorum_of(op->n))
         return 0;
     struct wire_lock w = handle_wire(lock);
-    struct op *f = op_new(eng, OP_KIND_FENCE, -1, lock->slot, 0, fence_done);
+    struct fanout *f = fanout_new(eng, OP_KIND_FENCE, -1, lock->slot, 0, fence_done);
     if (!f)
         return HILOCK_ENOMEM;
-    op_eval(f, SCRIPT_FENCE);
-    wire_fence(op_cmd(f), eng->scripts.sha[SCRIPT_FENCE], &w, op->token);
-    op_hold(op); /* until the fence is decided */
+    fanout_eval(f, SCRIPT_FENCE);
+    wire_fence(fanout_cmd(f), eng->scripts.sha[SCRIPT_FENCE], &w, op->token);
+    fanout_hold(op); /* until the fence is decided */
     f->data = op;
     handle_attach(lock, f);
     lock->op_pending = f;
-    op_submit(f, part_timeout(lock));
+    fanout_submit(f, part_timeout(lock));
     return 0;
 }
 
-static void fence_done(struct op *f, int status, const struct op_result *res)
+static void fence_done(struct fanout *f, int status, const struct op_result *res)
 {
     struct hilock_lock *lock = f->ctx;
-    struct op *op = f->data;
+    struct fanout *op = f->data;
     lock->op_pending = NULL;
     if (status == 0)
         status = grant_in_time(lock, op);
@@ -831,7 +831,7 @@ static void fence_done(struct op *f, int status, const struct op_result *res)
         undo_partial(lock, op);
         acquire_failed(lock, status, -1);
     }
-    op_drop(op);
+    fanout_drop(op);
 }
 
 /* A release of this handle got no answer, and an acquire found more
@@ -853,7 +853,7 @@ static void drop_unreleased(struct hilock_lock *lock, int64_t holds)
     lock->unreleased = 0;
 }
 
-static void acquire_done(struct op *op, int status,
+static void acquire_done(struct fanout *op, int status,
                          const struct op_result *res)
 {
     struct hilock_lock *lock = op->ctx;
@@ -945,7 +945,7 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
  * handle counts fewer (also after an error: the release is most likely
  * applied, see release_done); waiters here are woken. value: the permits
  * available after it. */
-static void sem_release_done(struct hilock_lock *lock, const struct op *op,
+static void sem_release_done(struct hilock_lock *lock, const struct fanout *op,
                              int status, const struct op_result *res)
 {
     uint32_t n = (uint32_t)op->token;
@@ -955,7 +955,7 @@ static void sem_release_done(struct hilock_lock *lock, const struct op *op,
     finish_op(lock, status, status == 0 ? res->a : 0);
 }
 
-static void release_done(struct op *op, int status,
+static void release_done(struct fanout *op, int status,
                          const struct op_result *res)
 {
     struct hilock_lock *lock = op->ctx;
@@ -998,14 +998,14 @@ int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
         return HILOCK_EINVAL;
     if (lock->op != OP_NONE)
         return HILOCK_EINPROGRESS;
-    struct op *op = release_op(lock, drop, -1, release_done);
+    struct fanout *op = release_op(lock, drop, -1, release_done);
     if (!op)
         return HILOCK_ENOMEM;
     lock->op = OP_RELEASE;
     lock->op_cb = cb;
     lock->op_arg = arg;
     lock->op_pending = op;
-    op_submit(op, 0);
+    fanout_submit(op, 0);
     return 0;
 }
 
@@ -1016,7 +1016,7 @@ int hilock_lock_cancel(struct hilock_lock *lock)
     struct reentry *guard = lock->eng->guard;
     reentry_enter(guard);
     if (lock->op_pending)
-        op_complete(lock->op_pending, HILOCK_ECANCELED);
+        fanout_complete(lock->op_pending, HILOCK_ECANCELED);
     else
         finish_op(lock, HILOCK_ECANCELED, 0);
     reentry_leave(guard);
@@ -1027,13 +1027,13 @@ int hilock_lock_cancel(struct hilock_lock *lock)
  * releases of this lock's holds. */
 static void cancel_pending(struct hilock_lock *lock)
 {
-    struct op *op, *next;
+    struct fanout *op, *next;
     if (lock->op != OP_NONE && !lock->op_pending)
         finish_op(lock, HILOCK_ECANCELED, 0);
     for (op = TAILQ_FIRST(&lock->ops); op; op = next) {
         next = TAILQ_NEXT(op, ctx_link);
         if (op->done != cleanup_done && op->done != leave_done)
-            op_complete(op, HILOCK_ECANCELED);
+            fanout_complete(op, HILOCK_ECANCELED);
     }
 }
 
@@ -1067,7 +1067,7 @@ struct query {
     void *arg;
 };
 
-static void query_done(struct op *op, int status, const struct op_result *res)
+static void query_done(struct fanout *op, int status, const struct op_result *res)
 {
     struct hilock_lock *lock = op->ctx;
     struct query *q = op->data;
@@ -1081,7 +1081,7 @@ static void query_done(struct op *op, int status, const struct op_result *res)
     cb(lock, status, status ? 0 : v, arg);
 }
 
-struct op *lock_query_new(struct hilock_lock *lock, enum op_kind kind,
+struct fanout *lock_query_new(struct hilock_lock *lock, enum op_kind kind,
                           hilock_lock_cb *cb, void *arg, int *rc)
 {
     if ((*rc = lock_usable(lock)) != 0)
@@ -1091,8 +1091,8 @@ struct op *lock_query_new(struct hilock_lock *lock, enum op_kind kind,
         return NULL;
     }
     struct query *q = malloc(sizeof(*q));
-    struct op *op =
-        q ? op_new(lock->eng, kind, -1, lock->slot, 0, query_done) : NULL;
+    struct fanout *op =
+        q ? fanout_new(lock->eng, kind, -1, lock->slot, 0, query_done) : NULL;
     if (!op) {
         free(q);
         *rc = HILOCK_ENOMEM;
@@ -1117,13 +1117,13 @@ static int query(struct hilock_lock *lock, enum wire_query which,
     int rc;
     if (lock && (lock->kind == KIND_SEM || lock->kind == KIND_PERMIT))
         return HILOCK_EINVAL;
-    struct op *op = lock_query_new(lock, kinds[which], cb, arg, &rc);
+    struct fanout *op = lock_query_new(lock, kinds[which], cb, arg, &rc);
     if (!op)
         return rc;
     struct wire_lock w = handle_wire(lock);
-    op_eval(op, SCRIPT_QUERY);
-    wire_query(op_cmd(op), lock->eng->scripts.sha[SCRIPT_QUERY], which, &w);
-    op_submit(op, 0);
+    fanout_eval(op, SCRIPT_QUERY);
+    wire_query(fanout_cmd(op), lock->eng->scripts.sha[SCRIPT_QUERY], which, &w);
+    fanout_submit(op, 0);
     return 0;
 }
 
@@ -1205,7 +1205,7 @@ int lock_new(struct engine *eng, const char *name, size_t len,
     return 0;
 }
 
-static void repair_done(struct op *op, int status,
+static void repair_done(struct fanout *op, int status,
                         const struct op_result *res)
 {
     (void)op;
@@ -1224,15 +1224,15 @@ static void hook_repair(struct hilock_lock *lock, size_t i)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
-    struct op *op = op_new(eng, OP_KIND_ACQUIRE, (int)i, lock->slot, 0,
+    struct fanout *op = fanout_new(eng, OP_KIND_ACQUIRE, (int)i, lock->slot, 0,
                            repair_done);
     if (!op)
         return; /* the next renewal tries again */
-    op_eval(op, SCRIPT_ACQUIRE);
-    wire_acquire(op_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
+    fanout_eval(op, SCRIPT_ACQUIRE);
+    wire_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
                  lock_lease(lock), eng->opts->fencing, 0);
     handle_attach(lock, op);
-    op_submit(op, 0);
+    fanout_submit(op, 0);
 }
 
 void lock_engine_init(struct engine *eng)
@@ -1263,7 +1263,7 @@ void lock_cancel_all(struct engine *eng)
 
 void lock_engine_free(struct engine *eng)
 {
-    op_pool_free(eng);
+    fanout_pool_free(eng);
     handle_free_all(eng);
     table_free(&eng->owners);
     waits_free(eng);

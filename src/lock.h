@@ -29,9 +29,9 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
 int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
                  void *arg);
 /* A query about lock whose reply (an integer) goes to cb as its value:
- * the caller encodes the command into op_cmd() and submits it. NULL with
+ * the caller encodes the command into fanout_cmd() and submits it. NULL with
  * *rc set (HILOCK_EINVAL, HILOCK_ECANCELED, HILOCK_ENOMEM). */
-struct op *lock_query_new(struct hilock_lock *lock, enum op_kind kind,
+struct fanout *lock_query_new(struct hilock_lock *lock, enum op_kind kind,
                           hilock_lock_cb *cb, void *arg, int *rc);
 /* A hold taken by a request sent at sent_ms with lease_ms (0: watchdog)
  * on some other path (a MultiLock): count it and track its lease. */

@@ -24,7 +24,7 @@
 #include "clock.h"
 #include "handle.h"
 #include "lock.h"
-#include "op.h"
+#include "fanout.h"
 #include "wait.h"
 #include "wire.h"
 
@@ -33,7 +33,7 @@ enum multi_op { MULTI_IDLE = 0, MULTI_ACQUIRING, MULTI_RELEASING };
 struct hilock_multi {
     struct engine *eng;
     LIST_ENTRY(hilock_multi) link;   /* eng's multis */
-    struct op_list ops;              /* operations about it (ctx_link) */
+    struct fanout_list ops;              /* operations about it (ctx_link) */
     uint32_t refs;                   /* the user's + one per operation */
     uint8_t freeing;
     uint8_t held;
@@ -46,7 +46,7 @@ struct hilock_multi {
     uint32_t lease_ms;               /* requested (0: watchdog) */
     uint64_t deadline;               /* ms; 0: try once */
     struct event *deadline_timer;
-    struct op *pending;              /* attempt or release in flight */
+    struct fanout *pending;              /* attempt or release in flight */
     struct hilock_lock *parked;      /* member waiting in its name's queue */
     size_t k;
     struct hilock_lock *members[];
@@ -75,7 +75,7 @@ static void multi_unref(struct hilock_multi *m)
     free(m);
 }
 
-static void multi_detach(struct op *op)
+static void multi_detach(struct fanout *op)
 {
     struct hilock_multi *m = op->ctx;
     TAILQ_REMOVE(&m->ops, op, ctx_link);
@@ -83,7 +83,7 @@ static void multi_detach(struct op *op)
 }
 
 /* Link op to m: a reference, and a place in m->ops for cancelling. */
-static void multi_attach(struct hilock_multi *m, struct op *op)
+static void multi_attach(struct hilock_multi *m, struct fanout *op)
 {
     op->ctx = m;
     op->fini = multi_detach;
@@ -125,33 +125,33 @@ static void finish(struct hilock_multi *m, int status)
     cb(m, status, 0, arg);
 }
 
-static void acquire_done(struct op *op, int status,
+static void acquire_done(struct fanout *op, int status,
                          const struct op_result *res);
-static void release_done(struct op *op, int status,
+static void release_done(struct fanout *op, int status,
                          const struct op_result *res);
 
 /* Release one hold of every member on every node (node < 0) or on one,
  * with done told. Returns the operation, or NULL without memory. */
-static struct op *send_release(struct hilock_multi *m, int node,
-                               op_done_fn *done)
+static struct fanout *send_release(struct hilock_multi *m, int node,
+                               fanout_done_fn *done)
 {
     struct engine *eng = m->eng;
     struct wire_lock w[HILOCK_MULTI_MAX];
-    struct op *op = op_new(eng, OP_KIND_MULTI_RELEASE, node,
+    struct fanout *op = fanout_new(eng, OP_KIND_MULTI_RELEASE, node,
                            m->members[0]->slot, 0, done);
     if (!op)
         return NULL;
     multi_wire(m, w);
-    op_eval(op, SCRIPT_MULTI_RELEASE);
-    wire_multi_release(op_cmd(op), eng->scripts.sha[SCRIPT_MULTI_RELEASE],
+    fanout_eval(op, SCRIPT_MULTI_RELEASE);
+    wire_multi_release(fanout_cmd(op), eng->scripts.sha[SCRIPT_MULTI_RELEASE],
                        w, m->k, ++eng->seq, engine_lease(eng, m->lease_ms),
                        topo_publish(eng->topo));
     multi_attach(m, op);
-    op_submit(op, 0);
+    fanout_submit(op, 0);
     return op;
 }
 
-static void undo_done(struct op *op, int status, const struct op_result *res)
+static void undo_done(struct fanout *op, int status, const struct op_result *res)
 {
     (void)op;
     (void)status;
@@ -162,7 +162,7 @@ static void undo_done(struct op *op, int status, const struct op_result *res)
  * unless the attempt succeeded and the MultiLock is still held (or being
  * taken again: then its release went to that master before the new
  * attempt). */
-static void acquire_late(struct op *op, size_t i, const struct op_result *res)
+static void acquire_late(struct fanout *op, size_t i, const struct op_result *res)
 {
     struct hilock_multi *m = op->ctx;
     int stale = !m->held && m->op != MULTI_ACQUIRING;
@@ -175,21 +175,21 @@ static int send_attempt(struct hilock_multi *m)
 {
     struct engine *eng = m->eng;
     struct wire_lock w[HILOCK_MULTI_MAX];
-    struct op *op = op_new(eng, OP_KIND_MULTI_ACQUIRE, -1,
+    struct fanout *op = fanout_new(eng, OP_KIND_MULTI_ACQUIRE, -1,
                            m->members[0]->slot, 0, acquire_done);
     if (!op)
         return HILOCK_ENOMEM;
     op->late = acquire_late;
     multi_wire(m, w);
-    op_eval(op, SCRIPT_MULTI_ACQUIRE);
-    wire_multi_acquire(op_cmd(op),
+    fanout_eval(op, SCRIPT_MULTI_ACQUIRE);
+    wire_multi_acquire(fanout_cmd(op),
                        eng->scripts.sha[SCRIPT_MULTI_ACQUIRE], w,
                        m->k, engine_lease(eng, m->lease_ms), ++eng->seq);
     multi_attach(m, op);
     m->pending = op;
     if (m->parked)
         m->parked->op_pending = op; /* a wake-up now is kept for later */
-    op_submit(op, 0);
+    fanout_submit(op, 0);
     return 0;
 }
 
@@ -215,11 +215,11 @@ static void park(struct hilock_multi *m, size_t b, int64_t ttl)
 
 /* Undo the grants of failed attempt op. Returns how many masters had
  * granted it. */
-static size_t undo_grants(struct hilock_multi *m, struct op *op)
+static size_t undo_grants(struct hilock_multi *m, struct fanout *op)
 {
     size_t n = 0;
     for (size_t i = 0; i < op->n; i++)
-        if (op_node_ok(op, i) && ++n)
+        if (fanout_node_ok(op, i) && ++n)
             send_release(m, (int)i, undo_done);
     return n;
 }
@@ -240,7 +240,7 @@ static void split_backoff(struct hilock_multi *m, size_t b)
         wait_hold_off(m->parked, ms);
 }
 
-static void acquire_done(struct op *op, int status,
+static void acquire_done(struct fanout *op, int status,
                          const struct op_result *res)
 {
     struct hilock_multi *m = op->ctx;
@@ -280,7 +280,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     reentry_enter(guard);
     m->deadline = 1; /* passed, whatever the clock's rounding */
     if (m->pending)
-        op_complete(m->pending, HILOCK_ETIMEDOUT);
+        fanout_complete(m->pending, HILOCK_ETIMEDOUT);
     else if (m->op == MULTI_ACQUIRING)
         finish(m, HILOCK_ETIMEDOUT);
     reentry_leave(guard);
@@ -305,7 +305,7 @@ static void member_lost(struct hilock_lock *lock, int status, int64_t value,
         m->lost_cb(m, status, 0, m->lost_arg);
 }
 
-static void release_done(struct op *op, int status,
+static void release_done(struct fanout *op, int status,
                          const struct op_result *res)
 {
     struct hilock_multi *m = op->ctx;
@@ -471,7 +471,7 @@ int hilock_multi_release(struct hilock_multi *m, hilock_multi_cb *cb,
         return HILOCK_EINVAL;
     if (m->op != MULTI_IDLE)
         return HILOCK_EINPROGRESS;
-    struct op *op = send_release(m, -1, release_done);
+    struct fanout *op = send_release(m, -1, release_done);
     if (!op)
         return HILOCK_ENOMEM;
     m->op = MULTI_RELEASING;
@@ -488,7 +488,7 @@ int hilock_multi_cancel(struct hilock_multi *m)
     struct reentry *guard = m->eng->guard;
     reentry_enter(guard);
     if (m->pending)
-        op_complete(m->pending, HILOCK_ECANCELED);
+        fanout_complete(m->pending, HILOCK_ECANCELED);
     else
         finish(m, HILOCK_ECANCELED);
     reentry_leave(guard);
@@ -519,10 +519,10 @@ void hilock_multi_free(struct hilock_multi *m)
     if (guard->closing)
         return; /* the teardown frees it */
     reentry_enter(guard);
-    for (struct op *op = TAILQ_FIRST(&m->ops), *next; op; op = next) {
+    for (struct fanout *op = TAILQ_FIRST(&m->ops), *next; op; op = next) {
         next = TAILQ_NEXT(op, ctx_link);
         if (op->done != undo_done)
-            op_complete(op, HILOCK_ECANCELED);
+            fanout_complete(op, HILOCK_ECANCELED);
     }
     if (m->op != MULTI_IDLE)
         finish(m, HILOCK_ECANCELED);

@@ -6,7 +6,7 @@
 
 #include "handle.h"
 #include "lock.h"
-#include "op.h"
+#include "fanout.h"
 
 static int is_sem(const struct hilock_lock *sem)
 {
@@ -50,18 +50,18 @@ static int sem_query(struct hilock_lock *sem, enum script_id id,
     int rc;
     if (!is_sem(sem) || permits > HILOCK_PERMITS_MAX)
         return HILOCK_EINVAL;
-    struct op *op = lock_query_new(sem, OP_KIND_QUERY_COUNT, cb, arg, &rc);
+    struct fanout *op = lock_query_new(sem, OP_KIND_QUERY_COUNT, cb, arg, &rc);
     if (!op)
         return rc;
     struct engine *eng = sem->eng;
     struct wire_lock w = handle_wire(sem);
     const char *pub = topo_publish(eng->topo);
-    op_eval(op, id);
+    fanout_eval(op, id);
     if (id == SCRIPT_SEM_INIT)
-        wire_sem_init(op_cmd(op), eng->scripts.sha[id], &w, permits, pub);
+        wire_sem_init(fanout_cmd(op), eng->scripts.sha[id], &w, permits, pub);
     else
-        wire_sem_available(op_cmd(op), eng->scripts.sha[id], &w, pub);
-    op_submit(op, 0);
+        wire_sem_available(fanout_cmd(op), eng->scripts.sha[id], &w, pub);
+    fanout_submit(op, 0);
     return 0;
 }
 

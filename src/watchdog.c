@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "clock.h"
-#include "op.h"
+#include "fanout.h"
 
 /* Most locks renewed by one script call: bounds the time Redis spends in
  * one script. */
@@ -123,10 +123,10 @@ void watchdog_forget(struct hilock_lock *lock)
     lock->renewing = 0;
 }
 
-static void renew_done(struct op *op, int status,
+static void renew_done(struct fanout *op, int status,
                        const struct op_result *res);
-static void renew_late(struct op *op, size_t i, const struct op_result *res);
-static void renew_fini(struct op *op);
+static void renew_late(struct fanout *op, size_t i, const struct op_result *res);
+static void renew_fini(struct fanout *op);
 
 /* Encode the renew script for the locks of b into buf, with the deadline
  * in the clock of node n (none while n is not known). Past the earliest
@@ -153,17 +153,17 @@ static void encode_batch(struct resp_buf *buf, const char *sha,
 static int send_batch(struct engine *c, struct renew_batch *b)
 {
     unsigned slot = b->locks[0]->slot;
-    struct op *op =
-        op_new(c, OP_KIND_RENEW, -1, slot, (uint32_t)b->n, renew_done);
+    struct fanout *op =
+        fanout_new(c, OP_KIND_RENEW, -1, slot, (uint32_t)b->n, renew_done);
     if (!op)
         return HILOCK_ENOMEM;
-    op_eval(op, SCRIPT_RENEW);
+    fanout_eval(op, SCRIPT_RENEW);
     op->data = b;
     for (size_t i = 0; i < c->nnodes; i++) {
         struct node *n = topo_node(c->topo, i, slot);
         if (b->lease_ms && n)
             node_clock_refresh(n);
-        encode_batch(op_cmd_at(op, i), c->scripts.sha[SCRIPT_RENEW], n, b);
+        encode_batch(fanout_cmd_at(op, i), c->scripts.sha[SCRIPT_RENEW], n, b);
     }
     if (b->cb) {
         handle_attach(b->locks[0], op);
@@ -172,7 +172,7 @@ static int send_batch(struct engine *c, struct renew_batch *b)
         op->fini = renew_fini;
     }
     c->stats.renewals_sent += b->n;
-    op_submit(op, 0);
+    fanout_submit(op, 0);
     return 0;
 }
 
@@ -279,10 +279,10 @@ static void renew_manual(int status, int ok, const struct renew_batch *b)
 
 /* Lock k of renewal op was renewed on a majority: node i, if it said it
  * had lost it, gets it back (see engine.h), while the lock is held. */
-static void repair_node(const struct op *op, size_t i, size_t k,
+static void repair_node(const struct fanout *op, size_t i, size_t k,
                         struct hilock_lock *lock)
 {
-    if (op_renew_at(op, i, k) == RENEW_GONE && !lock->freeing &&
+    if (fanout_renew_at(op, i, k) == RENEW_GONE && !lock->freeing &&
         heap_contains(&lock->wd_node))
         lock->eng->hooks.repair(lock, i);
 }
@@ -291,19 +291,19 @@ static void repair_node(const struct op *op, size_t i, size_t k,
  * decision (a majority decides without waiting for the last one, which is
  * often the very master that restarted): the locks renewed that it lost
  * are repaired too. */
-static void renew_late(struct op *op, size_t i, const struct op_result *res)
+static void renew_late(struct fanout *op, size_t i, const struct op_result *res)
 {
     struct renew_batch *b = op->data;
     if (!res || res->status != 0 || op->status != 0 || !b->lease_ms)
         return;
-    const unsigned char *ok = op_renew_result(op);
+    const unsigned char *ok = fanout_renew_result(op);
     for (size_t k = 0; k < b->n; k++)
         if (ok[k] == RENEW_OK)
             repair_node(op, i, k, b->locks[k]);
 }
 
 /* A watchdog renewal's memory goes: its locks are let go. */
-static void renew_fini(struct op *op)
+static void renew_fini(struct fanout *op)
 {
     struct renew_batch *b = op->data;
     for (size_t i = 0; i < b->n; i++)
@@ -331,12 +331,12 @@ static int renew_keyed(struct hilock_lock *lock, const struct renew_batch *b)
     return 0;
 }
 
-static void renew_done(struct op *op, int status,
+static void renew_done(struct fanout *op, int status,
                        const struct op_result *res)
 {
     struct renew_batch *b = op->data;
     struct engine *c = b->locks[0]->eng;
-    const unsigned char *ok = status == 0 && res ? op_renew_result(op) : NULL;
+    const unsigned char *ok = status == 0 && res ? fanout_renew_result(op) : NULL;
     /* Only one node's answer says where a key is not (a Redlock's
      * unknown is a master that did not answer). */
     int reroute = ok && !b->keyed && op->n == 1;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "backoff.h"
-#include "dump.h"
+#include "restore_payload.h"
 #include "heap.h"
 #include "hilock/hilock.h"
 #include "keys.h"
@@ -460,10 +460,10 @@ END_TEST
 START_TEST(dump_payload_is_a_checked_rdb_hash)
 {
     /* the CRC-64 Redis checks payloads with: its published check value */
-    ck_assert(dump_crc64(0, (const unsigned char *)"123456789", 9) ==
+    ck_assert(restore_payload_crc64(0, (const unsigned char *)"123456789", 9) ==
               0xe9c6d914c4b8d9caULL);
     /* and continued over parts, the same */
-    ck_assert(dump_crc64(dump_crc64(0, (const unsigned char *)"1234", 4),
+    ck_assert(restore_payload_crc64(restore_payload_crc64(0, (const unsigned char *)"1234", 4),
                          (const unsigned char *)"56789", 5) ==
               0xe9c6d914c4b8d9caULL);
     unsigned char out[512];
@@ -471,7 +471,7 @@ START_TEST(dump_payload_is_a_checked_rdb_hash)
     memset(longer, 'x', sizeof longer);
     const struct resp_part kv[4] = {
         {"f", 1}, {"1", 1}, {longer, sizeof longer}, {"", 0}};
-    size_t n = dump_hash(kv, 2, out, sizeof out);
+    size_t n = restore_payload_hash(kv, 2, out, sizeof out);
     /* type, pair count, 1+1, 1+1, 2+100 (a two-byte length), 1+0, version,
      * CRC */
     ck_assert_uint_eq(n, 1 + 1 + 2 + 2 + 102 + 1 + 2 + 8);
@@ -480,13 +480,13 @@ START_TEST(dump_payload_is_a_checked_rdb_hash)
     ck_assert(out[2] == 1 && out[3] == 'f' && out[4] == 1 && out[5] == '1');
     ck_assert(out[6] == 0x40 && out[7] == 100);
     ck_assert(out[108] == 0 && out[109] == 6 && out[110] == 0);
-    uint64_t crc = dump_crc64(0, out, n - 8);
+    uint64_t crc = restore_payload_crc64(0, out, n - 8);
     for (int i = 0; i < 8; i++)
         ck_assert_int_eq(out[n - 8 + (size_t)i], (unsigned char)(crc >> (8 * i)));
     /* too small a buffer, a string too long: nothing */
-    ck_assert_uint_eq(dump_hash(kv, 2, out, n - 1), 0);
+    ck_assert_uint_eq(restore_payload_hash(kv, 2, out, n - 1), 0);
     const struct resp_part huge[2] = {{out, DUMP_STRING_MAX + 1}, {"", 0}};
-    ck_assert_uint_eq(dump_hash(huge, 1, out, sizeof out), 0);
+    ck_assert_uint_eq(restore_payload_hash(huge, 1, out, sizeof out), 0);
 }
 END_TEST
 
