@@ -230,7 +230,7 @@ static uint32_t vote_ms(struct fanout *op, const struct req *r,
     if (!n || (!down && !node_suspect(n)))
         return timeout_ms;
     op->got[i] = 1;
-    op->res[i] = (struct op_result){HILOCK_ECONN, 0, 0};
+    op->res[i] = (struct op_result){.status = HILOCK_ECONN, .ttl_ms = -1};
     return down ? 1 : node_vote_ms(n, timeout_ms);
 }
 
@@ -276,7 +276,7 @@ static void decode(struct fanout *op, size_t i, int status, int plain,
                    redisReply *rep, struct op_result *res)
 {
     int64_t v = 0;
-    *res = (struct op_result){status, 0, 0};
+    *res = (struct op_result){.status = status, .ttl_ms = -1};
     unsigned char *row = op->renew ? op->renew + i * op->nlocks : NULL;
     if (row)
         memset(row, RENEW_UNKNOWN, op->nlocks);
@@ -288,18 +288,19 @@ static void decode(struct fanout *op, size_t i, int status, int plain,
     }
     switch (op->kind) {
     case OP_KIND_ACQUIRE:
-        res->a = -1;
-        res->status = reply_acquire(rep, &res->a, &res->b, &res->a);
+        res->status =
+            reply_acquire(rep, &res->count, &res->token, &res->ttl_ms);
         break;
     case OP_KIND_RELEASE:
-        res->status = plain ? reply_release_plain(rep, &res->a, &res->b)
-                            : reply_release(rep, &res->a, &res->b);
+        res->status = plain
+                          ? reply_release_plain(rep, &res->count, &res->heard)
+                          : reply_release(rep, &res->count, &res->heard);
         if (res->status == 0) /* one node: fair mode is not for Redlock */
             op->handed = (uint8_t)reply_release_handoff(rep, &op->handoff);
         break;
     case OP_KIND_MULTI_ACQUIRE:
-        res->status = reply_multi_acquire(rep, &res->b, &res->a);
-        res->a = res->status ? res->a : 1;
+        res->status = reply_multi_acquire(rep, &res->index, &res->ttl_ms);
+        res->count = res->status ? 0 : 1;
         break;
     case OP_KIND_RENEW:
         res->status = reply_renew(rep, op->nlocks, row);
@@ -308,10 +309,10 @@ static void decode(struct fanout *op, size_t i, int status, int plain,
         break;
     case OP_KIND_QUERY_TTL:
         res->status = reply_integer(rep, -2, &v);
-        res->a = v == -2 ? -1 : v == -1 ? INT64_MAX : v;
+        res->count = v == -2 ? -1 : v == -1 ? INT64_MAX : v;
         break;
     default:
-        res->status = reply_integer(rep, 0, &res->a);
+        res->status = reply_integer(rep, 0, &res->count);
         break;
     }
 }
@@ -433,7 +434,7 @@ static void part_counted(struct fanout *op, size_t i, int status)
     if (quorum_decide(op->kind, op->n, op->res, op->got, &out))
         decided(op, out.status, &out);
     else if (renewal_settled(op))
-        decided(op, 0, &(struct op_result){0, 0, 0});
+        decided(op, 0, &(struct op_result){.ttl_ms = -1});
     else
         hurry_rest(op);
 }
@@ -515,10 +516,10 @@ static int wants_wait(const struct fanout *op, size_t i)
 static void resent_release(const struct fanout *op, struct op_result *res)
 {
     if (op->kind == OP_KIND_RELEASE && res->status == HILOCK_ENOTOWNER)
-        *res = (struct op_result){0, 0, 0};
+        *res = (struct op_result){.ttl_ms = -1};
     else if (op->kind == OP_KIND_MULTI_RELEASE && res->status == 0 &&
-             res->a == 0)
-        res->a = 1;
+             res->count == 0)
+        res->count = 1;
 }
 
 /* Note the request id node i's acquire carried as it was answered (the

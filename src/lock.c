@@ -688,7 +688,7 @@ static void released_news(struct hilock_lock *lock, const struct fanout *op,
     if (op->handed == REPLY_HANDED_LOCAL)
         wait_handed(lock->eng, lock->name, lock->name_len, &op->handoff);
     else if (op->handed == REPLY_HANDED_NONE)
-        wait_released(lock, res->b);
+        wait_released(lock, res->heard);
 }
 
 static void cleanup_done(struct fanout *op, int status,
@@ -697,10 +697,10 @@ static void cleanup_done(struct fanout *op, int status,
     struct hilock_lock *lock = op->ctx;
     if (lock->kind == KIND_SEM) {
         if (status == 0 && res)
-            wait_released(lock, res->b);
+            wait_released(lock, res->heard);
         return;
     }
-    if (status == 0 && res && res->a == 0 && op->target < 0) {
+    if (status == 0 && res && res->count == 0 && op->target < 0) {
         share_end(op->ctx); /* twins that still counted on it */
         released_news(op->ctx, op, res);
     }
@@ -780,7 +780,7 @@ static int reentered(const struct hilock_lock *lock, const struct fanout *op)
     if (lock->holds > 0 || handle_owner_holds(lock))
         return 0;
     for (size_t i = 0; i < op->n; i++)
-        if (fanout_node_ok(op, i) && op->res[i].a > 1)
+        if (fanout_node_ok(op, i) && op->res[i].count > 1)
             return 1;
     return 0;
 }
@@ -798,9 +798,9 @@ static int quorum_granted(struct hilock_lock *lock, struct fanout *op,
         return 0;
     /* One above the largest token is fresh once a majority has it (any
      * token reported was on a majority, which meets this one). */
-    op->token = res->b + (eng->opts->fencing && reentered(lock, op));
+    op->token = res->token + (eng->opts->fencing && reentered(lock, op));
     for (size_t i = 0; i < op->n; i++)
-        same += fanout_node_ok(op, i) && op->res[i].b == op->token;
+        same += fanout_node_ok(op, i) && op->res[i].token == op->token;
     if (!eng->opts->fencing || same >= quorum_of(op->n))
         return 0;
     struct wire_lock w = handle_wire(lock);
@@ -857,14 +857,14 @@ static void acquire_done(struct fanout *op, int status,
                          const struct op_result *res)
 {
     struct hilock_lock *lock = op->ctx;
-    int64_t ttl = res && status == HILOCK_EBUSY ? res->a : -1;
+    int64_t ttl = res && status == HILOCK_EBUSY ? res->ttl_ms : -1;
     lock->op_pending = NULL;
     if (status == 0)
         status = grant_in_time(lock, op);
     if (status == 0 && (status = quorum_granted(lock, op, res)) == 0) {
-        drop_unreleased(lock, res->a);
+        drop_unreleased(lock, res->count);
         if (!lock->op_pending)
-            acquired(lock, op->n > 1 ? op->token : res->b, op->sent_ms);
+            acquired(lock, op->n > 1 ? op->token : res->token, op->sent_ms);
         return;
     }
     op->status = status; /* late successes are undone too */
@@ -951,15 +951,15 @@ static void sem_release_done(struct hilock_lock *lock, const struct fanout *op,
     uint32_t n = (uint32_t)op->token;
     lock->holds -= lock->holds < n ? lock->holds : n;
     if (status == 0)
-        wait_released(lock, res->b);
-    finish_op(lock, status, status == 0 ? res->a : 0);
+        wait_released(lock, res->heard);
+    finish_op(lock, status, status == 0 ? res->count : 0);
 }
 
 static void release_done(struct fanout *op, int status,
                          const struct op_result *res)
 {
     struct hilock_lock *lock = op->ctx;
-    int64_t left = res && status == 0 ? res->a : 0;
+    int64_t left = res && status == 0 ? res->count : 0;
     lock->op_pending = NULL;
     if (lock->kind == KIND_SEM) {
         sem_release_done(lock, op, status, res);
@@ -1071,7 +1071,7 @@ static void query_done(struct fanout *op, int status, const struct op_result *re
 {
     struct hilock_lock *lock = op->ctx;
     struct query *q = op->data;
-    int64_t v = res && status == 0 ? res->a : 0;
+    int64_t v = res && status == 0 ? res->count : 0;
     if (lock->freeing || closing(lock))
         status = HILOCK_ECANCELED;
     hilock_lock_cb *cb = q->cb;

@@ -265,11 +265,11 @@ static void acquire_done(struct fanout *op, int status,
     } else if (clock_now_ms() >= m->deadline) {
         finish(m, status == HILOCK_ENOQUORUM ? status : HILOCK_ETIMEDOUT);
     } else if (split) {
-        split_backoff(m, res ? (size_t)res->b : 0);
+        split_backoff(m, res ? (size_t)res->index : 0);
     } else {
         m->splits = 0;
-        park(m, status == HILOCK_EBUSY && res ? (size_t)res->b : 0,
-             status == HILOCK_EBUSY && res ? res->a : 50);
+        park(m, status == HILOCK_EBUSY && res ? (size_t)res->index : 0,
+             status == HILOCK_EBUSY && res ? res->ttl_ms : 50);
     }
 }
 
@@ -316,7 +316,7 @@ static void release_done(struct fanout *op, int status,
         if (status == 0)
             wait_released(m->members[i], 0);
     }
-    if (status == 0 && res && res->a == 0)
+    if (status == 0 && res && res->count == 0)
         status = HILOCK_ENOTOWNER;
     finish(m, status);
 }
