@@ -252,7 +252,7 @@ static int guarded_check(struct hilock_lock *lock,
         return HILOCK_EGUARDED;
     }
     if (lock->kind == KIND_SEM ||
-        ((flags & HILOCK_GUARD_FENCE) && lock->token <= 0))
+        ((flags & HILOCK_GUARD_FENCE) && lock->hold.token <= 0))
         return HILOCK_EINVAL;
     return slots_ok(lock, cmds, ncmds) ? 0 : HILOCK_EINVAL;
 }
@@ -281,7 +281,7 @@ int hilock_lock_guarded(struct hilock_lock *lock,
     struct wire_lock w = handle_wire(lock);
     fanout_eval(op, SCRIPT_GUARDED);
     guarded_encode(fanout_cmd(op), eng->scripts.sha[SCRIPT_GUARDED], &w,
-                   (flags & HILOCK_GUARD_FENCE) ? lock->token : 0,
+                   (flags & HILOCK_GUARD_FENCE) ? lock->hold.token : 0,
                    (uint32_t)(keep < GUARDED_KEEP_MS   ? GUARDED_KEEP_MS
                               : keep > INT32_MAX ? INT32_MAX
                                                  : keep),

@@ -3,7 +3,7 @@
  * renew; the top of the engine.
  *
  * A handle is one name plus one owner. At most one acquire or release is
- * pending on it (lock->op); queries and renewals may run alongside. Handles
+ * pending on it (lock->pending.what); queries and renewals may run alongside. Handles
  * of one name and owner (twins) share one hold in Redis: what a reply says
  * about that hold (a new lease, its end) is applied to all of them. The
  * files below report here through eng->hooks, which lock_engine_init fills
@@ -70,7 +70,7 @@ static struct wire_fair fair_args(const struct hilock_lock *lock)
 {
     uint64_t now = clock_now_ms();
     struct wire_fair f = {lock->eng->listener, entry_ms(lock, now),
-                          lock->wait_id, topo_publish(lock->eng->topo), now};
+                          lock->pending.wait_id, topo_publish(lock->eng->topo), now};
     return f;
 }
 
@@ -120,21 +120,21 @@ static void send_leave(struct hilock_lock *lock)
 /* Finish the pending op: clear it, then call the user's callback (last). */
 static void finish_op(struct hilock_lock *lock, int status, int64_t value)
 {
-    hilock_lock_cb *cb = lock->op_cb;
-    void *arg = lock->op_arg;
-    stats_acquire_end(&lock->eng->stats, lock->op == OP_ACQUIRE, status);
-    if (lock->op == OP_ACQUIRE) {
+    hilock_lock_cb *cb = lock->pending.cb;
+    void *arg = lock->pending.arg;
+    stats_acquire_end(&lock->eng->stats, lock->pending.what == PENDING_ACQUIRE, status);
+    if (lock->pending.what == PENDING_ACQUIRE) {
         wait_end(lock);
-        if (lock->queued && status != 0)
+        if (lock->pending.queued && status != 0)
             send_leave(lock);
-        lock->queued = 0;
-        lock->handed = 0;
-        lock->unsure = 0;
+        lock->pending.queued = 0;
+        lock->fair.handed = 0;
+        lock->pending.unsure = 0;
     }
-    lock->op = OP_NONE;
-    lock->op_cb = NULL;
-    lock->op_arg = NULL;
-    lock->op_pending = NULL;
+    lock->pending.what = PENDING_NONE;
+    lock->pending.cb = NULL;
+    lock->pending.arg = NULL;
+    lock->pending.fanout = NULL;
     if (closing(lock) || lock->freeing)
         status = HILOCK_ECANCELED;
     cb(lock, status, status == HILOCK_ECANCELED ? 0 : value, arg);
@@ -145,9 +145,9 @@ static void hold_ended(struct hilock_lock *lock)
 {
     watchdog_forget(lock);
     handle_hold_end(lock);
-    lock->holds = 0;
-    lock->token = 0;
-    lock->auto_renew = 0;
+    lock->hold.count = 0;
+    lock->hold.token = 0;
+    lock->hold.auto_renew = 0;
 }
 
 /* The hold of a handle that counted on it is gone: tell its on_lost. A
@@ -155,9 +155,9 @@ static void hold_ended(struct hilock_lock *lock)
  * that release's callback tells how the hold ended. */
 static void lock_lost(struct hilock_lock *lock)
 {
-    hilock_lock_cb *cb = lock->lost_cb;
-    void *arg = lock->lost_arg;
-    int held = lock->holds > (lock->op == OP_RELEASE ? 1u : 0u);
+    hilock_lock_cb *cb = lock->on_lost.cb;
+    void *arg = lock->on_lost.arg;
+    int held = lock->hold.count > (lock->pending.what == PENDING_RELEASE ? 1u : 0u);
     lock->eng->stats.lost += held && !lock->freeing && !closing(lock);
     hold_ended(lock);
     if (held && cb && !lock->freeing && !closing(lock))
@@ -172,8 +172,8 @@ static void share_lease(struct hilock_lock *lock, uint64_t sent_ms,
     struct hilock_lock *t[HANDLE_TWINS_MAX];
     size_t n = handle_twins(lock, t);
     for (size_t i = 0; i < n; i++) {
-        if (t[i]->holds > 0 && !t[i]->freeing) {
-            t[i]->lease_ms = lease_ms;
+        if (t[i]->hold.count > 0 && !t[i]->freeing) {
+            t[i]->hold.lease_ms = lease_ms;
             watchdog_confirmed(t[i], sent_ms);
         }
         handle_unref(t[i]);
@@ -195,7 +195,7 @@ static void share_end(struct hilock_lock *lock)
 /* The lease a release sets when holds remain. */
 static uint32_t lock_lease(const struct hilock_lock *lock)
 {
-    return engine_lease(lock->eng, lock->lease_ms);
+    return engine_lease(lock->eng, lock->hold.lease_ms);
 }
 
 static void acquire_done(struct fanout *op, int status,
@@ -206,7 +206,7 @@ static void acquire_late(struct fanout *op, size_t i,
 /* The lease the pending acquire asks for. */
 static uint32_t acquire_lease(const struct hilock_lock *lock)
 {
-    return engine_lease(lock->eng, lock->op_lease_ms);
+    return engine_lease(lock->eng, lock->pending.lease_ms);
 }
 
 /* The deadline of each master's part of an acquire: on several masters a
@@ -258,7 +258,7 @@ static const char *kind_eval(const struct hilock_lock *lock, struct fanout *op,
 }
 
 /* Encode the pending acquire of a read-write lock side or a semaphore
- * (lock->op_lease_ms: its permits) into op, as request id rid. */
+ * into op, as request id rid. */
 static void encode_acquire(struct hilock_lock *lock, struct fanout *op,
                            uint64_t rid)
 {
@@ -266,7 +266,7 @@ static void encode_acquire(struct hilock_lock *lock, struct fanout *op,
     struct wire_lock w = handle_wire(lock);
     const char *sha = kind_eval(lock, op, 0);
     if (lock->kind == KIND_SEM)
-        wire_sem_acquire(fanout_cmd(op), sha, &w, lock->op_lease_ms,
+        wire_sem_acquire(fanout_cmd(op), sha, &w, lock->pending.permits,
                          sem_rid_ttl(eng), rid);
     else if (lock->kind == KIND_PERMIT)
         wire_permit_acquire(fanout_cmd(op), sha, &w, acquire_lease(lock),
@@ -360,7 +360,7 @@ static int attempt_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
 static int plain_take(struct hilock_lock *lock, const struct wire_lock *w,
                       struct fanout *op)
 {
-    if (!plain_ok(lock) || lock->holds > 0 || handle_owner_holds(lock))
+    if (!plain_ok(lock) || lock->hold.count > 0 || handle_owner_holds(lock))
         return 0;
     op->rid = ++lock->eng->seq;
     op->lease_ms = acquire_lease(lock);
@@ -376,9 +376,9 @@ static int plain_take(struct hilock_lock *lock, const struct wire_lock *w,
 static int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
                       struct fanout *op, uint32_t drop)
 {
-    if (!plain_ok(lock) || drop != 1 || lock->holds != 1 ||
-        lock->unreleased || lock->twinned ||
-        clock_now_ms() >= lock->valid_until ||
+    if (!plain_ok(lock) || drop != 1 || lock->hold.count != 1 ||
+        lock->hold.unreleased || lock->twinned ||
+        clock_now_ms() >= lock->wd.valid_until ||
         handle_owner_holds_as(lock, KIND_READ))
         return 0;
     op->again = plain_again;
@@ -406,11 +406,11 @@ static int send_attempt(struct hilock_lock *lock, int first)
         wire_fair_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_FAIR_ACQUIRE],
                           &w, acquire_lease(lock), eng->opts->fencing, m, &f,
                           ++eng->seq);
-        lock->queued |= m == WIRE_FAIR_WAIT;
-        lock->handed = 0;
+        lock->pending.queued |= m == WIRE_FAIR_WAIT;
+        lock->fair.handed = 0;
     } else if (lock->kind != KIND_MUTEX) {
         encode_acquire(lock, op, ++eng->seq);
-        lock->queued |= lock->kind == KIND_WRITE && handle_wait_deadline(lock);
+        lock->pending.queued |= lock->kind == KIND_WRITE && handle_wait_deadline(lock);
     } else if (!first || !plain_take(lock, &w, op)) {
         fanout_eval(op, SCRIPT_ACQUIRE);
         wire_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
@@ -419,7 +419,7 @@ static int send_attempt(struct hilock_lock *lock, int first)
     if (lock->kind == KIND_MUTEX && !fair(lock))
         op->undo = attempt_undo;
     handle_attach(lock, op);
-    lock->op_pending = op;
+    lock->pending.fanout = op;
     fanout_submit(op, part_timeout(lock));
     return 0;
 }
@@ -427,7 +427,7 @@ static int send_attempt(struct hilock_lock *lock, int first)
 /* wait.c's turn: the head waiter tries again. */
 static void hook_attempt(struct hilock_lock *lock)
 {
-    if (lock->op_pending)
+    if (lock->pending.fanout)
         return;
     int rc = send_attempt(lock, 0);
     if (rc)
@@ -437,10 +437,10 @@ static void hook_attempt(struct hilock_lock *lock)
 /* wait.c: the wait's deadline passed. */
 static void hook_wait_expired(struct hilock_lock *lock)
 {
-    if (lock->op_pending)
-        fanout_complete(lock->op_pending, HILOCK_ETIMEDOUT);
-    else if (lock->op == OP_ACQUIRE)
-        finish_op(lock, lock->wait_err == HILOCK_ENOQUORUM ? HILOCK_ENOQUORUM
+    if (lock->pending.fanout)
+        fanout_complete(lock->pending.fanout, HILOCK_ETIMEDOUT);
+    else if (lock->pending.what == PENDING_ACQUIRE)
+        finish_op(lock, lock->pending.wait_err == HILOCK_ENOQUORUM ? HILOCK_ENOQUORUM
                                                           : HILOCK_ETIMEDOUT,
                   0);
 }
@@ -480,7 +480,7 @@ static void claim_done(struct fanout *op, int status,
         share_lease(lock, op->sent_ms, op->lease_ms);
     else if (status == HILOCK_EBUSY)
         share_end(lock);
-    else if (engine_transient(status) && lock->holds > 0 &&
+    else if (engine_transient(status) && lock->hold.count > 0 &&
              !lock->freeing && !closing(lock))
         send_claim(lock);
 }
@@ -494,8 +494,8 @@ static void took(struct hilock_lock *lock, int64_t token, uint64_t sent_ms,
 static int granted(struct hilock_lock *lock, uint64_t sent_ms, int watchdog,
                    uint32_t lease_ms)
 {
-    int again = lock->holds++ > 0 || handle_hold_begin(lock);
-    lock->auto_renew |= watchdog != 0;
+    int again = lock->hold.count++ > 0 || handle_hold_begin(lock);
+    lock->hold.auto_renew |= watchdog != 0;
     share_lease(lock, sent_ms, lease_ms);
     return again;
 }
@@ -520,16 +520,16 @@ static int granted(struct hilock_lock *lock, uint64_t sent_ms, int watchdog,
 static void hook_handed(struct hilock_lock *lock, int64_t token,
                         uint64_t until_ms)
 {
-    if (lock->op != OP_ACQUIRE || lock->freeing || closing(lock))
+    if (lock->pending.what != PENDING_ACQUIRE || lock->freeing || closing(lock))
         return;
-    if (lock->op_pending || until_ms == 0 || lock->unsure) {
-        lock->handed = 1;
+    if (lock->pending.fanout || until_ms == 0 || lock->pending.unsure) {
+        lock->fair.handed = 1;
         hook_attempt(lock);
         return;
     }
     lock->eng->stats.handoffs++;
     uint32_t lease = acquire_lease(lock);
-    if (lock->op_lease_ms > FAIR_HANDOFF_LEASE_MS)
+    if (lock->pending.lease_ms > FAIR_HANDOFF_LEASE_MS)
         send_claim(lock);
     if (lease > FAIR_HANDOFF_LEASE_MS)
         lease = FAIR_HANDOFF_LEASE_MS;
@@ -546,7 +546,7 @@ void lock_granted(struct hilock_lock *lock, uint64_t sent_ms,
 
 void lock_drop_hold(struct hilock_lock *lock)
 {
-    if (lock->holds > 0 && --lock->holds == 0)
+    if (lock->hold.count > 0 && --lock->hold.count == 0)
         hold_ended(lock);
 }
 
@@ -557,15 +557,15 @@ static void took(struct hilock_lock *lock, int64_t token, uint64_t sent_ms,
                  uint32_t lease_ms)
 {
     if (lock->kind == KIND_SEM) {
-        lock->holds += lock->op_lease_ms;
-        finish_op(lock, 0, lock->op_lease_ms);
+        lock->hold.count += lock->pending.permits;
+        finish_op(lock, 0, lock->pending.permits);
         return;
     }
-    lock->token = token; /* on re-entry, Redis returns the current token */
-    lock->splits = 0;
+    lock->hold.token = token; /* on re-entry, Redis returns the current token */
+    lock->pending.splits = 0;
     lock->eng->stats.reentries +=
-        granted(lock, sent_ms, lock->op_lease_ms == 0, lease_ms);
-    finish_op(lock, 0, lock->token);
+        granted(lock, sent_ms, lock->pending.lease_ms == 0, lease_ms);
+    finish_op(lock, 0, lock->hold.token);
 }
 
 /* The acquire succeeded (sent at sent_ms) with the lease it asked for. */
@@ -675,7 +675,7 @@ static void undo_partial(struct hilock_lock *lock, struct fanout *op)
 static void acquire_late(struct fanout *op, size_t i, const struct op_result *res)
 {
     const struct hilock_lock *lock = op->ctx;
-    if (res && res->status == 0 && (op->status != 0 || lock->holds == 0))
+    if (res && res->status == 0 && (op->status != 0 || lock->hold.count == 0))
         send_undo(op->ctx, op, i);
 }
 
@@ -729,18 +729,18 @@ static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
         return;
     }
     if (status == HILOCK_EBUSY || status == HILOCK_ENOQUORUM)
-        lock->wait_err = (int8_t)status;
+        lock->pending.wait_err = (int8_t)status;
     if (clock_now_ms() >= handle_wait_deadline(lock)) {
         finish_op(lock,
-                  lock->wait_err == HILOCK_ENOQUORUM ? HILOCK_ENOQUORUM
+                  lock->pending.wait_err == HILOCK_ENOQUORUM ? HILOCK_ENOQUORUM
                                                      : HILOCK_ETIMEDOUT,
                   0);
         return;
     }
-    if (lock->handed) {
+    if (lock->fair.handed) {
         /* Handed over while this attempt was on its way (it got there
          * first): the next one claims it. */
-        lock->handed = 0;
+        lock->fair.handed = 0;
         int rc = send_attempt(lock, 0);
         if (rc)
             finish_op(lock, rc, 0);
@@ -777,7 +777,7 @@ static int grant_in_time(const struct hilock_lock *lock, const struct fanout *op
  * comes with that attempt's late answer.) */
 static int reentered(const struct hilock_lock *lock, const struct fanout *op)
 {
-    if (lock->holds > 0 || handle_owner_holds(lock))
+    if (lock->hold.count > 0 || handle_owner_holds(lock))
         return 0;
     for (size_t i = 0; i < op->n; i++)
         if (fanout_node_ok(op, i) && op->res[i].count > 1)
@@ -812,7 +812,7 @@ static int quorum_granted(struct hilock_lock *lock, struct fanout *op,
     fanout_hold(op); /* until the fence is decided */
     f->data = op;
     handle_attach(lock, f);
-    lock->op_pending = f;
+    lock->pending.fanout = f;
     fanout_submit(f, part_timeout(lock));
     return 0;
 }
@@ -821,7 +821,7 @@ static void fence_done(struct fanout *f, int status, const struct op_result *res
 {
     struct hilock_lock *lock = f->ctx;
     struct fanout *op = f->data;
-    lock->op_pending = NULL;
+    lock->pending.fanout = NULL;
     if (status == 0)
         status = grant_in_time(lock, op);
     if (status == 0) {
@@ -846,11 +846,11 @@ static void fence_done(struct fanout *f, int status, const struct op_result *res
  * undo drops; dropping it here too would end the hold just reported. */
 static void drop_unreleased(struct hilock_lock *lock, int64_t holds)
 {
-    if (lock->unreleased && lock->eng->nnodes == 1 && holds > 1 &&
-        !lock->unsure && lock->kind <= KIND_WRITE &&
+    if (lock->hold.unreleased && lock->eng->nnodes == 1 && holds > 1 &&
+        !lock->pending.unsure && lock->kind <= KIND_WRITE &&
         !handle_owner_holds(lock))
         send_cleanup(lock, (uint32_t)(holds - 1), -1);
-    lock->unreleased = 0;
+    lock->hold.unreleased = 0;
 }
 
 static void acquire_done(struct fanout *op, int status,
@@ -858,24 +858,24 @@ static void acquire_done(struct fanout *op, int status,
 {
     struct hilock_lock *lock = op->ctx;
     int64_t ttl = res && status == HILOCK_EBUSY ? res->ttl_ms : -1;
-    lock->op_pending = NULL;
+    lock->pending.fanout = NULL;
     if (status == 0)
         status = grant_in_time(lock, op);
     if (status == 0 && (status = quorum_granted(lock, op, res)) == 0) {
         drop_unreleased(lock, res->count);
-        if (!lock->op_pending)
+        if (!lock->pending.fanout)
             acquired(lock, op->n > 1 ? op->token : res->token, op->sent_ms);
         return;
     }
     op->status = status; /* late successes are undone too */
     undo_partial(lock, op);
-    lock->unsure |= status != HILOCK_EBUSY;
+    lock->pending.unsure |= status != HILOCK_EBUSY;
     if (status == HILOCK_EBUSY && granted_somewhere(op)) {
         /* A split vote: other clients took the other masters at the same
          * moment. Everyone retrying at once on the next release would split
          * again: back off for a short random time, longer each time. */
-        ttl = backoff_delay_ms(2, 64, lock->splits, lock->eng->rng);
-        lock->splits += lock->splits < 8;
+        ttl = backoff_delay_ms(2, 64, lock->pending.splits, lock->eng->rng);
+        lock->pending.splits += lock->pending.splits < 8;
         /* Held off before parking too: a release heard while the attempt
          * was out (the undo's own) must not send the next one at once. */
         wait_hold_off(lock, (uint64_t)ttl);
@@ -883,7 +883,7 @@ static void acquire_done(struct fanout *op, int status,
         wait_hold_off(lock, (uint64_t)ttl);
         return;
     }
-    lock->splits = 0;
+    lock->pending.splits = 0;
     acquire_failed(lock, status, ttl);
 }
 
@@ -900,32 +900,32 @@ int hilock_lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
 {
     if (!lock || lease_ms > HILOCK_MS_MAX)
         return HILOCK_EINVAL;
-    return lock_acquire(lock, wait_ms,
-                        lock->kind == KIND_SEM ? 1 : (uint32_t)lease_ms, cb,
-                        arg);
+    return lock_acquire(lock, wait_ms, (uint32_t)lease_ms, 1, cb, arg);
 }
 
 int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
-                 uint32_t lease_ms, hilock_lock_cb *cb, void *arg)
+                 uint32_t lease_ms, uint32_t permits, hilock_lock_cb *cb,
+                 void *arg)
 {
     int rc = lock_usable(lock);
     if (rc)
         return rc;
     if (!cb || wait_ms > HILOCK_MS_MAX ||
-        (lock->kind == KIND_PERMIT && lock->holds > 0))
+        (lock->kind == KIND_PERMIT && lock->hold.count > 0))
         return HILOCK_EINVAL;
-    if (lock->op != OP_NONE)
+    if (lock->pending.what != PENDING_NONE)
         return HILOCK_EINPROGRESS;
     if (wait_ms && (rc = wait_begin(lock, wait_ms)))
         return rc;
-    lock->op = OP_ACQUIRE;
-    lock->op_cb = cb;
-    lock->op_arg = arg;
-    lock->op_lease_ms = lease_ms;
+    lock->pending.what = PENDING_ACQUIRE;
+    lock->pending.cb = cb;
+    lock->pending.arg = arg;
+    lock->pending.lease_ms = lease_ms;
+    lock->pending.permits = permits;
     if (!wait_ms && lock->waiting)
         lock->waiting->deadline = 0; /* wait_begin set it otherwise */
-    lock->wait_err = 0;
-    lock->wait_id = (uint32_t)++lock->eng->seq;
+    lock->pending.wait_err = 0;
+    lock->pending.wait_id = (uint32_t)++lock->eng->seq;
     /* In fair mode the queue in Redis keeps the order: every waiter
      * takes its place there at once. */
     if (wait_ms && !fair(lock) && !handle_owner_holds(lock) &&
@@ -936,7 +936,7 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
         rc = send_attempt(lock, 1);
     if (rc) {
         wait_end(lock);
-        lock->op = OP_NONE;
+        lock->pending.what = PENDING_NONE;
     }
     return rc;
 }
@@ -949,7 +949,7 @@ static void sem_release_done(struct hilock_lock *lock, const struct fanout *op,
                              int status, const struct op_result *res)
 {
     uint32_t n = (uint32_t)op->token;
-    lock->holds -= lock->holds < n ? lock->holds : n;
+    lock->hold.count -= lock->hold.count < n ? lock->hold.count : n;
     if (status == 0)
         wait_released(lock, res->heard);
     finish_op(lock, status, status == 0 ? res->count : 0);
@@ -960,18 +960,18 @@ static void release_done(struct fanout *op, int status,
 {
     struct hilock_lock *lock = op->ctx;
     int64_t left = res && status == 0 ? res->count : 0;
-    lock->op_pending = NULL;
+    lock->pending.fanout = NULL;
     if (lock->kind == KIND_SEM) {
         sem_release_done(lock, op, status, res);
         return;
     }
     int ended = status == HILOCK_ENOTOWNER || (status == 0 && left == 0);
-    lock->unreleased = engine_transient(status);
+    lock->hold.unreleased = engine_transient(status);
     /* A release that failed otherwise (timed out, connection lost) gives
      * the hold up too: it is most likely applied anyway (it is resent while
      * its deadline lasts), and if not, the lease runs out once nothing
      * renews it, or the handle's next acquisition drops it. */
-    if (ended || (lock->holds > 0 && --lock->holds == 0))
+    if (ended || (lock->hold.count > 0 && --lock->hold.count == 0))
         hold_ended(lock);
     if (ended)
         share_end(lock); /* twins of this owner counted on it too */
@@ -996,27 +996,27 @@ int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
         return rc;
     if (!cb)
         return HILOCK_EINVAL;
-    if (lock->op != OP_NONE)
+    if (lock->pending.what != PENDING_NONE)
         return HILOCK_EINPROGRESS;
     struct fanout *op = release_op(lock, drop, -1, release_done);
     if (!op)
         return HILOCK_ENOMEM;
-    lock->op = OP_RELEASE;
-    lock->op_cb = cb;
-    lock->op_arg = arg;
-    lock->op_pending = op;
+    lock->pending.what = PENDING_RELEASE;
+    lock->pending.cb = cb;
+    lock->pending.arg = arg;
+    lock->pending.fanout = op;
     fanout_submit(op, 0);
     return 0;
 }
 
 int hilock_lock_cancel(struct hilock_lock *lock)
 {
-    if (lock_usable(lock) || lock->op != OP_ACQUIRE)
+    if (lock_usable(lock) || lock->pending.what != PENDING_ACQUIRE)
         return HILOCK_EINVAL;
     struct reentry *guard = lock->eng->guard;
     reentry_enter(guard);
-    if (lock->op_pending)
-        fanout_complete(lock->op_pending, HILOCK_ECANCELED);
+    if (lock->pending.fanout)
+        fanout_complete(lock->pending.fanout, HILOCK_ECANCELED);
     else
         finish_op(lock, HILOCK_ECANCELED, 0);
     reentry_leave(guard);
@@ -1028,9 +1028,9 @@ int hilock_lock_cancel(struct hilock_lock *lock)
 static void cancel_pending(struct hilock_lock *lock)
 {
     struct fanout *op, *next;
-    if (lock->op != OP_NONE && !lock->op_pending)
+    if (lock->pending.what != PENDING_NONE && !lock->pending.fanout)
         finish_op(lock, HILOCK_ECANCELED, 0);
-    for (op = TAILQ_FIRST(&lock->ops); op; op = next) {
+    for (op = TAILQ_FIRST(&lock->fanouts); op; op = next) {
         next = TAILQ_NEXT(op, ctx_link);
         if (op->done != cleanup_done && op->done != leave_done)
             fanout_complete(op, HILOCK_ECANCELED);
@@ -1054,8 +1054,8 @@ void hilock_lock_free(struct hilock_lock *lock)
         return; /* the teardown frees it */
     reentry_enter(guard);
     cancel_pending(lock);
-    if (lock->holds > 0)
-        send_cleanup(lock, lock->holds, -1);
+    if (lock->hold.count > 0)
+        send_cleanup(lock, lock->hold.count, -1);
     hold_ended(lock);
     handle_unref(lock);
     reentry_leave(guard);
@@ -1150,8 +1150,8 @@ int hilock_lock_on_lost(struct hilock_lock *lock, hilock_lock_cb *cb,
 {
     if (!lock || lock->freeing || lock->kind == KIND_SEM)
         return HILOCK_EINVAL; /* counted permits are never lost */
-    lock->lost_cb = cb;
-    lock->lost_arg = arg;
+    lock->on_lost.cb = cb;
+    lock->on_lost.arg = arg;
     return 0;
 }
 
@@ -1161,7 +1161,7 @@ int hilock_lock_renew(struct hilock_lock *lock, uint64_t lease_ms,
     int rc = lock_usable(lock);
     if (rc)
         return rc;
-    if (!cb || lease_ms > HILOCK_MS_MAX || lock->holds == 0 ||
+    if (!cb || lease_ms > HILOCK_MS_MAX || lock->hold.count == 0 ||
         lock->kind == KIND_SEM)
         return HILOCK_EINVAL;
     return watchdog_renew_now(lock, lease_ms ? (uint32_t)lease_ms
@@ -1171,12 +1171,12 @@ int hilock_lock_renew(struct hilock_lock *lock, uint64_t lease_ms,
 
 uint32_t hilock_lock_hold_count(const struct hilock_lock *lock)
 {
-    return lock ? lock->holds : 0;
+    return lock ? lock->hold.count : 0;
 }
 
 int64_t hilock_lock_token(const struct hilock_lock *lock)
 {
-    return lock ? lock->token : 0;
+    return lock ? lock->hold.token : 0;
 }
 
 const char *hilock_lock_name(const struct hilock_lock *lock, size_t *len)
@@ -1255,7 +1255,7 @@ void lock_cancel_all(struct engine *eng)
     struct hilock_lock *lock;
     LIST_FOREACH(lock, &eng->locks, link) {
         lock->freeing = 1;
-        if (lock->op != OP_NONE && !lock->op_pending)
+        if (lock->pending.what != PENDING_NONE && !lock->pending.fanout)
             finish_op(lock, HILOCK_ECANCELED, 0);
         watchdog_forget(lock);
     }

@@ -21,10 +21,11 @@ void lock_engine_init(struct engine *eng);
 int lock_new(struct engine *eng, const char *name, size_t len,
              uint64_t owner_tag, enum lock_kind kind,
              struct hilock_lock **out);
-/* hilock_lock_acquire with lease_ms checked, or for a counting semaphore
- * with lease_ms the permits to take. */
+/* hilock_lock_acquire with lease_ms checked; a counting semaphore takes
+ * permits (and has no lease). */
 int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
-                 uint32_t lease_ms, hilock_lock_cb *cb, void *arg);
+                 uint32_t lease_ms, uint32_t permits, hilock_lock_cb *cb,
+                 void *arg);
 /* hilock_lock_release of drop holds (a counting semaphore: permits). */
 int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
                  void *arg);

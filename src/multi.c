@@ -102,7 +102,7 @@ static void multi_wire(const struct hilock_multi *m, struct wire_lock *w)
 static void wait_stop(struct hilock_multi *m)
 {
     if (m->parked) {
-        m->parked->op_pending = NULL;
+        m->parked->pending.fanout = NULL;
         wait_end(m->parked);
         m->parked = NULL;
     }
@@ -188,7 +188,7 @@ static int send_attempt(struct hilock_multi *m)
     multi_attach(m, op);
     m->pending = op;
     if (m->parked)
-        m->parked->op_pending = op; /* a wake-up now is kept for later */
+        m->parked->pending.fanout = op; /* a wake-up now is kept for later */
     fanout_submit(op, 0);
     return 0;
 }
@@ -199,7 +199,7 @@ static void park(struct hilock_multi *m, size_t b, int64_t ttl)
     struct hilock_lock *member = m->members[b < m->k ? b : 0];
     if (m->parked != member) {
         if (m->parked) {
-            m->parked->op_pending = NULL;
+            m->parked->pending.fanout = NULL;
             wait_end(m->parked);
         }
         m->parked = member;
@@ -208,7 +208,7 @@ static void park(struct hilock_multi *m, size_t b, int64_t ttl)
             return;
         }
     }
-    member->op_pending = NULL;
+    member->pending.fanout = NULL;
     if (wait_park(member, ttl))
         finish(m, HILOCK_ENOMEM);
 }

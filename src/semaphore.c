@@ -19,7 +19,7 @@ int hilock_semaphore_acquire(struct hilock_lock *sem, uint32_t permits,
     if (!sem || sem->kind != KIND_SEM || permits == 0 ||
         permits > HILOCK_PERMITS_MAX)
         return HILOCK_EINVAL;
-    return lock_acquire(sem, wait_ms, permits, cb, arg);
+    return lock_acquire(sem, wait_ms, 0, permits, cb, arg);
 }
 
 int hilock_semaphore_release(struct hilock_lock *sem, uint32_t permits,
@@ -33,7 +33,7 @@ int hilock_semaphore_release(struct hilock_lock *sem, uint32_t permits,
 
 int hilock_permit_id(const struct hilock_lock *permit, char *buf, size_t len)
 {
-    if (!permit || permit->kind != KIND_PERMIT || permit->holds == 0 ||
+    if (!permit || permit->kind != KIND_PERMIT || permit->hold.count == 0 ||
         !buf || len < 33)
         return HILOCK_EINVAL;
     struct wire_lock w = handle_wire(permit);
