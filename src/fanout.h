@@ -78,6 +78,7 @@ struct fanout {
                                         node answered (what undoing its
                                         grant names) */
     uint32_t lease_ms;        /* ... and lease */
+    uint32_t drop;            /* a release: the holds (permits) it drops */
     uint32_t nlocks;          /* renew: locks in the batch */
     /* When set, reads a node's reply into res instead of the kind's
      * decoding (a guarded command's reply is the caller's). */

@@ -251,7 +251,7 @@ static int guarded_check(struct hilock_lock *lock,
                                "one master can tell whether a lock is held");
         return HILOCK_EGUARDED;
     }
-    if (lock->kind == KIND_SEM ||
+    if (!lock->kind->guarded ||
         ((flags & HILOCK_GUARD_FENCE) && lock->hold.token <= 0))
         return HILOCK_EINVAL;
     return slots_ok(lock, cmds, ncmds) ? 0 : HILOCK_EINVAL;

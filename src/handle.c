@@ -12,7 +12,7 @@
 
 struct hilock_lock *handle_new(struct engine *eng, const char *name,
                                size_t len, uint64_t owner_tag,
-                               enum lock_kind kind)
+                               const struct kind_ops *kind)
 {
     struct hilock_lock *lock =
         calloc(1, offsetof(struct hilock_lock, name) + len + 1);
@@ -130,9 +130,9 @@ struct wire_lock handle_wire(const struct hilock_lock *lock)
                           .name_len = lock->name_len,
                           .client_id = eng->id,
                           .owner_tag = lock->owner_tag,
-                          .suffix = lock->kind == KIND_WRITE ? ":write" : NULL,
-                          .kind = lock->kind};
-    if (lock->kind == KIND_PERMIT || lock->kind == KIND_SEM) {
+                          .suffix = lock->kind->field_suffix,
+                          .kind = lock->kind->id};
+    if (!lock->kind->owned) { /* the handle's own id */
         memcpy(w.member, eng->permit_prefix, 8);
         put_be32(w.member + 8, (uint32_t)lock->owner_tag);
         put_be32(w.member + 12, lock->pending.wait_id);
@@ -179,7 +179,7 @@ void handle_hold_end(struct hilock_lock *lock)
  * owner as kind, or NULL. */
 static struct hilock_lock *holder_from(struct table_node *n,
                                        const struct hilock_lock *lock,
-                                       unsigned kind)
+                                       const struct kind_ops *kind)
 {
     for (; n; n = table_next(n)) {
         struct hilock_lock *h = TABLE_ENTRY(n, struct hilock_lock, owner_node);
@@ -198,7 +198,8 @@ static struct hilock_lock *twin_from(struct table_node *n,
     return holder_from(n, lock, lock->kind);
 }
 
-int handle_owner_holds_as(const struct hilock_lock *lock, unsigned kind)
+int handle_owner_holds_as(const struct hilock_lock *lock,
+                          const struct kind_ops *kind)
 {
     return holder_from(table_first(&lock->eng->owners, owner_hash(lock)),
                        lock, kind) != NULL;

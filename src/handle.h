@@ -12,6 +12,7 @@
 
 #include "engine.h"
 #include "heap.h"
+#include "kind.h"
 #include "fanout.h"
 #include "table.h"
 #include "wire.h"
@@ -89,7 +90,7 @@ struct hilock_lock {
     uint32_t refs;                   /* handle + requests + renew batches */
     uint32_t name_hash;              /* table_hash of the name, once */
     struct table_node owner_node;    /* eng->owners */
-    unsigned kind : 3;               /* enum lock_kind */
+    const struct kind_ops *kind;     /* what it takes (kind.h) */
     unsigned freeing : 1;            /* hilock_lock_free() was called, or
                                         the client is going */
     unsigned user_freed : 1;         /* hilock_lock_free() was called */
@@ -117,29 +118,38 @@ static inline uint64_t handle_wait_deadline(const struct hilock_lock *lock)
     return lock->waiting ? lock->waiting->deadline : 0;
 }
 
-/* The channel lock waits on. */
-static inline enum sub_kind handle_channel(const struct hilock_lock *lock)
+/* Whether lock's client is closing. */
+static inline int handle_closing(const struct hilock_lock *lock)
 {
-    static const uint8_t channel[] = {
-        [KIND_MUTEX] = SUB_RELEASE, [KIND_READ] = SUB_RWLOCK,
-        [KIND_WRITE] = SUB_RWLOCK,  [KIND_SEM] = SUB_SEM,
-        [KIND_PERMIT] = SUB_SEM,
-    };
-    return (enum sub_kind)channel[lock->kind];
+    return lock->eng->guard->closing;
 }
 
-/* Whether several may hold what lock takes at once (readers, permits). */
-static inline int handle_shared(const struct hilock_lock *lock)
+/* The checks of the public entry points: 0, HILOCK_EINVAL (no handle, or
+ * freed) or HILOCK_ECANCELED (its client is closing). */
+static inline int handle_usable(const struct hilock_lock *lock)
 {
-    return lock->kind == KIND_READ || lock->kind == KIND_SEM ||
-           lock->kind == KIND_PERMIT;
+    if (!lock || lock->freeing)
+        return HILOCK_EINVAL;
+    return handle_closing(lock) ? HILOCK_ECANCELED : 0;
+}
+
+/* The lease the pending acquire asks for. */
+static inline uint32_t handle_acquire_lease(const struct hilock_lock *lock)
+{
+    return engine_lease(lock->eng, lock->pending.lease_ms);
+}
+
+/* The lease of the current hold (a release sets it when holds remain). */
+static inline uint32_t handle_hold_lease(const struct hilock_lock *lock)
+{
+    return engine_lease(lock->eng, lock->hold.lease_ms);
 }
 
 /* A new handle of kind on eng, not yet referenced by anything but its
  * owner, or NULL without memory. */
 struct hilock_lock *handle_new(struct engine *eng, const char *name,
                                size_t len, uint64_t owner_tag,
-                               enum lock_kind kind);
+                               const struct kind_ops *kind);
 void handle_ref(struct hilock_lock *lock);
 /* Drop a reference; the last one frees the handle. */
 void handle_unref(struct hilock_lock *lock);
@@ -162,9 +172,9 @@ int handle_hold_begin(struct hilock_lock *lock);
 void handle_hold_end(struct hilock_lock *lock);
 /* Nonzero when some handle of lock's name and owner holds. */
 int handle_owner_holds(const struct hilock_lock *lock);
-/* Nonzero when a handle of lock's name and owner holds it as kind (enum
- * lock_kind). */
-int handle_owner_holds_as(const struct hilock_lock *lock, unsigned kind);
+/* Nonzero when a handle of lock's name and owner holds it as kind. */
+int handle_owner_holds_as(const struct hilock_lock *lock,
+                          const struct kind_ops *kind);
 /* Most twins handled at once. */
 #define HANDLE_TWINS_MAX 64
 /* The holding handles of lock's name and owner (lock too, if it holds),

@@ -6,17 +6,18 @@
 
 #include "handle.h"
 #include "lock.h"
+#include "query.h"
 #include "fanout.h"
 
 static int is_sem(const struct hilock_lock *sem)
 {
-    return sem && (sem->kind == KIND_SEM || sem->kind == KIND_PERMIT);
+    return sem && (sem->kind == &kind_sem || sem->kind == &kind_permit);
 }
 
 int hilock_semaphore_acquire(struct hilock_lock *sem, uint32_t permits,
                              uint64_t wait_ms, hilock_lock_cb *cb, void *arg)
 {
-    if (!sem || sem->kind != KIND_SEM || permits == 0 ||
+    if (!sem || sem->kind != &kind_sem || permits == 0 ||
         permits > HILOCK_PERMITS_MAX)
         return HILOCK_EINVAL;
     return lock_acquire(sem, wait_ms, 0, permits, cb, arg);
@@ -25,7 +26,7 @@ int hilock_semaphore_acquire(struct hilock_lock *sem, uint32_t permits,
 int hilock_semaphore_release(struct hilock_lock *sem, uint32_t permits,
                              hilock_lock_cb *cb, void *arg)
 {
-    if (!sem || sem->kind != KIND_SEM || permits == 0 ||
+    if (!sem || sem->kind != &kind_sem || permits == 0 ||
         permits > HILOCK_PERMITS_MAX)
         return HILOCK_EINVAL;
     return lock_release(sem, permits, cb, arg);
@@ -33,7 +34,7 @@ int hilock_semaphore_release(struct hilock_lock *sem, uint32_t permits,
 
 int hilock_permit_id(const struct hilock_lock *permit, char *buf, size_t len)
 {
-    if (!permit || permit->kind != KIND_PERMIT || permit->hold.count == 0 ||
+    if (!permit || permit->kind != &kind_permit || permit->hold.count == 0 ||
         !buf || len < 33)
         return HILOCK_EINVAL;
     struct wire_lock w = handle_wire(permit);
@@ -50,7 +51,7 @@ static int sem_query(struct hilock_lock *sem, enum script_id id,
     int rc;
     if (!is_sem(sem) || permits > HILOCK_PERMITS_MAX)
         return HILOCK_EINVAL;
-    struct fanout *op = lock_query_new(sem, OP_KIND_QUERY_COUNT, cb, arg, &rc);
+    struct fanout *op = query_new(sem, OP_KIND_QUERY_COUNT, cb, arg, &rc);
     if (!op)
         return rc;
     struct engine *eng = sem->eng;

@@ -110,7 +110,7 @@ static struct wait_queue *lock_queue(struct engine *eng, const char *name,
 /* The queue lock waits in, if any. */
 static struct wait_queue *queue_of(const struct hilock_lock *lock)
 {
-    return queue_find(lock->eng, handle_channel(lock), lock->name,
+    return queue_find(lock->eng, lock->kind->channel, lock->name,
                       lock->name_len, lock->name_hash);
 }
 
@@ -136,7 +136,7 @@ static struct wait_queue *queue_new(struct hilock_lock *lock)
     if (!q)
         return NULL;
     q->eng = eng;
-    q->kind = (uint8_t)handle_channel(lock);
+    q->kind = (uint8_t)lock->kind->channel;
     q->name_len = lock->name_len;
     memcpy(q->name, lock->name, lock->name_len);
     TAILQ_INIT(&q->waiters);
@@ -416,7 +416,7 @@ void wait_end(struct hilock_lock *lock)
     w->queue = NULL;
     if (TAILQ_EMPTY(&q->waiters)) {
         queue_drop(q);
-    } else if (was_head && lock->hold.count > 0 && !handle_shared(lock)) {
+    } else if (was_head && lock->hold.count > 0 && !lock->kind->shared) {
         /* It left because it got the lock: the new head's retry would be
          * busy for sure. This client's release wakes it; the fallback
          * covers a lost lock. (A reader, or a semaphore's taker, may have

@@ -205,7 +205,7 @@ static void flush_batch(struct engine *c, struct renew_batch *b)
 static void batch_push(struct renew_batch *b, struct hilock_lock *lock)
 {
     b->locks[b->n++] = lock;
-    b->nargs += wire_renew_size((enum lock_kind)lock->kind);
+    b->nargs += wire_renew_size(lock->kind->id);
 }
 
 /* Put lock, keyed at its validity end already, into b, marked as having a
@@ -427,7 +427,7 @@ static void flush_open(struct engine *c, struct renew_batch *open)
 static int hold_ending(const struct hilock_lock *lock)
 {
     return lock->pending.what == PENDING_RELEASE && lock->hold.count == 1 &&
-           lock->kind != KIND_SEM;
+           lock->kind->leased;
 }
 
 /* Timer: renew what is due, one batch per node; report what ran out. */
