@@ -36,7 +36,7 @@ static void sem_acquire(struct hilock_lock *lock, struct fanout *op,
                      &w, lock->pending.permits, sem_rid_ttl(eng), rid);
 }
 
-/* Give back drop permits (op->token keeps how many, see lock.c). */
+/* Give back drop permits. */
 static void sem_release(struct hilock_lock *lock, struct fanout *op,
                         uint32_t drop, uint64_t rid)
 {

@@ -526,18 +526,6 @@ int lock_new(struct engine *eng, const char *name, size_t len,
     return 0;
 }
 
-void lock_granted(struct hilock_lock *lock, uint64_t sent_ms,
-                  uint32_t lease_ms)
-{
-    hold_grant(lock, sent_ms, lease_ms == 0,
-               engine_lease(lock->eng, lease_ms));
-}
-
-void lock_drop_hold(struct hilock_lock *lock)
-{
-    hold_drop(lock);
-}
-
 void lock_engine_init(struct engine *eng)
 {
     LIST_INIT(&eng->locks);

@@ -29,12 +29,6 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
 /* hilock_lock_release of drop holds (a counting semaphore: permits). */
 int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
                  void *arg);
-/* A hold taken by a request sent at sent_ms with lease_ms (0: watchdog)
- * on some other path (a MultiLock): count it and track its lease. */
-void lock_granted(struct hilock_lock *lock, uint64_t sent_ms,
-                  uint32_t lease_ms);
-/* One hold of the handle was released on some other path. */
-void lock_drop_hold(struct hilock_lock *lock);
 /* Teardown, step 1: mark every handle freed, end every pending op that has
  * no request in flight, stop the watchdog's tracking. */
 void lock_cancel_all(struct engine *eng);

@@ -23,6 +23,7 @@
 #include "backoff.h"
 #include "clock.h"
 #include "handle.h"
+#include "hold.h"
 #include "lock.h"
 #include "fanout.h"
 #include "wait.h"
@@ -251,7 +252,8 @@ static void acquire_done(struct fanout *op, int status,
         status = HILOCK_ENOQUORUM;
     if (status == 0) {
         for (size_t i = 0; i < m->k; i++)
-            lock_granted(m->members[i], op->sent_ms, m->lease_ms);
+            hold_grant(m->members[i], op->sent_ms, m->lease_ms == 0,
+                       engine_lease(m->eng, m->lease_ms));
         m->held = 1;
         m->splits = 0;
         finish(m, 0);
@@ -300,7 +302,7 @@ static void member_lost(struct hilock_lock *lock, int status, int64_t value,
     if (!m->freeing && !closing(m))
         send_release(m, -1, undo_done); /* the lost name is skipped */
     for (size_t i = 0; i < m->k; i++)
-        lock_drop_hold(m->members[i]);
+        hold_drop(m->members[i]);
     if (m->lost_cb && !m->freeing && !closing(m))
         m->lost_cb(m, status, 0, m->lost_arg);
 }
@@ -312,7 +314,7 @@ static void release_done(struct fanout *op, int status,
     m->pending = NULL;
     m->held = 0;
     for (size_t i = 0; i < m->k; i++) {
-        lock_drop_hold(m->members[i]);
+        hold_drop(m->members[i]);
         if (status == 0)
             wait_released(m->members[i], 0);
     }
@@ -530,7 +532,7 @@ void hilock_multi_free(struct hilock_multi *m)
         m->held = 0;
         send_release(m, -1, undo_done);
         for (size_t i = 0; i < m->k; i++)
-            lock_drop_hold(m->members[i]);
+            hold_drop(m->members[i]);
     }
     multi_unref(m);
     reentry_leave(guard);

@@ -3,7 +3,7 @@
  *
  * RESTORE creates a key with a lease from such a payload, and refuses
  * (BUSYKEY) when the key exists: one plain command that takes a free lock
- * in Redisson's layout without running a script (see lock.c). The payload
+ * in Redisson's layout without running a script (see plain.c). The payload
  * is an RDB hash object, the RDB version it is written in (6: every Redis
  * with Lua reads it) and a CRC-64 of both, which Redis checks. */
 #ifndef HILOCK_RESTORE_PAYLOAD_H
