@@ -76,8 +76,9 @@
  * connection covers the original write too (a connection that wrote
  * nothing is confirmed by WAIT at once).
  *
- * The common case, a free lock, costs four calls (PTTL tells a free lock
- * and is the reply for a held one); a held lock, two. */
+ * A free lock costs three calls (one more for a token, one more for a
+ * caller that waits): PTTL tells it free and is the reply for a held
+ * one, which costs two (PTTL and HMGET; three for a caller that waits). */
 static const char acquire_lua[] =
     KIND_LUA
     "local t = 0\n"
