@@ -227,8 +227,8 @@ static int hproc_setup(struct hproc *p, const struct hold_cfg *cfg,
     p->nh = each + (index < extra);
     p->first_id = first + index * each + (index < extra ? index : extra);
     hilock_options_init(&ho);
-    ho.host = cfg->host;
-    ho.port = cfg->port;
+    ho.node.host = cfg->host;
+    ho.node.port = cfg->port;
     if (!(p->base = event_base_new()) ||
         hilock_client_new(p->base, &ho, &p->client) != 0 ||
         !(p->h = calloc((size_t)p->nh, sizeof(*p->h))))

@@ -432,16 +432,23 @@ static int proc_setup(struct cproc *p, const struct contend_cfg *cfg,
     if (!(p->base = event_base_new()))
         return -1;
     hilock_options_init(&ho);
-    ho.host = cfg->host;
-    ho.port = cfg->port;
+    ho.node.host = cfg->host;
+    ho.node.port = cfg->port;
     ho.fencing = 1;
-    ho.masters = cfg->masters;
-    ho.nmasters = cfg->nmasters;
-    ho.sentinels = cfg->sentinels;
-    ho.nsentinels = cfg->nsentinels;
-    ho.master_name = cfg->master_name;
-    ho.cluster = cfg->cluster;
-    ho.ncluster = cfg->ncluster;
+    if (cfg->nmasters) {
+        ho.topology = HILOCK_TOPOLOGY_REDLOCK;
+        ho.redlock.masters = cfg->masters;
+        ho.redlock.count = cfg->nmasters;
+    } else if (cfg->nsentinels) {
+        ho.topology = HILOCK_TOPOLOGY_SENTINEL;
+        ho.sentinel.nodes = cfg->sentinels;
+        ho.sentinel.count = cfg->nsentinels;
+        ho.sentinel.master_name = cfg->master_name;
+    } else if (cfg->ncluster) {
+        ho.topology = HILOCK_TOPOLOGY_CLUSTER;
+        ho.cluster.seeds = cfg->cluster;
+        ho.cluster.count = cfg->ncluster;
+    }
     ho.wait_replicas = cfg->wait_replicas;
     ho.fair = cfg->fair;
     if (cfg->lease_ms)

@@ -220,8 +220,8 @@ int sc_guarded(struct bench *b)
     int rc_ok = -1;
     redisContext *rc = bench_connect(b, 2000);
     hilock_options_init(&o);
-    o.host = b->host;
-    o.port = b->port;
+    o.node.host = b->host;
+    o.node.port = b->port;
     printf("guarded: guarded vs plain SET of one key, %d in flight, %d "
            "rounds of %.1f s each, on %s:%d\n", k, rounds, s, b->host,
            b->port);

@@ -192,8 +192,8 @@ static int hold_setup(struct hold *h, const struct held_cfg *cfg)
      * keys at the end of the hold is exactly N. */
     memset(h, 0, sizeof(*h));
     hilock_options_init(&ho);
-    ho.host = cfg->host;
-    ho.port = cfg->port;
+    ho.node.host = cfg->host;
+    ho.node.port = cfg->port;
     ho.watchdog_lease_ms = cfg->lease_ms;
     if (!(h->base = event_base_new()) ||
         hilock_client_new(h->base, &ho, &h->client) != 0 ||

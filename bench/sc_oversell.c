@@ -264,8 +264,8 @@ static int oproc_setup(struct oproc *p, const struct ocfg *cfg, int index)
     p->tickets = cfg->purchases / cfg->procs +
                  (index < cfg->purchases % cfg->procs);
     hilock_options_init(&ho);
-    ho.host = cfg->host;
-    ho.port = cfg->port;
+    ho.node.host = cfg->host;
+    ho.node.port = cfg->port;
     if (!(p->base = event_base_new()) ||
         hilock_client_new(p->base, &ho, &p->client) != 0 ||
         !(p->kv = kv_new(p->base, cfg->host, cfg->port)) ||

@@ -238,8 +238,8 @@ static int wproc_setup(struct wproc *p, const struct wcfg *cfg, int fd,
     p->fd = fd;
     p->n = n;
     hilock_options_init(&ho);
-    ho.host = cfg->host;
-    ho.port = cfg->port;
+    ho.node.host = cfg->host;
+    ho.node.port = cfg->port;
     if (!(p->base = event_base_new()) ||
         hilock_client_new(p->base, &ho, &p->client) != 0 ||
         !(p->slots = calloc((size_t)n, sizeof(*p->slots))))

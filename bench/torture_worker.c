@@ -438,8 +438,8 @@ static int client_new(struct tproc *p, enum tkind k)
 {
     struct hilock_options ho;
     hilock_options_init(&ho);
-    ho.host = p->cfg->host;
-    ho.port = p->cfg->port;
+    ho.node.host = p->cfg->host;
+    ho.node.port = p->cfg->port;
     ho.watchdog_lease_ms = p->cfg->lease_ms;
     ho.fair = k == TK_FAIR;
     ho.fencing = k == TK_FAIR; /* the others keep the plain fast path */

@@ -128,7 +128,7 @@ int main(void)
     base = event_base_new();
     struct hilock_options opts;
     hilock_options_init(&opts);
-    opts.port = rs_port(srv);
+    opts.node.port = rs_port(srv);
     opts.fencing = 1;
     struct hilock_client *ca, *cb;
     if (hilock_client_new(base, &opts, &ca) || hilock_client_new(base, &opts, &cb) ||

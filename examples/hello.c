@@ -64,8 +64,8 @@ int main(int argc, char **argv)
     struct hilock_options opts;
     signal(SIGPIPE, SIG_IGN); /* hiredis writes to sockets that may close */
     hilock_options_init(&opts);
-    opts.host = argc > 1 ? argv[1] : "127.0.0.1";
-    opts.port = argc > 2 ? atoi(argv[2]) : 6379;
+    opts.node.host = argc > 1 ? argv[1] : "127.0.0.1";
+    opts.node.port = argc > 2 ? atoi(argv[2]) : 6379;
     if (!base || hilock_client_new(base, &opts, &client) != 0 ||
         hilock_lock_new(client, "hello", 5, 0, &lock) != 0)
         return 1;

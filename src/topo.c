@@ -86,12 +86,14 @@ int topo_init(struct topo *t, const struct conn_config *cfg,
     t->ev = ev;
     t->prefix = prefix;
     t->prefix_len = prefix_len;
-    t->members = o->nmasters ? o->nmasters : 1;
-    if (o->ncluster)
-        return cluster_new(&t->cluster, cfg, o->cluster, o->ncluster, prefix,
-                           prefix_len, ev);
-    const struct hilock_endpoint single = {o->host, o->port, o->unix_path};
-    const struct hilock_endpoint *eps = o->nmasters ? o->masters : &single;
+    int redlock = o->topology == HILOCK_TOPOLOGY_REDLOCK;
+    int sentinel = o->topology == HILOCK_TOPOLOGY_SENTINEL;
+    t->members = redlock ? o->redlock.count : 1;
+    if (o->topology == HILOCK_TOPOLOGY_CLUSTER)
+        return cluster_new(&t->cluster, cfg, o->cluster.seeds,
+                           o->cluster.count, prefix, prefix_len, ev);
+    const struct hilock_endpoint *eps = redlock ? o->redlock.masters
+                                                : &o->node;
     for (size_t i = 0; i < t->members; i++) {
         struct topo_link *l = &t->links[i];
         struct conn_endpoint ep = {eps[i].host, eps[i].port,
@@ -101,12 +103,12 @@ int topo_init(struct topo *t, const struct conn_config *cfg,
         l->events = (struct node_events){
             l, link_up, link_down, NULL,
             {l, link_message, link_release, link_pubsub, NULL}};
-        if (o->nsentinels)
+        if (sentinel)
             ep = (struct conn_endpoint){t->master_host, 0, NULL};
         node_init(&t->nodes[i], cfg, &ep, prefix, prefix_len, &l->events);
         t->ninit++;
     }
-    if (o->nsentinels) {
+    if (sentinel) {
         t->nodes[0].cmd.want_master = 1;
         return sentinel_new(&t->sentinel, cfg, o, &sentinel_ev, t);
     }

@@ -18,8 +18,8 @@ int main(void)
     hilock_log_cb *log = 0;
     (void)cb;
     (void)log;
-    opts.port = 6379;
-    return (sizeof codes / sizeof codes[0] > 0 && opts.port == 6379 &&
+    opts.node.port = 6379;
+    return (sizeof codes / sizeof codes[0] > 0 && opts.node.port == 6379 &&
             HILOCK_NAME_MAX > 0 && HILOCK_MS_MAX > 0)
                ? 0
                : 1;

@@ -11,7 +11,7 @@ int main()
     hilock_options opts = hilock_options();
     hilock_lock_cb *cb = on_result;
     (void)cb;
-    opts.port = 6379;
+    opts.node.port = 6379;
     int err = HILOCK_EBUSY;
-    return (err < 0 && opts.port == 6379) ? 0 : 1;
+    return (err < 0 && opts.node.port == 6379) ? 0 : 1;
 }

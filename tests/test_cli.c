@@ -1277,8 +1277,9 @@ static struct hilock_client *redlock_client(void)
         eps[i] = (struct hilock_endpoint){"127.0.0.1", rs_port(masters[i]),
                                           NULL};
     tu_options(&o);
-    o.masters = eps;
-    o.nmasters = NMASTERS;
+    o.topology = HILOCK_TOPOLOGY_REDLOCK;
+    o.redlock.masters = eps;
+    o.redlock.count = NMASTERS;
     return tu_client(&o);
 }
 
@@ -1479,7 +1480,8 @@ START_TEST(bad_redlock_lists_are_usage_errors)
         {"::1:5,b:1,c:1", "IPv6"},
         /* two names of one server: the library says so */
         {"127.0.0.1:7001,localhost:7001,127.0.0.1:7003",
-         "masters[0] and masters[1]: one server listed twice"},
+         "redlock.masters[0] and redlock.masters[1]: one server listed "
+         "twice"},
     };
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
         const char *run[] = {"run", "--redlock", lists[i][0], "job", "--",
@@ -1609,8 +1611,9 @@ START_TEST(cluster_run_status_and_release_force_reach_the_slots_master)
                                        NULL}};
     struct hilock_options o;
     tu_options(&o);
-    o.cluster = seeds;
-    o.ncluster = 1;
+    o.topology = HILOCK_TOPOLOGY_CLUSTER;
+    o.cluster.seeds = seeds;
+    o.cluster.count = 1;
     struct hilock_client *c = tu_client(&o);
     struct hilock_lock *l = tu_lock(c, "a{b}c", 1);
     tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
@@ -1679,9 +1682,10 @@ START_TEST(sentinel_run_status_and_release_force_find_the_master)
         {"127.0.0.1", rt_sentinel_port(sentinel, 0), NULL}};
     struct hilock_options o;
     tu_options(&o);
-    o.sentinels = eps;
-    o.nsentinels = 1;
-    o.master_name = SENTINEL_MASTER;
+    o.topology = HILOCK_TOPOLOGY_SENTINEL;
+    o.sentinel.nodes = eps;
+    o.sentinel.count = 1;
+    o.sentinel.master_name = SENTINEL_MASTER;
     struct hilock_client *c = tu_client(&o);
     tu_assert_status(tu_acquire(tu_lock(c, "job", 1), 0, 20000, NULL), 0);
     const char *force[] = {"release", "--force", "--sentinel", sentinel_arg,

@@ -74,8 +74,9 @@ static void cluster_options(struct hilock_options *o, int seed)
     tu_options(o);
     seeds[0] = (struct hilock_endpoint){"127.0.0.1", rc_port(cluster, seed),
                                         NULL};
-    o->cluster = seeds;
-    o->ncluster = 1;
+    o->topology = HILOCK_TOPOLOGY_CLUSTER;
+    o->cluster.seeds = seeds;
+    o->cluster.count = 1;
 }
 
 static struct hilock_client *cluster_client(int seed)
@@ -488,8 +489,9 @@ START_TEST(standalone_seed_is_refused_and_takes_no_lock)
         {"127.0.0.1", rc_port(cluster, 0), NULL}};
     struct hilock_options o;
     tu_options(&o);
-    o.cluster = mixed;
-    o.ncluster = 2;
+    o.topology = HILOCK_TOPOLOGY_CLUSTER;
+    o.cluster.seeds = mixed;
+    o.cluster.count = 2;
     o.log_cb = log_keep;
     logged[0] = '\0';
     client = tu_client(&o); /* not waited for: the map is not known yet */
@@ -504,7 +506,7 @@ START_TEST(standalone_seed_is_refused_and_takes_no_lock)
                   logged);
     tu_assert_status(tu_release(l, NULL), 0);
 
-    o.ncluster = 1;
+    o.cluster.count = 1;
     o.log_cb = NULL;
     client2 = tu_client(&o);
     struct hilock_lock *l2 = tu_lock(client2, "solo", 0);

@@ -76,7 +76,7 @@ static struct hilock_client *client(int fair, int via_proxy)
     if (via_proxy) {
         if (!proxy)
             ck_assert_ptr_nonnull(proxy = tp_new(tu_base, rs_port(tu_srv)));
-        o.port = tp_port(proxy);
+        o.node.port = tp_port(proxy);
     }
     struct hilock_client *c = tu_client(&o);
     tu_client_ready(c);
@@ -420,7 +420,7 @@ START_TEST(test_handoff_after_timed_out_attempt_is_confirmed)
     tu_options(&o);
     o.fair = 1;
     o.fencing = 1;
-    o.port = tp_port(proxy);
+    o.node.port = tp_port(proxy);
     o.request_timeout_ms = STALL_TIMEOUT_MS;
     cl[1] = tu_client(&o);
     tu_client_ready(cl[1]);

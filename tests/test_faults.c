@@ -38,7 +38,7 @@ static struct hilock_client *proxied_client_waiting(int fencing,
 {
     struct hilock_options o;
     tu_options(&o);
-    o.port = tp_port(proxy);
+    o.node.port = tp_port(proxy);
     o.request_timeout_ms = (uint32_t)request_ms;
     o.connect_timeout_ms = (uint32_t)req_ms;
     o.reconnect_min_ms = 20;
@@ -476,7 +476,7 @@ START_TEST(watchdog_does_not_renew_a_hold_whose_release_is_out)
     struct hilock_options o;
     hilock_client_free(client);
     tu_options(&o);
-    o.port = tp_port(proxy);
+    o.node.port = tp_port(proxy);
     o.request_timeout_ms = (uint32_t)tu_ms(1500);
     o.reconnect_min_ms = 20;
     o.reconnect_max_ms = 200;
@@ -767,7 +767,7 @@ START_TEST(requests_refused_while_loading_go_again_once_loaded)
     ck_assert_str_eq(ok ? ok : "", "OK");
     free(ok);
     tu_options(&o);
-    o.port = rs_port(slow);
+    o.node.port = rs_port(slow);
     o.request_timeout_ms = (uint32_t)tu_ms(4000); /* the load: ~0.5 s */
     other = tu_client(&o);
     struct hilock_lock *l = tu_lock(other, "kload", 1);
@@ -1191,7 +1191,7 @@ START_TEST(resent_acquire_is_not_confirmed_by_a_wait_on_the_new_connection)
     ck_assert(tu_run_until(replica_linked, replica, tu_ms(5000)));
     struct hilock_options o;
     tu_options(&o);
-    o.port = tp_port(proxy);
+    o.node.port = tp_port(proxy);
     o.wait_replicas = 1;
     o.wait_timeout_ms = (uint32_t)tu_ms(200);
     other = tu_client(&o);

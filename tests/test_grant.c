@@ -48,7 +48,7 @@ static void options(struct hilock_options *o, int request_ms)
 {
     tu_options(o);
     if (proxy)
-        o->port = tp_port(proxy);
+        o->node.port = tp_port(proxy);
     o->request_timeout_ms = (uint32_t)request_ms;
     o->reconnect_min_ms = 20;
     o->reconnect_max_ms = 200;
@@ -402,9 +402,10 @@ START_TEST(finished_acquire_is_not_sent_again_after_a_drop)
         {"127.0.0.1", tp_port(proxy), NULL}};
     struct hilock_options o;
     options(&o, tu_ms(1000));
-    o.port = 0;
-    o.masters = eps;
-    o.nmasters = 3;
+    o.node.port = 0;
+    o.topology = HILOCK_TOPOLOGY_REDLOCK;
+    o.redlock.masters = eps;
+    o.redlock.count = 3;
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "rl", 1);
     tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);

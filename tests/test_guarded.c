@@ -328,8 +328,9 @@ START_TEST(redlock_client_refuses_guarded_commands)
                                    {"127.0.0.2", dead, NULL},
                                    {"127.0.0.3", dead, NULL}};
     tu_options(&o);
-    o.masters = m;
-    o.nmasters = 3;
+    o.topology = HILOCK_TOPOLOGY_REDLOCK;
+    o.redlock.masters = m;
+    o.redlock.count = 3;
     o.log_cb = log_line;
     struct hilock_client *r = tu_client(&o);
     struct hilock_lock *l = NULL;
@@ -355,7 +356,7 @@ START_TEST(request_resent_after_a_lost_reply_is_applied_once)
     proxy = tp_new(tu_base, rs_port(tu_srv));
     ck_assert_ptr_nonnull(proxy);
     tu_options(&o);
-    o.port = tp_port(proxy);
+    o.node.port = tp_port(proxy);
     struct hilock_client *c = tu_client(&o);
     struct hilock_lock *l = NULL;
     tu_assert_status(hilock_lock_new(c, "stock", 5, 1, &l), 0);

@@ -324,8 +324,8 @@ static struct hilock_client *client_on_dead_port(void)
 {
     struct hilock_options o;
     tu_options(&o);
-    o.port = tu_dead_port();
-    ck_assert_int_gt(o.port, 0);
+    o.node.port = tu_dead_port();
+    ck_assert_int_gt(o.node.port, 0);
     o.request_timeout_ms = DEAD_REQ_MS;
     o.connect_timeout_ms = DEAD_REQ_MS;
     o.reconnect_min_ms = 50;

@@ -271,8 +271,9 @@ START_TEST(multilock_over_three_masters_takes_every_name_on_each)
     for (int i = 0; i < 3; i++)
         eps[i] = (struct hilock_endpoint){"127.0.0.1", rs_port(srv[i]), NULL};
     tu_options(&o);
-    o.masters = eps;
-    o.nmasters = 3;
+    o.topology = HILOCK_TOPOLOGY_REDLOCK;
+    o.redlock.masters = eps;
+    o.redlock.count = 3;
     struct hilock_client *rl = tu_client(&o);
     struct hilock_multi *m = multi(rl, 1, names);
     tu_assert_status(macquire(m, 0, 30000), 0);

@@ -115,8 +115,9 @@ static void redlock_options(struct hilock_options *o,
             "127.0.0.1",
             proxies[i] ? tp_port(proxies[i]) : rs_port(masters[i]), NULL};
     tu_options(o);
-    o->masters = eps;
-    o->nmasters = (size_t)nmasters;
+    o->topology = HILOCK_TOPOLOGY_REDLOCK;
+    o->redlock.masters = eps;
+    o->redlock.count = (size_t)nmasters;
     o->request_timeout_ms = (uint32_t)request_ms;
 }
 
@@ -1273,14 +1274,15 @@ START_TEST(bad_topologies_are_einval)
     hilock_options_init(&o);
     for (int i = 0; i < 11; i++)
         eps[i] = (struct hilock_endpoint){"127.0.0.1", 7001 + i, NULL};
-    o.masters = eps;
-    o.nmasters = 4; /* even */
+    o.topology = HILOCK_TOPOLOGY_REDLOCK;
+    o.redlock.masters = eps;
+    o.redlock.count = 4; /* even */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
-    o.nmasters = 1; /* fewer than 3 */
+    o.redlock.count = 1; /* fewer than 3 */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
-    o.nmasters = 11; /* more than HILOCK_MASTERS_MAX */
+    o.redlock.count = 11; /* more than HILOCK_MASTERS_MAX */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
-    o.nmasters = 3;
+    o.redlock.count = 3;
     eps[1].port = 0; /* no port */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
     eps[1].port = 65536;
@@ -1299,12 +1301,12 @@ START_TEST(bad_topologies_are_einval)
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
     eps[2] = (struct hilock_endpoint){"127.0.0.1", 7001, NULL}; /* = eps[0] */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
-    o.masters = NULL; /* a count without masters */
+    o.redlock.masters = NULL; /* a count without masters */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
     ck_assert_ptr_null(c);
     /* the same mix without duplicates is a valid topology */
     eps[2] = (struct hilock_endpoint){"127.0.0.1", 7003, NULL};
-    o.masters = eps;
+    o.redlock.masters = eps;
     tu_assert_status(hilock_client_new(tu_base, &o, &c), 0);
     ck_assert_ptr_nonnull(c);
     hilock_client_free(c);

@@ -80,7 +80,7 @@ static void options(struct hilock_options *o, uint32_t watchdog_ms)
 {
     tu_options(o);
     if (proxy)
-        o->port = tp_port(proxy);
+        o->node.port = tp_port(proxy);
     o->request_timeout_ms = REQ_MS;
     o->connect_timeout_ms = REQ_MS;
     o->reconnect_min_ms = 20;
@@ -311,7 +311,7 @@ START_TEST(refused_connection_is_econn)
 {
     struct hilock_options o;
     options(&o, 0);
-    o.port = tu_dead_port();
+    o.node.port = tu_dead_port();
     o.request_timeout_ms = (uint32_t)tu_ms(200); /* the ECONN comes at it */
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "nobody", 1);

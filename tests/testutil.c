@@ -209,7 +209,7 @@ void tu_record(struct hilock_lock *lock, int status, int64_t value,
 void tu_options(struct hilock_options *opts)
 {
     hilock_options_init(opts);
-    opts->port = tu_srv ? rs_port(tu_srv) : 6379;
+    opts->node.port = tu_srv ? rs_port(tu_srv) : 6379;
     opts->request_timeout_ms = 1500;
     opts->connect_timeout_ms = 1500;
 }

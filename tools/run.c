@@ -720,19 +720,22 @@ static int runner_open(struct runner *r)
     const struct cli_redis *redis = r->redis;
     struct hilock_options opts;
     hilock_options_init(&opts);
-    opts.host = redis->host;
-    opts.port = redis->port;
+    opts.node.host = redis->host;
+    opts.node.port = redis->port;
     if (redis->topo == CLI_REDLOCK) {
-        opts.masters = redis->list;
-        opts.nmasters = redis->nlist;
+        opts.topology = HILOCK_TOPOLOGY_REDLOCK;
+        opts.redlock.masters = redis->list;
+        opts.redlock.count = redis->nlist;
     } else if (redis->topo == CLI_SENTINEL) {
-        opts.sentinels = redis->list;
-        opts.nsentinels = redis->nlist;
-        opts.master_name = redis->master_name;
-        opts.sentinel_password = redis->sentinel_password;
+        opts.topology = HILOCK_TOPOLOGY_SENTINEL;
+        opts.sentinel.nodes = redis->list;
+        opts.sentinel.count = redis->nlist;
+        opts.sentinel.master_name = redis->master_name;
+        opts.sentinel.password = redis->sentinel_password;
     } else if (redis->topo == CLI_CLUSTER) {
-        opts.cluster = redis->list;
-        opts.ncluster = redis->nlist;
+        opts.topology = HILOCK_TOPOLOGY_CLUSTER;
+        opts.cluster.seeds = redis->list;
+        opts.cluster.count = redis->nlist;
     }
     opts.username = redis->username;
     opts.password = redis->password;

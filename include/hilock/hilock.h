@@ -151,7 +151,7 @@ typedef void hilock_state_cb(struct hilock_client *client, int status,
  * have time for a round trip. */
 #define HILOCK_WATCHDOG_MIN_MS 100
 
-/* One Redis endpoint (a Redlock master). */
+/* One Redis server: host and port, or a unix socket. */
 struct hilock_endpoint {
     const char *host;      /* required unless unix_path is set */
     int port;
@@ -192,12 +192,66 @@ struct hilock_tls {
 /* Most sentinels, and most cluster seed nodes, a client takes. */
 #define HILOCK_SEEDS_MAX 16
 
+/* Where the client's locks live: one of four topologies, each with its
+ * own group of options in struct hilock_options (the others stay unset). */
+enum hilock_topology {
+    HILOCK_TOPOLOGY_NODE = 0,     /* one Redis server: opts.node (default) */
+    HILOCK_TOPOLOGY_SENTINEL = 1, /* the master that Sentinels name:
+                                     opts.sentinel */
+    HILOCK_TOPOLOGY_CLUSTER = 2,  /* a Redis Cluster: opts.cluster */
+    HILOCK_TOPOLOGY_REDLOCK = 3   /* independent masters, a majority
+                                     decides: opts.redlock */
+};
+
 /* Client options. Fill with hilock_options_init(), then set what differs.
- * Strings are copied by hilock_client_new(). */
+ * Strings and arrays are copied by hilock_client_new(). Options of a
+ * topology other than opts.topology must stay unset (0, NULL): otherwise
+ * hilock_client_new() fails with HILOCK_EINVAL and a log line naming the
+ * option. */
 struct hilock_options {
-    const char *host;            /* default "127.0.0.1" */
-    int port;                    /* default 6379 */
-    const char *unix_path;       /* when set, used instead of host/port */
+    enum hilock_topology topology; /* default HILOCK_TOPOLOGY_NODE */
+    /* HILOCK_TOPOLOGY_NODE: the one server; host default "127.0.0.1",
+     * port 6379; unix_path, when set, is used instead of them. */
+    struct hilock_endpoint node;
+    /* HILOCK_TOPOLOGY_SENTINEL: the master that the sentinels name
+     * master_name. It is asked of all count sentinels at once (SENTINEL
+     * get-master-addr-by-name) and taken when a majority names it (of all,
+     * or of those that answered within connect_timeout_ms), confirmed with
+     * ROLE, asked again before every reconnect, and at once when a
+     * sentinel announces +switch-master; held locks are then verified on
+     * the new master (docs/topologies.md). 1..HILOCK_SEEDS_MAX sentinels.
+     * password: AUTH sent to the sentinels (NULL: none); username,
+     * password and db below apply to the master. tls_own 0: the sentinels
+     * are reached with opts.tls as well; nonzero: with sentinel.tls
+     * instead (which may be off). */
+    struct {
+        const struct hilock_endpoint *nodes;
+        size_t count;
+        const char *master_name;
+        const char *password;
+        int tls_own;
+        struct hilock_tls tls;
+    } sentinel;
+    /* HILOCK_TOPOLOGY_CLUSTER: 1..HILOCK_SEEDS_MAX nodes of the cluster to
+     * learn the slot map from; each lock goes to the master of its key's
+     * slot, MOVED and ASK are followed. Nothing is sent before the map is
+     * known; a seed not in cluster mode is logged and never used (none
+     * left: requests fail with HILOCK_ENOTCLUSTER). In a cluster,
+     * key_prefix must contain a hash tag ("{app}:"), which puts every lock
+     * in that one slot; without a prefix the locks spread over the
+     * cluster. */
+    struct {
+        const struct hilock_endpoint *seeds;
+        size_t count;
+    } cluster;
+    /* HILOCK_TOPOLOGY_REDLOCK: independent masters, an odd number from 3
+     * to HILOCK_MASTERS_MAX, none listed twice (under any name). Every
+     * lock operation goes to all of them at once and a majority decides
+     * (docs/topologies.md). */
+    struct {
+        const struct hilock_endpoint *masters;
+        size_t count;
+    } redlock;
     const char *username;        /* ACL user; NULL: AUTH with password only */
     const char *password;        /* NULL: no AUTH */
     int db;                      /* SELECT db when > 0; default 0 */
@@ -215,37 +269,6 @@ struct hilock_options {
     void *log_arg;
     hilock_state_cb *state_cb;   /* NULL: not told */
     void *state_arg;
-    /* Redlock: independent masters, an odd number from 3 to
-     * HILOCK_MASTERS_MAX, none listed twice (under any name); host, port
-     * and unix_path above are then not used. Every lock operation goes to
-     * all of them at once and a majority decides (docs/topologies.md).
-     * NULL/0: the one endpoint above. The array and its strings are
-     * copied. */
-    const struct hilock_endpoint *masters;
-    size_t nmasters;
-    /* Sentinel: the master that the sentinels name master_name. It is
-     * asked of all the sentinels at once (SENTINEL
-     * get-master-addr-by-name) and taken when a majority names it (of all,
-     * or of those that answered within connect_timeout_ms), confirmed with
-     * ROLE, asked again before every reconnect, and at once when a
-     * sentinel announces +switch-master; held locks are then
-     * verified on the new master (docs/topologies.md). 1..HILOCK_SEEDS_MAX
-     * sentinels; host, port and unix_path above are not used.
-     * sentinel_password: AUTH sent to the sentinels (NULL: none);
-     * username/password/db above apply to the master. */
-    const struct hilock_endpoint *sentinels;
-    size_t nsentinels;
-    const char *master_name;
-    const char *sentinel_password;
-    /* Redis Cluster: 1..HILOCK_SEEDS_MAX nodes of it to learn the slot map
-     * from; each lock goes to the master of its key's slot, MOVED and ASK
-     * are followed. Nothing is sent before the map is known; a seed not in
-     * cluster mode is logged and never used (none left: requests fail
-     * with HILOCK_ENOTCLUSTER). In a cluster, key_prefix must contain a hash tag
-     * ("{app}:"), which puts every lock in that one slot; without a prefix
-     * the locks spread over the cluster. */
-    const struct hilock_endpoint *cluster;
-    size_t ncluster;
     /* After each acquisition and renewal, WAIT until wait_replicas
      * replicas have the write, for at most wait_timeout_ms (default 1000)
      * within the request deadline: an acquisition that does not reach them
@@ -261,7 +284,7 @@ struct hilock_options {
      * once and tells it on a channel of its own: one round trip per
      * hand-off instead of a race of retries. A Redisson RLock (and a hilock
      * client without fair mode) on the same name is still excluded, but
-     * does not queue. Not with masters (Redlock): HILOCK_EINVAL. Default 0
+     * does not queue. Not on Redlock: HILOCK_EINVAL. Default 0
      * (Redisson's RLock behaviour). See docs/waiting.md, "Fair mode". */
     int fair;
     /* Nonzero: no plain fast path; every acquire and release runs its
@@ -277,10 +300,6 @@ struct hilock_options {
      * the sentinels, every cluster node (also those a redirect names), every
      * Redlock master. Off by default. */
     struct hilock_tls tls;
-    /* Sentinel: 0 (default): the sentinels are reached with tls as well;
-     * nonzero: with sentinel_tls instead (which may be off). */
-    int sentinel_tls_own;
-    struct hilock_tls sentinel_tls;
 };
 
 /* Fill *opts with the defaults listed in struct hilock_options. */
