@@ -129,11 +129,11 @@ static int g_phase(struct gphase *p, redisContext *rc, int guarded, int k,
     return 0;
 }
 
-static void on_taken(struct hilock_lock *lock, int status, int64_t v,
+static void on_taken(struct hilock_lock *lock, int status, const struct hilock_result *res,
                      void *arg)
 {
     (void)lock;
-    (void)v;
+    (void)res;
     *(int *)arg = status == 0 ? 1 : -1;
 }
 

@@ -79,24 +79,24 @@ struct hold {
 
 static void hold_pump(struct hold *h);
 
-static void on_lost(struct hilock_lock *lock, int status, int64_t value,
+static void on_lost(struct hilock_lock *lock, int status, const struct hilock_result *res,
                     void *arg)
 {
     struct hslot *s = arg;
     (void)lock;
     (void)status;
-    (void)value;
+    (void)res;
     s->h->lost++;
 }
 
 /* Acquire or release completed. */
-static void on_done(struct hilock_lock *lock, int status, int64_t value,
+static void on_done(struct hilock_lock *lock, int status, const struct hilock_result *res,
                     void *arg)
 {
     struct hslot *s = arg;
     struct hold *h = s->h;
     (void)lock;
-    (void)value;
+    (void)res;
     h->inflight--;
     h->done++;
     if (status == HILOCK_ENOTOWNER)

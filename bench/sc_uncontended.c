@@ -143,25 +143,25 @@ static void pair_done(struct urun *u)
         rate_hit(u->rate, now_ns());
 }
 
-static void h_on_released(struct hilock_lock *lock, int status, int64_t value,
+static void h_on_released(struct hilock_lock *lock, int status, const struct hilock_result *res,
                           void *arg)
 {
     struct uslot *s = arg;
     (void)lock;
-    if (status != 0 || value != 0)
+    if (status != 0 || res->holds != 0)
         s->run->errors++;
     else
         pair_done(s->run);
     slot_next(s);
 }
 
-static void h_on_acquired(struct hilock_lock *lock, int status, int64_t value,
+static void h_on_acquired(struct hilock_lock *lock, int status, const struct hilock_result *res,
                           void *arg)
 {
     struct uslot *s = arg;
     struct urun *u = s->run;
     int64_t t = now_ns();
-    (void)value;
+    (void)res;
     if (status != 0) {
         u->errors++;
         slot_next(s);

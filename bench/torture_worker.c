@@ -128,7 +128,7 @@ static void keep(struct tproc *p, const struct trec *r)
     p->recs[p->nrecs++] = *r;
 }
 
-static void on_released(struct hilock_lock *lock, int status, int64_t value,
+static void on_released(struct hilock_lock *lock, int status, const struct hilock_result *res,
                         void *arg)
 {
     struct twaiter *w = arg;
@@ -137,7 +137,7 @@ static void on_released(struct hilock_lock *lock, int status, int64_t value,
     if (w->p->closing)
         return;
     kst(w)->rel_by_code[code_slot(status)]++;
-    kst(w)->rel_left += status == 0 && value != 0; /* one hold at a time */
+    kst(w)->rel_left += status == 0 && res->holds != 0; /* one hold at a time */
     waiter_next(w);
 }
 
@@ -237,7 +237,7 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     waiter_next(arg);
 }
 
-static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
+static void on_acquired(struct hilock_lock *lock, int status, const struct hilock_result *res,
                         void *arg)
 {
     struct twaiter *w = arg;
@@ -249,7 +249,7 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
     kst(w)->acq_by_code[code_slot(status)]++;
     if (status == 0) {
         w->r.acq_ns = now_ns();
-        w->r.token = value;
+        w->r.token = res->token;
         waiter_section(w);
         if (++p->acquired == p->cfg->quota)
             proc_stop(p); /* the section just begun still runs */
@@ -265,12 +265,12 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
         waiter_idle(w);
 }
 
-static void on_lost(struct hilock_lock *lock, int status, int64_t value,
+static void on_lost(struct hilock_lock *lock, int status, const struct hilock_result *res,
                     void *arg)
 {
     struct twaiter *w = arg;
     (void)status;
-    (void)value;
+    (void)res;
     if (w->p->closing)
         return;
     if (w->state == S_SECTION && lock == w->h[w->cur] && !w->lost_ns) {

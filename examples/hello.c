@@ -24,7 +24,8 @@ static void shut_down(void)
     hilock_client_close(client, on_closed, NULL);
 }
 
-static void on_released(struct hilock_lock *l, int status, int64_t v, void *a)
+static void on_released(struct hilock_lock *l, int status,
+                        const struct hilock_result *res, void *a)
 {
     printf("released: %s\n", hilock_strerror(status));
     exit_code = status == 0 ? 0 : 1;
@@ -40,13 +41,15 @@ static void on_work_done(evutil_socket_t fd, short what, void *arg)
 
 /* The lock was lost while held (Redis gone too long, or the key deleted):
  * stop working at once, the lock no longer protects anything. */
-static void on_lost(struct hilock_lock *l, int status, int64_t v, void *a)
+static void on_lost(struct hilock_lock *l, int status,
+                    const struct hilock_result *res, void *a)
 {
     fprintf(stderr, "lost the lock: %s\n", hilock_strerror(status));
     shut_down();
 }
 
-static void on_acquired(struct hilock_lock *l, int status, int64_t v, void *a)
+static void on_acquired(struct hilock_lock *l, int status,
+                        const struct hilock_result *res, void *a)
 {
     struct timeval one_second = {1, 0};
     if (status != 0) {

@@ -258,7 +258,7 @@ static void sale_answer(struct sale *s)
     shop_maybe_finish(shop);
 }
 
-static void on_released(struct hilock_lock *lock, int status, int64_t left,
+static void on_released(struct hilock_lock *lock, int status, const struct hilock_result *left,
                         void *arg)
 {
     struct sale *s = arg;
@@ -522,13 +522,13 @@ static void sale_read_stock(struct sale *s)
 
 /* ---- the lock ---------------------------------------------------------- */
 
-static void on_lost(struct hilock_lock *lock, int status, int64_t v,
+static void on_lost(struct hilock_lock *lock, int status, const struct hilock_result *res,
                     void *arg)
 {
     ((struct sale *)arg)->lost = 1;
 }
 
-static void on_locked(struct hilock_lock *lock, int status, int64_t token,
+static void on_locked(struct hilock_lock *lock, int status, const struct hilock_result *token,
                       void *arg)
 {
     struct sale *s = arg;

@@ -622,8 +622,8 @@ int hilock_lock_new(struct hilock_client *client, const char *name,
 }
 
 int hilock_rwlock_new(struct hilock_client *client, const char *name,
-                      size_t name_len, uint64_t owner_tag, int side,
-                      struct hilock_lock **out)
+                      size_t name_len, uint64_t owner_tag,
+                      enum hilock_rw_side side, struct hilock_lock **out)
 {
     if (!client || client->guard.closing ||
         (side != HILOCK_READ && side != HILOCK_WRITE))
@@ -633,19 +633,27 @@ int hilock_rwlock_new(struct hilock_client *client, const char *name,
 }
 
 int hilock_semaphore_new(struct hilock_client *client, const char *name,
-                         size_t name_len, struct hilock_lock **out)
+                         size_t name_len, struct hilock_semaphore **out)
 {
-    if (!client || client->guard.closing)
+    struct hilock_lock *h = NULL;
+    if (!client || client->guard.closing || !out)
         return HILOCK_EINVAL;
-    return lock_new(&client->eng, name, name_len, 0, KIND_SEM, out);
+    int rc = lock_new(&client->eng, name, name_len, 0, KIND_SEM, &h);
+    if (rc == 0)
+        *out = public_sem(h);
+    return rc;
 }
 
 int hilock_permit_new(struct hilock_client *client, const char *name,
-                      size_t name_len, struct hilock_lock **out)
+                      size_t name_len, struct hilock_permit **out)
 {
-    if (!client || client->guard.closing)
+    struct hilock_lock *h = NULL;
+    if (!client || client->guard.closing || !out)
         return HILOCK_EINVAL;
-    return lock_new(&client->eng, name, name_len, 0, KIND_PERMIT, out);
+    int rc = lock_new(&client->eng, name, name_len, 0, KIND_PERMIT, &h);
+    if (rc == 0)
+        *out = public_permit(h);
+    return rc;
 }
 
 int hilock_multi_new(struct hilock_client *client, const char *const *names,

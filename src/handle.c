@@ -76,7 +76,7 @@ static void handle_detach_engine(struct hilock_lock *lock)
     lock->freeing = 1; /* every call but the local ones: HILOCK_EINVAL */
     lock->op = OP_NONE;
     lock->op_pending = NULL;
-    lock->lost_cb = NULL;
+    lock->lost_cb = cb_lock(NULL, NULL);
 }
 
 void handle_free_all(struct engine *eng)

@@ -10,6 +10,7 @@
 
 #include <event2/event_struct.h>
 
+#include "callback.h"
 #include "engine.h"
 #include "heap.h"
 #include "op.h"
@@ -70,11 +71,9 @@ struct hilock_lock {
     struct heap_node wd_node;
     uint32_t name_hash;              /* table_hash of the name, once */
     uint64_t valid_until;            /* ms: lease may run out after this */
-    hilock_lock_cb *lost_cb;
-    void *lost_arg;
+    struct user_cb lost_cb;
     /* The pending acquire or release. */
-    hilock_lock_cb *op_cb;
-    void *op_arg;
+    struct user_cb op_cb;
     struct op *op_pending;           /* attempt or release in flight */
     struct hilock_multi *multi;      /* the MultiLock it is a member of */
     struct waiting *waiting;         /* allocated on its first wait */

@@ -117,11 +117,26 @@ static void send_leave(struct hilock_lock *lock)
     op_submit(op, 0);
 }
 
-/* Finish the pending op: clear it, then call the user's callback (last). */
+/* What the value of lock's pending op, ending with status, means: an
+ * acquire's token (a counting semaphore's: permits taken), a release's
+ * holds left (permits available), a busy acquire's ttl. */
+static enum cb_field op_field(const struct hilock_lock *lock, int status)
+{
+    if (status == HILOCK_EBUSY)
+        return CB_FIELD_TTL;
+    if (status != 0)
+        return CB_FIELD_NONE;
+    if (lock->kind == KIND_SEM)
+        return CB_FIELD_PERMITS;
+    return lock->op == OP_ACQUIRE ? CB_FIELD_TOKEN : CB_FIELD_HOLDS;
+}
+
+/* Finish the pending op: clear it, then call the user's callback (last)
+ * with value as the result's field for it. */
 static void finish_op(struct hilock_lock *lock, int status, int64_t value)
 {
-    hilock_lock_cb *cb = lock->op_cb;
-    void *arg = lock->op_arg;
+    struct user_cb cb = lock->op_cb;
+    enum cb_field field = op_field(lock, status);
     stats_acquire_end(&lock->eng->stats, lock->op == OP_ACQUIRE, status);
     if (lock->op == OP_ACQUIRE) {
         wait_end(lock);
@@ -132,12 +147,13 @@ static void finish_op(struct hilock_lock *lock, int status, int64_t value)
         lock->unsure = 0;
     }
     lock->op = OP_NONE;
-    lock->op_cb = NULL;
-    lock->op_arg = NULL;
+    lock->op_cb = cb_lock(NULL, NULL);
     lock->op_pending = NULL;
     if (closing(lock) || lock->freeing)
         status = HILOCK_ECANCELED;
-    cb(lock, status, status == HILOCK_ECANCELED ? 0 : value, arg);
+    struct hilock_result res =
+        cb_result(status == HILOCK_ECANCELED ? CB_FIELD_NONE : field, value);
+    cb_call(&cb, lock, status, &res);
 }
 
 /* The handle's hold ended (released, lost, freed): stop its renewals. */
@@ -155,13 +171,14 @@ static void hold_ended(struct hilock_lock *lock)
  * that release's callback tells how the hold ended. */
 static void lock_lost(struct hilock_lock *lock)
 {
-    hilock_lock_cb *cb = lock->lost_cb;
-    void *arg = lock->lost_arg;
+    struct user_cb cb = lock->lost_cb;
     int held = lock->holds > (lock->op == OP_RELEASE ? 1u : 0u);
     lock->eng->stats.lost += held && !lock->freeing && !closing(lock);
     hold_ended(lock);
-    if (held && cb && !lock->freeing && !closing(lock))
-        cb(lock, HILOCK_ELOST, 0, arg);
+    if (held && cb.shape != CB_NONE && !lock->freeing && !closing(lock)) {
+        struct hilock_result res = cb_result(CB_FIELD_NONE, 0);
+        cb_call(&cb, lock, HILOCK_ELOST, &res);
+    }
 }
 
 /* Redis confirmed the owner's hold with lease_ms from a request sent at
@@ -895,23 +912,29 @@ static int lock_usable(const struct hilock_lock *lock)
     return closing(lock) ? HILOCK_ECANCELED : 0;
 }
 
+/* Whether a handle is a lock (a mutex or a read-write side): what the
+ * public struct hilock_lock is; the semaphore kinds have types of their
+ * own (semaphore.c). */
+static int is_lock(const struct hilock_lock *lock)
+{
+    return lock && lock->kind != KIND_SEM && lock->kind != KIND_PERMIT;
+}
+
 int hilock_lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
                         uint64_t lease_ms, hilock_lock_cb *cb, void *arg)
 {
-    if (!lock || lease_ms > HILOCK_MS_MAX)
+    if (!is_lock(lock) || lease_ms > HILOCK_MS_MAX)
         return HILOCK_EINVAL;
-    return lock_acquire(lock, wait_ms,
-                        lock->kind == KIND_SEM ? 1 : (uint32_t)lease_ms, cb,
-                        arg);
+    return lock_acquire(lock, wait_ms, (uint32_t)lease_ms, cb_lock(cb, arg));
 }
 
 int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
-                 uint32_t lease_ms, hilock_lock_cb *cb, void *arg)
+                 uint32_t lease_ms, struct user_cb cb)
 {
     int rc = lock_usable(lock);
     if (rc)
         return rc;
-    if (!cb || wait_ms > HILOCK_MS_MAX ||
+    if (cb.shape == CB_NONE || wait_ms > HILOCK_MS_MAX ||
         (lock->kind == KIND_PERMIT && lock->holds > 0))
         return HILOCK_EINVAL;
     if (lock->op != OP_NONE)
@@ -920,7 +943,6 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
         return rc;
     lock->op = OP_ACQUIRE;
     lock->op_cb = cb;
-    lock->op_arg = arg;
     lock->op_lease_ms = lease_ms;
     if (!wait_ms && lock->waiting)
         lock->waiting->deadline = 0; /* wait_begin set it otherwise */
@@ -985,16 +1007,17 @@ static void release_done(struct op *op, int status,
 int hilock_lock_release(struct hilock_lock *lock, hilock_lock_cb *cb,
                         void *arg)
 {
-    return lock_release(lock, 1, cb, arg);
+    if (lock && !is_lock(lock))
+        return HILOCK_EINVAL;
+    return lock_release(lock, 1, cb_lock(cb, arg));
 }
 
-int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
-                 void *arg)
+int lock_release(struct hilock_lock *lock, uint32_t drop, struct user_cb cb)
 {
     int rc = lock_usable(lock);
     if (rc)
         return rc;
-    if (!cb)
+    if (cb.shape == CB_NONE)
         return HILOCK_EINVAL;
     if (lock->op != OP_NONE)
         return HILOCK_EINPROGRESS;
@@ -1003,7 +1026,6 @@ int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
         return HILOCK_ENOMEM;
     lock->op = OP_RELEASE;
     lock->op_cb = cb;
-    lock->op_arg = arg;
     lock->op_pending = op;
     op_submit(op, 0);
     return 0;
@@ -1061,10 +1083,10 @@ void hilock_lock_free(struct hilock_lock *lock)
     reentry_leave(guard);
 }
 
-/* The caller of a query. */
+/* The caller of a query, and what its reply means. */
 struct query {
-    hilock_lock_cb *cb;
-    void *arg;
+    struct user_cb cb;
+    enum cb_field field;
 };
 
 static void query_done(struct op *op, int status, const struct op_result *res)
@@ -1074,19 +1096,19 @@ static void query_done(struct op *op, int status, const struct op_result *res)
     int64_t v = res && status == 0 ? res->a : 0;
     if (lock->freeing || closing(lock))
         status = HILOCK_ECANCELED;
-    hilock_lock_cb *cb = q->cb;
-    void *arg = q->arg;
+    struct user_cb cb = q->cb;
+    struct hilock_result r = cb_result(status ? CB_FIELD_NONE : q->field, v);
     free(q);
     op->data = NULL;
-    cb(lock, status, status ? 0 : v, arg);
+    cb_call(&cb, lock, status, &r);
 }
 
 struct op *lock_query_new(struct hilock_lock *lock, enum op_kind kind,
-                          hilock_lock_cb *cb, void *arg, int *rc)
+                          struct user_cb cb, enum cb_field field, int *rc)
 {
     if ((*rc = lock_usable(lock)) != 0)
         return NULL;
-    if (!cb) {
+    if (cb.shape == CB_NONE) {
         *rc = HILOCK_EINVAL;
         return NULL;
     }
@@ -1098,7 +1120,7 @@ struct op *lock_query_new(struct hilock_lock *lock, enum op_kind kind,
         *rc = HILOCK_ENOMEM;
         return NULL;
     }
-    *q = (struct query){cb, arg};
+    *q = (struct query){cb, field};
     op->data = q;
     handle_attach(lock, op);
     return op;
@@ -1114,10 +1136,16 @@ static int query(struct hilock_lock *lock, enum wire_query which,
         [WIRE_QUERY_COUNT] = OP_KIND_QUERY_COUNT,
         [WIRE_QUERY_TTL] = OP_KIND_QUERY_TTL,
     };
+    static const enum cb_field fields[] = {
+        [WIRE_QUERY_HELD] = CB_FIELD_HELD,
+        [WIRE_QUERY_COUNT] = CB_FIELD_HOLDS,
+        [WIRE_QUERY_TTL] = CB_FIELD_QUERY_TTL,
+    };
     int rc;
-    if (lock && (lock->kind == KIND_SEM || lock->kind == KIND_PERMIT))
+    if (lock && !is_lock(lock))
         return HILOCK_EINVAL;
-    struct op *op = lock_query_new(lock, kinds[which], cb, arg, &rc);
+    struct op *op = lock_query_new(lock, kinds[which], cb_lock(cb, arg),
+                                   fields[which], &rc);
     if (!op)
         return rc;
     struct wire_lock w = handle_wire(lock);
@@ -1145,28 +1173,40 @@ int hilock_lock_query_ttl(struct hilock_lock *lock, hilock_lock_cb *cb,
     return query(lock, WIRE_QUERY_TTL, cb, arg);
 }
 
-int hilock_lock_on_lost(struct hilock_lock *lock, hilock_lock_cb *cb,
-                        void *arg)
+int lock_on_lost(struct hilock_lock *lock, struct user_cb cb)
 {
     if (!lock || lock->freeing || lock->kind == KIND_SEM)
         return HILOCK_EINVAL; /* counted permits are never lost */
     lock->lost_cb = cb;
-    lock->lost_arg = arg;
     return 0;
+}
+
+int hilock_lock_on_lost(struct hilock_lock *lock, hilock_lock_cb *cb,
+                        void *arg)
+{
+    return is_lock(lock) ? lock_on_lost(lock, cb_lock(cb, arg))
+                         : HILOCK_EINVAL;
+}
+
+int lock_renew(struct hilock_lock *lock, uint64_t lease_ms,
+               struct user_cb cb)
+{
+    int rc = lock_usable(lock);
+    if (rc)
+        return rc;
+    if (cb.shape == CB_NONE || lease_ms > HILOCK_MS_MAX || lock->holds == 0 ||
+        lock->kind == KIND_SEM)
+        return HILOCK_EINVAL;
+    return watchdog_renew_now(lock, lease_ms ? (uint32_t)lease_ms
+                                             : lock_lease(lock),
+                              cb);
 }
 
 int hilock_lock_renew(struct hilock_lock *lock, uint64_t lease_ms,
                       hilock_lock_cb *cb, void *arg)
 {
-    int rc = lock_usable(lock);
-    if (rc)
-        return rc;
-    if (!cb || lease_ms > HILOCK_MS_MAX || lock->holds == 0 ||
-        lock->kind == KIND_SEM)
-        return HILOCK_EINVAL;
-    return watchdog_renew_now(lock, lease_ms ? (uint32_t)lease_ms
-                                             : lock_lease(lock),
-                              cb, arg);
+    return is_lock(lock) ? lock_renew(lock, lease_ms, cb_lock(cb, arg))
+                         : HILOCK_EINVAL;
 }
 
 uint32_t hilock_lock_hold_count(const struct hilock_lock *lock)

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "callback.h"
 #include "engine.h"
 #include "quorum.h"
 #include "wire.h"
@@ -21,18 +22,23 @@ void lock_engine_init(struct engine *eng);
 int lock_new(struct engine *eng, const char *name, size_t len,
              uint64_t owner_tag, enum lock_kind kind,
              struct hilock_lock **out);
-/* hilock_lock_acquire with lease_ms checked, or for a counting semaphore
- * with lease_ms the permits to take. */
+/* hilock_lock_acquire of any kind, with lease_ms checked, or for a
+ * counting semaphore with lease_ms the permits to take; cb of the
+ * handle's public shape. */
 int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
-                 uint32_t lease_ms, hilock_lock_cb *cb, void *arg);
+                 uint32_t lease_ms, struct user_cb cb);
 /* hilock_lock_release of drop holds (a counting semaphore: permits). */
-int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
-                 void *arg);
-/* A query about lock whose reply (an integer) goes to cb as its value:
- * the caller encodes the command into op_cmd() and submits it. NULL with
- * *rc set (HILOCK_EINVAL, HILOCK_ECANCELED, HILOCK_ENOMEM). */
+int lock_release(struct hilock_lock *lock, uint32_t drop, struct user_cb cb);
+/* hilock_lock_renew and hilock_lock_on_lost of any kind that has them
+ * (HILOCK_EINVAL for a counting semaphore). */
+int lock_renew(struct hilock_lock *lock, uint64_t lease_ms,
+               struct user_cb cb);
+int lock_on_lost(struct hilock_lock *lock, struct user_cb cb);
+/* A query about lock whose reply (an integer) goes to cb as the result's
+ * field: the caller encodes the command into op_cmd() and submits it.
+ * NULL with *rc set (HILOCK_EINVAL, HILOCK_ECANCELED, HILOCK_ENOMEM). */
 struct op *lock_query_new(struct hilock_lock *lock, enum op_kind kind,
-                          hilock_lock_cb *cb, void *arg, int *rc);
+                          struct user_cb cb, enum cb_field field, int *rc);
 /* A hold taken by a request sent at sent_ms with lease_ms (0: watchdog)
  * on some other path (a MultiLock): count it and track its lease. */
 void lock_granted(struct hilock_lock *lock, uint64_t sent_ms,

@@ -49,12 +49,12 @@ struct mres {
     long long at_ms;
 };
 
-static void mrecord(struct hilock_multi *m, int status, int64_t value,
+static void mrecord(struct hilock_multi *m, int status, const struct hilock_result *res,
                     void *arg)
 {
     struct mres *r = arg;
     (void)m;
-    (void)value;
+    (void)res;
     r->calls++;
     r->status = status;
     r->at_ms = tu_now_ms();
@@ -113,7 +113,7 @@ struct duel {
 
 static struct duel duel;
 
-static void duel_released(struct hilock_multi *m, int status, int64_t v,
+static void duel_released(struct hilock_multi *m, int status, const struct hilock_result *res,
                           void *arg);
 
 static void duel_leave(evutil_socket_t fd, short what, void *arg)
@@ -125,11 +125,11 @@ static void duel_leave(evutil_socket_t fd, short what, void *arg)
     tu_assert_status(hilock_multi_release(duel.m[i], duel_released, arg), 0);
 }
 
-static void duel_acquired(struct hilock_multi *m, int status, int64_t v,
+static void duel_acquired(struct hilock_multi *m, int status, const struct hilock_result *res,
                           void *arg)
 {
     int i = (int)(intptr_t)arg;
-    (void)v;
+    (void)res;
     (void)m;
     tu_assert_status(status, 0);
     duel.overlap += duel.inside[1 - i];
@@ -142,11 +142,11 @@ static void duel_acquired(struct hilock_multi *m, int status, int64_t v,
                      0);
 }
 
-static void duel_released(struct hilock_multi *m, int status, int64_t v,
+static void duel_released(struct hilock_multi *m, int status, const struct hilock_result *res,
                           void *arg)
 {
     int i = (int)(intptr_t)arg;
-    (void)v;
+    (void)res;
     tu_assert_status(status, 0);
     if (++duel.done[i] < duel.rounds)
         tu_assert_status(

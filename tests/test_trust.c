@@ -225,9 +225,9 @@ START_TEST(lock_free_then_client_free_releases_at_once)
 END_TEST
 
 static void unblackhole_on_lost(struct hilock_lock *l, int status,
-                                int64_t value, void *arg)
+                                const struct hilock_result *result, void *arg)
 {
-    tu_record(l, status, value, arg);
+    tu_record(l, status, result, arg);
     tp_blackhole(proxy, false);
 }
 
