@@ -430,13 +430,13 @@ static int client_id_init(struct hilock_client *c)
 /* Tell the user of a change of state, once per change: a failure with the
  * same cause as the last one reported is not news. node names the server
  * (NULL: the Sentinel master's name). */
-static void client_report(struct hilock_client *c, int state, int status,
-                          const char *node)
+static void client_report(struct hilock_client *c, enum hilock_state state,
+                          int status, const char *node)
 {
     int *last = state <= HILOCK_STATE_DOWN ? c->reported : c->reported + 2;
-    if (last[0] == state && last[1] == status)
+    if (last[0] == (int)state && last[1] == status)
         return;
-    last[0] = state;
+    last[0] = (int)state;
     last[1] = status;
     if (!node)
         node = c->opts.sentinel.master_name ? c->opts.sentinel.master_name

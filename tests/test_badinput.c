@@ -338,6 +338,19 @@ START_TEST(lock_new_rejects_null_empty_and_overlong_names)
     tu_assert_status(hilock_lock_new(client, name, HILOCK_NAME_MAX + 1, 0, &l),
                      HILOCK_EINVAL);
     tu_assert_status(hilock_lock_new(client, "a", 1, 0, NULL), HILOCK_EINVAL);
+    /* a side that is neither of the enum's, and the other kinds' NULLs */
+    tu_assert_status(hilock_rwlock_new(client, "a", 1, 0,
+                                       (enum hilock_rw_side)3, &l),
+                     HILOCK_EINVAL);
+    ck_assert_ptr_null(l);
+    struct hilock_semaphore *s = NULL;
+    struct hilock_permit *p = NULL;
+    tu_assert_status(hilock_semaphore_new(client, "a", 1, NULL),
+                     HILOCK_EINVAL);
+    tu_assert_status(hilock_semaphore_new(client, "", 0, &s), HILOCK_EINVAL);
+    tu_assert_status(hilock_permit_new(NULL, "a", 1, &p), HILOCK_EINVAL);
+    ck_assert_ptr_null(s);
+    ck_assert_ptr_null(p);
     assert_quiet();
 }
 END_TEST

@@ -42,8 +42,8 @@ static void log_line(enum hilock_log_level level, const char *msg, void *arg)
     snprintf(s->log + n, sizeof s->log - n, "%s\n", msg);
 }
 
-static void on_state(struct hilock_client *c, int status, int state,
-                     const char *node, void *arg)
+static void on_state(struct hilock_client *c, int status,
+                     enum hilock_state state, const char *node, void *arg)
 {
     struct seen *s = arg;
     (void)c;

@@ -52,8 +52,9 @@ static void log_line(enum hilock_log_level level, const char *msg, void *arg)
  * attempt may fail otherwise on a loaded machine: its connect timing out). */
 static int down_tls;
 
-TLS_ONLY static void on_state(struct hilock_client *c, int status, int state,
-                              const char *node, void *arg)
+TLS_ONLY static void on_state(struct hilock_client *c, int status,
+                              enum hilock_state state, const char *node,
+                              void *arg)
 {
     (void)c;
     (void)node;

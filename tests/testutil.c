@@ -260,8 +260,9 @@ static struct client_rec *client_recs;
 
 /* The state callback tu_client installs: note the news in the record (arg),
  * then pass it on to the test's own callback, if any. */
-static void record_state(struct hilock_client *c, int status, int state,
-                         const char *node, void *arg)
+static void record_state(struct hilock_client *c, int status,
+                         enum hilock_state state, const char *node,
+                         void *arg)
 {
     struct client_rec *r = arg;
     if (state == HILOCK_STATE_UP || state == HILOCK_STATE_DOWN) {

@@ -31,7 +31,7 @@
  *  - Errors are negative HILOCK_E* codes; hilock_strerror() names them.
  *  - A function that takes a callback and returns an error never calls that
  *    callback. When it returns 0 the callback fires exactly once, also when
- *    the lock or client is freed first (HILOCK_ECANCELED).
+ *    the handle or client is freed first (HILOCK_ECANCELED).
  *  - Callbacks take the handle first, the status second, the result third
  *    (const struct hilock_result *, never NULL, valid during the call
  *    only) and the user's pointer last.
@@ -156,7 +156,8 @@ enum hilock_state {
  * cluster's map that changed); valid only during the call. Runs on the
  * loop, never inside a hilock call. */
 typedef void hilock_state_cb(struct hilock_client *client, int status,
-                             int state, const char *node, void *arg);
+                             enum hilock_state state, const char *node,
+                             void *arg);
 
 /* Shortest watchdog_lease_ms accepted: a renewal every third of it must
  * have time for a round trip. */
