@@ -102,8 +102,8 @@ static void waiter_idle(struct cwaiter *w)
     }
 }
 
-static void on_released(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct cwaiter *w = arg;
     (void)lock;
@@ -206,8 +206,8 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
         waiter_acquire(w);
 }
 
-static void on_acquired(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                        void *arg)
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct cwaiter *w = arg;
     struct cproc *p = w->p;
@@ -259,8 +259,8 @@ static void waiter_acquire(struct cwaiter *w)
     w->p->st.acq_issued++;
 }
 
-static void on_lost(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct cwaiter *w = arg;
     (void)lock;
@@ -398,8 +398,8 @@ static void on_hard_stop(evutil_socket_t fd, short what, void *arg)
     event_base_loopbreak(p->base);
 }
 
-static void on_multi_lost(struct hilock_multi *m, int status, const struct hilock_result *res,
-                          void *arg)
+static void on_multi_lost(struct hilock_multi *m, int status,
+                          const struct hilock_result *res, void *arg)
 {
     (void)m;
     on_lost(NULL, status, res, arg);

@@ -129,8 +129,8 @@ static int g_phase(struct gphase *p, redisContext *rc, int guarded, int k,
     return 0;
 }
 
-static void on_taken(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                     void *arg)
+static void on_taken(struct hilock_lock *lock, int status,
+                     const struct hilock_result *res, void *arg)
 {
     (void)lock;
     (void)res;

@@ -79,8 +79,8 @@ struct hold {
 
 static void hold_pump(struct hold *h);
 
-static void on_lost(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct hslot *s = arg;
     (void)lock;
@@ -90,8 +90,8 @@ static void on_lost(struct hilock_lock *lock, int status, const struct hilock_re
 }
 
 /* Acquire or release completed. */
-static void on_done(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                    void *arg)
+static void on_done(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct hslot *s = arg;
     struct hold *h = s->h;

@@ -87,8 +87,8 @@ static void buyer_idle(struct buyer *b)
         event_base_loopexit(b->p->base, NULL);
 }
 
-static void on_released(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct buyer *b = arg;
     (void)lock;
@@ -185,8 +185,8 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     buyer_next(arg);
 }
 
-static void on_acquired(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                        void *arg)
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct buyer *b = arg;
     struct oproc *p = b->p;
@@ -227,8 +227,8 @@ static void buyer_next(struct buyer *b)
     }
 }
 
-static void on_lost(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct buyer *b = arg;
     (void)lock;

@@ -143,8 +143,8 @@ static void pair_done(struct urun *u)
         rate_hit(u->rate, now_ns());
 }
 
-static void h_on_released(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                          void *arg)
+static void h_on_released(struct hilock_lock *lock, int status,
+                          const struct hilock_result *res, void *arg)
 {
     struct uslot *s = arg;
     (void)lock;
@@ -155,8 +155,8 @@ static void h_on_released(struct hilock_lock *lock, int status, const struct hil
     slot_next(s);
 }
 
-static void h_on_acquired(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                          void *arg)
+static void h_on_acquired(struct hilock_lock *lock, int status,
+                          const struct hilock_result *res, void *arg)
 {
     struct uslot *s = arg;
     struct urun *u = s->run;

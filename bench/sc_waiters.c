@@ -78,8 +78,8 @@ struct wproc {
 
 static void holder_pump(struct wproc *p);
 
-static void on_lost(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct wslot *s = arg;
     (void)lock;
@@ -89,8 +89,8 @@ static void on_lost(struct hilock_lock *lock, int status, const struct hilock_re
 }
 
 /* Holder: acquire or release completed. */
-static void holder_done(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                        void *arg)
+static void holder_done(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct wslot *s = arg;
     (void)lock;

@@ -128,8 +128,8 @@ static void keep(struct tproc *p, const struct trec *r)
     p->recs[p->nrecs++] = *r;
 }
 
-static void on_released(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct twaiter *w = arg;
     (void)lock;
@@ -241,8 +241,8 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     waiter_next(arg);
 }
 
-static void on_acquired(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                        void *arg)
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct twaiter *w = arg;
     struct tproc *p = w->p;
@@ -269,8 +269,8 @@ static void on_acquired(struct hilock_lock *lock, int status, const struct hiloc
         waiter_idle(w);
 }
 
-static void on_lost(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct twaiter *w = arg;
     (void)status;

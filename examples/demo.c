@@ -46,16 +46,16 @@ static void expect(int ok, const char *what)
     }
 }
 
-static void bob_released(struct hilock_lock *l, int status, const struct hilock_result *left,
-                         void *arg)
+static void bob_released(struct hilock_lock *l, int status,
+                         const struct hilock_result *left, void *arg)
 {
     say("bob", "release", status, left->holds);
     expect(status == 0 && left->holds == 0, "bob's release frees the lock");
     event_base_loopbreak(base);
 }
 
-static void bob_acquired(struct hilock_lock *l, int status, const struct hilock_result *token,
-                         void *arg)
+static void bob_acquired(struct hilock_lock *l, int status,
+                         const struct hilock_result *token, void *arg)
 {
     say("bob", "acquire (waited)", status, token->token);
     expect(status == 0, "bob gets the lock once alice lets go");
@@ -66,8 +66,8 @@ static void bob_acquired(struct hilock_lock *l, int status, const struct hilock_
         event_base_loopbreak(base);
 }
 
-static void alice_released(struct hilock_lock *l, int status, const struct hilock_result *left,
-                           void *arg)
+static void alice_released(struct hilock_lock *l, int status,
+                           const struct hilock_result *left, void *arg)
 {
     say("alice", "release", status, left->holds);
     expect(status == 0, "alice's release succeeds");
@@ -80,8 +80,8 @@ static void alice_lets_go(evutil_socket_t fd, short what, void *arg)
     hilock_lock_release(alice, alice_released, NULL);
 }
 
-static void alice_reentered(struct hilock_lock *l, int status, const struct hilock_result *token,
-                            void *arg)
+static void alice_reentered(struct hilock_lock *l, int status,
+                            const struct hilock_result *token, void *arg)
 {
     say("alice", "acquire again (re-entry)", status, token->token);
     expect(status == 0 && hilock_lock_hold_count(l) == 2,
@@ -90,8 +90,8 @@ static void alice_reentered(struct hilock_lock *l, int status, const struct hilo
     event_base_once(base, -1, EV_TIMEOUT, alice_lets_go, NULL, &later);
 }
 
-static void bob_tried(struct hilock_lock *l, int status, const struct hilock_result *ttl,
-                      void *arg)
+static void bob_tried(struct hilock_lock *l, int status,
+                      const struct hilock_result *ttl, void *arg)
 {
     say("bob", "try-acquire", status, ttl->ttl_ms);
     expect(status == HILOCK_EBUSY && ttl->ttl_ms > 0,
@@ -100,8 +100,8 @@ static void bob_tried(struct hilock_lock *l, int status, const struct hilock_res
     hilock_lock_acquire(alice, 0, 0, alice_reentered, NULL);
 }
 
-static void alice_acquired(struct hilock_lock *l, int status, const struct hilock_result *token,
-                           void *arg)
+static void alice_acquired(struct hilock_lock *l, int status,
+                           const struct hilock_result *token, void *arg)
 {
     say("alice", "acquire", status, token->token);
     expect(status == 0, "alice gets the free lock");

@@ -258,8 +258,8 @@ static void sale_answer(struct sale *s)
     shop_maybe_finish(shop);
 }
 
-static void on_released(struct hilock_lock *lock, int status, const struct hilock_result *left,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *left, void *arg)
 {
     struct sale *s = arg;
     /* The answer is about the stock, which was read (and written) under the
@@ -522,14 +522,14 @@ static void sale_read_stock(struct sale *s)
 
 /* ---- the lock ---------------------------------------------------------- */
 
-static void on_lost(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     ((struct sale *)arg)->lost = 1;
 }
 
-static void on_locked(struct hilock_lock *lock, int status, const struct hilock_result *token,
-                      void *arg)
+static void on_locked(struct hilock_lock *lock, int status,
+                      const struct hilock_result *token, void *arg)
 {
     struct sale *s = arg;
     if (status == 0 && !s->shop->forced) {

@@ -26,8 +26,8 @@ struct sentinel_events {
 };
 
 /* A resolver for o->sentinel.master_name over o->sentinel.nodes (o
- * outlives it), with o->sentinel.password; nothing is sent before sentinel_resolve. Returns
- * 0 or HILOCK_ENOMEM. */
+ * outlives it), with o->sentinel.password; nothing is sent before
+ * sentinel_resolve. Returns 0 or HILOCK_ENOMEM. */
 int sentinel_new(struct sentinel **out, const struct conn_config *cfg,
                  const struct hilock_options *o,
                  const struct sentinel_events *ev, void *arg);

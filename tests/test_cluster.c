@@ -740,8 +740,8 @@ static struct contend ct;
 
 static void worker_go(int i);
 
-static void on_released(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     worker_go((int)(intptr_t)arg);
 }
@@ -753,8 +753,8 @@ static void on_hold_end(evutil_socket_t fd, short what, void *arg)
     ck_assert_int_eq(hilock_lock_release(ct.lock[i], on_released, arg), 0);
 }
 
-static void on_acquired(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                        void *arg)
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     int i = (int)(intptr_t)arg;
     ct.calls++;
@@ -778,8 +778,8 @@ static void on_acquired(struct hilock_lock *lock, int status, const struct hiloc
     evtimer_add(ct.hold[i], &tv);
 }
 
-static void on_lost_cb(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                       void *arg)
+static void on_lost_cb(struct hilock_lock *lock, int status,
+                       const struct hilock_result *res, void *arg)
 {
     ct.lost++;
 }

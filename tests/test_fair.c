@@ -93,8 +93,8 @@ static void kill_client(int i)
     cl[i] = NULL;
 }
 
-static void on_acquired(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                        void *arg)
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct waiter *w = arg;
     if (ending)
@@ -684,8 +684,8 @@ static int mix_total, mix_errors, mix_defaults_done, mix_stop;
 
 static void mix_acquire(struct mix_worker *w);
 
-static void mix_released(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                         void *arg)
+static void mix_released(struct hilock_lock *lock, int status,
+                         const struct hilock_result *res, void *arg)
 {
     struct mix_worker *w = arg;
     (void)lock;
@@ -695,8 +695,8 @@ static void mix_released(struct hilock_lock *lock, int status, const struct hilo
         mix_acquire(w);
 }
 
-static void mix_acquired(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                         void *arg)
+static void mix_acquired(struct hilock_lock *lock, int status,
+                         const struct hilock_result *res, void *arg)
 {
     struct mix_worker *w = arg;
     (void)res;

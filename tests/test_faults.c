@@ -482,7 +482,8 @@ START_TEST(release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true)
     await(&res[1], tu_ms(5000), "acquire after the stall");
     tu_assert_status(res[1].status, 0);
     t2 = res[1].res.token;
-    ck_assert_msg(t2 > t1.token, "token %lld after %lld", (long long)t2, (long long)t1.token);
+    ck_assert_msg(t2 > t1.token, "token %lld after %lld", (long long)t2,
+                  (long long)t1.token);
     ck_assert_int_eq(t2, tu_fence("stale"));
     ck_assert_int_eq(hilock_lock_hold_count(l), 1);
     ck_assert_int_eq(tu_holds("stale", client, 1), 1);
@@ -916,8 +917,8 @@ END_TEST
 static struct hilock_client *victim;
 static int fired_total;
 
-static void counting(struct hilock_lock *lock, int status, const struct hilock_result *result,
-                     void *arg)
+static void counting(struct hilock_lock *lock, int status,
+                     const struct hilock_result *result, void *arg)
 {
     tu_record(lock, status, result, arg);
     fired_total++;
@@ -1012,8 +1013,8 @@ START_TEST(client_free_from_a_timer_while_reconnecting_fires_each_once)
 END_TEST
 
 /* Query callback that frees the client it belongs to. */
-static void free_victim_cb(struct hilock_lock *lock, int status, const struct hilock_result *result,
-                           void *arg)
+static void free_victim_cb(struct hilock_lock *lock, int status,
+                           const struct hilock_result *result, void *arg)
 {
     tu_record(lock, status, result, arg);
     hilock_client_free(victim);

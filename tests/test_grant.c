@@ -369,8 +369,8 @@ START_TEST(late_grant_is_undone_and_the_wait_takes_the_lock_again)
     ck_assert_uint_eq(hilock_lock_hold_count(l), 1);
     ck_assert_int_eq(tu_holds("again", client, 1), 1);
     tu_assert_status(tu_query(hilock_lock_query_ttl, l, &ttl), 0);
-    ck_assert_msg(ttl.ttl_ms > 0 && ttl.ttl_ms <= lease, "pttl %lld: not the new lease",
-                  (long long)ttl.ttl_ms);
+    ck_assert_msg(ttl.ttl_ms > 0 && ttl.ttl_ms <= lease,
+                  "pttl %lld: not the new lease", (long long)ttl.ttl_ms);
 }
 END_TEST
 

@@ -87,7 +87,8 @@ START_TEST(a_held_lock_refuses_the_other_kinds)
         tu_acquire(tu_rwlock(a, "k1", 1, HILOCK_READ), 0, 10000, NULL),
         HILOCK_EWRONGKIND);
     struct hilock_semaphore *s = tu_semaphore(b, "k1");
-    tu_assert_status(sem_run(hilock_semaphore_try_set_permits, s, 5), HILOCK_EWRONGKIND);
+    tu_assert_status(sem_run(hilock_semaphore_try_set_permits, s, 5),
+                     HILOCK_EWRONGKIND);
     tu_assert_status(sem_run(sem_take, s, 1), HILOCK_EWRONGKIND);
     tu_assert_status(sem_run(hilock_semaphore_release, s, 1),
                      HILOCK_EWRONGKIND);
@@ -137,7 +138,8 @@ START_TEST(a_held_read_write_lock_refuses_the_other_kinds)
                      HILOCK_EWRONGKIND);
     struct hilock_semaphore *s = tu_semaphore(b, "k2");
     tu_assert_status(sem_run(sem_take, s, 1), HILOCK_EWRONGKIND);
-    tu_assert_status(sem_run(hilock_semaphore_try_set_permits, s, 3), HILOCK_EWRONGKIND);
+    tu_assert_status(sem_run(hilock_semaphore_try_set_permits, s, 3),
+                     HILOCK_EWRONGKIND);
     assert_same("k2", before);
     tu_assert_status(tu_release(r, NULL), 0);
     hilock_client_free(fair);

@@ -135,8 +135,8 @@ static void free_client_cb(struct hilock_lock *lock, int status,
     client = NULL;
 }
 
-static void count_cb(struct hilock_lock *lock, int status, const struct hilock_result *result,
-                     void *arg)
+static void count_cb(struct hilock_lock *lock, int status,
+                     const struct hilock_result *result, void *arg)
 {
     tu_record(lock, status, result, arg);
     calls_total++;
@@ -175,8 +175,8 @@ START_TEST(client_free_inside_a_callback_cancels_the_others_once)
 END_TEST
 
 /* Acquire callback that frees its own lock. */
-static void free_lock_cb(struct hilock_lock *lock, int status, const struct hilock_result *result,
-                         void *arg)
+static void free_lock_cb(struct hilock_lock *lock, int status,
+                         const struct hilock_result *result, void *arg)
 {
     tu_record(lock, status, result, arg);
     hilock_lock_free(lock);

@@ -27,9 +27,11 @@ START_TEST(try_acquire_of_a_held_lock_is_ebusy_with_the_holders_ttl)
     struct hilock_result v;
     tu_assert_status(tu_acquire(la, 0, 10000, NULL), 0);
     tu_assert_status(tu_acquire(lb, 0, 10000, &v), HILOCK_EBUSY);
-    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "EBUSY value %lld", (long long)v.ttl_ms);
+    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "EBUSY value %lld",
+                  (long long)v.ttl_ms);
     tu_assert_status(tu_acquire(la2, 0, 10000, &v), HILOCK_EBUSY);
-    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "EBUSY value %lld", (long long)v.ttl_ms);
+    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "EBUSY value %lld",
+                  (long long)v.ttl_ms);
     ck_assert_uint_eq(hilock_lock_hold_count(lb), 0);
     ck_assert_int_eq(tu_holds("res", b, 1), RS_NIL);
 
@@ -234,7 +236,8 @@ START_TEST(queries_report_held_count_and_ttl)
     tu_assert_status(tu_query(hilock_lock_query_count, l, &v), 0);
     ck_assert_int_eq(v.holds, 2);
     tu_assert_status(tu_query(hilock_lock_query_ttl, l, &v), 0);
-    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "ttl %lld", (long long)v.ttl_ms);
+    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "ttl %lld",
+                  (long long)v.ttl_ms);
 
     /* another owner: not held by it, but the ttl is the holder's */
     tu_assert_status(tu_query(hilock_lock_query_held, other, &v), 0);
@@ -242,7 +245,8 @@ START_TEST(queries_report_held_count_and_ttl)
     tu_assert_status(tu_query(hilock_lock_query_count, other, &v), 0);
     ck_assert_int_eq(v.holds, 0);
     tu_assert_status(tu_query(hilock_lock_query_ttl, other, &v), 0);
-    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "ttl %lld", (long long)v.ttl_ms);
+    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "ttl %lld",
+                  (long long)v.ttl_ms);
 
     tu_assert_status(tu_release(l, NULL), 0);
     tu_assert_status(tu_release(l, NULL), 0);

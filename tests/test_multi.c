@@ -49,8 +49,8 @@ struct mres {
     long long at_ms;
 };
 
-static void mrecord(struct hilock_multi *m, int status, const struct hilock_result *res,
-                    void *arg)
+static void mrecord(struct hilock_multi *m, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct mres *r = arg;
     (void)m;
@@ -113,8 +113,8 @@ struct duel {
 
 static struct duel duel;
 
-static void duel_released(struct hilock_multi *m, int status, const struct hilock_result *res,
-                          void *arg);
+static void duel_released(struct hilock_multi *m, int status,
+                          const struct hilock_result *res, void *arg);
 
 static void duel_leave(evutil_socket_t fd, short what, void *arg)
 {
@@ -125,8 +125,8 @@ static void duel_leave(evutil_socket_t fd, short what, void *arg)
     tu_assert_status(hilock_multi_release(duel.m[i], duel_released, arg), 0);
 }
 
-static void duel_acquired(struct hilock_multi *m, int status, const struct hilock_result *res,
-                          void *arg)
+static void duel_acquired(struct hilock_multi *m, int status,
+                          const struct hilock_result *res, void *arg)
 {
     int i = (int)(intptr_t)arg;
     (void)res;
@@ -142,8 +142,8 @@ static void duel_acquired(struct hilock_multi *m, int status, const struct hiloc
                      0);
 }
 
-static void duel_released(struct hilock_multi *m, int status, const struct hilock_result *res,
-                          void *arg)
+static void duel_released(struct hilock_multi *m, int status,
+                          const struct hilock_result *res, void *arg)
 {
     int i = (int)(intptr_t)arg;
     (void)res;

@@ -934,8 +934,8 @@ static void foreign_hold(int i, const char *name, int ms)
 
 #define SPLIT_ROUNDS 2
 
-static void multi_record(struct hilock_multi *m, int status, const struct hilock_result *res,
-                         void *arg)
+static void multi_record(struct hilock_multi *m, int status,
+                         const struct hilock_result *res, void *arg)
 {
     struct tu_result *r = arg;
     (void)m;

@@ -61,7 +61,8 @@ START_TEST(readers_share_and_a_writer_excludes_them_both_ways)
     free(m);
     ck_assert_int_eq(rs_int(tu_srv, "HLEN", "doc", (char *)NULL), 4);
     tu_assert_status(tu_acquire(w, 0, 10000, &v), HILOCK_EBUSY);
-    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "EBUSY value %lld", (long long)v.ttl_ms);
+    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "EBUSY value %lld",
+                  (long long)v.ttl_ms);
 
     tu_assert_status(tu_release(r1, &v), 0);
     ck_assert_int_eq(v.holds, 0);
@@ -76,7 +77,8 @@ START_TEST(readers_share_and_a_writer_excludes_them_both_ways)
     free(m);
     ck_assert_int_eq(writer_holds("doc", b, 9), 1);
     tu_assert_status(tu_acquire(r1, 0, 10000, &v), HILOCK_EBUSY);
-    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "EBUSY value %lld", (long long)v.ttl_ms);
+    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "EBUSY value %lld",
+                  (long long)v.ttl_ms);
     struct hilock_lock *w2 = tu_rwlock(a, "doc", 1, HILOCK_WRITE);
     tu_assert_status(tu_acquire(w2, 0, 10000, NULL), HILOCK_EBUSY);
     tu_assert_status(tu_release(w, NULL), 0);

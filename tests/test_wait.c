@@ -71,8 +71,8 @@ static struct hilock_lock *hold(const char *name)
     return h;
 }
 
-static void on_released(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct waiter *w = arg;
     (void)lock;
@@ -84,8 +84,8 @@ static void on_released(struct hilock_lock *lock, int status, const struct hiloc
 
 /* Acquire callback: record the outcome and the order; on success release at
  * once, so the next waiter can be served. */
-static void on_acquired(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                        void *arg)
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct waiter *w = arg;
     (void)res;

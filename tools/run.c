@@ -168,8 +168,8 @@ static void arm_timer(struct runner *r, int ms)
 
 /* The release's answer decides the exit code: the command's; 122 when the
  * lock turned out lost; 125, loudly, when Redis refused the release. */
-static void on_released(struct hilock_lock *lock, int status, const struct hilock_result *left,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *left, void *arg)
 {
     struct runner *r = arg;
     if (r->phase != RELEASING)
@@ -260,8 +260,8 @@ static void on_report(evutil_socket_t fd, short what, void *arg)
 
 /* The lock is gone while the command runs: SIGTERM to every descendant,
  * SIGKILL after KILL_AFTER_MS (on_timer); the exit code will be 122. */
-static void on_lost(struct hilock_lock *lock, int status, const struct hilock_result *res,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct runner *r = arg;
     if (r->phase != RUNNING || r->lost)
@@ -474,11 +474,11 @@ static void on_probe(struct hilock_lock *lock, int status,
         finish(r, CLI_EXIT_FAILURE);
 }
 
-/* The semaphore has permits now (set by us when res->permits_set). One set before
- * with another total is used as it is, with a word on stderr: it is shared,
- * and its users agreed on its size first. Its total is read with status's
- * blocking connection (2 s at most), once, before the command starts: the
- * library counts only the permits available. Then as on_probe. */
+/* The semaphore has permits now (set by us when res->permits_set). One set
+ * before with another total is used as it is, with a word on stderr: it is
+ * shared, and its users agreed on its size first. Its total is read with
+ * status's blocking connection (2 s at most), once, before the command starts:
+ * the library counts only the permits available. Then as on_probe. */
 static void on_init(struct hilock_permit *permit, int status,
                     const struct hilock_result *res, void *arg)
 {

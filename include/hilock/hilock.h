@@ -407,7 +407,7 @@ struct hilock_result {
 typedef void hilock_lock_cb(struct hilock_lock *lock, int status,
                             const struct hilock_result *res, void *arg);
 
-/* ---- Locks: a mutex, a read-write lock's side ----------------------------- */
+/* ---- Locks: a mutex, a read-write lock's side --------------------------- */
 
 /* Create a handle for lock name (1..HILOCK_NAME_MAX bytes, any bytes) owned
  * by this client and owner_tag. Two handles with the same name and tag are
@@ -503,10 +503,10 @@ HILOCK_EXPORT int hilock_lock_renew(struct hilock_lock *lock,
                                     uint64_t lease_ms, hilock_lock_cb *cb,
                                     void *arg);
 
-/* Call cb(lock, HILOCK_ELOST, res, arg) (no field set) once if the lock, while held by this
- * handle, is found lost: a renewal says it is gone, another handle of the
- * same owner ended the shared hold, or no renewal was confirmed before the
- * lease could have run out (monotonic clock). A renewal that reaches Redis
+/* Call cb(lock, HILOCK_ELOST, res, arg) (no field set) once if the lock,
+ * while held by this handle, is found lost: a renewal says it is gone,
+ * another handle of the same owner ended the shared hold, or no renewal
+ * was confirmed before the lease could have run out (monotonic clock). A renewal that reaches Redis
  * after that moment is refused by the server, so a lock reported lost is
  * never extended by its old owner. A lock deleted by someone else (`hilock
  * release --force`) is found at the next renewal, up to a third of the
@@ -908,8 +908,9 @@ typedef void hilock_guarded_cb(struct hilock_lock *lock, int status,
  * HILOCK_GUARD_FENCE (a lock acquired with fencing on). A request resent
  * after its connection dropped is applied once (HILOCK_REPLY_LOST when
  * the first send was). Returns 0, HILOCK_EINVAL (bad argument, a key
- * outside the name's cluster slot: a log line says which), HILOCK_EGUARDED (a Redlock client: no one master can tell
- * whether the lock is held), HILOCK_ECANCELED, HILOCK_ENOMEM. */
+ * outside the name's cluster slot: a log line says which), HILOCK_EGUARDED
+ * (a Redlock client: no one master can tell whether the lock is held),
+ * HILOCK_ECANCELED, HILOCK_ENOMEM. */
 HILOCK_EXPORT int hilock_lock_guarded(struct hilock_lock *lock,
                                       const struct hilock_guarded_cmd *cmds,
                                       size_t ncmds, unsigned flags,
