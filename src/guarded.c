@@ -21,7 +21,7 @@
 
 #include "handle.h"
 #include "keys.h"
-#include "op.h"
+#include "fanout.h"
 #include "reply.h"
 #include "slot.h"
 
@@ -180,7 +180,7 @@ static void view_fill(struct hilock_reply *v, const redisReply *r,
 
 /* Read the script's reply into res and g: refusals become their codes, a
  * failed command HILOCK_ESERVER. */
-static void guarded_raw(struct op *op, const struct redisReply *rep,
+static void guarded_raw(struct fanout *op, const struct redisReply *rep,
                         struct op_result *res)
 {
     struct guarded *g = op->data;
@@ -205,7 +205,7 @@ static void guarded_raw(struct op *op, const struct redisReply *rep,
 }
 
 /* The decision: build the reply view and tell the caller. */
-static void guarded_done(struct op *op, int status,
+static void guarded_done(struct fanout *op, int status,
                          const struct op_result *res)
 {
     struct hilock_lock *lock = op->ctx;
@@ -254,8 +254,8 @@ static int guarded_check(struct hilock_lock *lock,
                                "one master can tell whether a lock is held");
         return HILOCK_EGUARDED;
     }
-    if (lock->kind == KIND_SEM ||
-        ((flags & HILOCK_GUARD_FENCE) && lock->token <= 0))
+    if (!lock->kind->guarded ||
+        ((flags & HILOCK_GUARD_FENCE) && lock->hold.token <= 0))
         return HILOCK_EINVAL;
     return slots_ok(lock, cmds, ncmds) ? 0 : HILOCK_EINVAL;
 }
@@ -271,8 +271,8 @@ static int guarded_start(struct hilock_lock *lock,
         return rc;
     struct engine *eng = lock->eng;
     struct guarded *g = malloc(sizeof(*g));
-    struct op *op =
-        g ? op_new(eng, OP_KIND_GUARDED, -1, lock->slot, 0, guarded_done)
+    struct fanout *op =
+        g ? fanout_new(eng, OP_KIND_GUARDED, -1, lock->slot, 0, guarded_done)
           : NULL;
     if (!op) {
         free(g);
@@ -285,14 +285,14 @@ static int guarded_start(struct hilock_lock *lock,
     handle_attach(lock, op);
     uint64_t keep = 4 * (uint64_t)eng->opts->request_timeout_ms;
     struct wire_lock w = handle_wire(lock);
-    op_eval(op, SCRIPT_GUARDED);
-    guarded_encode(op_cmd(op), eng->scripts.sha[SCRIPT_GUARDED], &w,
-                   (flags & HILOCK_GUARD_FENCE) ? lock->token : 0,
+    fanout_eval(op, SCRIPT_GUARDED);
+    guarded_encode(fanout_cmd(op), eng->scripts.sha[SCRIPT_GUARDED], &w,
+                   (flags & HILOCK_GUARD_FENCE) ? lock->hold.token : 0,
                    (uint32_t)(keep < GUARDED_KEEP_MS   ? GUARDED_KEEP_MS
                               : keep > INT32_MAX ? INT32_MAX
                                                  : keep),
                    cmds, ncmds, ++eng->seq);
-    op_submit(op, 0);
+    fanout_submit(op, 0);
     return 0;
 }
 
@@ -300,7 +300,7 @@ int hilock_lock_guarded(struct hilock_lock *lock,
                         const struct hilock_guarded_cmd *cmds, size_t ncmds,
                         unsigned flags, hilock_guarded_cb *cb, void *arg)
 {
-    if (lock && lock->kind == KIND_PERMIT)
+    if (lock && lock->kind == &kind_permit)
         return HILOCK_EINVAL; /* hilock_permit_guarded */
     return guarded_start(lock, cmds, ncmds, flags,
                          (struct guarded){.cb = cb, .arg = arg});
@@ -312,7 +312,7 @@ int hilock_permit_guarded(struct hilock_permit *permit,
                           void *arg)
 {
     struct hilock_lock *lock = handle_of_permit(permit);
-    if (lock && lock->kind != KIND_PERMIT)
+    if (lock && lock->kind != &kind_permit)
         return HILOCK_EINVAL;
     return guarded_start(lock, cmds, ncmds, flags,
                          (struct guarded){.permit_cb = cb, .arg = arg});

@@ -2,27 +2,35 @@
 /* semaphore.c -- the semaphore calls of the public header: counting
  * semaphores (struct hilock_semaphore) and expiring permits (struct
  * hilock_permit). Each is a lock handle of its own kind inside (see
- * lock.c and script_sem.c); the public types are its pointer under their
- * own names (callback.h), so that a lock's calls do not compile on them
- * and theirs keep their callbacks' shapes. */
+ * kind_sem.c, kind_permit.c and script_sem.c); the public types are its
+ * pointer under their own names (callback.h), so that a lock's calls do
+ * not compile on them and theirs keep their callbacks' shapes. */
 #include <stdio.h>
 
 #include "handle.h"
 #include "lock.h"
-#include "op.h"
+#include "query.h"
+#include "fanout.h"
 
 /* The handle behind a public pointer, or NULL when it is NULL or of
  * another kind (a pointer cast by the caller). */
 static struct hilock_lock *sem_of(struct hilock_semaphore *s)
 {
     struct hilock_lock *h = handle_of_sem(s);
-    return h && h->kind == KIND_SEM ? h : NULL;
+    return h && h->kind == &kind_sem ? h : NULL;
 }
 
 static struct hilock_lock *permit_of(struct hilock_permit *p)
 {
     struct hilock_lock *h = handle_of_permit(p);
-    return h && h->kind == KIND_PERMIT ? h : NULL;
+    return h && h->kind == &kind_permit ? h : NULL;
+}
+
+/* The same for a const public permit. */
+static const struct hilock_lock *permit_const(const struct hilock_permit *p)
+{
+    const struct hilock_lock *h = (const struct hilock_lock *)(const void *)p;
+    return h && h->kind == &kind_permit ? h : NULL;
 }
 
 /* Send the semaphore script id (sem_init with permits, or sem_available)
@@ -35,18 +43,18 @@ static int sem_query(struct hilock_lock *h, enum script_id id,
     int rc;
     if (!h || permits > HILOCK_PERMITS_MAX)
         return HILOCK_EINVAL;
-    struct op *op = lock_query_new(h, OP_KIND_QUERY_COUNT, cb, field, &rc);
+    struct fanout *op = query_new(h, OP_KIND_QUERY_COUNT, cb, field, &rc);
     if (!op)
         return rc;
     struct engine *eng = h->eng;
     struct wire_lock w = handle_wire(h);
     const char *pub = topo_publish(eng->topo);
-    op_eval(op, id);
+    fanout_eval(op, id);
     if (id == SCRIPT_SEM_INIT)
-        wire_sem_init(op_cmd(op), eng->scripts.sha[id], &w, permits, pub);
+        wire_sem_init(fanout_cmd(op), eng->scripts.sha[id], &w, permits, pub);
     else
-        wire_sem_available(op_cmd(op), eng->scripts.sha[id], &w, pub);
-    op_submit(op, 0);
+        wire_sem_available(fanout_cmd(op), eng->scripts.sha[id], &w, pub);
+    fanout_submit(op, 0);
     return 0;
 }
 
@@ -64,7 +72,7 @@ int hilock_semaphore_acquire(struct hilock_semaphore *sem, uint32_t permits,
     struct hilock_lock *h = sem_of(sem);
     if (!h || permits == 0 || permits > HILOCK_PERMITS_MAX)
         return HILOCK_EINVAL;
-    return lock_acquire(h, wait_ms, permits, cb_sem(cb, arg));
+    return lock_acquire(h, wait_ms, 0, permits, cb_sem(cb, arg));
 }
 
 int hilock_semaphore_release(struct hilock_semaphore *sem, uint32_t permits,
@@ -99,8 +107,9 @@ int hilock_semaphore_available(struct hilock_semaphore *sem,
 
 uint32_t hilock_semaphore_permits_held(const struct hilock_semaphore *sem)
 {
-    const struct hilock_lock *h = (const struct hilock_lock *)(const void *)sem;
-    return h && h->kind == KIND_SEM ? h->holds : 0;
+    const struct hilock_lock *h =
+        (const struct hilock_lock *)(const void *)sem;
+    return h && h->kind == &kind_sem ? h->hold.count : 0;
 }
 
 /* ---- expiring permits ---- */
@@ -116,7 +125,8 @@ int hilock_permit_acquire(struct hilock_permit *permit, uint64_t wait_ms,
     struct hilock_lock *h = permit_of(permit);
     if (!h || lease_ms > HILOCK_MS_MAX)
         return HILOCK_EINVAL;
-    return lock_acquire(h, wait_ms, (uint32_t)lease_ms, cb_permit(cb, arg));
+    return lock_acquire(h, wait_ms, (uint32_t)lease_ms, 1,
+                        cb_permit(cb, arg));
 }
 
 int hilock_permit_release(struct hilock_permit *permit, hilock_permit_cb *cb,
@@ -161,24 +171,17 @@ int hilock_permit_available(struct hilock_permit *permit,
                      cb_permit(cb, arg), CB_FIELD_PERMITS);
 }
 
-/* The handle behind a const public permit, NULL unless it is one. */
-static const struct hilock_lock *permit_const(const struct hilock_permit *p)
-{
-    const struct hilock_lock *h = (const struct hilock_lock *)(const void *)p;
-    return h && h->kind == KIND_PERMIT ? h : NULL;
-}
-
 int hilock_permit_held(const struct hilock_permit *permit)
 {
     const struct hilock_lock *h = permit_const(permit);
-    return h && h->holds > 0;
+    return h && h->hold.count > 0;
 }
 
 int hilock_permit_id(const struct hilock_permit *permit, char *buf,
                      size_t len)
 {
     const struct hilock_lock *h = permit_const(permit);
-    if (!h || h->holds == 0 || !buf || len < 33)
+    if (!h || h->hold.count == 0 || !buf || len < 33)
         return HILOCK_EINVAL;
     struct wire_lock w = handle_wire(h);
     for (size_t i = 0; i < sizeof(w.member); i++)

@@ -83,7 +83,7 @@ void wire_release(struct resp_buf *b, const char *sha,
 void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
                uint64_t attempt, uint64_t rid, const char *publish);
 
-/* The plain fast path of a lock (see lock.c): commands, not scripts,
+/* The plain fast path of a lock (see plain.c): commands, not scripts,
  * for the common case, at a fraction of a script's cost on the server.
  * wire_take: RESTORE of l's lock key with lease_ms as the hash the acquire
  * script writes for a first hold (the owner's field 1, rid as its last

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* wire_shared.c -- the commands about read-write locks and semaphores (see
+/* wire_rw_sem.c -- the commands about read-write locks and semaphores (see
  * wire.h; the scripts' arguments are listed in script_rw.c and
  * script_sem.c). */
 #include <string.h>
