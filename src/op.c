@@ -258,6 +258,9 @@ void op_submit(struct op *op, uint32_t timeout_ms)
             continue;
         if (r != first && r->cmd.len == 0)
             resp_copy(&r->cmd, &first->cmd);
+        else if (r->script >= 0 && !r->plain &&
+                 wire_check(&r->cmd, (enum script_id)r->script) != 0)
+            r->cmd.failed = RESP_BROKEN; /* fails, unsent: see wire.h */
         /* Only an operation that wants late replies keeps a request that
          * completed (timed out) to resend it when its connection drops. */
         r->late = op->late ? part_late : NULL;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* semaphore.c -- the semaphore calls of the public header: counting
  * semaphores and expiring permits, which are lock handles of their own
- * kinds (see lock.c and script_sem.c). */
+ * kinds (see lock.c and src/lua/lib/sem_kind.lua). */
 #include <stdio.h>
 
 #include "handle.h"
