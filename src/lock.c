@@ -637,14 +637,14 @@ static void send_cleanup(struct hilock_lock *lock, uint32_t drop, int node)
 
 /* Undo the hold that acquire op's request to node i took (it granted
  * it): only that request's own hold, if still there, never one a later
- * attempt took after it ran out (see script.c's undo; a lock's only --
- * the other kinds and fair mode drop one hold of the owner). Best
- * effort. */
+ * attempt or a fair hand-off began after it (src/lua/undo.lua,
+ * fair_undo.lua; a lock's only -- the other kinds drop one hold of the
+ * owner). Best effort. */
 static void send_undo(struct hilock_lock *lock, const struct op *op, size_t i)
 {
     struct engine *eng = lock->eng;
     int node = op->n == 1 ? -1 : (int)i;
-    if (lock->kind != KIND_MUTEX || fair(lock)) {
+    if (lock->kind != KIND_MUTEX) {
         send_cleanup(lock, 1, node);
         return;
     }
@@ -653,9 +653,16 @@ static void send_undo(struct hilock_lock *lock, const struct op *op, size_t i)
         op_new(eng, OP_KIND_RELEASE, node, lock->slot, 0, cleanup_done);
     if (!u)
         return;
-    op_eval(u, SCRIPT_UNDO);
-    wire_undo(op_cmd(u), eng->scripts.sha[SCRIPT_UNDO], &w, op->rids[i],
-              ++eng->seq, topo_publish(eng->topo));
+    if (fair(lock)) {
+        struct wire_fair f = fair_args(lock);
+        op_eval(u, SCRIPT_FAIR_UNDO);
+        wire_fair_undo(op_cmd(u), eng->scripts.sha[SCRIPT_FAIR_UNDO], &w,
+                       op->rids[i], ++eng->seq, eng->opts->fencing, &f);
+    } else {
+        op_eval(u, SCRIPT_UNDO);
+        wire_undo(op_cmd(u), eng->scripts.sha[SCRIPT_UNDO], &w, op->rids[i],
+                  ++eng->seq, topo_publish(eng->topo));
+    }
     handle_attach(lock, u);
     op_submit(u, 0);
 }

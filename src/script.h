@@ -32,6 +32,7 @@ enum script_id {
     SCRIPT_UNDO,
     SCRIPT_QUERY,
     SCRIPT_GUARDED,
+    SCRIPT_FAIR_UNDO,
     SCRIPT_COUNT
 };
 

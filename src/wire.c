@@ -428,6 +428,27 @@ void wire_fair_leave(struct resp_buf *b, const char *sha,
     resp_arg_u64(b, f->wait_id);
 }
 
+void wire_fair_undo(struct resp_buf *b, const char *sha,
+                    const struct wire_lock *l, uint64_t attempt, uint64_t rid,
+                    int fencing, const struct wire_fair *f)
+{
+    struct key_src k = wire_key(l);
+    size_t nk = fencing ? 4 : 3;
+    wire_evalsha(b, SCRIPT_FAIR_UNDO, sha, nk, 10);
+    keys_lock(b, &k);
+    fair_keys(b, &k, fencing);
+    resp_arg(b, "0", 1);
+    keys_field(b, l->client_id, l->owner_tag);
+    resp_arg(b, f->publish, strlen(f->publish));
+    keys_channel(b, &k);
+    keys_queue(b, &k);
+    resp_arg(b, fencing ? "1" : "0", 1);
+    keys_fence(b, &k);
+    resp_arg(b, f->listener, strlen(f->listener));
+    resp_arg_u64(b, attempt);
+    resp_arg_u64_fixed(b, rid);
+}
+
 void wire_query(struct resp_buf *b, const char *sha, enum wire_query q,
                 const struct wire_lock *l)
 {

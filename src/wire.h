@@ -172,6 +172,12 @@ void wire_fair_leave(struct resp_buf *b, const char *sha,
                      const struct wire_lock *l, int fencing,
                      const struct wire_fair *f);
 
+/* EVALSHA sha of fair_undo: as wire_undo, in fair mode (the lock handed
+ * on when the attempt's hold was the last). */
+void wire_fair_undo(struct resp_buf *b, const char *sha,
+                    const struct wire_lock *l, uint64_t attempt, uint64_t rid,
+                    int fencing, const struct wire_fair *f);
+
 /* Read-write locks (src/lua/lib/rw.lua). Take side l (KIND_READ or KIND_WRITE)
  * with lease_ms; a writer that will wait (wait nonzero) and finds the
  * lock busy keeps new readers off for intent_ms. */

@@ -80,8 +80,8 @@ static int other_takes(const char *name)
  * takes the lock afresh and reports it. The first attempt's reply then
  * comes, late: its cleanup must find that its own hold is gone and leave
  * the retry's alone. scripts_only: the first attempt is the acquire
- * script, else the plain RESTORE. */
-static void late_cleanup_keeps_the_retry(int scripts_only)
+ * script, else the plain RESTORE; fair: both are fair mode's. */
+static void late_cleanup_keeps_the_retry(int scripts_only, int fair)
 {
     int lease = tu_ms(400), request_ms = tu_ms(1200);
     int64_t held = -1;
@@ -90,6 +90,7 @@ static void late_cleanup_keeps_the_retry(int scripts_only)
     struct hilock_options o;
     options(&o, request_ms);
     o.scripts_only = scripts_only;
+    o.fair = fair;
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "late", 1);
     tu_client_ready(client);
@@ -120,13 +121,21 @@ static void late_cleanup_keeps_the_retry(int scripts_only)
 
 START_TEST(late_script_attempt_cleanup_keeps_the_retrys_hold)
 {
-    late_cleanup_keeps_the_retry(1);
+    late_cleanup_keeps_the_retry(1, 0);
 }
 END_TEST
 
 START_TEST(late_restore_attempt_cleanup_keeps_the_retrys_hold)
 {
-    late_cleanup_keeps_the_retry(0);
+    late_cleanup_keeps_the_retry(0, 0);
+}
+END_TEST
+
+/* Fair mode: the late attempt's undo goes by its request id too, and
+ * leaves the hold the retry began. */
+START_TEST(late_fair_attempt_cleanup_keeps_the_retrys_hold)
+{
+    late_cleanup_keeps_the_retry(1, 1);
 }
 END_TEST
 
@@ -435,6 +444,7 @@ static Suite *grant_suite(void)
     const TTest *const tests[] = {
         late_script_attempt_cleanup_keeps_the_retrys_hold,
         late_restore_attempt_cleanup_keeps_the_retrys_hold,
+        late_fair_attempt_cleanup_keeps_the_retrys_hold,
         piled_up_attempts_leave_exactly_the_reported_hold,
         attempts_after_an_unanswered_release_leave_the_reported_hold,
         grant_read_after_its_lease_is_not_acquired,

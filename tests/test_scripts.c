@@ -490,6 +490,45 @@ START_TEST(fair_leave_takes_the_entry_and_passes_a_raced_hand_off_on)
 }
 END_TEST
 
+static redisReply *fair_undo(const char *f, const char *l,
+                             const char *attempt, const char *rid)
+{
+    return call(SCRIPT_FAIR_UNDO, 3, LK, QUEUE, OWNERS, "0", f, "publish",
+                "ch", QUEUE, "0", "fence", l, attempt, rid, NULL);
+}
+
+START_TEST(fair_undo_drops_only_its_attempts_hold_and_hands_it_on)
+{
+    load_all();
+    /* the attempt's own fresh hold: dropped, the lock handed to the
+     * waiter queued behind (its client is the caller's: in the reply) */
+    is_pair(fair("c:1", "t", "aa", "1", "3"), 1, 0);
+    fair("c:2", "w", "bb", "7", "1");
+    redisReply *r = fair_undo("c:1", "bb", "3", "4");
+    ck_assert_uint_eq(r->elements, 7);
+    ck_assert_int_eq(elem(r, 3), 7);
+    ck_assert_int_eq(hget(LK, "c:1"), RS_NIL);
+    ck_assert_int_eq(hget(LK, "c:2"), 1);
+    /* a handed hold no attempt claimed is not the attempt's */
+    is_pair(fair_undo("c:2", "bb", "1", "2"), 1, 0);
+    ck_assert_int_eq(hget(LK, "c:2"), 1);
+    /* nor one claimed after it, nor one the attempt never reached */
+    is_pair(fair("c:2", "c", "bb", "7", "5"), 1, 0);
+    is_pair(fair_undo("c:2", "bb", "1", "6"), 1, 0);
+    is_pair(fair_undo("c:2", "bb", "9", "10"), 1, 0);
+    ck_assert_int_eq(hget(LK, "c:2"), 1);
+    /* a re-entry the attempt made goes, once */
+    is_pair(fair("c:2", "t", "bb", "7", "11"), 2, 0);
+    is_pair(fair_undo("c:2", "bb", "11", "12"), 1, 0);
+    is_pair(fair_undo("c:2", "bb", "11", "12"), 1, 0);
+    ck_assert_int_eq(hget(LK, "c:2"), 1);
+    is_nil(fair_undo("c:3", "cc", "1", "2")); /* another owner's */
+    ck_assert_int_eq(rs_int(tu_srv, "DEL", LK, (char *)NULL), 1);
+    plant_rwlock();
+    is_error(fair_undo("c:7", "aa", "1", "2"), "WRONGKIND rwlock");
+}
+END_TEST
+
 /* A read-write acquire of side script id, owner field f whose other
  * side is o. */
 static redisReply *rw_acquire(enum script_id id, const char *f, const char *o,
@@ -765,6 +804,8 @@ START_TEST(every_encoder_keeps_its_scripts_contract)
         keeps(&b, SCRIPT_FAIR_RELEASE);
         wire_fair_leave(&b, sha[SCRIPT_FAIR_LEAVE], &mutex, fencing, &f);
         keeps(&b, SCRIPT_FAIR_LEAVE);
+        wire_fair_undo(&b, sha[SCRIPT_FAIR_UNDO], &mutex, 3, 4, fencing, &f);
+        keeps(&b, SCRIPT_FAIR_UNDO);
     }
     wire_release(&b, sha[SCRIPT_RELEASE], &mutex, 4, 30000, 1, "publish");
     keeps(&b, SCRIPT_RELEASE);
@@ -890,6 +931,7 @@ int main(void)
     tcase_add_test(tc, fair_acquire_queues_once_and_release_hands_the_lock_on);
     tcase_add_test(tc,
                    fair_leave_takes_the_entry_and_passes_a_raced_hand_off_on);
+    tcase_add_test(tc, fair_undo_drops_only_its_attempts_hold_and_hands_it_on);
     tcase_add_test(tc, readers_share_a_waiting_writer_keeps_new_ones_off);
     tcase_add_test(tc, an_expired_read_hold_lets_the_writer_in);
     tcase_add_test(tc, rw_scripts_refuse_deadlock_and_other_kinds);
