@@ -33,6 +33,7 @@ enum script_id {
     SCRIPT_QUERY,
     SCRIPT_GUARDED,
     SCRIPT_FAIR_UNDO,
+    SCRIPT_WRITE_UNDO,
     SCRIPT_COUNT
 };
 

@@ -60,8 +60,9 @@ static void await(struct tu_result *r, int n, int timeout_ms, const char *what)
                   "%s: no callback within %d ms", what, timeout_ms);
 }
 
-/* Another client, straight to Redis, tries to take name once. */
-static int other_takes(const char *name)
+/* Another client, straight to Redis, tries to take name once: a lock
+ * (side < 0) or that side of a read-write lock. */
+static int other_takes(const char *name, int side)
 {
     struct tp_proxy *px = proxy;
     proxy = NULL;
@@ -71,7 +72,8 @@ static int other_takes(const char *name)
         other = tu_client(&o);
     }
     proxy = px;
-    struct hilock_lock *l = tu_lock(other, name, 99);
+    struct hilock_lock *l = side < 0 ? tu_lock(other, name, 99)
+                                     : tu_rwlock(other, name, 99, side);
     return tu_acquire(l, 0, 30000, NULL);
 }
 
@@ -80,8 +82,10 @@ static int other_takes(const char *name)
  * takes the lock afresh and reports it. The first attempt's reply then
  * comes, late: its cleanup must find that its own hold is gone and leave
  * the retry's alone. scripts_only: the first attempt is the acquire
- * script, else the plain RESTORE; fair: both are fair mode's. */
-static void late_cleanup_keeps_the_retry(int scripts_only, int fair)
+ * script, else the plain RESTORE; fair: both are fair mode's; side: a
+ * lock (-1) or that side of a read-write lock. */
+static void late_cleanup_keeps_the_retry(int scripts_only, int fair,
+                                         int side)
 {
     int lease = tu_ms(400), request_ms = tu_ms(1200);
     int64_t held = -1;
@@ -92,7 +96,11 @@ static void late_cleanup_keeps_the_retry(int scripts_only, int fair)
     o.scripts_only = scripts_only;
     o.fair = fair;
     client = tu_client(&o);
-    struct hilock_lock *l = tu_lock(client, "late", 1);
+    struct hilock_lock *l = side < 0 ? tu_lock(client, "late", 1)
+                                     : tu_rwlock(client, "late", 1, side);
+    char field[80];
+    tu_field(client, 1, field);
+    strcat(field, side == HILOCK_WRITE ? ":write" : "");
     tu_client_ready(client);
     tp_hold_replies(proxy, true);
     tu_assert_status(hilock_lock_acquire(l, (uint64_t)tu_ms(10000),
@@ -114,20 +122,20 @@ static void late_cleanup_keeps_the_retry(int scripts_only, int fair)
     /* asked after the late attempt's cleanup went out: answered after it */
     tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
     ck_assert_int_eq(held, 1);
-    ck_assert_int_eq(tu_holds("late", client, 1), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "HGET", "late", field, (char *)NULL), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 1);
-    tu_assert_status(other_takes("late"), HILOCK_EBUSY);
+    tu_assert_status(other_takes("late", side), HILOCK_EBUSY);
 }
 
 START_TEST(late_script_attempt_cleanup_keeps_the_retrys_hold)
 {
-    late_cleanup_keeps_the_retry(1, 0);
+    late_cleanup_keeps_the_retry(1, 0, -1);
 }
 END_TEST
 
 START_TEST(late_restore_attempt_cleanup_keeps_the_retrys_hold)
 {
-    late_cleanup_keeps_the_retry(0, 0);
+    late_cleanup_keeps_the_retry(0, 0, -1);
 }
 END_TEST
 
@@ -135,7 +143,14 @@ END_TEST
  * leaves the hold the retry began. */
 START_TEST(late_fair_attempt_cleanup_keeps_the_retrys_hold)
 {
-    late_cleanup_keeps_the_retry(1, 1);
+    late_cleanup_keeps_the_retry(1, 1, -1);
+}
+END_TEST
+
+/* A writer's late attempt is undone by its request id too. */
+START_TEST(late_write_attempt_cleanup_keeps_the_retrys_hold)
+{
+    late_cleanup_keeps_the_retry(1, 0, HILOCK_WRITE);
 }
 END_TEST
 
@@ -445,6 +460,7 @@ static Suite *grant_suite(void)
         late_script_attempt_cleanup_keeps_the_retrys_hold,
         late_restore_attempt_cleanup_keeps_the_retrys_hold,
         late_fair_attempt_cleanup_keeps_the_retrys_hold,
+        late_write_attempt_cleanup_keeps_the_retrys_hold,
         piled_up_attempts_leave_exactly_the_reported_hold,
         attempts_after_an_unanswered_release_leave_the_reported_hold,
         grant_read_after_its_lease_is_not_acquired,

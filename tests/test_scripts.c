@@ -583,6 +583,39 @@ START_TEST(readers_share_a_waiting_writer_keeps_new_ones_off)
 }
 END_TEST
 
+static redisReply *write_undo(const char *f, const char *attempt,
+                              const char *rid)
+{
+    return call(SCRIPT_WRITE_UNDO, 2, LK, RIDS, "1", "30000", f, "publish",
+                "ch", RIDS, attempt, rid, NULL);
+}
+
+START_TEST(write_undo_drops_only_the_hold_its_attempt_began)
+{
+    load_all();
+    is_pair(WRITE("c:2:write", "c:2", "0", "3"), 1, 0);
+    ck_assert_int_eq(hget(RIDS, "c:2:write:first"), 3);
+    is_pair(write_undo("c:2:write", "3", "4"), 0, 0);
+    ck_assert_int_eq(exists(LK) + exists(RIDS), 0);
+    is_nil(write_undo("c:2:write", "3", "5")); /* nothing held */
+    /* a hold begun after the attempt, or one the attempt never reached */
+    is_pair(WRITE("c:2:write", "c:2", "0", "6"), 1, 0);
+    is_pair(write_undo("c:2:write", "5", "7"), 1, 0);
+    is_pair(write_undo("c:2:write", "9", "10"), 1, 0);
+    /* a re-entry the attempt made goes, once */
+    is_pair(WRITE("c:2:write", "c:2", "0", "11"), 2, 0);
+    is_pair(write_undo("c:2:write", "11", "12"), 1, 0);
+    is_pair(write_undo("c:2:write", "11", "12"), 1, 0);
+    ck_assert_int_eq(hget(LK, "c:2:write"), 1);
+    /* a reader is not the writer; a release forgets the first id */
+    is_nil(write_undo("c:5:write", "1", "2"));
+    is_pair(rw_release(SCRIPT_WRITE_RELEASE, "c:2:write", "1", "13"), 0, 0);
+    ck_assert_int_eq(hget(RIDS, "c:2:write:first"), RS_NIL);
+    plant_lock(LK);
+    is_error(write_undo("c:7:write", "1", "2"), "WRONGKIND lock");
+}
+END_TEST
+
 START_TEST(an_expired_read_hold_lets_the_writer_in)
 {
     load_all();
@@ -834,6 +867,8 @@ START_TEST(every_encoder_keeps_its_scripts_contract)
     }
     wire_write_leave(&b, sha[SCRIPT_WRITE_LEAVE], &wr);
     keeps(&b, SCRIPT_WRITE_LEAVE);
+    wire_write_undo(&b, sha[SCRIPT_WRITE_UNDO], &wr, 8, 9, 30000, "publish");
+    keeps(&b, SCRIPT_WRITE_UNDO);
     wire_sem_acquire(&b, sha[SCRIPT_SEM_ACQUIRE], &sem, 2, 60000, 10);
     keeps(&b, SCRIPT_SEM_ACQUIRE);
     wire_sem_release(&b, sha[SCRIPT_SEM_RELEASE], &sem, 2, 60000, "publish",
@@ -933,6 +968,7 @@ int main(void)
                    fair_leave_takes_the_entry_and_passes_a_raced_hand_off_on);
     tcase_add_test(tc, fair_undo_drops_only_its_attempts_hold_and_hands_it_on);
     tcase_add_test(tc, readers_share_a_waiting_writer_keeps_new_ones_off);
+    tcase_add_test(tc, write_undo_drops_only_the_hold_its_attempt_began);
     tcase_add_test(tc, an_expired_read_hold_lets_the_writer_in);
     tcase_add_test(tc, rw_scripts_refuse_deadlock_and_other_kinds);
     tcase_add_test(tc,

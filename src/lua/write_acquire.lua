@@ -31,6 +31,9 @@ if not mode then
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', KEYS[1], lease)
   redis.call('del', ARGV[6])
+  -- the hold begins with this request: its id is the hold's first, by
+  -- which write_undo.lua tells whether a late attempt's hold is still there
+  redis.call('hset', ARGV[5], ARGV[2] .. ':first', ARGV[9])
   c = 1
 elseif mode == 'write' and n then
   c = redis.call('hincrby', KEYS[1], ARGV[2], 1)

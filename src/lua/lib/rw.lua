@@ -29,7 +29,8 @@
 --   already;
 -- note(rids, f, rid, ms)  records that f's request rid was applied (kept
 --   ms at least);
--- forget(rids, f)  removes owner f, its holds and its request id;
+-- forget(rids, f)  removes owner f, its holds and its request ids (the
+--   last applied; the first of a writer's hold, see write_acquire.lua);
 -- prune(base, rids)  drops the fields of readers whose every hold expired
 --   (a reader's field is alive while its newest hold's key is; a
 --   writer's always); returns how many holders are left.
@@ -47,7 +48,7 @@ local function note(rids, f, rid, ms)
 end
 local function forget(rids, f)
   redis.call('hdel', KEYS[1], f)
-  redis.call('hdel', rids, f)
+  redis.call('hdel', rids, f, f .. ':first')
 end
 local function prune(base, rids)
   local f = redis.call('hgetall', KEYS[1])
