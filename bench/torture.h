@@ -51,6 +51,9 @@ enum { TW_NONE = 0, TW_ACKED = 1, TW_UNKNOWN = 2, TW_REFUSED = 3 };
 #define TR_LOST 0x04      /* on_lost came during the section */
 #define TR_SKIPPED 0x08   /* the SET was not sent: on_lost came first */
 #define TR_GET_OK 0x10    /* seen is what GET returned */
+#define TR_LATE 0x20      /* the SET was sent while held and answered after
+                             on_lost: it may have run after the lease
+                             (the pause no lease closes; docs/guarded-writes.md) */
 
 /* One acquisition. The holder believed it held the lock over
  * [acq_ns, end_ns]: end_ns is the release's sending, or on_lost when that
@@ -90,7 +93,7 @@ struct tkstats {
     uint64_t lost_when[5];  /* of those: by the waiter's state */
     uint64_t lost_other;    /* of those: on a handle not in use */
     uint64_t skipped;       /* SETs not sent because on_lost came first */
-    uint64_t get_failed, set_unknown, set_refused;
+    uint64_t get_failed, set_unknown, set_refused, set_late;
     uint64_t hangs;         /* waiters without progress past their bound */
     uint64_t stuck;         /* waiters not idle at the drain's end */
 };

@@ -171,6 +171,10 @@ static void on_set(redisAsyncContext *ac, void *reply, void *arg)
         kst(w)->set_unknown++;
     } else if (r->type == REDIS_REPLY_STATUS) {
         w->r.flags |= TW_ACKED;
+        if (w->lost_ns) {
+            w->r.flags |= TR_LATE;
+            kst(w)->set_late++;
+        }
     } else {
         w->r.flags |= TW_REFUSED;
         kst(w)->set_refused++;
@@ -568,6 +572,7 @@ static void tkstats_add(struct tkstats *d, const struct tkstats *s)
     d->get_failed += s->get_failed;
     d->set_unknown += s->set_unknown;
     d->set_refused += s->set_refused;
+    d->set_late += s->set_late;
     d->hangs += s->hangs;
     d->stuck += s->stuck;
 }
