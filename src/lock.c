@@ -638,13 +638,13 @@ static void send_cleanup(struct hilock_lock *lock, uint32_t drop, int node)
 /* Undo the hold that acquire op's request to node i took (it granted
  * it): only that request's own hold, if still there, never one a later
  * attempt or a fair hand-off began after it (src/lua/undo.lua,
- * fair_undo.lua, write_undo.lua; a lock's and a writer's only -- a
- * reader and the semaphores drop one hold of the owner). Best effort. */
+ * fair_undo.lua, read_undo.lua, write_undo.lua; a semaphore's permits
+ * have no owner: one is given back). Best effort. */
 static void send_undo(struct hilock_lock *lock, const struct op *op, size_t i)
 {
     struct engine *eng = lock->eng;
     int node = op->n == 1 ? -1 : (int)i;
-    if (lock->kind != KIND_MUTEX && lock->kind != KIND_WRITE) {
+    if (lock->kind == KIND_SEM || lock->kind == KIND_PERMIT) {
         send_cleanup(lock, 1, node);
         return;
     }
@@ -653,11 +653,12 @@ static void send_undo(struct hilock_lock *lock, const struct op *op, size_t i)
         op_new(eng, OP_KIND_RELEASE, node, lock->slot, 0, cleanup_done);
     if (!u)
         return;
-    if (lock->kind == KIND_WRITE) {
-        op_eval(u, SCRIPT_WRITE_UNDO);
-        wire_write_undo(op_cmd(u), eng->scripts.sha[SCRIPT_WRITE_UNDO], &w,
-                        op->rids[i], ++eng->seq, lock_lease(lock),
-                        topo_publish(eng->topo));
+    if (lock->kind != KIND_MUTEX) {
+        enum script_id id = lock->kind == KIND_WRITE ? SCRIPT_WRITE_UNDO
+                                                     : SCRIPT_READ_UNDO;
+        op_eval(u, id);
+        wire_rw_undo(op_cmd(u), eng->scripts.sha[id], &w, op->rids[i],
+                     ++eng->seq, lock_lease(lock), topo_publish(eng->topo));
     } else if (fair(lock)) {
         struct wire_fair f = fair_args(lock);
         op_eval(u, SCRIPT_FAIR_UNDO);

@@ -34,6 +34,7 @@ enum script_id {
     SCRIPT_GUARDED,
     SCRIPT_FAIR_UNDO,
     SCRIPT_WRITE_UNDO,
+    SCRIPT_READ_UNDO,
     SCRIPT_COUNT
 };
 

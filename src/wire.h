@@ -189,12 +189,12 @@ void wire_rw_release(struct resp_buf *b, const char *sha,
                      const struct wire_lock *l, uint64_t rid,
                      uint32_t lease_ms, uint32_t drop, const char *publish);
 
-/* Undo the write hold that the acquire attempt with request id attempt
- * took, if it is still there, as wire_undo (lease_ms: how long the
- * undo's own id is kept when holds remain). */
-void wire_write_undo(struct resp_buf *b, const char *sha,
-                     const struct wire_lock *l, uint64_t attempt,
-                     uint64_t rid, uint32_t lease_ms, const char *publish);
+/* Undo the hold of side l that the acquire attempt with request id
+ * attempt took, if it is still there, as wire_undo (lease_ms: how long
+ * the undo's own id is kept when holds remain). */
+void wire_rw_undo(struct resp_buf *b, const char *sha,
+                  const struct wire_lock *l, uint64_t attempt, uint64_t rid,
+                  uint32_t lease_ms, const char *publish);
 
 /* A waiting writer l gave up: its mark goes. */
 void wire_write_leave(struct resp_buf *b, const char *sha,

@@ -62,19 +62,22 @@ void wire_rw_release(struct resp_buf *b, const char *sha,
     resp_arg_u64_fixed(b, rid);
 }
 
-void wire_write_undo(struct resp_buf *b, const char *sha,
-                     const struct wire_lock *l, uint64_t attempt,
-                     uint64_t rid, uint32_t lease_ms, const char *publish)
+void wire_rw_undo(struct resp_buf *b, const char *sha,
+                  const struct wire_lock *l, uint64_t attempt, uint64_t rid,
+                  uint32_t lease_ms, const char *publish)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, SCRIPT_WRITE_UNDO, sha, 2, 8);
+    wire_evalsha(b, rw_script(l, SCRIPT_READ_UNDO, SCRIPT_WRITE_UNDO), sha,
+                 2, 9);
     keys_lock(b, &k);
     keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
-    resp_arg(b, "1", 1); /* as a writer's release: every reader may go */
+    /* as a release: a writer's lets every reader in */
+    resp_arg(b, l->kind == KIND_WRITE ? "1" : "0", 1);
     resp_arg_u64(b, lease_ms);
     keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
     resp_arg(b, publish, strlen(publish));
     keys_channel_of(b, &k, KEYS_RWLOCK_CHANNEL_HEAD);
+    keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_BASE_TAIL);
     keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
     resp_arg_u64(b, attempt);
     resp_arg_u64_fixed(b, rid);

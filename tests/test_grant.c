@@ -124,7 +124,10 @@ static void late_cleanup_keeps_the_retry(int scripts_only, int fair,
     ck_assert_int_eq(held, 1);
     ck_assert_int_eq(rs_int(tu_srv, "HGET", "late", field, (char *)NULL), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 1);
-    tu_assert_status(other_takes("late", side), HILOCK_EBUSY);
+    /* another reader would share it: a writer is refused */
+    tu_assert_status(other_takes("late", side == HILOCK_READ ? HILOCK_WRITE
+                                                             : side),
+                     HILOCK_EBUSY);
 }
 
 START_TEST(late_script_attempt_cleanup_keeps_the_retrys_hold)
@@ -151,6 +154,13 @@ END_TEST
 START_TEST(late_write_attempt_cleanup_keeps_the_retrys_hold)
 {
     late_cleanup_keeps_the_retry(1, 0, HILOCK_WRITE);
+}
+END_TEST
+
+/* A reader's late attempt is undone by its request id too. */
+START_TEST(late_read_attempt_cleanup_keeps_the_retrys_hold)
+{
+    late_cleanup_keeps_the_retry(1, 0, HILOCK_READ);
 }
 END_TEST
 
@@ -461,6 +471,7 @@ static Suite *grant_suite(void)
         late_restore_attempt_cleanup_keeps_the_retrys_hold,
         late_fair_attempt_cleanup_keeps_the_retrys_hold,
         late_write_attempt_cleanup_keeps_the_retrys_hold,
+        late_read_attempt_cleanup_keeps_the_retrys_hold,
         piled_up_attempts_leave_exactly_the_reported_hold,
         attempts_after_an_unanswered_release_leave_the_reported_hold,
         grant_read_after_its_lease_is_not_acquired,

@@ -587,7 +587,7 @@ static redisReply *write_undo(const char *f, const char *attempt,
                               const char *rid)
 {
     return call(SCRIPT_WRITE_UNDO, 2, LK, RIDS, "1", "30000", f, "publish",
-                "ch", RIDS, attempt, rid, NULL);
+                "ch", BASE, RIDS, attempt, rid, NULL);
 }
 
 START_TEST(write_undo_drops_only_the_hold_its_attempt_began)
@@ -613,6 +613,56 @@ START_TEST(write_undo_drops_only_the_hold_its_attempt_began)
     ck_assert_int_eq(hget(RIDS, "c:2:write:first"), RS_NIL);
     plant_lock(LK);
     is_error(write_undo("c:7:write", "1", "2"), "WRONGKIND lock");
+}
+END_TEST
+
+static redisReply *read_undo(const char *f, const char *attempt,
+                             const char *rid)
+{
+    return call(SCRIPT_READ_UNDO, 2, LK, RIDS, "0", "30000", f, "publish",
+                "ch", BASE, RIDS, attempt, rid, NULL);
+}
+
+START_TEST(read_undo_drops_only_the_hold_its_attempt_began)
+{
+    load_all();
+    is_pair(READ("c:1", "c:1:write", "3"), 1, 0);
+    is_pair(READ("c:3", "c:3:write", "1"), 1, 0);
+    ck_assert_int_eq(hget(RIDS, "c:1:first"), 3);
+    /* its own hold goes; the other reader keeps the lock */
+    is_pair(read_undo("c:1", "3", "4"), 0, 0);
+    ck_assert_int_eq(exists(BASE "c:1:rwlock_timeout:1"), 0);
+    ck_assert_int_eq(hget(LK, "c:1"), RS_NIL);
+    ck_assert_int_eq(hget(RIDS, "c:1:first"), RS_NIL);
+    ck_assert_int_eq(hget(LK, "c:3"), 1);
+    is_nil(read_undo("c:1", "3", "5")); /* nothing held */
+    /* a hold begun after the attempt, or one the attempt never reached */
+    is_pair(READ("c:1", "c:1:write", "6"), 1, 0);
+    is_pair(read_undo("c:1", "5", "7"), 1, 0);
+    is_pair(read_undo("c:1", "9", "10"), 1, 0);
+    /* a re-entry the attempt made goes, once: the newest hold */
+    is_pair(READ("c:1", "c:1:write", "11"), 2, 0);
+    ck_assert_int_eq(hget(RIDS, "c:1:first"), 6);
+    is_pair(read_undo("c:1", "11", "12"), 1, 0);
+    is_pair(read_undo("c:1", "11", "12"), 1, 0);
+    ck_assert_int_eq(exists(BASE "c:1:rwlock_timeout:2"), 0);
+    ck_assert_int_eq(exists(BASE "c:1:rwlock_timeout:1"), 1);
+    /* a hold after the newest ran out begins anew: its id is the first */
+    ck_assert_int_eq(rs_int(tu_srv, "PEXPIRE", BASE "c:1:rwlock_timeout:1",
+                            "1", (char *)NULL),
+                     1);
+    await_gone(BASE "c:1:rwlock_timeout:1");
+    is_pair(READ("c:1", "c:1:write", "13"), 2, 0);
+    ck_assert_int_eq(hget(RIDS, "c:1:first"), 13);
+    is_pair(read_undo("c:1", "11", "14"), 2, 0);
+    /* the last reader's undo frees the lock */
+    is_pair(rw_release(SCRIPT_READ_RELEASE, "c:3", "1", "2"), 0, 0);
+    ck_assert_int_eq(rs_int(tu_srv, "DEL", LK, RIDS, (char *)NULL), 2);
+    is_pair(READ("c:1", "c:1:write", "15"), 1, 0);
+    is_pair(read_undo("c:1", "15", "16"), 0, 0);
+    ck_assert_int_eq(exists(LK) + exists(RIDS), 0);
+    plant_lock(LK);
+    is_error(read_undo("c:7", "1", "2"), "WRONGKIND lock");
 }
 END_TEST
 
@@ -867,8 +917,10 @@ START_TEST(every_encoder_keeps_its_scripts_contract)
     }
     wire_write_leave(&b, sha[SCRIPT_WRITE_LEAVE], &wr);
     keeps(&b, SCRIPT_WRITE_LEAVE);
-    wire_write_undo(&b, sha[SCRIPT_WRITE_UNDO], &wr, 8, 9, 30000, "publish");
+    wire_rw_undo(&b, sha[SCRIPT_WRITE_UNDO], &wr, 8, 9, 30000, "publish");
     keeps(&b, SCRIPT_WRITE_UNDO);
+    wire_rw_undo(&b, sha[SCRIPT_READ_UNDO], &rd, 8, 9, 30000, "publish");
+    keeps(&b, SCRIPT_READ_UNDO);
     wire_sem_acquire(&b, sha[SCRIPT_SEM_ACQUIRE], &sem, 2, 60000, 10);
     keeps(&b, SCRIPT_SEM_ACQUIRE);
     wire_sem_release(&b, sha[SCRIPT_SEM_RELEASE], &sem, 2, 60000, "publish",
@@ -969,6 +1021,7 @@ int main(void)
     tcase_add_test(tc, fair_undo_drops_only_its_attempts_hold_and_hands_it_on);
     tcase_add_test(tc, readers_share_a_waiting_writer_keeps_new_ones_off);
     tcase_add_test(tc, write_undo_drops_only_the_hold_its_attempt_began);
+    tcase_add_test(tc, read_undo_drops_only_the_hold_its_attempt_began);
     tcase_add_test(tc, an_expired_read_hold_lets_the_writer_in);
     tcase_add_test(tc, rw_scripts_refuse_deadlock_and_other_kinds);
     tcase_add_test(tc,

@@ -30,6 +30,12 @@ if not n and mode ~= 'write' then
 end
 if not mode then redis.call('hset', KEYS[1], 'mode', 'read') end
 local c = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+-- a hold that begins here (the owner's first, or one after its newest
+-- ran out) keeps this request's id as its first (read_undo.lua)
+if c == 1 or redis.call('exists', ARGV[4] .. ARGV[2] .. ':rwlock_timeout:' ..
+                        (c - 1)) == 0 then
+  redis.call('hset', ARGV[5], ARGV[2] .. ':first', ARGV[9])
+end
 redis.call('set', ARGV[4] .. ARGV[2] .. ':rwlock_timeout:' .. c, 1,
            'px', lease)
 longer(KEYS[1], lease)

@@ -2,7 +2,7 @@
 -- still there.
 --
 -- keys: 2
--- args: 8
+-- args: 9
 --
 -- KEYS[1]  the lock
 -- KEYS[2]  the request ids "hilock_rid:{<name>}"
@@ -11,9 +11,10 @@
 -- ARGV[3]  the writer's owner field (ends ":write")
 -- ARGV[4]  publish command
 -- ARGV[5]  the channel
--- ARGV[6]  the request ids' name
--- ARGV[7]  the request id of the acquire attempt to undo
--- ARGV[8]  request id (of this undo)
+-- ARGV[6]  base (not used here: read_undo.lua's layout)
+-- ARGV[7]  the request ids' name
+-- ARGV[8]  the request id of the acquire attempt to undo
+-- ARGV[9]  request id (of this undo)
 --
 -- Replies: as write_release: {holds left, subscribers that heard the
 -- release} (0 for the second while the lock is held), or nil when the
@@ -31,21 +32,21 @@
 --@include lib/rw_release.lua
 if not n or mode ~= 'write' then return nil end
 n = tonumber(n)
-local ids = redis.call('hmget', ARGV[6], ARGV[3], ARGV[3] .. ':first')
-local last, attempt = tonumber(ids[1] or '0'), tonumber(ARGV[7])
-if tonumber(ARGV[8]) <= last or last < attempt or not ids[2] or
+local ids = redis.call('hmget', ARGV[7], ARGV[3], ARGV[3] .. ':first')
+local last, attempt = tonumber(ids[1] or '0'), tonumber(ARGV[8])
+if tonumber(ARGV[9]) <= last or last < attempt or not ids[2] or
    tonumber(ids[2]) > attempt then
   return {n, 0}
 end
 if n > 1 then
   redis.call('hset', KEYS[1], ARGV[3], n - 1)
-  note(ARGV[6], ARGV[3], ARGV[8], tonumber(ARGV[2]))
+  note(ARGV[7], ARGV[3], ARGV[9], tonumber(ARGV[2]))
   return {n - 1, 0}
 end
 local heard = redis.call(ARGV[4], ARGV[5], ARGV[1])
-forget(ARGV[6], ARGV[3])
+forget(ARGV[7], ARGV[3])
 if redis.call('hlen', KEYS[1]) == 1 then
-  redis.call('del', KEYS[1], ARGV[6])
+  redis.call('del', KEYS[1], ARGV[7])
 else
   redis.call('hset', KEYS[1], 'mode', 'read')
 end

@@ -30,7 +30,8 @@
 -- note(rids, f, rid, ms)  records that f's request rid was applied (kept
 --   ms at least);
 -- forget(rids, f)  removes owner f, its holds and its request ids (the
---   last applied; the first of a writer's hold, see write_acquire.lua);
+--   last applied; the first of its hold, see read_acquire.lua and
+--   write_acquire.lua);
 -- prune(base, rids)  drops the fields of readers whose every hold expired
 --   (a reader's field is alive while its newest hold's key is; a
 --   writer's always); returns how many holders are left.
