@@ -470,17 +470,16 @@ static int client_assemble(struct hilock_client *c, struct event_base *base)
     evtimer_assign(&c->close_timer, base, on_close_tick, c);
     c->cfg = (struct conn_config){base, &c->opts,
                                   event_base_init_common_timeout(base, &tv),
-                                  &c->rng, &c->guard,
-                                  c->opts.fair ? c->listener : NULL,
-                                  &c->eng.stats, &c->wire, c->tls.main,
-                                  c->tls.sentinel};
+                                  &c->rng, &c->guard, &c->eng.stats,
+                                  &c->wire, c->tls.main, c->tls.sentinel};
     c->events = (struct topo_events){c,
                                      on_member_up,
                                      on_member_down,
                                      on_pubsub_state,
                                      on_release_news,
                                      on_handoff_news,
-                                     client_rewant};
+                                     client_rewant,
+                                     c->opts.fair ? c->listener : NULL};
     if ((rc = topo_init(&c->topo, &c->cfg, &c->opts, c->prefix,
                         c->prefix_len, &c->events)))
         return rc;
@@ -493,7 +492,7 @@ static int client_assemble(struct hilock_client *c, struct event_base *base)
     c->eng.prefix = c->prefix;
     c->eng.prefix_len = c->prefix_len;
     c->eng.id = c->id;
-    c->eng.listener = c->cfg.listener;
+    c->eng.listener = c->events.listener;
     c->eng.permit_prefix = c->tag;
     c->eng.rng = &c->rng;
     lock_engine_init(&c->eng);

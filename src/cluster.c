@@ -1,5 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* cluster.c -- see cluster.h.
+/* cluster.c -- the Cluster topology: the slot map and one node per server.
+ *
+ * The map comes from CLUSTER SLOTS, asked of a node that is up: at start,
+ * after a MOVED (which also fixes its one slot at once), when a node goes
+ * down (its slots may fail over to a replica) and while a mapped master
+ * stays down. Requests carry their slot: they go to its master, follow
+ * MOVED and ASK (below the engine: node.c reports the redirect, this file
+ * moves the request), and those still waiting in a queue move with the
+ * map. Release messages use sharded pub/sub (SSUBSCRIBE on the master of
+ * the channel's slot) when the servers have it (Redis 7), plain pub/sub
+ * otherwise.
  *
  * Nothing about a lock is sent before the slot map is known: until then
  * requests wait in the queue of a connection that never connects (parked)
@@ -7,8 +17,6 @@
  * deadline. A seed that answers CLUSTER SLOTS with "cluster support
  * disabled" is a standalone server: it is logged and never used, since a
  * lock taken there is one the cluster's clients do not see. */
-#include "cluster.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +24,7 @@
 
 #include "clock.h"
 #include "slot.h"
+#include "topo_backend.h"
 
 /* Shortest time between two CLUSTER SLOTS: a failover answers a burst of
  * requests with MOVED, and one refresh serves them all. */
@@ -53,7 +62,7 @@ struct cluster {
     const struct cnode *prober;   /* the node whose answer set sharded */
     uint8_t again;                /* refresh once more when this one ends */
     uint8_t evicted;              /* a server dropped a subscription */
-    struct req *refresh;          /* CLUSTER SLOTS in flight */
+    struct req *map_req;          /* CLUSTER SLOTS in flight */
     uint64_t refreshed_ms;
     struct event refresh_timer;
     struct conn parked;           /* requests waiting for the map */
@@ -110,13 +119,14 @@ static int cn_redirect(void *arg, struct req *r, int ask,
     struct cluster *cl = c->cl;
     struct cnode *d = cnode_get(cl, to->host[0] ? to->host : c->host,
                                 to->port);
-    if (!d || r->hops >= CLUSTER_HOPS_MAX)
+    if (!d || r->cluster.hops >= CLUSTER_HOPS_MAX)
         return 0;
-    r->hops++;
+    r->cluster.hops++;
     if (!ask) {
         cl->owner[to->slot] = (uint16_t)(index_of(cl, d) + 1);
         refresh_soon(cl);
     }
+    node_req_moved(r);
     req_move(r, &d->node.cmd, ask);
     return 1;
 }
@@ -177,7 +187,8 @@ static struct cnode *cnode_get(struct cluster *cl, const char *host,
     c->cl = cl;
     c->events = (struct node_events){
         c, cn_up, cn_down, cn_redirect,
-        {c, cn_message, cn_release, cn_pubsub, cn_evicted}};
+        {c, cn_message, cn_release, cn_pubsub, cn_evicted,
+         cl->ev->listener}};
     struct conn_endpoint ep = {c->host, port, NULL};
     node_init(&c->node, cl->cfg, &ep, cl->prefix, cl->prefix_len, &c->events);
     c->node.subs.conn.sharded = cl->sharded;
@@ -207,9 +218,13 @@ static struct conn *route(struct cluster *cl, unsigned slot)
     return any ? &any->node.cmd : &cl->parked;
 }
 
-static struct conn *reroute_dest(void *arg, const struct req *r)
+/* Where queued request r goes after a change of the map (NULL: stays). */
+static struct conn *reroute_dest(void *arg, struct req *r)
 {
-    return r->routed ? route(arg, r->slot) : NULL;
+    struct conn *d = r->cluster.routed ? route(arg, r->cluster.slot) : NULL;
+    if (d && d != r->conn)
+        node_req_moved(r);
+    return d;
 }
 
 /* Names wanted on a node that no longer owns their slot. */
@@ -328,11 +343,11 @@ static int map_apply(struct cluster *cl, const redisReply *r,
  * error is an answer, not logged. */
 static void on_probe(struct req *req, int status, redisReply *reply)
 {
-    struct cluster *cl = req->ctx;
+    struct cluster *cl = req->submitter.ctx;
     if (status)
         return; /* asked again with the next refresh */
     cl->probed = 1;
-    cl->prober = req->data;
+    cl->prober = req->submitter.data;
     cl->sharded = reply->type == REDIS_REPLY_ARRAY;
     for (size_t i = 0; i < cl->n; i++)
         cl->nodes[i]->node.subs.conn.sharded = cl->sharded;
@@ -379,9 +394,9 @@ static int refuse_standalone(struct cluster *cl, struct cnode *c,
 
 static void on_slots(struct req *req, int status, redisReply *reply)
 {
-    struct cluster *cl = req->ctx;
-    struct cnode *asked = req->data;
-    cl->refresh = NULL;
+    struct cluster *cl = req->submitter.ctx;
+    struct cnode *asked = req->submitter.data;
+    cl->map_req = NULL;
     if (status == HILOCK_ECANCELED)
         return;
     cl->refreshed_ms = clock_now_ms();
@@ -415,8 +430,8 @@ static void ask_node(struct cluster *cl, struct cnode *c, const char *a,
     struct req *r = node_request(&c->node, done);
     if (!r)
         return;
-    r->ctx = cl;
-    r->data = c;
+    r->submitter.ctx = cl;
+    r->submitter.data = c;
     r->quiet = done == on_probe; /* an error is its answer: no sharding */
     resp_array(&r->cmd, 2);
     resp_arg(&r->cmd, a, strlen(a));
@@ -447,24 +462,24 @@ static void refresh_now(struct cluster *cl)
     cl->asked = index_of(cl, c) + 1;
     if (!cl->probed)
         ask_node(cl, c, "PUBSUB", "SHARDNUMSUB", on_probe, NULL);
-    ask_node(cl, c, "CLUSTER", "SLOTS", on_slots, &cl->refresh);
+    ask_node(cl, c, "CLUSTER", "SLOTS", on_slots, &cl->map_req);
 }
 
 static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct cluster *cl = arg;
-    reentry_enter(cl->cfg->guard);
-    if (cl->refresh)
+    reentry_enter(cl->cfg->reentry);
+    if (cl->map_req)
         cl->again = 1;
     else
         refresh_now(cl);
-    reentry_leave(cl->cfg->guard);
+    reentry_leave(cl->cfg->reentry);
 }
 
 /* Ask for the map as soon as the gap since the last answer allows. */
 static void refresh_soon(struct cluster *cl)
 {
-    if (cl->refresh) {
+    if (cl->map_req) {
         cl->again = 1;
         return;
     }
@@ -475,38 +490,41 @@ static void refresh_soon(struct cluster *cl)
         evtimer_add(&cl->refresh_timer, &tv);
 }
 
-int cluster_new(struct cluster **out, const struct conn_config *cfg,
-                const struct hilock_endpoint *seeds, size_t n,
-                const char *prefix, size_t prefix_len,
-                const struct topo_events *ev)
+/* The cluster behind o's seeds (borrowed), with no node yet. Returns 0
+ * or HILOCK_ENOMEM. */
+static int cluster_init(struct topo *t, const struct hilock_options *o)
 {
     struct cluster *cl = calloc(1, sizeof(*cl));
     if (!cl)
         return HILOCK_ENOMEM;
-    cl->cfg = cfg;
-    cl->ev = ev;
-    cl->prefix = prefix;
-    cl->prefix_len = prefix_len;
-    evtimer_assign(&cl->refresh_timer, cfg->base, on_refresh_timer, cl);
+    cl->cfg = t->cfg;
+    cl->ev = t->ev;
+    cl->prefix = t->prefix;
+    cl->prefix_len = t->prefix_len;
+    evtimer_assign(&cl->refresh_timer, cl->cfg->base, on_refresh_timer, cl);
     static const struct conn_hooks none = {0};
     static const struct conn_endpoint nowhere = {"", 0, NULL};
-    conn_init(&cl->parked, cfg, &nowhere, &none, cl, "cluster map");
-    cl->seeds = seeds;
-    cl->nseeds = n;
-    *out = cl;
+    conn_init(&cl->parked, cl->cfg, &nowhere, &none, cl, "cluster map");
+    cl->seeds = o->cluster;
+    cl->nseeds = o->ncluster;
+    t->impl = cl;
     return 0;
 }
 
-void cluster_start(struct cluster *cl)
+/* A node per seed, and the first CLUSTER SLOTS. */
+static void cluster_start(struct topo *t)
 {
+    struct cluster *cl = t->impl;
     for (size_t i = 0; i < cl->nseeds; i++)
         cnode_get(cl, cl->seeds[i].host, cl->seeds[i].port);
     if (cl->n)
         refresh_now(cl);
 }
 
-void cluster_free(struct cluster *cl, uint32_t drain_ms)
+/* Close every node (node_close) and free the cluster. */
+static void cluster_close(struct topo *t, uint32_t drain_ms)
 {
+    struct cluster *cl = t->impl;
     evtimer_del(&cl->refresh_timer);
     conn_close(&cl->parked);
     for (size_t i = 0; i < cl->n; i++)
@@ -515,17 +533,25 @@ void cluster_free(struct cluster *cl, uint32_t drain_ms)
         free(cl->nodes[i]);
     free(cl->nodes);
     free(cl);
+    t->impl = NULL;
 }
 
-void cluster_cancel(struct cluster *cl)
+/* conn_cancel_all on every node's command connection. */
+static void cluster_cancel(struct topo *t)
 {
+    struct cluster *cl = t->impl;
     for (size_t i = 0; i < cl->n; i++)
         conn_cancel_all(&cl->nodes[i]->node.cmd);
 }
 
-struct req *cluster_request(struct cluster *cl, unsigned slot,
-                            req_done_fn *done)
+/* On its master as far as the map knows; before the map is known it
+ * waits for it (and fails with HILOCK_ENOTCLUSTER when no seed is a
+ * cluster node). */
+static struct req *cluster_request(struct topo *t, size_t member,
+                                   unsigned slot, req_done_fn *done)
 {
+    struct cluster *cl = t->impl;
+    (void)member;
     if (cl->n == 0)
         return NULL;
     struct req *r = req_new(route(cl, slot), done);
@@ -534,26 +560,48 @@ struct req *cluster_request(struct cluster *cl, unsigned slot,
         evtimer_add(&cl->refresh_timer, &tv);
     }
     if (r) {
-        r->routed = 1;
-        r->slot = (uint16_t)slot;
+        r->cluster.routed = 1;
+        r->cluster.slot = (uint16_t)slot;
     }
     return r;
 }
 
-struct node *cluster_node(struct cluster *cl, unsigned slot)
+/* The master of slot, or NULL while the map is not known. */
+static struct node *cluster_node(struct topo *t, size_t member,
+                                 unsigned slot)
 {
+    struct cluster *cl = t->impl;
     unsigned o = cl->owner[slot];
+    (void)member;
     return cl->known && o ? &cl->nodes[o - 1]->node : NULL;
 }
 
-int cluster_sharded(const struct cluster *cl)
+/* SPUBLISH when the servers have sharded pub/sub. */
+static const char *cluster_publish(const struct topo *t)
 {
-    return cl->sharded;
+    const struct cluster *cl = t->impl;
+    return cl->sharded ? "spublish" : "publish";
 }
 
-void cluster_unwant(struct cluster *cl, const char *name, size_t len,
-                    enum sub_kind kind)
+/* Unsubscribe name wherever it is. */
+static void cluster_unwant(struct topo *t, size_t member, const char *name,
+                           size_t len, enum sub_kind kind)
 {
+    struct cluster *cl = t->impl;
+    (void)member;
     for (size_t i = 0; i < cl->n; i++)
         node_unwant(&cl->nodes[i]->node, name, len, kind);
 }
+
+const struct topo_ops topo_cluster_ops = {
+    .name = "cluster",
+    .slotted = 1,
+    .init = cluster_init,
+    .start = cluster_start,
+    .close = cluster_close,
+    .cancel = cluster_cancel,
+    .request = cluster_request,
+    .node = cluster_node,
+    .publish = cluster_publish,
+    .unwant = cluster_unwant,
+};

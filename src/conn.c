@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* conn.c -- one hiredis async connection, kept alive.
+/* conn.c -- the core of one hiredis async connection: its requests.
  *
  * The connection owns the requests sent on it. Each request has a deadline on
  * a libevent timer of ours (hiredis 0.14 has no request timeouts, and 1.x's
@@ -7,31 +7,18 @@
  * the caller while the connection itself stays up. Requests issued while the
  * connection is down wait in a queue until it is ready again, within their
  * deadline; a request marked retry is queued again when the connection drops
- * under it. Reconnects back off exponentially with jitter; the backoff starts
- * over only once a connection has proved useful, so a server that accepts
- * and then rejects us (a denied SUBSCRIBE, a failed AUTH) is not hammered.
- *
- * After connecting, AUTH and SELECT (or PING, when there is neither) go
- * out first and every request waits until they are accepted: a request
- * must never run as another user or in another database, and the
- * connection is not up before the peer has shown it is a Redis that takes
- * our commands. A refused handshake fails the waiting requests with its
- * cause. The command connection also asks the server's TIME, so that a
- * renewal can carry a deadline in the server's clock (see watchdog.c).
- * Over TLS (tls.c) a PING goes first: its reply shows that the TLS
- * handshake passed, within the connect deadline.
+ * under it. This file also holds what every state change of the connection
+ * shares (ready, lost, aborted, the backoff timer); opening and reopening
+ * it is connect.c's, the handshake handshake.c's.
  *
  * hiredis calls every pending callback with a NULL reply when a context dies,
  * including when we free it. When the client itself is going away, requests
  * still inside hiredis are marked orphans and only freed from that callback. */
 #include "conn.h"
 
-#include <errno.h>
-#include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/sds.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +36,7 @@
 
 #include "backoff.h"
 #include "clock.h"
-#include "guard.h"
+#include "conn_impl.h"
 #include "reply.h"
 #include "stats.h"
 #include "tls.h"
@@ -57,26 +44,6 @@
 #define REQ_POOL_MAX 4096
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg);
-static void on_retry_timer(evutil_socket_t fd, short what, void *arg);
-static void on_later_timer(evutil_socket_t fd, short what, void *arg);
-static void on_flush(evutil_socket_t fd, short what, void *arg);
-
-void conn_init(struct conn *conn, const struct conn_config *cfg,
-               const struct conn_endpoint *ep, const struct conn_hooks *hooks,
-               void *owner, const char *what)
-{
-    memset(conn, 0, sizeof(*conn));
-    conn->cfg = cfg;
-    conn->ep = *ep;
-    conn->hooks = hooks;
-    conn->owner = owner;
-    conn->what = what;
-    TAILQ_INIT(&conn->queued);
-    TAILQ_INIT(&conn->sent);
-    evtimer_assign(&conn->retry_timer, cfg->base, on_retry_timer, conn);
-    evtimer_assign(&conn->later_timer, cfg->base, on_later_timer, conn);
-    event_assign(&conn->flush_ev, cfg->base, -1, 0, on_flush, conn);
-}
 
 const char *conn_addr(const struct conn *conn, char *buf, size_t len)
 {
@@ -120,7 +87,7 @@ void conn_log(const struct conn *conn, enum hilock_log_level level,
  * other than the network), or only a debug line when it was down for that
  * same cause already. A server that keeps refusing costs one line per
  * change of state, not one per reconnect. */
-static void conn_log_down(const struct conn *conn, int err, const char *fmt,
+void conn_log_down(const struct conn *conn, int err, const char *fmt,
                           ...)
 {
     enum hilock_log_level level = HILOCK_LOG_DEBUG;
@@ -141,9 +108,9 @@ struct req *req_new(struct conn *conn, req_done_fn *done)
 {
     if (conn->state == CONN_CLOSED)
         return NULL;
-    struct req *r = conn->pool;
+    struct req *r = TAILQ_FIRST(&conn->pool);
     if (r) {
-        conn->pool = r->ctx;
+        TAILQ_REMOVE(&conn->pool, r, link);
         conn->pool_len--;
     } else if (!(r = malloc(sizeof(*r)))) {
         return NULL;
@@ -151,7 +118,6 @@ struct req *req_new(struct conn *conn, req_done_fn *done)
     memset(r, 0, offsetof(struct req, cmd));
     r->conn = conn;
     r->done = done;
-    r->script = -1;
     evtimer_assign(&r->timer, conn->cfg->base, on_deadline, r);
     resp_init(&r->cmd, r->cmd_inline, sizeof(r->cmd_inline));
     return r;
@@ -166,8 +132,7 @@ static void req_recycle(struct req *r)
         r->fini(r);
     resp_free(&r->cmd);
     if (conn->pool_len < REQ_POOL_MAX && conn->state != CONN_CLOSED) {
-        r->ctx = conn->pool;
-        conn->pool = r;
+        TAILQ_INSERT_HEAD(&conn->pool, r, link);
         conn->pool_len++;
     } else {
         free(r);
@@ -196,12 +161,12 @@ static int send_parts(struct conn *conn, struct req *r)
 {
     if (r->asking && !send_cmd(conn, asking_cmd, sizeof(asking_cmd) - 1, NULL))
         return 0;
-    if (!r->split)
+    if (!r->plain.split)
         return send_cmd(conn, r->cmd.data, r->cmd.len, r);
     return send_cmd(conn, multi_cmd, sizeof(multi_cmd) - 1, NULL) &&
-           send_cmd(conn, r->cmd.data, r->split, NULL) &&
-           send_cmd(conn, r->cmd.data + r->split, r->cmd.len - r->split,
-                    NULL) &&
+           send_cmd(conn, r->cmd.data, r->plain.split, NULL) &&
+           send_cmd(conn, r->cmd.data + r->plain.split,
+                    r->cmd.len - r->plain.split, NULL) &&
            send_cmd(conn, exec_cmd, sizeof(exec_cmd) - 1, r);
 }
 
@@ -211,17 +176,17 @@ static int send_parts(struct conn *conn, struct req *r)
  * first request of a batch, writes the buffer as soon as the callbacks
  * running now are done, in the same pass: the batch still goes out in one
  * write, that much sooner. */
-static void on_flush(evutil_socket_t fd, short what, void *arg)
+void conn_on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *conn = arg;
-    struct reentry *guard = conn->cfg->guard;
+    struct reentry *re = conn->cfg->reentry;
     (void)fd;
     (void)what;
-    reentry_enter(guard);
+    reentry_enter(re);
     conn->flush_pending = 0;
     if (conn->state == CONN_READY && conn->ac)
         redisAsyncHandleWrite(conn->ac); /* may drop the connection */
-    reentry_leave(guard);
+    reentry_leave(re);
 }
 
 /* Hand r to hiredis; when the context refuses (going down), queue it. */
@@ -273,7 +238,6 @@ void req_move(struct req *r, struct conn *dst, int asking)
 {
     r->conn = dst;
     r->asking = (uint8_t)(asking != 0);
-    r->reloaded = 0; /* the new node may lack the script */
     send_now(dst, r);
 }
 
@@ -349,8 +313,8 @@ void req_hurry(struct req *r, uint32_t ms)
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     struct req *r = arg;
-    struct reentry *guard = r->conn->cfg->guard;
-    reentry_enter(guard);
+    struct reentry *re = r->conn->cfg->reentry;
+    reentry_enter(re);
     if (r->done) {
         req_complete(r, deadline_status(r));
     } else if (r->where == REQ_QUEUED) {
@@ -361,11 +325,11 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
             r->late(r, NULL);
         req_recycle(r);
     }
-    reentry_leave(guard);
+    reentry_leave(re);
 }
 
 /* Arm the backoff timer for the next connect attempt. */
-static void schedule_retry(struct conn *conn)
+void conn_backoff(struct conn *conn)
 {
     const struct hilock_options *o = conn->cfg->opts;
     uint32_t ms = backoff_delay_ms(o->reconnect_min_ms, o->reconnect_max_ms,
@@ -382,7 +346,7 @@ void conn_proven(struct conn *conn)
 }
 
 /* Note why the connection is down and tell the owner. */
-static void conn_failed(struct conn *conn, int err)
+void conn_failed(struct conn *conn, int err)
 {
     conn->err = err;
     if (conn->hooks->on_fail)
@@ -398,14 +362,14 @@ static void conn_detach(struct conn *conn)
     conn->ac = NULL;
     conn->state = CONN_IDLE;
     evtimer_del(&conn->retry_timer);
-    schedule_retry(conn);
+    conn_backoff(conn);
     if (conn->hooks->on_drop)
         conn->hooks->on_drop(conn);
 }
 
 /* When the connection failed in TLS rather than in TCP: HILOCK_ETLS in
  * *err, the reason (kept in buf) in *why. */
-static void conn_tls_cause(struct conn *conn, int *err, const char **why,
+void conn_tls_cause(struct conn *conn, int *err, const char **why,
                            char *buf, size_t len)
 {
     if (conn->tls_session &&
@@ -416,7 +380,7 @@ static void conn_tls_cause(struct conn *conn, int *err, const char **why,
 }
 
 /* The connection ac died: say why, forget it, plan a reconnect. */
-static void conn_lost(struct conn *conn, const redisAsyncContext *ac)
+void conn_lost(struct conn *conn, const redisAsyncContext *ac)
 {
     char text[REPLY_SCRUB_MAX];
     const char *why = ac->errstr[0] ? reply_error_scrub(ac->errstr,
@@ -480,8 +444,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         return;
     }
     struct conn *conn = r->conn;
-    struct reentry *guard = conn->cfg->guard;
-    reentry_enter(guard);
+    struct reentry *re = conn->cfg->reentry;
+    reentry_enter(re);
     TAILQ_REMOVE(&conn->sent, r, link);
     (*conn->cfg->wire)--;
     r->where = REQ_NOWHERE;
@@ -504,7 +468,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         finish(r, 0, reply);
         req_recycle(r);
     }
-    reentry_leave(guard);
+    reentry_leave(re);
 }
 
 /* Log handshake and script-load errors; nobody else waits for them. */
@@ -517,7 +481,7 @@ static void on_raw_reply(redisAsyncContext *ac, void *reply, void *privdata)
 }
 
 /* Hand cmd to hiredis with fn(ac, reply, priv); -1 when it refuses. */
-static int send_formatted(struct conn *conn, struct resp_buf *cmd,
+int conn_send_formatted(struct conn *conn, struct resp_buf *cmd,
                           conn_reply_fn *fn, void *priv)
 {
     if (!conn->ac || cmd->failed ||
@@ -530,7 +494,7 @@ static int send_formatted(struct conn *conn, struct resp_buf *cmd,
 int conn_send_with(struct conn *conn, struct resp_buf *cmd,
                    conn_reply_fn *fn)
 {
-    return conn->state == CONN_READY ? send_formatted(conn, cmd, fn, NULL)
+    return conn->state == CONN_READY ? conn_send_formatted(conn, cmd, fn, NULL)
                                      : -1;
 }
 
@@ -554,175 +518,6 @@ void conn_send_raw(struct conn *conn, struct resp_buf *cmd)
     conn_send_with(conn, cmd, on_raw_reply);
 }
 
-/* Tags of the handshake replies (privdata of on_gate_reply). */
-static char gate_auth, gate_select, gate_role, gate_ping;
-
-/* The command a handshake reply answers, for logs. */
-static const char *gate_name(const void *tag)
-{
-    return tag == &gate_auth     ? "AUTH"
-           : tag == &gate_select ? "SELECT"
-           : tag == &gate_role   ? "ROLE"
-                                 : "PING";
-}
-
-static void conn_ready(struct conn *conn);
-static void conn_abort(struct conn *conn, int err, int fail_queued);
-
-/* Whether a ROLE reply names a master. */
-static int role_is_master(const redisReply *rep)
-{
-    return rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
-           rep->element[0]->type == REDIS_REPLY_STRING &&
-           strcmp(rep->element[0]->str, "master") == 0;
-}
-
-/* A reply to AUTH, SELECT, ROLE or PING: the last one accepted opens the
- * gate; a refusal fails the waiting requests and drops the connection.
- * Any answer to PING but NOAUTH will do (an ACL may deny PING itself). A
- * server that is no master (the sentinels' answer is out of date) is only
- * dropped: the requests wait for the next one. */
-static void on_gate_reply(redisAsyncContext *ac, void *reply, void *privdata)
-{
-    redisReply *rep = reply;
-    struct conn *conn = ac->data;
-    if (!conn || !rep || conn->state != CONN_HANDSHAKE)
-        return; /* the context is going away */
-    struct reentry *guard = conn->cfg->guard;
-    reentry_enter(guard);
-    if (privdata == &gate_role && !role_is_master(rep)) {
-        conn_log_down(conn, HILOCK_EREADONLY, "not a master");
-        conn_abort(conn, HILOCK_EREADONLY, 0);
-    } else if (rep->type == REDIS_REPLY_ERROR &&
-               (privdata != &gate_ping ||
-                reply_error_code(rep) == HILOCK_EAUTH)) {
-        int err = privdata == &gate_auth ? HILOCK_EAUTH
-                                         : reply_error_code(rep);
-        char text[REPLY_SCRUB_MAX];
-        conn_log_down(conn, err, "%s refused: %s", gate_name(privdata),
-                      reply_error_scrub(rep->str, rep->len, text,
-                                        sizeof(text)));
-        conn_abort(conn, err, 1);
-    } else if (--conn->gate == 0) {
-        conn_ready(conn);
-    }
-    reentry_leave(guard);
-}
-
-/* How long one measurement of the server's clock stands as the best one:
- * the two clocks drift apart by a few parts per million. */
-#define CLOCK_KEEP_MS 60000
-/* Shortest interval between measurements asked by conn_clock_refresh. */
-#define CLOCK_REFRESH_MS 1000
-
-/* The reply to TIME: [seconds, microseconds] of the server's clock. The
- * server read its clock somewhere between our send and now, so taking "now"
- * as the moment of reading gives an offset that is never too large: a
- * deadline converted with it falls no later than the one we meant. The
- * error is the round trip, and a slow one (a busy loop) would make every
- * deadline early: of the measurements of the last CLOCK_KEEP_MS, the
- * largest offset -- the one with the shortest round trip -- is kept. */
-static void on_clock_reply(redisAsyncContext *ac, void *reply, void *priv)
-{
-    redisReply *rep = reply;
-    struct conn *conn = ac->data;
-    uint64_t now_ms = clock_now_ms();
-    if (!conn || !rep || rep->type != REDIS_REPLY_ARRAY ||
-        rep->elements != 2 || rep->element[0]->type != REDIS_REPLY_STRING ||
-        rep->element[1]->type != REDIS_REPLY_STRING)
-        return;
-    uint64_t server_us = strtoull(rep->element[0]->str, NULL, 10) * 1000000u +
-                         strtoull(rep->element[1]->str, NULL, 10);
-    int64_t offset = (int64_t)server_us - (int64_t)clock_now_us();
-    if (server_us == 0)
-        return;
-    if (!conn->clock_known || offset > conn->clock_offset_us ||
-        now_ms - conn->clock_best_ms > CLOCK_KEEP_MS) {
-        conn->clock_offset_us = offset;
-        conn->clock_best_ms = now_ms;
-    }
-    conn->clock_known = 1;
-}
-
-void conn_clock_refresh(struct conn *conn)
-{
-    uint64_t now = clock_now_ms();
-    struct resp_buf b;
-    char small[32];
-    if (conn->state != CONN_READY ||
-        now - conn->clock_asked_ms < CLOCK_REFRESH_MS)
-        return;
-    conn->clock_asked_ms = now;
-    resp_init(&b, small, sizeof(small));
-    resp_array(&b, 1);
-    resp_arg(&b, "TIME", 4);
-    send_formatted(conn, &b, on_clock_reply, NULL);
-    resp_free(&b);
-}
-
-/* The script compares the server's time in whole ms with the deadline:
- * one ms off the exact conversion covers that rounding. */
-uint64_t conn_server_ms(const struct conn *conn, uint64_t local_ms)
-{
-    if (!conn->clock_known)
-        return 0;
-    int64_t us = (int64_t)local_ms * 1000 + conn->clock_offset_us;
-    return us > 2000 ? (uint64_t)(us / 1000 - 1) : 1;
-}
-
-/* Send one handshake command; fn gets its reply with tag. */
-static void handshake_send(struct conn *conn, struct resp_buf *b,
-                           conn_reply_fn *fn, void *tag)
-{
-    if (send_formatted(conn, b, fn, tag) == 0 && fn == on_gate_reply)
-        conn->gate++;
-    resp_reset(b);
-}
-
-/* AUTH, SELECT and ROLE, or else PING (the gate), and TIME, ahead of
- * everything else. Returns the number of gate replies to wait for. */
-static unsigned handshake(struct conn *conn)
-{
-    const struct hilock_options *o = conn->cfg->opts;
-    struct resp_buf b;
-    char small[256];
-    resp_init(&b, small, sizeof(small));
-    conn->gate = 0;
-    if (o->password) {
-        resp_array(&b, o->username ? 3 : 2);
-        resp_arg(&b, "AUTH", 4);
-        if (o->username)
-            resp_arg(&b, o->username, strlen(o->username));
-        resp_arg(&b, o->password, strlen(o->password));
-        handshake_send(conn, &b, on_gate_reply, &gate_auth);
-    }
-    if (o->db > 0) {
-        resp_array(&b, 2);
-        resp_arg(&b, "SELECT", 6);
-        resp_arg_u64(&b, (unsigned long long)o->db);
-        handshake_send(conn, &b, on_gate_reply, &gate_select);
-    }
-    if (conn->want_master) {
-        resp_array(&b, 1);
-        resp_arg(&b, "ROLE", 4);
-        handshake_send(conn, &b, on_gate_reply, &gate_role);
-    }
-    if (conn->gate == 0) {
-        /* Nothing else proves the peer is a Redis that takes commands
-         * from us (no requirepass, not some other service). */
-        resp_array(&b, 1);
-        resp_arg(&b, "PING", 4);
-        handshake_send(conn, &b, on_gate_reply, &gate_ping);
-    }
-    if (conn->want_clock) {
-        resp_array(&b, 1);
-        resp_arg(&b, "TIME", 4);
-        handshake_send(conn, &b, on_clock_reply, NULL);
-    }
-    resp_free(&b);
-    return conn->gate;
-}
-
 /* Send everything that waited for the connection, in order. */
 static void flush_queue(struct conn *conn)
 {
@@ -735,18 +530,18 @@ static void flush_queue(struct conn *conn)
     }
 }
 
-static void on_later_timer(evutil_socket_t fd, short what, void *arg)
+void conn_on_later(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *conn = arg;
-    struct reentry *guard = conn->cfg->guard;
-    reentry_enter(guard);
+    struct reentry *re = conn->cfg->reentry;
+    reentry_enter(re);
     if (conn->state == CONN_READY)
         flush_queue(conn); /* else the queue goes when it is ready */
-    reentry_leave(guard);
+    reentry_leave(re);
 }
 
 /* The handshake passed: requests flow. */
-static void conn_ready(struct conn *conn)
+void conn_ready(struct conn *conn)
 {
     conn_log(conn, HILOCK_LOG_INFO, "up");
     conn->state = CONN_READY;
@@ -776,7 +571,7 @@ void conn_fail_queued(struct conn *conn, int err)
 /* Give up on the current context (safe inside its own callbacks: hiredis
  * then frees it when the callback returns), fail what waits for it when
  * fail_queued and try again after the backoff. */
-static void conn_abort(struct conn *conn, int err, int fail_queued)
+void conn_abort(struct conn *conn, int err, int fail_queued)
 {
     redisAsyncContext *ac = conn->ac;
     int was_ready = conn->state == CONN_READY;
@@ -787,7 +582,7 @@ static void conn_abort(struct conn *conn, int err, int fail_queued)
         redisAsyncFree(ac);
     }
     evtimer_del(&conn->retry_timer);
-    schedule_retry(conn);
+    conn_backoff(conn);
     if (was_ready && conn->hooks->on_drop)
         conn->hooks->on_drop(conn); /* conn_restart of a working one */
     conn_failed(conn, err);
@@ -795,153 +590,10 @@ static void conn_abort(struct conn *conn, int err, int fail_queued)
         conn_fail_queued(conn, err);
 }
 
-void conn_restart(struct conn *conn)
-{
-    if (conn->state == CONN_CLOSED)
-        return;
-    if (conn->state != CONN_IDLE) {
-        conn_log(conn, HILOCK_LOG_INFO, "reconnecting");
-        conn_abort(conn, HILOCK_ECONN, 0);
-    }
-    conn->attempt = 0;
-    evtimer_del(&conn->retry_timer);
-    struct timeval now = {0, 0};
-    evtimer_add(&conn->retry_timer, &now);
-}
-
-/* Connected (and through TLS): the handshake of AUTH, SELECT and ROLE. */
-static void conn_opened(struct conn *conn)
-{
-    evtimer_del(&conn->retry_timer);
-    conn_log(conn, HILOCK_LOG_DEBUG, "connected, handshake");
-    conn->state = CONN_HANDSHAKE;
-    if (handshake(conn) == 0)
-        conn_ready(conn);
-}
-
-/* Any reply to the PING that follows a TLS connect: the TLS handshake is
- * over. */
-static void on_tls_reply(redisAsyncContext *ac, void *reply, void *privdata)
-{
-    struct conn *conn = ac->data;
-    if (!conn || !reply || conn->state != CONN_CONNECTING)
-        return;
-    reentry_enter(conn->cfg->guard);
-    conn->tls_wait = 0;
-    conn_opened(conn);
-    reentry_leave(conn->cfg->guard);
-}
-
-static void on_connect(const redisAsyncContext *ac, int status)
-{
-    struct conn *conn = ac->data;
-    static const char ping[] = "*1\r\n$4\r\nPING\r\n";
-    if (!conn)
-        return;
-    struct reentry *guard = conn->cfg->guard;
-    reentry_enter(guard);
-    if (status != REDIS_OK) {
-        int err = HILOCK_ECONN;
-        const char *why = ac->errstr;
-        char tls_why[160];
-        conn->tls_wait = 1; /* a TLS handshake done at once may be refused */
-        conn_tls_cause(conn, &err, &why, tls_why, sizeof(tls_why));
-        evtimer_del(&conn->retry_timer);
-        conn_log_down(conn, err, "failed: %s", why);
-        conn->ac = NULL; /* hiredis frees it after this callback */
-        conn->state = CONN_IDLE;
-        schedule_retry(conn);
-        conn_failed(conn, err);
-    } else if (conn->tls_session) {
-        /* The TLS handshake runs within the connect deadline, which stays
-         * armed: a server that never answers it (plaintext) fails. */
-        conn->tls_wait = 1;
-        redisAsyncFormattedCommand(conn->ac, on_tls_reply, NULL, ping,
-                                   sizeof(ping) - 1);
-    } else {
-        conn_opened(conn);
-    }
-    reentry_leave(guard);
-}
-
-static void on_disconnect(const redisAsyncContext *ac, int status)
-{
-    struct conn *conn = ac->data;
-    if (!conn)
-        return;
-    struct reentry *guard = conn->cfg->guard;
-    reentry_enter(guard);
-    conn_lost(conn, ac);
-    reentry_leave(guard);
-}
-
-void conn_start(struct conn *conn)
-{
-    const struct conn_endpoint *ep = &conn->ep;
-    if (conn->state != CONN_IDLE)
-        return;
-    redisAsyncContext *ac = ep->unix_path
-                                ? redisAsyncConnectUnix(ep->unix_path)
-                                : redisAsyncConnect(ep->host, ep->port);
-    int err = !ac || ac->err ? HILOCK_ECONN : 0;
-    conn->tls_session = NULL;
-    conn->tls_wait = 0;
-    if (!err && conn->cfg->tls) /* a loopback handshake may fail at once */
-        err = tls_attach(conn->cfg->tls, ac, ep->host, &conn->tls_session);
-    if (err) {
-        conn_log_down(conn, err, "failed: %s",
-                 ac ? ac->errstr : "out of memory");
-        if (ac)
-            redisAsyncFree(ac);
-        schedule_retry(conn);
-        /* Told from the retry timer: this may run inside a user's call. */
-        conn->err = err;
-        conn->fail_pending = 1;
-        return;
-    }
-    if (guard_attach(ac, conn->sharded) != 0)
-        conn_log(conn, HILOCK_LOG_WARN, "no reply guard");
-    ac->data = conn;
-    redisLibeventAttach(ac, conn->cfg->base);
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    conn->ac = ac;
-    conn->state = CONN_CONNECTING;
-    struct timeval tv = clock_tv(conn->cfg->opts->connect_timeout_ms);
-    evtimer_add(&conn->retry_timer, &tv);
-}
-
-/* Backoff elapsed (idle: connect again), or the connect deadline passed. */
-static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
-{
-    struct conn *conn = arg;
-    struct reentry *guard = conn->cfg->guard;
-    reentry_enter(guard);
-    if (conn->state == CONN_CONNECTING) {
-        redisAsyncContext *ac = conn->ac;
-        conn_log_down(conn, conn->tls_wait ? HILOCK_ETLS : HILOCK_ECONN,
-                      "%s timed out",
-                      conn->tls_wait ? "TLS handshake" : "connect");
-        conn->ac = NULL;
-        ac->data = NULL;
-        conn->state = CONN_IDLE;
-        redisAsyncFree(ac);
-        schedule_retry(conn);
-        conn_failed(conn, conn->tls_wait ? HILOCK_ETLS : HILOCK_ECONN);
-    } else if (conn->state == CONN_IDLE) {
-        if (conn->fail_pending) {
-            conn->fail_pending = 0;
-            conn_failed(conn, conn->err);
-        }
-        conn_start(conn);
-    }
-    reentry_leave(guard);
-}
-
 /* Cancel every request of list l; those inside hiredis become orphans.
  * Their owners let go of them now (fini): an orphan is freed later, when
  * its owner is long gone. */
-static void cancel_list(struct req_list *l)
+void conn_cancel_list(struct req_list *l)
 {
     struct req *r;
     while ((r = TAILQ_FIRST(l)) != NULL) {
@@ -966,29 +618,6 @@ static void cancel_list(struct req_list *l)
     }
 }
 
-void conn_close(struct conn *conn)
-{
-    conn->state = CONN_CLOSED;
-    evtimer_del(&conn->retry_timer);
-    evtimer_del(&conn->later_timer);
-    event_del(&conn->flush_ev);
-    conn->flush_pending = 0;
-    cancel_list(&conn->queued);
-    cancel_list(&conn->sent);
-    if (conn->ac) {
-        redisAsyncContext *ac = conn->ac;
-        conn->ac = NULL;
-        ac->data = NULL;
-        redisAsyncFree(ac);
-    }
-    while (conn->pool) {
-        struct req *r = conn->pool;
-        conn->pool = r->ctx;
-        free(r);
-    }
-    conn->pool_len = 0;
-}
-
 void conn_cancel_all(struct conn *conn)
 {
     struct req_list *lists[2] = {&conn->queued, &conn->sent};
@@ -998,42 +627,5 @@ void conn_cancel_all(struct conn *conn)
             next = TAILQ_NEXT(r, link);
             req_complete(r, HILOCK_ECANCELED);
         }
-    }
-}
-
-/* Wait up to ms for ac's socket to be readable (or writable when want_out)
- * and let hiredis handle it. Returns 0, or -1 when nothing more will come. */
-static int drain_step(redisAsyncContext *ac, int want_out, int ms)
-{
-    struct pollfd p = {ac->c.fd, (short)(POLLIN | (want_out ? POLLOUT : 0)),
-                       0};
-    int n = poll(&p, 1, ms);
-    if (n < 0 && errno == EINTR)
-        return 0;
-    if (n <= 0)
-        return -1;
-    if (p.revents & POLLOUT)
-        redisAsyncHandleWrite(ac);
-    if (p.revents & (POLLIN | POLLHUP | POLLERR))
-        redisAsyncHandleRead(ac); /* may free ac: the caller checks */
-    return 0;
-}
-
-void conn_drain(struct conn *conn, uint32_t timeout_ms)
-{
-    redisAsyncContext *ac = conn->ac;
-    uint64_t end = clock_now_ms() + timeout_ms, now;
-    if (conn->state != CONN_READY)
-        return;
-    if (ac->c.flags & REDIS_IN_CALLBACK) {
-        int done = 0;
-        redisBufferWrite(&ac->c, &done); /* one try, no waiting */
-        return;
-    }
-    while (conn->state == CONN_READY && conn->ac == ac &&
-           !TAILQ_EMPTY(&conn->sent) &&
-           (now = clock_now_ms()) < end) {
-        if (drain_step(ac, sdslen(ac->c.obuf) > 0, (int)(end - now)) < 0)
-            break;
     }
 }

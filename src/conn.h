@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* conn.h -- one Redis connection: handshake, reconnects, requests with
- * deadlines. The transport of a node (node.h); it knows no scripts and no
- * locks, and reports up only through the hooks it is given. */
+/* conn.h -- one Redis connection: requests with deadlines (conn.c), the
+ * handshake (handshake.c), connects and reconnects (connect.c). The
+ * transport of a node (node.h); it knows no scripts and no locks, and
+ * reports up only through the hooks it is given. */
 #ifndef HILOCK_CONN_H
 #define HILOCK_CONN_H
 
@@ -30,7 +31,7 @@ typedef void req_late_fn(struct req *req, struct redisReply *reply);
 /* Called when the request's memory is recycled (drop references here). */
 typedef void req_fini_fn(struct req *req);
 /* Why a request goes again: Redis refused it unapplied (NOSCRIPT, a
- * cluster redirect); Redis refused a plain request (req.plain) with an
+ * cluster redirect); Redis refused a plain request (req.plain.active) with an
  * error, which the script it stands for is to meet or settle; the same
  * because the server does not take that plain command at all (unknown,
  * or refused by an ACL); its connection dropped after it was sent, so it
@@ -51,47 +52,59 @@ enum req_where { REQ_NOWHERE = 0, REQ_QUEUED, REQ_SENT, REQ_ORPHAN };
 
 TAILQ_HEAD(req_list, req);
 
+/* A request's fields, by owner: the connection's own first, then one
+ * sub-struct for each layer that keeps something in it. */
 struct req {
-    TAILQ_ENTRY(req) link;    /* in conn->queued or conn->sent */
+    /* The connection's (conn.c): where the request is and its deadline. */
+    TAILQ_ENTRY(req) link;    /* in conn->queued, conn->sent or the pool */
     struct conn *conn;
     struct event timer;       /* deadline */
+    uint64_t sent_ms;         /* when submitted (monotonic ms) */
+    uint64_t sent_us;         /* the same in us; 0: never submitted */
+    uint8_t where;            /* enum req_where */
+    uint8_t enomem;           /* encoding failed (RESP_NOMEM: complete
+                                 with ENOMEM; RESP_BROKEN: EPROTO) */
+    uint8_t asking;           /* send ASKING first (req_move) */
+    uint8_t resent;           /* sent again after its connection dropped:
+                                 it may have been applied already */
+    /* The connection's contract with the submitter, which sets them. */
     req_done_fn *done;        /* NULL once completed */
     req_late_fn *late;
     req_fini_fn *fini;
     req_refresh_fn *refresh;
-    uint64_t sent_ms;         /* when submitted (monotonic ms) */
-    uint64_t sent_us;         /* the same in us; 0: never submitted */
-    uint8_t where;            /* enum req_where */
     uint8_t retry;            /* resend when the connection drops */
-    uint8_t enomem;           /* encoding failed (RESP_NOMEM: complete
-                                 with ENOMEM; RESP_BROKEN: EPROTO) */
-    uint8_t asking;           /* send ASKING first (a cluster's ASK) */
-    uint8_t resent;           /* sent again after its connection dropped:
-                                 it may have been applied already */
-    uint8_t plain;            /* a plain command standing in for a script:
-                                 an error reply other than a redirect makes
-                                 it go again through refresh */
     uint8_t quiet;            /* an error reply is an answer its submitter
                                  expects (a probe): not logged */
-    uint32_t split;           /* nonzero: cmd holds two commands, the
-                                 second from this offset on, sent as one
-                                 transaction (MULTI, both, EXEC): the reply
-                                 is EXEC's */
-    /* The cluster topology's: the slot the request is about, and how
-     * often it was redirected. */
-    uint8_t routed;
-    uint8_t hops;
-    uint16_t slot;
-    /* The node's: the script an EVALSHA runs (-1: none), and whether a
-     * NOSCRIPT was handled once already (1: its script was loaded; 2: it
-     * goes as EVAL with the body). */
-    int8_t script;
-    uint8_t reloaded;
-    /* The submitter's, never read here: what the request is about, a link
-     * for the submitter's own list of its requests, and one more pointer. */
-    void *ctx;
-    TAILQ_ENTRY(req) ctx_link;
-    void *data;
+    /* The cluster topology's (cluster.c): the slot the request is about,
+     * and how often it was redirected. */
+    struct req_cluster {
+        uint8_t routed;
+        uint8_t hops;
+        uint16_t slot;
+    } cluster;
+    /* The node's (node.c): the script an EVALSHA runs (its id + 1; 0:
+     * none), and whether a NOSCRIPT was handled once already on this node
+     * (1: its script was loaded; 2: it goes as EVAL with the body). */
+    struct req_node {
+        uint8_t script;
+        uint8_t reloaded;
+    } node;
+    /* The plain path's (op.c, lock.c): a plain command standing in for a
+     * script, whose error reply other than a redirect makes it go again
+     * through refresh (read by node.c); split, when nonzero, says cmd
+     * holds two commands, the second from this offset on, sent as one
+     * transaction (MULTI, both, EXEC) whose reply is EXEC's (read by
+     * conn.c). */
+    struct req_plain {
+        uint8_t active;
+        uint32_t split;
+    } plain;
+    /* The submitter's, never read below it: what the request is about,
+     * and one more pointer. */
+    struct req_submitter {
+        void *ctx;
+        void *data;
+    } submitter;
     struct resp_buf cmd;
     char cmd_inline[REQ_INLINE_CMD];
 };
@@ -102,9 +115,7 @@ struct conn_config {
     const struct hilock_options *opts; /* auth, db, timeouts, backoff, log */
     const struct timeval *req_timeout; /* libevent common timeout */
     uint64_t *rng;                     /* backoff jitter */
-    struct reentry *guard;             /* brackets every loop callback */
-    const char *listener;              /* fair mode: the client's hand-off
-                                          channel tag; NULL: not fair */
+    struct reentry *reentry;           /* brackets every loop callback */
     struct hilock_stats *stats;        /* the client's counters */
     size_t *wire;                      /* requests handed to hiredis and
                                           not answered yet, over every
@@ -179,7 +190,7 @@ struct conn {
     uint8_t flush_pending;            /* flush_ev is active */
     struct req_list queued;           /* waiting for a connection */
     struct req_list sent;             /* handed to hiredis */
-    struct req *pool;                 /* recycled requests (chained by ctx) */
+    struct req_list pool;             /* recycled requests */
     size_t pool_len;
 };
 
@@ -231,7 +242,7 @@ void conn_resend_later(struct conn *conn, struct req *r, uint32_t ms);
 void req_move(struct req *r, struct conn *dst, int asking);
 /* Move each request waiting in conn's queue for which dest(arg, r) names
  * another connection to that one (a cluster's map changed). */
-typedef struct conn *conn_dest_fn(void *arg, const struct req *r);
+typedef struct conn *conn_dest_fn(void *arg, struct req *r);
 void conn_reroute(struct conn *conn, conn_dest_fn *dest, void *arg);
 /* Drop the current connection, if any, and connect again at once (to
  * conn->ep, which the owner may have changed): requests in flight are

@@ -116,7 +116,7 @@ static int cmds_ok(const struct hilock_guarded_cmd *cmds, size_t ncmds)
 static int slots_ok(const struct hilock_lock *lock,
                     const struct hilock_guarded_cmd *cmds, size_t ncmds)
 {
-    if (!lock->eng->topo->cluster)
+    if (!topo_slotted(lock->eng->topo))
         return 1;
     for (size_t i = 0; i < ncmds; i++)
         for (size_t j = 0; j < cmds[i].nkeys; j++) {

@@ -56,10 +56,10 @@ static int node_send_body(struct node *n, struct req *r,
                           const redisReply *reply)
 {
     size_t len;
-    const char *body = script_body((enum script_id)r->script, &len);
+    const char *body = script_body((enum script_id)(r->node.script - 1), &len);
     if (wire_eval_body(&r->cmd, body, len) != 0)
         return 0;
-    r->reloaded = 2;
+    r->node.reloaded = 2;
     if (!n->by_body) {
         char text[REPLY_SCRUB_MAX]; /* the refusal may echo arguments */
         conn_log(&n->cmd, HILOCK_LOG_WARN,
@@ -94,7 +94,7 @@ static int cmd_on_error(struct conn *conn, struct req *r, redisReply *reply)
     if (kind != REPLY_NOT_REDIRECT)
         return n->ev->on_redirect &&
                n->ev->on_redirect(n->ev->arg, r, kind == REPLY_ASK, &to);
-    if (r->plain && r->refresh) {
+    if (r->plain.active && r->refresh) {
         int refused = reply_plain_refused(reply);
         char text[REPLY_SCRUB_MAX];
         if (refused)
@@ -106,14 +106,14 @@ static int cmd_on_error(struct conn *conn, struct req *r, redisReply *reply)
         conn_resend(conn, r);
         return 1;
     }
-    if (r->script < 0 || r->reloaded > 1)
+    if (!r->node.script || r->node.reloaded > 1)
         return 0;
     int noscript = reply_is_noscript(reply);
     if (!noscript && !reply_evalsha_refused(reply))
         return 0;
-    if (noscript && !r->reloaded && !n->by_body) {
-        node_load_script(conn, (enum script_id)r->script);
-        r->reloaded = 1;
+    if (noscript && !r->node.reloaded && !n->by_body) {
+        node_load_script(conn, (enum script_id)(r->node.script - 1));
+        r->node.reloaded = 1;
     } else if (!node_send_body(n, r, reply)) {
         return 0;
     }
@@ -154,6 +154,24 @@ void node_close(struct node *n, uint32_t drain_ms)
     sub_close(&n->subs);
 }
 
+void node_move(struct node *n, int port)
+{
+    n->cmd.ep.port = n->subs.conn.ep.port = port;
+    conn_restart(&n->cmd);
+    if (n->subs.conn.state != CONN_IDLE)
+        conn_restart(&n->subs.conn);
+}
+
+int node_addressed(const struct node *n)
+{
+    return n->cmd.ep.port != 0 || n->cmd.ep.unix_path != NULL;
+}
+
+void node_fail_queued(struct node *n, int err)
+{
+    conn_fail_queued(&n->cmd, err);
+}
+
 /* The deadline of a suspect master's vote: long enough for a master that
  * answers, short beside a lease, so that a frozen or cut-off master costs
  * one full deadline, not one per vote. */
@@ -189,7 +207,12 @@ struct req *node_request(struct node *n, req_done_fn *done)
 
 void node_eval(struct req *r, enum script_id id)
 {
-    r->script = (int8_t)id;
+    r->node.script = (uint8_t)(id + 1);
+}
+
+void node_req_moved(struct req *r)
+{
+    r->node.reloaded = 0; /* the new node may lack the script */
 }
 
 const char *node_sha(const struct node *n, enum script_id id)

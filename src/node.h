@@ -55,6 +55,16 @@ void node_start(struct node *n);
  * most drain_ms, then both connections close. */
 void node_close(struct node *n, uint32_t drain_ms);
 
+/* n's server moved to port of the host its endpoint names (a string the
+ * caller changed in place): both connections reconnect there (the
+ * subscriber one only if it was in use). */
+void node_move(struct node *n, int port);
+/* Whether n has an address at all (Sentinel: not before one is named). */
+int node_addressed(const struct node *n);
+/* Fail every request waiting in n's queue with err now (nowhere to send
+ * them). */
+void node_fail_queued(struct node *n, int err);
+
 /* Whether n is known down: its command connection failed and is not
  * back (a Redlock vote there is a no at once). */
 int node_down(const struct node *n);
@@ -72,6 +82,9 @@ void node_voted(struct node *n, int timed_out);
 struct req *node_request(struct node *n, req_done_fn *done);
 /* Mark r as running script id: a NOSCRIPT reply loads it and resends r. */
 void node_eval(struct req *r, enum script_id id);
+/* r goes to another node (a cluster redirect or map change): what this
+ * one learned of its script does not hold there. */
+void node_req_moved(struct req *r);
 /* The digest of script id for EVALSHA. */
 const char *node_sha(const struct node *n, enum script_id id);
 /* See conn_clock_refresh and conn_server_ms. */

@@ -74,8 +74,8 @@ static struct op *op_alloc(struct engine *eng)
     return op;
 }
 
-/* Marks a node request rewritten into an undo (req.data): its reply is
- * not the operation's. */
+/* Marks a node request rewritten into an undo (req.submitter.data): its
+ * reply is not the operation's. */
 static char part_undoing;
 
 /* Rewrite node request r of a decided acquire, about to go again after a
@@ -83,14 +83,14 @@ static char part_undoing;
  * did. Its reply then says nothing about the acquire: nobody hears it. */
 static int part_undo(struct op *op, struct req *r)
 {
-    uint64_t rid = r->plain ? op->rid : wire_rid_of(&r->cmd);
+    uint64_t rid = r->plain.active ? op->rid : wire_rid_of(&r->cmd);
     int id = op->undo(op, &r->cmd, rid);
     if (id < 0)
         return 0;
-    r->plain = 0;
-    r->split = 0;
+    r->plain.active = 0;
+    r->plain.split = 0;
     r->late = NULL;
-    r->data = &part_undoing;
+    r->submitter.data = &part_undoing;
     node_eval(r, (enum script_id)id);
     return 1;
 }
@@ -102,19 +102,19 @@ static int part_undo(struct op *op, struct req *r)
  * operation was decided: then its undo goes instead (op->undo). */
 static void part_refresh(struct req *r, enum req_again why)
 {
-    struct op *op = r->ctx;
+    struct op *op = r->submitter.ctx;
     if (why == REQ_AGAIN_DROPPED && !op->done && op->undo &&
-        r->data != &part_undoing && part_undo(op, r))
+        r->submitter.data != &part_undoing && part_undo(op, r))
         return;
-    if (r->plain) {
+    if (r->plain.active) {
         int id = op->again(op, &r->cmd, why);
         if (id >= 0) {
             /* A transaction whose MULTI was refused (then EXEC is, and
              * counts as the command refused) ran its commands one by one:
              * the release may be applied already. */
-            r->resent |= r->split && why == REQ_AGAIN_NO_PLAIN;
-            r->plain = 0;
-            r->split = 0;
+            r->resent |= r->plain.split && why == REQ_AGAIN_NO_PLAIN;
+            r->plain.active = 0;
+            r->plain.split = 0;
             node_eval(r, (enum script_id)id);
         }
         return;
@@ -153,7 +153,7 @@ struct op *op_new(struct engine *eng, enum op_kind kind, int node,
         struct req *r = topo_request(eng->topo, i, slot, part_done);
         if (!r)
             goto fail;
-        r->ctx = op;
+        r->submitter.ctx = op;
         r->retry = 1;
         r->fini = part_fini;
         r->refresh = part_refresh;
@@ -193,6 +193,7 @@ struct resp_buf *op_cmd_at(struct op *op, size_t i)
 
 void op_eval(struct op *op, enum script_id id)
 {
+    op->script = (uint8_t)(id + 1);
     for (size_t i = 0; i < op->n; i++)
         if (op->part[i])
             node_eval(op->part[i], id);
@@ -202,8 +203,8 @@ void op_plain(struct op *op, size_t split)
 {
     for (size_t i = 0; i < op->n; i++)
         if (op->part[i]) {
-            op->part[i]->plain = 1;
-            op->part[i]->split = (uint32_t)split;
+            op->part[i]->plain.active = 1;
+            op->part[i]->plain.split = (uint32_t)split;
         }
 }
 
@@ -258,8 +259,8 @@ void op_submit(struct op *op, uint32_t timeout_ms)
             continue;
         if (r != first && r->cmd.len == 0)
             resp_copy(&r->cmd, &first->cmd);
-        else if (r->script >= 0 && !r->plain &&
-                 wire_check(&r->cmd, (enum script_id)r->script) != 0)
+        else if (op->script && !r->plain.active &&
+                 wire_check(&r->cmd, (enum script_id)(op->script - 1)) != 0)
             r->cmd.failed = RESP_BROKEN; /* fails, unsent: see wire.h */
         /* Only an operation that wants late replies keeps a request that
          * completed (timed out) to resend it when its connection drops. */
@@ -446,8 +447,8 @@ static void part_counted(struct op *op, size_t i, int status)
  * wait; a release does not (it cannot be taken back). */
 static void wait_done(struct req *w, int status, redisReply *reply)
 {
-    struct op *op = w->ctx;
-    size_t i = (size_t)(uintptr_t)w->data;
+    struct op *op = w->submitter.ctx;
+    size_t i = (size_t)(uintptr_t)w->submitter.data;
     int64_t acks = -1;
     if (status == 0)
         reply_integer(reply, -1, &acks);
@@ -479,7 +480,7 @@ static void wait_done(struct req *w, int status, redisReply *reply)
 
 static void wait_fini(struct req *w)
 {
-    struct op *op = w->ctx;
+    struct op *op = w->submitter.ctx;
     op->live--;
     op_maybe_free(op);
 }
@@ -492,8 +493,8 @@ static int wait_send(struct op *op, size_t i, struct conn *conn)
     struct req *w = req_new(conn, wait_done);
     if (!w)
         return -1;
-    w->ctx = op;
-    w->data = (void *)(uintptr_t)i;
+    w->submitter.ctx = op;
+    w->submitter.data = (void *)(uintptr_t)i;
     w->fini = wait_fini;
     op->live++;
     resp_array(&w->cmd, 3);
@@ -529,18 +530,18 @@ static void resent_release(const struct op *op, struct op_result *res)
 static void note_rid(struct op *op, size_t i, const struct req *r)
 {
     if (op->kind == OP_KIND_ACQUIRE)
-        op->rids[i] = r->plain ? op->rid : wire_rid_of(&r->cmd);
+        op->rids[i] = r->plain.active ? op->rid : wire_rid_of(&r->cmd);
 }
 
 static void part_done(struct req *r, int status, redisReply *reply)
 {
-    struct op *op = r->ctx;
+    struct op *op = r->submitter.ctx;
     size_t i = part_index(op, r);
     part_health(op, i, status);
-    if (r->data == &part_undoing)
+    if (r->submitter.data == &part_undoing)
         status = HILOCK_ECONN; /* the acquire's own reply was lost */
     note_rid(op, i, r);
-    decode(op, i, status, r->plain, reply, &op->res[i]);
+    decode(op, i, status, r->plain.active, reply, &op->res[i]);
     if (r->resent)
         resent_release(op, &op->res[i]);
     if (wants_wait(op, i) && wait_send(op, i, r->conn) == 0)
@@ -550,7 +551,7 @@ static void part_done(struct req *r, int status, redisReply *reply)
 
 static void part_late(struct req *r, redisReply *reply)
 {
-    struct op *op = r->ctx;
+    struct op *op = r->submitter.ctx;
     struct op_result res;
     size_t i = part_index(op, r);
     if (reply)
@@ -559,7 +560,7 @@ static void part_late(struct req *r, redisReply *reply)
         return;
     note_rid(op, i, r);
     if (reply)
-        decode(op, i, 0, r->plain, reply, &res);
+        decode(op, i, 0, r->plain.active, reply, &res);
     op->busy++;
     op->late(op, i, reply ? &res : NULL);
     op->busy--;
@@ -567,7 +568,7 @@ static void part_late(struct req *r, redisReply *reply)
 
 static void part_fini(struct req *r)
 {
-    struct op *op = r->ctx;
+    struct op *op = r->submitter.ctx;
     op->part[part_index(op, r)] = NULL;
     op->live--;
     op_maybe_free(op);

@@ -46,7 +46,7 @@ struct sentinel {
     struct conn_config cfg;
     const char *name;
     size_t n;
-    uint8_t asking;             /* a round is under way */
+    uint8_t in_round;           /* a round is under way */
     uint8_t failed;             /* the last round named no master */
     uint8_t redo;               /* start another when this one ends */
     uint8_t watching;           /* the watch connections were started */
@@ -85,10 +85,10 @@ static void on_watch_reply(redisAsyncContext *ac, void *reply, void *priv)
         strcmp(name, s->name) != 0 || port <= 0 || port > 65535)
         return;
     conn_log(conn, HILOCK_LOG_INFO, "+switch-master to %s:%d", host, port);
-    reentry_enter(conn->cfg->guard);
+    reentry_enter(conn->cfg->reentry);
     evtimer_del(&s->again); /* news: no backoff */
     sentinel_resolve(s);
-    reentry_leave(conn->cfg->guard);
+    reentry_leave(conn->cfg->reentry);
 }
 
 static void on_watch_ready(struct conn *conn)
@@ -109,9 +109,9 @@ static const struct conn_hooks watch_hooks = {.on_ready = on_watch_ready};
 static void on_again(evutil_socket_t fd, short what, void *arg)
 {
     struct sentinel *s = arg;
-    reentry_enter(s->cfg.guard);
+    reentry_enter(s->cfg.reentry);
     sentinel_resolve(s);
-    reentry_leave(s->cfg.guard);
+    reentry_leave(s->cfg.reentry);
 }
 
 int sentinel_new(struct sentinel **out, const struct conn_config *cfg,
@@ -169,7 +169,7 @@ static int master_reply(const redisReply *r, int *port)
 /* A sentinel's answer (or its failure): noted for the round under way. */
 static void on_answer(struct req *req, int status, redisReply *reply)
 {
-    struct sentry *e = req->ctx;
+    struct sentry *e = req->submitter.ctx;
     struct sentinel *s = e->s;
     int port;
     e->pending = NULL;
@@ -183,7 +183,7 @@ static void on_answer(struct req *req, int status, redisReply *reply)
         conn_log(&e->ask, HILOCK_LOG_WARN, "did not name master %s: %s",
                  s->name, status ? hilock_strerror(status) : "no such master");
     }
-    if (s->asking)
+    if (s->in_round)
         decide(s);
 }
 
@@ -201,7 +201,7 @@ static size_t votes(const struct sentinel *s, const struct sentry *e)
 static void round_end(struct sentinel *s, const struct sentry *w,
                       uint32_t ms)
 {
-    s->asking = 0;
+    s->in_round = 0;
     s->failed = w == NULL;
     if (ms) {
         struct timeval tv = clock_tv(ms);
@@ -216,7 +216,7 @@ static void round_end(struct sentinel *s, const struct sentry *w,
         s->ev->on_master(s->arg, w->host, w->port);
     else
         s->ev->on_fail(s->arg, HILOCK_ECONN);
-    if (s->redo && !s->asking) {
+    if (s->redo && !s->in_round) {
         s->redo = 0;
         evtimer_del(&s->again);
         sentinel_resolve(s);
@@ -264,7 +264,7 @@ static void ask_one(struct sentinel *s, struct sentry *e)
     struct req *r = req_new(&e->ask, on_answer);
     if (!r)
         return;
-    r->ctx = e;
+    r->submitter.ctx = e;
     resp_array(&r->cmd, 3);
     resp_arg(&r->cmd, "SENTINEL", 8);
     resp_arg(&r->cmd, "get-master-addr-by-name", 23);
@@ -278,14 +278,14 @@ static void ask_one(struct sentinel *s, struct sentry *e)
 
 void sentinel_resolve(struct sentinel *s)
 {
-    if (s->asking) {
+    if (s->in_round) {
         s->redo = 1;
         return;
     }
     if (s->failed && evtimer_pending(&s->again, NULL))
         return; /* the backoff after a round without a master */
     evtimer_del(&s->again);
-    s->asking = 1;
+    s->in_round = 1;
     for (size_t i = 0; i < s->n; i++)
         ask_one(s, &s->e[i]);
     for (size_t i = 0; i < s->n; i++)

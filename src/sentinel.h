@@ -8,7 +8,7 @@
  * garbage costs at most its timeout; one that lies is outvoted. Every
  * sentinel is watched for +switch-master, which starts a new round. The
  * answer goes up through sentinel_events; the topology points its node
- * there (topo.c), and the node's handshake checks with ROLE that it is a
+ * there (topo_sentinel.c), and the node's handshake checks with ROLE that it is a
  * master indeed. */
 #ifndef HILOCK_SENTINEL_H
 #define HILOCK_SENTINEL_H

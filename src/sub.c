@@ -78,7 +78,7 @@ static void sub_encode(struct resp_buf *b, const struct sub_set *s,
     resp_array(b, 2);
     resp_arg(b, cmd, strlen(cmd));
     if (e->kind == SUB_HANDOFF)
-        keys_handoff(b, &k, s->conn.cfg->listener);
+        keys_handoff(b, &k, s->ev->listener);
     else
         keys_channel_of(b, &k, channel_head[e->kind]);
 }
@@ -304,8 +304,8 @@ static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata)
     const char *ch = r->element[1]->str;
     size_t chlen = r->element[1]->len;
     int n;
-    struct reentry *guard = conn->cfg->guard;
-    reentry_enter(guard);
+    struct reentry *re = conn->cfg->reentry;
+    reentry_enter(re);
     for (int k = SUB_RELEASE; k <= SUB_SEM; k++) {
         n = k == SUB_HANDOFF ? 0
                              : keys_channel_names_of(channel_head[k],
@@ -315,12 +315,12 @@ static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata)
             sub_event(s, r->element[0]->str, name[i], len[i],
                       (enum sub_kind)k, r->element[2]);
     }
-    n = conn->cfg->listener
-            ? keys_handoff_names(s->prefix, s->prefix_len,
-                                 conn->cfg->listener, ch, chlen, name, len)
+    n = s->ev->listener
+            ? keys_handoff_names(s->prefix, s->prefix_len, s->ev->listener,
+                                 ch, chlen, name, len)
             : 0;
     for (int i = 0; i < n; i++)
         sub_event(s, r->element[0]->str, name[i], len[i], SUB_HANDOFF,
                   r->element[2]);
-    reentry_leave(guard);
+    reentry_leave(re);
 }

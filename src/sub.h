@@ -37,6 +37,9 @@ struct sub_events {
     /* The server ended name's subscription by itself (a cluster moved the
      * channel's slot to another node). May be NULL. */
     void (*on_evicted)(void *arg, const char *name, size_t len);
+    /* Fair mode: the tag of this client's hand-off channels (see
+     * keys_handoff), handed down by the waiting layer; NULL: not fair. */
+    const char *listener;
 };
 
 struct sub_set {

@@ -1,14 +1,115 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* topo.c -- see topo.h. The fixed nodes (single, Redlock, Sentinel) live
- * here; a cluster's are cluster.c's, a sentinel's resolver sentinel.c's. */
+/* topo.c -- see topo.h. The dispatch to the backend chosen at init, and
+ * the fixed nodes that the one-node, Redlock and Sentinel backends share
+ * (a cluster's nodes are cluster.c's). Nothing here asks which backend it
+ * has, but topo_choose. */
 #include "topo.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
 #include "keys.h"
-#include "sentinel.h"
 #include "slot.h"
+#include "topo_backend.h"
+
+/* The backend the options ask for: the one place that reads them so. */
+static const struct topo_ops *topo_choose(const struct hilock_options *o)
+{
+    if (o->ncluster)
+        return &topo_cluster_ops;
+    if (o->nsentinels)
+        return &topo_sentinel_ops;
+    if (o->nmasters)
+        return &topo_redlock_ops;
+    return &topo_node_ops;
+}
+
+int topo_init(struct topo *t, const struct conn_config *cfg,
+              const struct hilock_options *o, const char *prefix,
+              size_t prefix_len, const struct topo_events *ev)
+{
+    memset(t, 0, sizeof(*t));
+    t->ops = topo_choose(o);
+    t->cfg = cfg;
+    t->ev = ev;
+    t->prefix = prefix;
+    t->prefix_len = prefix_len;
+    t->members = 1;
+    return t->ops->init(t, o);
+}
+
+void topo_start(struct topo *t)
+{
+    t->ops->start(t);
+}
+
+void topo_close(struct topo *t, uint32_t drain_ms)
+{
+    if (t->impl)
+        t->ops->close(t, drain_ms);
+    t->impl = NULL;
+}
+
+void topo_cancel(struct topo *t)
+{
+    if (t->impl)
+        t->ops->cancel(t);
+}
+
+int topo_slotted(const struct topo *t)
+{
+    return t->ops->slotted;
+}
+
+int topo_name_ok(const struct topo *t, const char *name, size_t len)
+{
+    /* a prefix's own tag (required in a cluster) decides every slot */
+    return !t->ops->slotted || t->prefix_len || keys_slot_safe(name, len);
+}
+
+unsigned topo_slot(const struct topo *t, const char *name, size_t len)
+{
+    return t->ops->slotted ? slot_of2(t->prefix, t->prefix_len, name, len)
+                           : 0;
+}
+
+struct req *topo_request(struct topo *t, size_t member, unsigned slot,
+                         req_done_fn *done)
+{
+    return t->ops->request(t, member, slot, done);
+}
+
+struct node *topo_node(struct topo *t, size_t member, unsigned slot)
+{
+    return t->ops->node(t, member, slot);
+}
+
+const char *topo_publish(const struct topo *t)
+{
+    return t->ops->publish(t);
+}
+
+int topo_want(struct topo *t, size_t member, const char *name, size_t len,
+              enum sub_kind kind)
+{
+    struct node *n = topo_node(t, member, topo_slot(t, name, len));
+    return n ? node_want(n, name, len, kind) : 0; /* no map yet: on_rewant */
+}
+
+void topo_unwant(struct topo *t, size_t member, const char *name,
+                 size_t len, enum sub_kind kind)
+{
+    t->ops->unwant(t, member, name, len, kind);
+}
+
+int topo_listening(struct topo *t, size_t member, const char *name,
+                   size_t len, enum sub_kind kind)
+{
+    struct node *n = topo_node(t, member, topo_slot(t, name, len));
+    return n && node_listening(n, name, len, kind);
+}
+
+/* The fixed nodes. Their events go up as member i's. */
 
 static void link_up(void *arg, int reconnected, const char *addr)
 {
@@ -20,8 +121,9 @@ static void link_down(void *arg, int err, const char *addr)
 {
     struct topo_link *l = arg;
     struct topo *t = l->topo;
-    if (t->sentinel)
-        sentinel_resolve(t->sentinel); /* the master may have moved */
+    struct topo_fixed *f = t->impl;
+    if (f->on_down)
+        f->on_down(t);
     t->ev->on_down(t->ev->arg, l->member, err, addr);
 }
 
@@ -45,155 +147,71 @@ static void link_message(void *arg, enum sub_kind kind, const char *name,
     topo_message(l->topo->ev, kind, name, len, msg, mlen);
 }
 
-/* The sentinels name the master at host:port: when that is a move, point
- * nodes[0] there and reconnect it (the same master needs nothing: its
- * connection reconnects by itself). */
-static void master_named(void *arg, const char *host, int port)
+void topo_fixed_init(struct topo_fixed *f, struct topo *t,
+                     const struct conn_endpoint *eps, size_t n)
 {
-    struct topo *t = arg;
-    struct node *n = &t->nodes[0];
-    size_t len = strlen(host);
-    if (len >= sizeof(t->master_host) ||
-        (n->cmd.ep.port == port && strcmp(t->master_host, host) == 0))
-        return;
-    memcpy(t->master_host, host, len + 1);
-    n->cmd.ep.port = n->subs.conn.ep.port = port;
-    conn_restart(&n->cmd);
-    if (n->subs.conn.state != CONN_IDLE)
-        conn_restart(&n->subs.conn);
-}
-
-/* No sentinel named the master in a whole round. Until one is known at
- * all, waiting requests fail now rather than at their deadline; once one
- * is, its connection keeps trying it. */
-static void master_unknown(void *arg, int err)
-{
-    struct topo *t = arg;
-    if (t->nodes[0].cmd.ep.port == 0)
-        conn_fail_queued(&t->nodes[0].cmd, err);
-    t->ev->on_down(t->ev->arg, 0, err, NULL);
-}
-
-static const struct sentinel_events sentinel_ev = {master_named,
-                                                   master_unknown};
-
-int topo_init(struct topo *t, const struct conn_config *cfg,
-              const struct hilock_options *o, const char *prefix,
-              size_t prefix_len, const struct topo_events *ev)
-{
-    memset(t, 0, sizeof(*t));
-    t->cfg = cfg;
-    t->ev = ev;
-    t->prefix = prefix;
-    t->prefix_len = prefix_len;
-    t->members = o->nmasters ? o->nmasters : 1;
-    if (o->ncluster)
-        return cluster_new(&t->cluster, cfg, o->cluster, o->ncluster, prefix,
-                           prefix_len, ev);
-    const struct hilock_endpoint single = {o->host, o->port, o->unix_path};
-    const struct hilock_endpoint *eps = o->nmasters ? o->masters : &single;
-    for (size_t i = 0; i < t->members; i++) {
-        struct topo_link *l = &t->links[i];
-        struct conn_endpoint ep = {eps[i].host, eps[i].port,
-                                   eps[i].unix_path};
+    t->members = n;
+    for (size_t i = 0; i < n; i++) {
+        struct topo_link *l = &f->links[i];
         l->topo = t;
         l->member = i;
         l->events = (struct node_events){
             l, link_up, link_down, NULL,
-            {l, link_message, link_release, link_pubsub, NULL}};
-        if (o->nsentinels)
-            ep = (struct conn_endpoint){t->master_host, 0, NULL};
-        node_init(&t->nodes[i], cfg, &ep, prefix, prefix_len, &l->events);
-        t->ninit++;
+            {l, link_message, link_release, link_pubsub, NULL,
+             t->ev->listener}};
+        node_init(&l->node, t->cfg, &eps[i], t->prefix, t->prefix_len,
+                  &l->events);
+        f->n++;
     }
-    if (o->nsentinels) {
-        t->nodes[0].cmd.want_master = 1;
-        return sentinel_new(&t->sentinel, cfg, o, &sentinel_ev, t);
-    }
-    return 0;
 }
 
-void topo_start(struct topo *t)
+void topo_fixed_start(struct topo *t)
 {
-    if (t->cluster)
-        cluster_start(t->cluster);
-    else if (t->sentinel)
-        sentinel_resolve(t->sentinel); /* nodes[0] starts when it answers */
-    else
-        for (size_t i = 0; i < t->members; i++)
-            node_start(&t->nodes[i]);
+    struct topo_fixed *f = t->impl;
+    for (size_t i = 0; i < f->n; i++)
+        node_start(&f->links[i].node);
 }
 
-void topo_close(struct topo *t, uint32_t drain_ms)
+void topo_fixed_close(struct topo *t, uint32_t drain_ms)
 {
-    if (t->cluster)
-        cluster_free(t->cluster, drain_ms);
-    t->cluster = NULL;
-    for (size_t i = 0; i < t->ninit; i++)
-        node_close(&t->nodes[i], drain_ms);
-    t->ninit = 0;
-    sentinel_free(t->sentinel);
-    t->sentinel = NULL;
+    struct topo_fixed *f = t->impl;
+    for (size_t i = 0; i < f->n; i++)
+        node_close(&f->links[i].node, drain_ms);
+    free(f);
+    t->impl = NULL;
 }
 
-void topo_cancel(struct topo *t)
+void topo_fixed_cancel(struct topo *t)
 {
-    if (t->cluster)
-        cluster_cancel(t->cluster);
-    for (size_t i = 0; i < t->ninit; i++)
-        conn_cancel_all(&t->nodes[i].cmd);
+    struct topo_fixed *f = t->impl;
+    for (size_t i = 0; i < f->n; i++)
+        conn_cancel_all(&f->links[i].node.cmd);
 }
 
-int topo_name_ok(const struct topo *t, const char *name, size_t len)
+struct req *topo_fixed_request(struct topo *t, size_t member, unsigned slot,
+                               req_done_fn *done)
 {
-    /* a prefix's own tag (required in a cluster) decides every slot */
-    return !t->cluster || t->prefix_len || keys_slot_safe(name, len);
+    struct topo_fixed *f = t->impl;
+    (void)slot;
+    return node_request(&f->links[member].node, done);
 }
 
-unsigned topo_slot(const struct topo *t, const char *name, size_t len)
+struct node *topo_fixed_node(struct topo *t, size_t member, unsigned slot)
 {
-    return t->cluster ? slot_of2(t->prefix, t->prefix_len, name, len) : 0;
+    struct topo_fixed *f = t->impl;
+    (void)slot;
+    return &f->links[member].node;
 }
 
-struct req *topo_request(struct topo *t, size_t member, unsigned slot,
-                         req_done_fn *done)
+const char *topo_fixed_publish(const struct topo *t)
 {
-    if (t->cluster)
-        return cluster_request(t->cluster, slot, done);
-    return node_request(&t->nodes[member], done);
+    (void)t;
+    return "publish";
 }
 
-struct node *topo_node(struct topo *t, size_t member, unsigned slot)
+void topo_fixed_unwant(struct topo *t, size_t member, const char *name,
+                       size_t len, enum sub_kind kind)
 {
-    return t->cluster ? cluster_node(t->cluster, slot) : &t->nodes[member];
-}
-
-const char *topo_publish(const struct topo *t)
-{
-    return t->cluster && cluster_sharded(t->cluster) ? "spublish"
-                                                     : "publish";
-}
-
-int topo_want(struct topo *t, size_t member, const char *name, size_t len,
-              enum sub_kind kind)
-{
-    struct node *n = topo_node(t, member, topo_slot(t, name, len));
-    return n ? node_want(n, name, len, kind) : 0; /* no map yet: on_rewant */
-}
-
-void topo_unwant(struct topo *t, size_t member, const char *name,
-                 size_t len, enum sub_kind kind)
-{
-    if (t->cluster) {
-        cluster_unwant(t->cluster, name, len, kind);
-        return;
-    }
-    node_unwant(&t->nodes[member], name, len, kind);
-}
-
-int topo_listening(struct topo *t, size_t member, const char *name,
-                   size_t len, enum sub_kind kind)
-{
-    struct node *n = topo_node(t, member, topo_slot(t, name, len));
-    return n && node_listening(n, name, len, kind);
+    struct topo_fixed *f = t->impl;
+    node_unwant(&f->links[member].node, name, len, kind);
 }

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* topo.h -- the topology: which node a lock operation goes to.
  *
- *  - single: the one node;
- *  - Redlock: all N masters at once, one member each (the engine decides
- *    by quorum over the members);
- *  - Sentinel: one node whose address the sentinels give (sentinel.h);
- *  - cluster: the master owning the slot of the lock key (cluster.h).
- * The engine sees members (N for Redlock, else 1) and asks for a request
- * to member i about a lock name's slot; redirects, failovers and address
- * changes stay below, and news comes up through topo_events. */
+ *  - one node (topo_node.c);
+ *  - Redlock: all N masters at once, one member each (topo_redlock.c; the
+ *    engine decides by quorum over the members);
+ *  - Sentinel: one node whose address the sentinels give
+ *    (topo_sentinel.c, sentinel.h);
+ *  - Cluster: the master owning the slot of the lock key (cluster.c).
+ * Each is a backend behind one table of operations (topo_backend.h),
+ * chosen once at topo_init. The engine sees members (N for Redlock, else
+ * 1) and asks for a request to member i about a lock name's slot;
+ * redirects, failovers and address changes stay below, and news comes up
+ * through topo_events. */
 #ifndef HILOCK_TOPO_H
 #define HILOCK_TOPO_H
 
@@ -18,10 +21,6 @@
 #include "conn.h"
 #include "hilock/hilock.h"
 #include "node.h"
-
-struct cluster;
-struct sentinel;
-struct topo;
 
 /* News for the client; arg is handed back. */
 struct topo_events {
@@ -48,6 +47,9 @@ struct topo_events {
     /* Where names' channels live changed (a cluster's map): subscribe the
      * waited names again with topo_want. */
     void (*on_rewant)(void *arg);
+    /* Fair mode: this client's hand-off channel tag, which the
+     * subscriber connections listen on; NULL: not fair. */
+    const char *listener;
 };
 
 /* Pass a message on name's channel of kind up: a fair hand-off (msg), or
@@ -63,26 +65,16 @@ static inline void topo_message(const struct topo_events *ev,
         ev->on_release(ev->arg, kind, name, len);
 }
 
-/* One fixed node and its events. */
-struct topo_link {
-    struct topo *topo;
-    size_t member;
-    struct node_events events;
-};
+struct topo_ops;
 
 struct topo {
+    const struct topo_ops *ops; /* the backend (topo_backend.h) */
     const struct conn_config *cfg;
     const struct topo_events *ev;
     const char *prefix;
     size_t prefix_len;
     size_t members;
-    size_t ninit;              /* nodes[] initialised */
-    /* Single, Redlock, Sentinel: the members' nodes. */
-    struct node nodes[HILOCK_MASTERS_MAX];
-    struct topo_link links[HILOCK_MASTERS_MAX];
-    struct sentinel *sentinel; /* Sentinel: steers nodes[0] */
-    char master_host[256];     /* Sentinel: nodes[0]'s address */
-    struct cluster *cluster;   /* cluster: every node */
+    void *impl;                 /* the backend's state */
 };
 
 /* Set up the nodes for the options (o's strings outlive t). Returns 0 or
@@ -98,6 +90,8 @@ void topo_close(struct topo *t, uint32_t drain_ms);
  * HILOCK_ECANCELED; those sent stay in flight (conn_cancel_all). */
 void topo_cancel(struct topo *t);
 
+/* Whether the keys of one request must hash to one slot (Cluster). */
+int topo_slotted(const struct topo *t);
 /* Whether lock name can be used: in a cluster every key of it must hash
  * to one slot (see keys_slot_safe). */
 int topo_name_ok(const struct topo *t, const char *name, size_t len);
