@@ -20,7 +20,9 @@ The body is the rest of the file, with three changes: a line
 to the script's directory, also in a library file; includes nest), and every line that is
 only a comment, or blank, is left out. So the contract, and any comment
 on a line of its own, costs Redis nothing, and one script is one
-self-contained text. A comment at the end of a line of code stays.
+self-contained text. A comment at the end of a line of code stays. Lua's
+block comments and long strings ("--[[", "[[") are refused: a line of
+them that starts with "--" would be left out.
 
 DEPFILE lists every file read, for ninja to run this again when a library
 file changes.
@@ -32,6 +34,7 @@ import re
 import sys
 
 INCLUDE = re.compile(r'^--@include\s+(\S+)\s*$')
+LONG = re.compile(r'\[=*\[')
 COUNT = re.compile(r'^--\s*(keys|args):\s*(\d+)(\.\.(\d*))?\s*$')
 # What "N.." (no upper bound) becomes in C: script.h's SCRIPT_UNBOUNDED.
 UNBOUNDED = 'SCRIPT_UNBOUNDED'
@@ -53,6 +56,9 @@ def expand(path, root, seen, read):
         for n, line in enumerate(f, 1):
             if not line.endswith('\n'):
                 line += '\n'
+            if LONG.search(line):
+                raise ScriptError('%s:%d: no block comments or long strings'
+                                  % (path, n))
             m = INCLUDE.match(line.strip())
             if m:
                 sub = os.path.join(root, m.group(1))
