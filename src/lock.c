@@ -32,17 +32,19 @@
  * waiter refreshing it (see script.c): a client that died leaves an entry
  * that is skipped after this at most. */
 #define FAIR_ENTRY_MAX_MS 60000
-/* Fair mode: the longest lease a hand-off sets (script.c's "5000"). */
+/* Fair mode: the longest lease a hand-off sets (the "5000" of
+ * src/lua/lib/fair.lua). */
 #define FAIR_HANDOFF_LEASE_MS 5000
 /* Read-write locks: how long a waiting writer's mark keeps new readers
- * off (see script_rw.c), and how often at least the writer retries (which
- * renews the mark) while it waits. A writer that dies while waiting keeps
- * readers off for this long at most. */
+ * off (see src/lua/lib/rw.lua), and how often at least the writer retries
+ * (which renews the mark) while it waits. A writer that dies while waiting
+ * keeps readers off for this long at most. */
 #define RW_WRITER_MARK_MS 3000
 #define RW_WRITER_RETRY_MS (RW_WRITER_MARK_MS / 3)
 /* Counting semaphores: the shortest time the request ids applied are
- * kept (see script_sem.c); a request cannot be resent later than its
- * deadline, so four request timeouts are kept when that is longer. */
+ * kept (see src/lua/lib/sem_kind.lua); a request cannot be resent later
+ * than its deadline, so four request timeouts are kept when that is
+ * longer. */
 #define SEM_RID_TTL_MS 60000
 
 static int closing(const struct hilock_lock *lock)
