@@ -352,9 +352,9 @@ void wire_multi_release(struct resp_buf *b, const char *sha,
     resp_arg_u64_fixed(b, rid);
 }
 
-/* The fair scripts' keys after the lock (see src/lua/fair_acquire.lua): the queue, its
- * owners hash and, when tokens are issued, the fencing counter. Returns
- * how many. */
+/* The fair scripts' keys after the lock (see src/lua/fair_acquire.lua):
+ * the queue, its owners hash and, when tokens are issued, the fencing
+ * counter. Returns how many. */
 static size_t fair_keys(struct resp_buf *b, const struct key_src *k,
                         int fencing)
 {
