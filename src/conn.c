@@ -37,6 +37,7 @@
 #include "backoff.h"
 #include "clock.h"
 #include "conn_impl.h"
+#include "reply_guard.h"
 #include "reply.h"
 #include "stats.h"
 #include "tls.h"

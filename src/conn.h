@@ -282,7 +282,7 @@ int conn_send_with(struct conn *conn, struct resp_buf *cmd,
                    conn_reply_fn *fn);
 /* As conn_send_with, but what goes on the wire is wire, a command whose
  * replies hiredis is to take for those of cmd: SSUBSCRIBE sent as hiredis's
- * SUBSCRIBE (the reply guard renames the replies; see guard.c). */
+ * SUBSCRIBE (the reply guard renames the replies; see reply_guard.c). */
 int conn_send_as(struct conn *conn, struct resp_buf *cmd,
                  const struct resp_buf *wire, conn_reply_fn *fn);
 /* The connection of a hiredis context (from a reply callback), or NULL

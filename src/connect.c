@@ -19,7 +19,7 @@
 #include "clock.h"
 #include "conn.h"
 #include "conn_impl.h"
-#include "guard.h"
+#include "reply_guard.h"
 #include "tls.h"
 
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg);

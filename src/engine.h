@@ -3,10 +3,12 @@
  *
  * The engine is the layer between the client (lifecycle, public API) and
  * the nodes (Redis endpoints): lock handles, wait queues, the watchdog and
- * MultiLocks. Its files are layered too -- multi.c on top, then lock.c,
- * then wait.c and watchdog.c, then handle.c and op.c -- and a lower one
- * reports to a higher one only through the hooks below, which lock.c fills
- * in (and multi.c wraps for its members). */
+ * MultiLocks. Its files are layered too -- multi.c on top, then lock.c
+ * (and query.c beside it), then grant.c, the kinds (kind*.c) with their
+ * modes (fair.c, plain.c), hold.c, wait.c and watchdog.c, then handle.c
+ * and fanout.c -- and a lower one reports to a higher one only through
+ * the hooks below, which lock.c fills in (and multi.c wraps for its
+ * members). */
 #ifndef HILOCK_ENGINE_H
 #define HILOCK_ENGINE_H
 
@@ -83,12 +85,12 @@ struct engine {
     struct watchdog wd;
     struct engine_hooks hooks;
     struct multi_state *multi;         /* multi.c's */
-    struct op *op_pool;                /* recycled operations (op.c) */
-    size_t op_pool_len;
+    struct fanout *fanout_pool;        /* recycled fan-outs (fanout.c) */
+    size_t fanout_pool_len;
     struct hilock_stats stats;         /* the client's counters */
     uint8_t plain_refused;             /* a node does not take the plain
                                           commands: scripts only from now
-                                          on (see lock.c) */
+                                          on (see plain.c) */
 };
 
 /* The lease a request asks for: lease_ms, or the watchdog's for 0. */

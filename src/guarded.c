@@ -21,7 +21,7 @@
 
 #include "handle.h"
 #include "keys.h"
-#include "op.h"
+#include "fanout.h"
 #include "reply.h"
 #include "slot.h"
 
@@ -179,7 +179,7 @@ static void view_fill(struct hilock_reply *v, const redisReply *r,
 
 /* Read the script's reply into res and g: refusals become their codes, a
  * failed command HILOCK_ESERVER. */
-static void guarded_raw(struct op *op, const struct redisReply *rep,
+static void guarded_raw(struct fanout *op, const struct redisReply *rep,
                         struct op_result *res)
 {
     struct guarded *g = op->data;
@@ -204,7 +204,7 @@ static void guarded_raw(struct op *op, const struct redisReply *rep,
 }
 
 /* The decision: build the reply view and tell the caller. */
-static void guarded_done(struct op *op, int status,
+static void guarded_done(struct fanout *op, int status,
                          const struct op_result *res)
 {
     struct hilock_lock *lock = op->ctx;
@@ -251,8 +251,8 @@ static int guarded_check(struct hilock_lock *lock,
                                "one master can tell whether a lock is held");
         return HILOCK_EGUARDED;
     }
-    if (lock->kind == KIND_SEM ||
-        ((flags & HILOCK_GUARD_FENCE) && lock->token <= 0))
+    if (!lock->kind->guarded ||
+        ((flags & HILOCK_GUARD_FENCE) && lock->hold.token <= 0))
         return HILOCK_EINVAL;
     return slots_ok(lock, cmds, ncmds) ? 0 : HILOCK_EINVAL;
 }
@@ -266,8 +266,8 @@ int hilock_lock_guarded(struct hilock_lock *lock,
         return rc;
     struct engine *eng = lock->eng;
     struct guarded *g = malloc(sizeof(*g));
-    struct op *op =
-        g ? op_new(eng, OP_KIND_GUARDED, -1, lock->slot, 0, guarded_done)
+    struct fanout *op =
+        g ? fanout_new(eng, OP_KIND_GUARDED, -1, lock->slot, 0, guarded_done)
           : NULL;
     if (!op) {
         free(g);
@@ -279,13 +279,13 @@ int hilock_lock_guarded(struct hilock_lock *lock,
     handle_attach(lock, op);
     uint64_t keep = 4 * (uint64_t)eng->opts->request_timeout_ms;
     struct wire_lock w = handle_wire(lock);
-    op_eval(op, SCRIPT_GUARDED);
-    guarded_encode(op_cmd(op), eng->scripts.sha[SCRIPT_GUARDED], &w,
-                   (flags & HILOCK_GUARD_FENCE) ? lock->token : 0,
+    fanout_eval(op, SCRIPT_GUARDED);
+    guarded_encode(fanout_cmd(op), eng->scripts.sha[SCRIPT_GUARDED], &w,
+                   (flags & HILOCK_GUARD_FENCE) ? lock->hold.token : 0,
                    (uint32_t)(keep < GUARDED_KEEP_MS   ? GUARDED_KEEP_MS
                               : keep > INT32_MAX ? INT32_MAX
                                                  : keep),
                    cmds, ncmds, ++eng->seq);
-    op_submit(op, 0);
+    fanout_submit(op, 0);
     return 0;
 }

@@ -12,7 +12,7 @@
 
 struct hilock_lock *handle_new(struct engine *eng, const char *name,
                                size_t len, uint64_t owner_tag,
-                               enum lock_kind kind)
+                               const struct kind_ops *kind)
 {
     struct hilock_lock *lock =
         calloc(1, offsetof(struct hilock_lock, name) + len + 1);
@@ -22,8 +22,8 @@ struct hilock_lock *handle_new(struct engine *eng, const char *name,
     lock->owner_tag = owner_tag;
     lock->kind = kind;
     lock->refs = 1;
-    TAILQ_INIT(&lock->ops);
-    heap_node_init(&lock->wd_node);
+    TAILQ_INIT(&lock->fanouts);
+    heap_node_init(&lock->wd.node);
     lock->name_len = (uint16_t)len;
     memcpy(lock->name, name, len);
     lock->name_hash = table_hash(name, len, 0);
@@ -68,15 +68,15 @@ void handle_unref(struct hilock_lock *lock)
 static void handle_detach_engine(struct hilock_lock *lock)
 {
     handle_unlink(lock);
-    TAILQ_INIT(&lock->ops);
+    TAILQ_INIT(&lock->fanouts);
     lock->eng = NULL;
     lock->refs = 1;
-    lock->holds = 0;
-    lock->token = 0;
+    lock->hold.count = 0;
+    lock->hold.token = 0;
     lock->freeing = 1; /* every call but the local ones: HILOCK_EINVAL */
-    lock->op = OP_NONE;
-    lock->op_pending = NULL;
-    lock->lost_cb = NULL;
+    lock->pending.what = PENDING_NONE;
+    lock->pending.fanout = NULL;
+    lock->on_lost.cb = NULL;
 }
 
 void handle_free_all(struct engine *eng)
@@ -97,19 +97,19 @@ void handle_free_detached(struct hilock_lock *lock)
 
 /* fini of an operation attached to a lock: unlink it, drop its
  * reference. */
-static void handle_detach(struct op *op)
+static void handle_detach(struct fanout *op)
 {
     struct hilock_lock *lock = op->ctx;
-    TAILQ_REMOVE(&lock->ops, op, ctx_link);
+    TAILQ_REMOVE(&lock->fanouts, op, ctx_link);
     op->ctx = NULL;
     handle_unref(lock);
 }
 
-void handle_attach(struct hilock_lock *lock, struct op *op)
+void handle_attach(struct hilock_lock *lock, struct fanout *op)
 {
     op->ctx = lock;
     op->fini = handle_detach;
-    TAILQ_INSERT_TAIL(&lock->ops, op, ctx_link);
+    TAILQ_INSERT_TAIL(&lock->fanouts, op, ctx_link);
     handle_ref(lock);
 }
 
@@ -130,12 +130,12 @@ struct wire_lock handle_wire(const struct hilock_lock *lock)
                           .name_len = lock->name_len,
                           .client_id = eng->id,
                           .owner_tag = lock->owner_tag,
-                          .suffix = lock->kind == KIND_WRITE ? ":write" : NULL,
-                          .kind = lock->kind};
-    if (lock->kind == KIND_PERMIT || lock->kind == KIND_SEM) {
+                          .suffix = lock->kind->field_suffix,
+                          .kind = lock->kind->id};
+    if (!lock->kind->owned) { /* the handle's own id */
         memcpy(w.member, eng->permit_prefix, 8);
         put_be32(w.member + 8, (uint32_t)lock->owner_tag);
-        put_be32(w.member + 12, lock->wait_id);
+        put_be32(w.member + 12, lock->pending.wait_id);
     }
     return w;
 }
@@ -179,7 +179,7 @@ void handle_hold_end(struct hilock_lock *lock)
  * owner as kind, or NULL. */
 static struct hilock_lock *holder_from(struct table_node *n,
                                        const struct hilock_lock *lock,
-                                       unsigned kind)
+                                       const struct kind_ops *kind)
 {
     for (; n; n = table_next(n)) {
         struct hilock_lock *h = TABLE_ENTRY(n, struct hilock_lock, owner_node);
@@ -198,7 +198,8 @@ static struct hilock_lock *twin_from(struct table_node *n,
     return holder_from(n, lock, lock->kind);
 }
 
-int handle_owner_holds_as(const struct hilock_lock *lock, unsigned kind)
+int handle_owner_holds_as(const struct hilock_lock *lock,
+                          const struct kind_ops *kind)
 {
     return holder_from(table_first(&lock->eng->owners, owner_hash(lock)),
                        lock, kind) != NULL;

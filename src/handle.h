@@ -12,12 +12,13 @@
 
 #include "engine.h"
 #include "heap.h"
-#include "op.h"
+#include "kind.h"
+#include "fanout.h"
 #include "table.h"
 #include "wire.h"
 
-enum lock_op { OP_NONE = 0, OP_ACQUIRE, OP_RELEASE };
-
+/* What is pending on a handle: at most one acquire or release. */
+enum pending_what { PENDING_NONE = 0, PENDING_ACQUIRE, PENDING_RELEASE };
 
 struct wait_queue;
 struct hilock_lock;
@@ -34,50 +35,78 @@ struct waiting {
     TAILQ_ENTRY(waiting) link;       /* in queue->waiters */
 };
 
+/* The handle's hold (lock.c, hold.c): what Redis gave this handle. */
+struct lock_hold {
+    uint32_t count;                  /* holds taken through this handle (a
+                                        counting semaphore: permits) */
+    uint32_t lease_ms;               /* lease of the current hold */
+    int64_t token;                   /* its fencing token */
+    unsigned auto_renew : 1;         /* the watchdog renews the lease */
+    unsigned unreleased : 1;         /* a release of it got no answer */
+};
+
+/* The pending acquire or release (lock.c): the user's callback, the
+ * fan-out in flight, and what the acquire asked for. */
+struct lock_pending {
+    hilock_lock_cb *cb;
+    void *arg;
+    struct fanout *fanout;           /* attempt or release in flight */
+    uint32_t lease_ms;               /* the lease asked for (0: watchdog) */
+    uint32_t permits;                /* a counting semaphore's permits */
+    uint32_t wait_id;                /* which acquire call this is (request
+                                        ids, low 32 bits): fair queue
+                                        entries, expiring permits' ids */
+    int8_t wait_err;                 /* last busy/no-quorum of the wait */
+    uint8_t splits;                  /* split votes in a row (Redlock) */
+    unsigned what : 2;               /* enum pending_what */
+    unsigned queued : 1;             /* a waiting attempt went out: in fair
+                                        mode it may have a queue entry, a
+                                        writer may have left its mark */
+    unsigned unsure : 1;             /* an attempt of this acquire failed
+                                        with no answer that counts: it may
+                                        still take a hold, undone late */
+};
+
+/* The watchdog's (watchdog.c). */
+struct lock_watch {
+    struct heap_node node;           /* in eng->wd.heap */
+    uint64_t valid_until;            /* ms: lease may run out after this */
+    unsigned renewing : 1;           /* a renewal is in flight */
+};
+
+/* Fair mode's (fair.c). */
+struct lock_fair {
+    unsigned handed : 1;             /* handed over while an attempt was in
+                                        flight */
+};
+
+/* A lock handle: its identity and memory (handle.c), then one sub-struct
+ * per owner. */
 struct hilock_lock {
     struct engine *eng;              /* NULL: detached, its client is gone */
     LIST_ENTRY(hilock_lock) link;    /* eng->locks */
-    struct op_list ops;              /* operations about this lock */
+    struct fanout_list fanouts;      /* fan-outs about this lock */
     uint64_t owner_tag;
     uint32_t refs;                   /* handle + requests + renew batches */
-    uint32_t holds;                  /* holds taken through this handle */
-    int64_t token;
-    uint32_t lease_ms;               /* lease of the current hold */
-    uint32_t op_lease_ms;            /* requested lease (0: watchdog) */
-    unsigned auto_renew : 1;         /* watchdog renews the lease */
-    unsigned renewing : 1;           /* a watchdog renewal is in flight */
+    uint32_t name_hash;              /* table_hash of the name, once */
+    struct table_node owner_node;    /* eng->owners */
+    const struct kind_ops *kind;     /* what it takes (kind.h) */
     unsigned freeing : 1;            /* hilock_lock_free() was called, or
                                         the client is going */
     unsigned user_freed : 1;         /* hilock_lock_free() was called */
     unsigned in_owners : 1;          /* in eng->owners */
-    unsigned unreleased : 1;         /* a release of it got no answer */
-    unsigned queued : 1;             /* a waiting attempt went out: in fair
-                                        mode it may have a queue entry, a
-                                        writer may have left its mark */
-    unsigned kind : 3;               /* enum lock_kind */
     unsigned twinned : 1;            /* a twin held while it held */
-    unsigned handed : 1;             /* fair: handed over while an attempt
-                                        was in flight */
-    unsigned unsure : 1;             /* an attempt of this acquire failed
-                                        with no answer that counts: it may
-                                        still take a hold, undone late */
-    unsigned op : 2;                 /* enum lock_op pending */
-    uint8_t splits;                  /* split votes in a row (Redlock) */
-    int8_t wait_err;                 /* last busy/no-quorum of the wait */
-    uint32_t wait_id;                /* fair: which acquire call this is
-                                        (request ids, low 32 bits) */
-    struct table_node owner_node;    /* eng->owners */
-    struct heap_node wd_node;
-    uint32_t name_hash;              /* table_hash of the name, once */
-    uint64_t valid_until;            /* ms: lease may run out after this */
-    hilock_lock_cb *lost_cb;
-    void *lost_arg;
-    /* The pending acquire or release. */
-    hilock_lock_cb *op_cb;
-    void *op_arg;
-    struct op *op_pending;           /* attempt or release in flight */
+    struct lock_hold hold;
+    struct lock_pending pending;
+    struct lock_watch wd;
+    struct lock_fair fair;
+    struct {
+        hilock_lock_cb *cb;
+        void *arg;
+    } on_lost;                       /* hilock_lock_on_lost */
     struct hilock_multi *multi;      /* the MultiLock it is a member of */
-    struct waiting *waiting;         /* allocated on its first wait */
+    struct waiting *waiting;         /* wait.c's, allocated on its first
+                                        wait */
     uint16_t name_len;               /* at most HILOCK_NAME_MAX */
     uint16_t slot;                   /* of its keys, in a cluster */
     char name[];
@@ -89,29 +118,38 @@ static inline uint64_t handle_wait_deadline(const struct hilock_lock *lock)
     return lock->waiting ? lock->waiting->deadline : 0;
 }
 
-/* The channel lock waits on. */
-static inline enum sub_kind handle_channel(const struct hilock_lock *lock)
+/* Whether lock's client is closing. */
+static inline int handle_closing(const struct hilock_lock *lock)
 {
-    static const uint8_t channel[] = {
-        [KIND_MUTEX] = SUB_RELEASE, [KIND_READ] = SUB_RWLOCK,
-        [KIND_WRITE] = SUB_RWLOCK,  [KIND_SEM] = SUB_SEM,
-        [KIND_PERMIT] = SUB_SEM,
-    };
-    return (enum sub_kind)channel[lock->kind];
+    return lock->eng->guard->closing;
 }
 
-/* Whether several may hold what lock takes at once (readers, permits). */
-static inline int handle_shared(const struct hilock_lock *lock)
+/* The checks of the public entry points: 0, HILOCK_EINVAL (no handle, or
+ * freed) or HILOCK_ECANCELED (its client is closing). */
+static inline int handle_usable(const struct hilock_lock *lock)
 {
-    return lock->kind == KIND_READ || lock->kind == KIND_SEM ||
-           lock->kind == KIND_PERMIT;
+    if (!lock || lock->freeing)
+        return HILOCK_EINVAL;
+    return handle_closing(lock) ? HILOCK_ECANCELED : 0;
+}
+
+/* The lease the pending acquire asks for. */
+static inline uint32_t handle_acquire_lease(const struct hilock_lock *lock)
+{
+    return engine_lease(lock->eng, lock->pending.lease_ms);
+}
+
+/* The lease of the current hold (a release sets it when holds remain). */
+static inline uint32_t handle_hold_lease(const struct hilock_lock *lock)
+{
+    return engine_lease(lock->eng, lock->hold.lease_ms);
 }
 
 /* A new handle of kind on eng, not yet referenced by anything but its
  * owner, or NULL without memory. */
 struct hilock_lock *handle_new(struct engine *eng, const char *name,
                                size_t len, uint64_t owner_tag,
-                               enum lock_kind kind);
+                               const struct kind_ops *kind);
 void handle_ref(struct hilock_lock *lock);
 /* Drop a reference; the last one frees the handle. */
 void handle_unref(struct hilock_lock *lock);
@@ -123,7 +161,7 @@ void handle_free_all(struct engine *eng);
 void handle_free_detached(struct hilock_lock *lock);
 /* Link operation op to the lock (op->ctx; takes a reference, dropped when
  * op's memory goes). */
-void handle_attach(struct hilock_lock *lock, struct op *op);
+void handle_attach(struct hilock_lock *lock, struct fanout *op);
 /* The lock as the wire format names it. */
 struct wire_lock handle_wire(const struct hilock_lock *lock);
 
@@ -134,9 +172,9 @@ int handle_hold_begin(struct hilock_lock *lock);
 void handle_hold_end(struct hilock_lock *lock);
 /* Nonzero when some handle of lock's name and owner holds. */
 int handle_owner_holds(const struct hilock_lock *lock);
-/* Nonzero when a handle of lock's name and owner holds it as kind (enum
- * lock_kind). */
-int handle_owner_holds_as(const struct hilock_lock *lock, unsigned kind);
+/* Nonzero when a handle of lock's name and owner holds it as kind. */
+int handle_owner_holds_as(const struct hilock_lock *lock,
+                          const struct kind_ops *kind);
 /* Most twins handled at once. */
 #define HANDLE_TWINS_MAX 64
 /* The holding handles of lock's name and owner (lock too, if it holds),

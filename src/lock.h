@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* lock.h -- the top of the lock engine (the hilock_lock_* calls of the
- * public header live in lock.c too); what the client calls. */
+/* lock.h -- the top of the lock engine (most hilock_lock_* calls of the
+ * public header live in lock.c too; the queries in query.c); what the
+ * client calls. */
 #ifndef HILOCK_LOCK_H
 #define HILOCK_LOCK_H
 
@@ -19,26 +20,15 @@ void lock_engine_init(struct engine *eng);
  * Returns 0, HILOCK_EINVAL (also for a kind other than a lock on several
  * masters) or HILOCK_ENOMEM. */
 int lock_new(struct engine *eng, const char *name, size_t len,
-             uint64_t owner_tag, enum lock_kind kind,
-             struct hilock_lock **out);
-/* hilock_lock_acquire with lease_ms checked, or for a counting semaphore
- * with lease_ms the permits to take. */
+             uint64_t owner_tag, enum lock_kind id, struct hilock_lock **out);
+/* hilock_lock_acquire with lease_ms checked; a counting semaphore takes
+ * permits (and has no lease). */
 int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
-                 uint32_t lease_ms, hilock_lock_cb *cb, void *arg);
+                 uint32_t lease_ms, uint32_t permits, hilock_lock_cb *cb,
+                 void *arg);
 /* hilock_lock_release of drop holds (a counting semaphore: permits). */
 int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
                  void *arg);
-/* A query about lock whose reply (an integer) goes to cb as its value:
- * the caller encodes the command into op_cmd() and submits it. NULL with
- * *rc set (HILOCK_EINVAL, HILOCK_ECANCELED, HILOCK_ENOMEM). */
-struct op *lock_query_new(struct hilock_lock *lock, enum op_kind kind,
-                          hilock_lock_cb *cb, void *arg, int *rc);
-/* A hold taken by a request sent at sent_ms with lease_ms (0: watchdog)
- * on some other path (a MultiLock): count it and track its lease. */
-void lock_granted(struct hilock_lock *lock, uint64_t sent_ms,
-                  uint32_t lease_ms);
-/* One hold of the handle was released on some other path. */
-void lock_drop_hold(struct hilock_lock *lock);
 /* Teardown, step 1: mark every handle freed, end every pending op that has
  * no request in flight, stop the watchdog's tracking. */
 void lock_cancel_all(struct engine *eng);

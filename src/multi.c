@@ -23,8 +23,9 @@
 #include "backoff.h"
 #include "clock.h"
 #include "handle.h"
+#include "hold.h"
 #include "lock.h"
-#include "op.h"
+#include "fanout.h"
 #include "wait.h"
 #include "wire.h"
 
@@ -33,7 +34,7 @@ enum multi_op { MULTI_IDLE = 0, MULTI_ACQUIRING, MULTI_RELEASING };
 struct hilock_multi {
     struct engine *eng;
     LIST_ENTRY(hilock_multi) link;   /* eng's multis */
-    struct op_list ops;              /* operations about it (ctx_link) */
+    struct fanout_list ops;              /* operations about it (ctx_link) */
     uint32_t refs;                   /* the user's + one per operation */
     uint8_t freeing;
     uint8_t held;
@@ -46,7 +47,7 @@ struct hilock_multi {
     uint32_t lease_ms;               /* requested (0: watchdog) */
     uint64_t deadline;               /* ms; 0: try once */
     struct event *deadline_timer;
-    struct op *pending;              /* attempt or release in flight */
+    struct fanout *pending;              /* attempt or release in flight */
     struct hilock_lock *parked;      /* member waiting in its name's queue */
     size_t k;
     struct hilock_lock *members[];
@@ -75,7 +76,7 @@ static void multi_unref(struct hilock_multi *m)
     free(m);
 }
 
-static void multi_detach(struct op *op)
+static void multi_detach(struct fanout *op)
 {
     struct hilock_multi *m = op->ctx;
     TAILQ_REMOVE(&m->ops, op, ctx_link);
@@ -83,7 +84,7 @@ static void multi_detach(struct op *op)
 }
 
 /* Link op to m: a reference, and a place in m->ops for cancelling. */
-static void multi_attach(struct hilock_multi *m, struct op *op)
+static void multi_attach(struct hilock_multi *m, struct fanout *op)
 {
     op->ctx = m;
     op->fini = multi_detach;
@@ -102,7 +103,7 @@ static void multi_wire(const struct hilock_multi *m, struct wire_lock *w)
 static void wait_stop(struct hilock_multi *m)
 {
     if (m->parked) {
-        m->parked->op_pending = NULL;
+        m->parked->pending.fanout = NULL;
         wait_end(m->parked);
         m->parked = NULL;
     }
@@ -125,33 +126,33 @@ static void finish(struct hilock_multi *m, int status)
     cb(m, status, 0, arg);
 }
 
-static void acquire_done(struct op *op, int status,
+static void acquire_done(struct fanout *op, int status,
                          const struct op_result *res);
-static void release_done(struct op *op, int status,
+static void release_done(struct fanout *op, int status,
                          const struct op_result *res);
 
 /* Release one hold of every member on every node (node < 0) or on one,
  * with done told. Returns the operation, or NULL without memory. */
-static struct op *send_release(struct hilock_multi *m, int node,
-                               op_done_fn *done)
+static struct fanout *send_release(struct hilock_multi *m, int node,
+                               fanout_done_fn *done)
 {
     struct engine *eng = m->eng;
     struct wire_lock w[HILOCK_MULTI_MAX];
-    struct op *op = op_new(eng, OP_KIND_MULTI_RELEASE, node,
+    struct fanout *op = fanout_new(eng, OP_KIND_MULTI_RELEASE, node,
                            m->members[0]->slot, 0, done);
     if (!op)
         return NULL;
     multi_wire(m, w);
-    op_eval(op, SCRIPT_MULTI_RELEASE);
-    wire_multi_release(op_cmd(op), eng->scripts.sha[SCRIPT_MULTI_RELEASE],
+    fanout_eval(op, SCRIPT_MULTI_RELEASE);
+    wire_multi_release(fanout_cmd(op), eng->scripts.sha[SCRIPT_MULTI_RELEASE],
                        w, m->k, ++eng->seq, engine_lease(eng, m->lease_ms),
                        topo_publish(eng->topo));
     multi_attach(m, op);
-    op_submit(op, 0);
+    fanout_submit(op, 0);
     return op;
 }
 
-static void undo_done(struct op *op, int status, const struct op_result *res)
+static void undo_done(struct fanout *op, int status, const struct op_result *res)
 {
     (void)op;
     (void)status;
@@ -162,7 +163,7 @@ static void undo_done(struct op *op, int status, const struct op_result *res)
  * unless the attempt succeeded and the MultiLock is still held (or being
  * taken again: then its release went to that master before the new
  * attempt). */
-static void acquire_late(struct op *op, size_t i, const struct op_result *res)
+static void acquire_late(struct fanout *op, size_t i, const struct op_result *res)
 {
     struct hilock_multi *m = op->ctx;
     int stale = !m->held && m->op != MULTI_ACQUIRING;
@@ -175,21 +176,21 @@ static int send_attempt(struct hilock_multi *m)
 {
     struct engine *eng = m->eng;
     struct wire_lock w[HILOCK_MULTI_MAX];
-    struct op *op = op_new(eng, OP_KIND_MULTI_ACQUIRE, -1,
+    struct fanout *op = fanout_new(eng, OP_KIND_MULTI_ACQUIRE, -1,
                            m->members[0]->slot, 0, acquire_done);
     if (!op)
         return HILOCK_ENOMEM;
     op->late = acquire_late;
     multi_wire(m, w);
-    op_eval(op, SCRIPT_MULTI_ACQUIRE);
-    wire_multi_acquire(op_cmd(op),
+    fanout_eval(op, SCRIPT_MULTI_ACQUIRE);
+    wire_multi_acquire(fanout_cmd(op),
                        eng->scripts.sha[SCRIPT_MULTI_ACQUIRE], w,
                        m->k, engine_lease(eng, m->lease_ms), ++eng->seq);
     multi_attach(m, op);
     m->pending = op;
     if (m->parked)
-        m->parked->op_pending = op; /* a wake-up now is kept for later */
-    op_submit(op, 0);
+        m->parked->pending.fanout = op; /* a wake-up now is kept for later */
+    fanout_submit(op, 0);
     return 0;
 }
 
@@ -199,7 +200,7 @@ static void park(struct hilock_multi *m, size_t b, int64_t ttl)
     struct hilock_lock *member = m->members[b < m->k ? b : 0];
     if (m->parked != member) {
         if (m->parked) {
-            m->parked->op_pending = NULL;
+            m->parked->pending.fanout = NULL;
             wait_end(m->parked);
         }
         m->parked = member;
@@ -208,18 +209,18 @@ static void park(struct hilock_multi *m, size_t b, int64_t ttl)
             return;
         }
     }
-    member->op_pending = NULL;
+    member->pending.fanout = NULL;
     if (wait_park(member, ttl))
         finish(m, HILOCK_ENOMEM);
 }
 
 /* Undo the grants of failed attempt op. Returns how many masters had
  * granted it. */
-static size_t undo_grants(struct hilock_multi *m, struct op *op)
+static size_t undo_grants(struct hilock_multi *m, struct fanout *op)
 {
     size_t n = 0;
     for (size_t i = 0; i < op->n; i++)
-        if (op_node_ok(op, i) && ++n)
+        if (fanout_node_ok(op, i) && ++n)
             send_release(m, (int)i, undo_done);
     return n;
 }
@@ -240,7 +241,7 @@ static void split_backoff(struct hilock_multi *m, size_t b)
         wait_hold_off(m->parked, ms);
 }
 
-static void acquire_done(struct op *op, int status,
+static void acquire_done(struct fanout *op, int status,
                          const struct op_result *res)
 {
     struct hilock_multi *m = op->ctx;
@@ -251,7 +252,8 @@ static void acquire_done(struct op *op, int status,
         status = HILOCK_ENOQUORUM;
     if (status == 0) {
         for (size_t i = 0; i < m->k; i++)
-            lock_granted(m->members[i], op->sent_ms, m->lease_ms);
+            hold_grant(m->members[i], op->sent_ms, m->lease_ms == 0,
+                       engine_lease(m->eng, m->lease_ms));
         m->held = 1;
         m->splits = 0;
         finish(m, 0);
@@ -265,11 +267,11 @@ static void acquire_done(struct op *op, int status,
     } else if (clock_now_ms() >= m->deadline) {
         finish(m, status == HILOCK_ENOQUORUM ? status : HILOCK_ETIMEDOUT);
     } else if (split) {
-        split_backoff(m, res ? (size_t)res->b : 0);
+        split_backoff(m, res ? (size_t)res->index : 0);
     } else {
         m->splits = 0;
-        park(m, status == HILOCK_EBUSY && res ? (size_t)res->b : 0,
-             status == HILOCK_EBUSY && res ? res->a : 50);
+        park(m, status == HILOCK_EBUSY && res ? (size_t)res->index : 0,
+             status == HILOCK_EBUSY && res ? res->ttl_ms : 50);
     }
 }
 
@@ -280,7 +282,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     reentry_enter(guard);
     m->deadline = 1; /* passed, whatever the clock's rounding */
     if (m->pending)
-        op_complete(m->pending, HILOCK_ETIMEDOUT);
+        fanout_complete(m->pending, HILOCK_ETIMEDOUT);
     else if (m->op == MULTI_ACQUIRING)
         finish(m, HILOCK_ETIMEDOUT);
     reentry_leave(guard);
@@ -300,23 +302,23 @@ static void member_lost(struct hilock_lock *lock, int status, int64_t value,
     if (!m->freeing && !closing(m))
         send_release(m, -1, undo_done); /* the lost name is skipped */
     for (size_t i = 0; i < m->k; i++)
-        lock_drop_hold(m->members[i]);
+        hold_drop(m->members[i]);
     if (m->lost_cb && !m->freeing && !closing(m))
         m->lost_cb(m, status, 0, m->lost_arg);
 }
 
-static void release_done(struct op *op, int status,
+static void release_done(struct fanout *op, int status,
                          const struct op_result *res)
 {
     struct hilock_multi *m = op->ctx;
     m->pending = NULL;
     m->held = 0;
     for (size_t i = 0; i < m->k; i++) {
-        lock_drop_hold(m->members[i]);
+        hold_drop(m->members[i]);
         if (status == 0)
             wait_released(m->members[i], 0);
     }
-    if (status == 0 && res && res->a == 0)
+    if (status == 0 && res && res->count == 0)
         status = HILOCK_ENOTOWNER;
     finish(m, status);
 }
@@ -471,7 +473,7 @@ int hilock_multi_release(struct hilock_multi *m, hilock_multi_cb *cb,
         return HILOCK_EINVAL;
     if (m->op != MULTI_IDLE)
         return HILOCK_EINPROGRESS;
-    struct op *op = send_release(m, -1, release_done);
+    struct fanout *op = send_release(m, -1, release_done);
     if (!op)
         return HILOCK_ENOMEM;
     m->op = MULTI_RELEASING;
@@ -488,7 +490,7 @@ int hilock_multi_cancel(struct hilock_multi *m)
     struct reentry *guard = m->eng->guard;
     reentry_enter(guard);
     if (m->pending)
-        op_complete(m->pending, HILOCK_ECANCELED);
+        fanout_complete(m->pending, HILOCK_ECANCELED);
     else
         finish(m, HILOCK_ECANCELED);
     reentry_leave(guard);
@@ -519,10 +521,10 @@ void hilock_multi_free(struct hilock_multi *m)
     if (guard->closing)
         return; /* the teardown frees it */
     reentry_enter(guard);
-    for (struct op *op = TAILQ_FIRST(&m->ops), *next; op; op = next) {
+    for (struct fanout *op = TAILQ_FIRST(&m->ops), *next; op; op = next) {
         next = TAILQ_NEXT(op, ctx_link);
         if (op->done != undo_done)
-            op_complete(op, HILOCK_ECANCELED);
+            fanout_complete(op, HILOCK_ECANCELED);
     }
     if (m->op != MULTI_IDLE)
         finish(m, HILOCK_ECANCELED);
@@ -530,7 +532,7 @@ void hilock_multi_free(struct hilock_multi *m)
         m->held = 0;
         send_release(m, -1, undo_done);
         for (size_t i = 0; i < m->k; i++)
-            lock_drop_hold(m->members[i]);
+            hold_drop(m->members[i]);
     }
     multi_unref(m);
     reentry_leave(guard);

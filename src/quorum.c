@@ -24,9 +24,9 @@ int64_t quorum_grant_left(uint32_t lease_ms, uint64_t sent_ms,
 /* Counts over the results in so far. */
 struct tally {
     size_t got, ok, busy, notowner, wrongkind;
-    int64_t max_a, max_b, min_busy_ttl;
-    int64_t sum_b;
-    int64_t busy_b;      /* b of the busy result kept (its blocking lock) */
+    int64_t max_count, max_token, min_busy_ttl;
+    int64_t sum_heard;
+    int64_t busy_index;  /* index of the busy result kept */
 };
 
 static void tally(size_t n, const struct op_result *res,
@@ -41,14 +41,17 @@ static void tally(size_t n, const struct op_result *res,
         t->got++;
         if (r->status == 0) {
             t->ok++;
-            t->max_a = t->ok == 1 || r->a > t->max_a ? r->a : t->max_a;
-            t->max_b = t->ok == 1 || r->b > t->max_b ? r->b : t->max_b;
-            t->sum_b += r->b;
+            if (t->ok == 1 || r->count > t->max_count)
+                t->max_count = r->count;
+            if (t->ok == 1 || r->token > t->max_token)
+                t->max_token = r->token;
+            t->sum_heard += r->heard;
         } else if (r->status == HILOCK_EBUSY) {
             t->busy++;
-            if (t->busy == 1 || (r->a >= 0 && r->a < t->min_busy_ttl)) {
-                t->min_busy_ttl = r->a >= 0 ? r->a : t->min_busy_ttl;
-                t->busy_b = r->b;
+            if (t->busy == 1 ||
+                (r->ttl_ms >= 0 && r->ttl_ms < t->min_busy_ttl)) {
+                t->min_busy_ttl = r->ttl_ms >= 0 ? r->ttl_ms : t->min_busy_ttl;
+                t->busy_index = r->index;
             }
         } else if (r->status == HILOCK_ENOTOWNER) {
             t->notowner++;
@@ -58,7 +61,7 @@ static void tally(size_t n, const struct op_result *res,
     }
 }
 
-/* The q-th largest value a among the successful results (ok >= q): what a
+/* The q-th largest count among the successful results (ok >= q): what a
  * majority of the nodes agrees on at least -- held by a majority, the holds
  * a majority counts, the lease a majority still has. */
 static int64_t qth_largest(size_t n, const struct op_result *res,
@@ -68,7 +71,7 @@ static int64_t qth_largest(size_t n, const struct op_result *res,
     size_t m = 0;
     for (size_t i = 0; i < n && m < QUORUM_NODES_MAX; i++)
         if (got[i] && res[i].status == 0)
-            v[m++] = res[i].a;
+            v[m++] = res[i].count;
     for (size_t i = 1; i < m; i++) /* insertion sort, descending */
         for (size_t j = i; j > 0 && v[j] > v[j - 1]; j--) {
             int64_t x = v[j];
@@ -85,7 +88,7 @@ static int64_t qth_largest(size_t n, const struct op_result *res,
 static void failed(const struct tally *t, size_t n, size_t q,
                    struct op_result *out)
 {
-    *out = (struct op_result){HILOCK_ENOQUORUM, 0, 0};
+    *out = (struct op_result){.status = HILOCK_ENOQUORUM};
     if (t->busy > 0 && (t->busy + t->ok >= q - (n - t->got) ||
                         t->got - t->ok == t->busy))
         out->status = HILOCK_EBUSY;
@@ -95,8 +98,8 @@ static void failed(const struct tally *t, size_t n, size_t q,
              t->got - t->ok == t->wrongkind + t->busy + t->notowner)
         out->status = HILOCK_EWRONGKIND;
     if (out->status == HILOCK_EBUSY) {
-        out->a = t->min_busy_ttl == INT64_MAX ? -1 : t->min_busy_ttl;
-        out->b = t->busy_b;
+        out->ttl_ms = t->min_busy_ttl == INT64_MAX ? -1 : t->min_busy_ttl;
+        out->index = t->busy_index;
     }
 }
 
@@ -121,9 +124,9 @@ int quorum_decide(enum op_kind kind, size_t n, const struct op_result *res,
         /* Decided by the first majority; the other nodes' requests go on
          * (a release reaches every node that answers in time). */
         if (t.ok >= q) {
-            *out = (struct op_result){0, t.max_a,
-                                      kind == OP_KIND_RELEASE ? t.sum_b
-                                                              : t.max_b};
+            *out = (struct op_result){.count = t.max_count,
+                                      .token = t.max_token,
+                                      .heard = t.sum_heard};
             return 1;
         }
         if (t.got - t.ok > n - q) {
@@ -138,7 +141,7 @@ int quorum_decide(enum op_kind kind, size_t n, const struct op_result *res,
     if (t.got < n)
         return 0;
     if (t.ok >= q) {
-        *out = (struct op_result){0, qth_largest(n, res, got, q), 0};
+        *out = (struct op_result){.count = qth_largest(n, res, got, q)};
     } else {
         failed(&t, n, q, out);
     }

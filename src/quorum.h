@@ -23,19 +23,24 @@ enum op_kind {
     OP_KIND_QUERY_COUNT,
     OP_KIND_QUERY_TTL,
     OP_KIND_FENCE,
-    OP_KIND_MULTI_ACQUIRE,  /* a = 1; EBUSY: a = ttl, b = blocking index */
-    OP_KIND_MULTI_RELEASE,  /* a = locks the owner held */
-    OP_KIND_LEAVE,          /* fair: a = 1 when a hand-off was passed on */
+    OP_KIND_MULTI_ACQUIRE,  /* count = 1; EBUSY: ttl_ms and index */
+    OP_KIND_MULTI_RELEASE,  /* count = locks the owner held */
+    OP_KIND_LEAVE,          /* fair: count = 1 when a hand-off was passed
+                               on */
     OP_KIND_GUARDED         /* one node; its reply read by op->raw */
 };
 
 /* One node's result, or the combined one. */
 struct op_result {
-    int status;  /* 0; HILOCK_EBUSY (acquire), HILOCK_ENOTOWNER (release);
-                    or an error */
-    int64_t a;   /* acquire: holds (EBUSY: the holder's ttl); release:
-                    holds left; query: the value */
-    int64_t b;   /* acquire: fencing token; release: subscribers heard */
+    int status;      /* 0; HILOCK_EBUSY (acquire), HILOCK_ENOTOWNER
+                        (release); or an error */
+    int64_t count;   /* acquire: the owner's holds; release: holds left (a
+                        counting semaphore: permits available); query: the
+                        value; multi release: locks the owner held */
+    int64_t token;   /* acquire: the fencing token */
+    int64_t heard;   /* release: subscribers that got its message */
+    int64_t ttl_ms;  /* EBUSY: the holder's lease left (-1: no expiry) */
+    int64_t index;   /* multi acquire, EBUSY: the lock held by another */
 };
 
 /* Values of a renewal's per-lock outcome. */

@@ -32,7 +32,7 @@ int reply_is_noscript(const struct redisReply *r);
 /* Whether r refuses EVALSHA itself (an ACL without it, a renamed
  * command): the server's error names the command, quoted. */
 int reply_evalsha_refused(const struct redisReply *r);
-/* Whether error reply r to a plain command (see lock.c) says that the
+/* Whether error reply r to a plain command (see plain.c) says that the
  * server does not take such commands at all -- unknown or renamed, an
  * ACL's NOPERM, EXEC without MULTI -- rather than that it refused this
  * one (BUSYKEY, EXECABORT, OOM, READONLY, ...). */

@@ -1,31 +1,32 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* semaphore.c -- the semaphore calls of the public header: counting
  * semaphores and expiring permits, which are lock handles of their own
- * kinds (see lock.c and src/lua/lib/sem_kind.lua). */
+ * kinds (see kind_sem.c, kind_permit.c and src/lua/lib/sem_kind.lua). */
 #include <stdio.h>
 
 #include "handle.h"
 #include "lock.h"
-#include "op.h"
+#include "query.h"
+#include "fanout.h"
 
 static int is_sem(const struct hilock_lock *sem)
 {
-    return sem && (sem->kind == KIND_SEM || sem->kind == KIND_PERMIT);
+    return sem && (sem->kind == &kind_sem || sem->kind == &kind_permit);
 }
 
 int hilock_semaphore_acquire(struct hilock_lock *sem, uint32_t permits,
                              uint64_t wait_ms, hilock_lock_cb *cb, void *arg)
 {
-    if (!sem || sem->kind != KIND_SEM || permits == 0 ||
+    if (!sem || sem->kind != &kind_sem || permits == 0 ||
         permits > HILOCK_PERMITS_MAX)
         return HILOCK_EINVAL;
-    return lock_acquire(sem, wait_ms, permits, cb, arg);
+    return lock_acquire(sem, wait_ms, 0, permits, cb, arg);
 }
 
 int hilock_semaphore_release(struct hilock_lock *sem, uint32_t permits,
                              hilock_lock_cb *cb, void *arg)
 {
-    if (!sem || sem->kind != KIND_SEM || permits == 0 ||
+    if (!sem || sem->kind != &kind_sem || permits == 0 ||
         permits > HILOCK_PERMITS_MAX)
         return HILOCK_EINVAL;
     return lock_release(sem, permits, cb, arg);
@@ -33,7 +34,7 @@ int hilock_semaphore_release(struct hilock_lock *sem, uint32_t permits,
 
 int hilock_permit_id(const struct hilock_lock *permit, char *buf, size_t len)
 {
-    if (!permit || permit->kind != KIND_PERMIT || permit->holds == 0 ||
+    if (!permit || permit->kind != &kind_permit || permit->hold.count == 0 ||
         !buf || len < 33)
         return HILOCK_EINVAL;
     struct wire_lock w = handle_wire(permit);
@@ -50,18 +51,18 @@ static int sem_query(struct hilock_lock *sem, enum script_id id,
     int rc;
     if (!is_sem(sem) || permits > HILOCK_PERMITS_MAX)
         return HILOCK_EINVAL;
-    struct op *op = lock_query_new(sem, OP_KIND_QUERY_COUNT, cb, arg, &rc);
+    struct fanout *op = query_new(sem, OP_KIND_QUERY_COUNT, cb, arg, &rc);
     if (!op)
         return rc;
     struct engine *eng = sem->eng;
     struct wire_lock w = handle_wire(sem);
     const char *pub = topo_publish(eng->topo);
-    op_eval(op, id);
+    fanout_eval(op, id);
     if (id == SCRIPT_SEM_INIT)
-        wire_sem_init(op_cmd(op), eng->scripts.sha[id], &w, permits, pub);
+        wire_sem_init(fanout_cmd(op), eng->scripts.sha[id], &w, permits, pub);
     else
-        wire_sem_available(op_cmd(op), eng->scripts.sha[id], &w, pub);
-    op_submit(op, 0);
+        wire_sem_available(fanout_cmd(op), eng->scripts.sha[id], &w, pub);
+    fanout_submit(op, 0);
     return 0;
 }
 

@@ -110,7 +110,7 @@ static struct wait_queue *lock_queue(struct engine *eng, const char *name,
 /* The queue lock waits in, if any. */
 static struct wait_queue *queue_of(const struct hilock_lock *lock)
 {
-    return queue_find(lock->eng, handle_channel(lock), lock->name,
+    return queue_find(lock->eng, lock->kind->channel, lock->name,
                       lock->name_len, lock->name_hash);
 }
 
@@ -136,7 +136,7 @@ static struct wait_queue *queue_new(struct hilock_lock *lock)
     if (!q)
         return NULL;
     q->eng = eng;
-    q->kind = (uint8_t)handle_channel(lock);
+    q->kind = (uint8_t)lock->kind->channel;
     q->name_len = lock->name_len;
     memcpy(q->name, lock->name, lock->name_len);
     TAILQ_INIT(&q->waiters);
@@ -205,7 +205,7 @@ static void queue_wake(struct wait_queue *q)
         evtimer_add(&q->timer, &tv);
         return;
     }
-    if (head->op_pending)
+    if (head->pending.fanout)
         q->wake_pending = 1;
     else
         q->eng->hooks.attempt(head);
@@ -263,7 +263,7 @@ void wait_handed(struct engine *eng, const char *name, size_t len,
         return;
     TAILQ_FOREACH(w, &q->waiters, link)
         if (w->lock->owner_tag == h->owner_tag &&
-            w->lock->wait_id == h->wait_id)
+            w->lock->pending.wait_id == h->wait_id)
             break;
     if (w)
         eng->hooks.handed(w->lock, h->token, handoff_until(h));
@@ -280,7 +280,7 @@ static void queue_rearm(struct engine *eng, const char *name, size_t len,
 {
     struct wait_queue *q = lock_queue(eng, name, len);
     struct waiting *first = q ? TAILQ_FIRST(&q->waiters) : NULL;
-    if (first && !first->lock->op_pending)
+    if (first && !first->lock->pending.fanout)
         arm_fallback(q, (int64_t)ms);
 }
 
@@ -416,13 +416,13 @@ void wait_end(struct hilock_lock *lock)
     w->queue = NULL;
     if (TAILQ_EMPTY(&q->waiters)) {
         queue_drop(q);
-    } else if (was_head && lock->holds > 0 && !handle_shared(lock)) {
+    } else if (was_head && lock->hold.count > 0 && !lock->kind->shared) {
         /* It left because it got the lock: the new head's retry would be
          * busy for sure. This client's release wakes it; the fallback
          * covers a lost lock. (A reader, or a semaphore's taker, may have
          * left room: the next one tries at once.) */
         q->wake_pending = 0;
-        arm_fallback(q, lock->lease_ms);
+        arm_fallback(q, lock->hold.lease_ms);
     } else if (was_head) {
         q->wake_pending = 0;
         queue_wake(q);

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "clock.h"
-#include "op.h"
+#include "fanout.h"
 
 /* Most locks renewed by one script call: bounds the time Redis spends in
  * one script. */
@@ -40,7 +40,7 @@ struct renew_batch {
 static struct hilock_lock *lock_of(struct heap_node *n)
 {
     return (struct hilock_lock *)((char *)n -
-                                  offsetof(struct hilock_lock, wd_node));
+                                  offsetof(struct hilock_lock, wd.node));
 }
 
 /* Allowance taken off every lease for clock drift between the hosts and
@@ -90,7 +90,7 @@ static void rearm(struct engine *c)
 static void schedule(struct hilock_lock *lock, uint64_t key)
 {
     struct engine *c = lock->eng;
-    if (heap_set(&c->wd.heap, &lock->wd_node, key) != 0) {
+    if (heap_set(&c->wd.heap, &lock->wd.node, key) != 0) {
         c->hooks.expired(lock);
         return;
     }
@@ -101,32 +101,32 @@ static void schedule(struct hilock_lock *lock, uint64_t key)
 void watchdog_confirmed(struct hilock_lock *lock, uint64_t sent_ms)
 {
     struct engine *c = lock->eng;
-    lock->valid_until = sent_ms + lock->lease_ms - lease_margin(lock->lease_ms);
-    if (lock->renewing || !lock->auto_renew) {
-        schedule(lock, lock->valid_until);
+    lock->wd.valid_until = sent_ms + lock->hold.lease_ms - lease_margin(lock->hold.lease_ms);
+    if (lock->wd.renewing || !lock->hold.auto_renew) {
+        schedule(lock, lock->wd.valid_until);
         return;
     }
     /* A third of the lease in force: a shorter lease set on a watchdog
      * lock (a renewal or re-entry with a lease) is renewed in time too. */
-    uint32_t lease = lock->lease_ms < c->opts->watchdog_lease_ms
-                         ? lock->lease_ms
+    uint32_t lease = lock->hold.lease_ms < c->opts->watchdog_lease_ms
+                         ? lock->hold.lease_ms
                          : c->opts->watchdog_lease_ms;
     uint32_t period = lease / 3 ? lease / 3 : 1;
     uint64_t grain = period / 16 ? period / 16 : 1;
     uint64_t due = (sent_ms + period + grain - 1) / grain * grain;
-    schedule(lock, due < lock->valid_until ? due : lock->valid_until);
+    schedule(lock, due < lock->wd.valid_until ? due : lock->wd.valid_until);
 }
 
 void watchdog_forget(struct hilock_lock *lock)
 {
-    heap_remove(&lock->eng->wd.heap, &lock->wd_node);
-    lock->renewing = 0;
+    heap_remove(&lock->eng->wd.heap, &lock->wd.node);
+    lock->wd.renewing = 0;
 }
 
-static void renew_done(struct op *op, int status,
+static void renew_done(struct fanout *op, int status,
                        const struct op_result *res);
-static void renew_late(struct op *op, size_t i, const struct op_result *res);
-static void renew_fini(struct op *op);
+static void renew_late(struct fanout *op, size_t i, const struct op_result *res);
+static void renew_fini(struct fanout *op);
 
 /* Encode the renew script for the locks of b into buf, with the deadline
  * in the clock of node n (none while n is not known). Past the earliest
@@ -153,17 +153,17 @@ static void encode_batch(struct resp_buf *buf, const char *sha,
 static int send_batch(struct engine *c, struct renew_batch *b)
 {
     unsigned slot = b->locks[0]->slot;
-    struct op *op =
-        op_new(c, OP_KIND_RENEW, -1, slot, (uint32_t)b->n, renew_done);
+    struct fanout *op =
+        fanout_new(c, OP_KIND_RENEW, -1, slot, (uint32_t)b->n, renew_done);
     if (!op)
         return HILOCK_ENOMEM;
-    op_eval(op, SCRIPT_RENEW);
+    fanout_eval(op, SCRIPT_RENEW);
     op->data = b;
     for (size_t i = 0; i < c->nnodes; i++) {
         struct node *n = topo_node(c->topo, i, slot);
         if (b->lease_ms && n)
             node_clock_refresh(n);
-        encode_batch(op_cmd_at(op, i), c->scripts.sha[SCRIPT_RENEW], n, b);
+        encode_batch(fanout_cmd_at(op, i), c->scripts.sha[SCRIPT_RENEW], n, b);
     }
     if (b->cb) {
         handle_attach(b->locks[0], op);
@@ -172,7 +172,7 @@ static int send_batch(struct engine *c, struct renew_batch *b)
         op->fini = renew_fini;
     }
     c->stats.renewals_sent += b->n;
-    op_submit(op, 0);
+    fanout_submit(op, 0);
     return 0;
 }
 
@@ -182,8 +182,8 @@ static int send_batch(struct engine *c, struct renew_batch *b)
 static void retry_soon(struct hilock_lock *lock)
 {
     uint64_t soon = clock_now_ms() + 10;
-    schedule(lock, lock->auto_renew && soon < lock->valid_until
-                       ? soon : lock->valid_until);
+    schedule(lock, lock->hold.auto_renew && soon < lock->wd.valid_until
+                       ? soon : lock->wd.valid_until);
 }
 
 /* Send a watchdog batch; if that fails, put its locks back on the heap to
@@ -194,7 +194,7 @@ static void flush_batch(struct engine *c, struct renew_batch *b)
         return;
     for (size_t i = 0; i < b->n; i++) {
         struct hilock_lock *lock = b->locks[i];
-        lock->renewing = 0;
+        lock->wd.renewing = 0;
         retry_soon(lock);
         handle_unref(lock);
     }
@@ -205,18 +205,18 @@ static void flush_batch(struct engine *c, struct renew_batch *b)
 static void batch_push(struct renew_batch *b, struct hilock_lock *lock)
 {
     b->locks[b->n++] = lock;
-    b->nargs += wire_renew_size((enum lock_kind)lock->kind);
+    b->nargs += wire_renew_size(lock->kind->id);
 }
 
 /* Put lock, keyed at its validity end already, into b, marked as having a
  * renewal in flight. */
 static void batch_add(struct renew_batch *b, struct hilock_lock *lock)
 {
-    lock->renewing = 1;
+    lock->wd.renewing = 1;
     handle_ref(lock);
     batch_push(b, lock);
-    if (lock->valid_until < b->valid_min)
-        b->valid_min = lock->valid_until;
+    if (lock->wd.valid_until < b->valid_min)
+        b->valid_min = lock->wd.valid_until;
 }
 
 static struct renew_batch *batch_new(size_t cap, uint32_t lease_ms)
@@ -242,12 +242,12 @@ static struct renew_batch *batch_new(size_t cap, uint32_t lease_ms)
 static void renew_apply(struct hilock_lock *lock, int ok,
                         const struct renew_batch *b)
 {
-    if (lock->freeing || !lock->renewing)
+    if (lock->freeing || !lock->wd.renewing)
         return; /* the hold ended while the renewal was out */
     lock->eng->stats.renewals_failed += ok != RENEW_OK;
-    lock->renewing = 0;
+    lock->wd.renewing = 0;
     if (ok == RENEW_OK && b->lease_ms == 0) {
-        schedule(lock, lock->valid_until); /* checked, lease unchanged */
+        schedule(lock, lock->wd.valid_until); /* checked, lease unchanged */
     } else if (ok == RENEW_OK) {
         lock->eng->hooks.renewed(lock, b->sent_ms, b->lease_ms);
     } else if (ok == RENEW_GONE) {
@@ -255,7 +255,7 @@ static void renew_apply(struct hilock_lock *lock, int ok,
     } else {
         uint64_t retry = clock_now_ms() +
                          lock->eng->opts->watchdog_lease_ms / 12 + 1;
-        schedule(lock, retry < lock->valid_until ? retry : lock->valid_until);
+        schedule(lock, retry < lock->wd.valid_until ? retry : lock->wd.valid_until);
     }
 }
 
@@ -269,7 +269,7 @@ static void renew_manual(int status, int ok, const struct renew_batch *b)
         status = HILOCK_ELOST;
     } else if (status == 0 && ok == RENEW_UNKNOWN) {
         status = HILOCK_ENOQUORUM; /* neither held nor gone on a majority */
-    } else if (status == 0 && lock->holds > 0 && !lock->renewing) {
+    } else if (status == 0 && lock->hold.count > 0 && !lock->wd.renewing) {
         lock->eng->hooks.renewed(lock, b->sent_ms, b->lease_ms);
     }
     if (lock->freeing || lock->eng->guard->closing)
@@ -279,11 +279,11 @@ static void renew_manual(int status, int ok, const struct renew_batch *b)
 
 /* Lock k of renewal op was renewed on a majority: node i, if it said it
  * had lost it, gets it back (see engine.h), while the lock is held. */
-static void repair_node(const struct op *op, size_t i, size_t k,
+static void repair_node(const struct fanout *op, size_t i, size_t k,
                         struct hilock_lock *lock)
 {
-    if (op_renew_at(op, i, k) == RENEW_GONE && !lock->freeing &&
-        heap_contains(&lock->wd_node))
+    if (fanout_renew_at(op, i, k) == RENEW_GONE && !lock->freeing &&
+        heap_contains(&lock->wd.node))
         lock->eng->hooks.repair(lock, i);
 }
 
@@ -291,19 +291,19 @@ static void repair_node(const struct op *op, size_t i, size_t k,
  * decision (a majority decides without waiting for the last one, which is
  * often the very master that restarted): the locks renewed that it lost
  * are repaired too. */
-static void renew_late(struct op *op, size_t i, const struct op_result *res)
+static void renew_late(struct fanout *op, size_t i, const struct op_result *res)
 {
     struct renew_batch *b = op->data;
     if (!res || res->status != 0 || op->status != 0 || !b->lease_ms)
         return;
-    const unsigned char *ok = op_renew_result(op);
+    const unsigned char *ok = fanout_renew_result(op);
     for (size_t k = 0; k < b->n; k++)
         if (ok[k] == RENEW_OK)
             repair_node(op, i, k, b->locks[k]);
 }
 
 /* A watchdog renewal's memory goes: its locks are let go. */
-static void renew_fini(struct op *op)
+static void renew_fini(struct fanout *op)
 {
     struct renew_batch *b = op->data;
     for (size_t i = 0; i < b->n; i++)
@@ -322,7 +322,7 @@ static int renew_keyed(struct hilock_lock *lock, const struct renew_batch *b)
         return 0;
     k->keyed = 1;
     batch_push(k, lock);
-    k->valid_min = lock->valid_until;
+    k->valid_min = lock->wd.valid_until;
     handle_ref(lock);
     if (send_batch(lock->eng, k) == 0)
         return 1;
@@ -331,12 +331,12 @@ static int renew_keyed(struct hilock_lock *lock, const struct renew_batch *b)
     return 0;
 }
 
-static void renew_done(struct op *op, int status,
+static void renew_done(struct fanout *op, int status,
                        const struct op_result *res)
 {
     struct renew_batch *b = op->data;
     struct engine *c = b->locks[0]->eng;
-    const unsigned char *ok = status == 0 && res ? op_renew_result(op) : NULL;
+    const unsigned char *ok = status == 0 && res ? fanout_renew_result(op) : NULL;
     /* Only one node's answer says where a key is not (a Redlock's
      * unknown is a master that did not answer). */
     int reroute = ok && !b->keyed && op->n == 1;
@@ -349,7 +349,7 @@ static void renew_done(struct op *op, int status,
             if (ok && ok[i] == RENEW_OK && b->lease_ms)
                 for (size_t j = 0; j < op->n; j++)
                     repair_node(op, j, i, lock);
-            if (reroute && ok[i] == RENEW_UNKNOWN && lock->renewing &&
+            if (reroute && ok[i] == RENEW_UNKNOWN && lock->wd.renewing &&
                 !lock->freeing && renew_keyed(lock, b))
                 continue;
             renew_apply(lock, ok ? ok[i] : RENEW_UNKNOWN, b);
@@ -369,7 +369,7 @@ int watchdog_renew_now(struct hilock_lock *lock, uint32_t lease_ms,
     b->arg = arg;
     b->keyed = 1; /* one lock: routed by its key wherever it is */
     batch_push(b, lock);
-    b->valid_min = lock->valid_until;
+    b->valid_min = lock->wd.valid_until;
     int rc = send_batch(lock->eng, b);
     if (rc)
         free(b);
@@ -394,7 +394,7 @@ static int batch_put(struct engine *c, struct renew_batch **open,
         (*p)->group = group;
     }
     struct renew_batch *b = *p;
-    if (heap_set(&c->wd.heap, &lock->wd_node, lock->valid_until) != 0) {
+    if (heap_set(&c->wd.heap, &lock->wd.node, lock->wd.valid_until) != 0) {
         if (b->n == 0) { /* never send an empty batch */
             *p = b->next;
             free(b);
@@ -426,8 +426,8 @@ static void flush_open(struct engine *c, struct renew_batch *open)
  * release's outcome, the hold ends with it. */
 static int hold_ending(const struct hilock_lock *lock)
 {
-    return lock->op == OP_RELEASE && lock->holds == 1 &&
-           lock->kind != KIND_SEM;
+    return lock->pending.what == PENDING_RELEASE && lock->hold.count == 1 &&
+           lock->kind->leased;
 }
 
 /* Timer: renew what is due, one batch per node; report what ran out. */
@@ -442,13 +442,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     while (!c->guard->closing && (top = heap_top(&c->wd.heap)) &&
            heap_top_key(&c->wd.heap) <= now) {
         struct hilock_lock *lock = lock_of(top);
-        if (lock->renewing || !lock->auto_renew || now >= lock->valid_until) {
+        if (lock->wd.renewing || !lock->hold.auto_renew || now >= lock->wd.valid_until) {
             watchdog_forget(lock); /* out of the heap whatever the hook does */
             c->hooks.expired(lock);
             continue;
         }
         if (hold_ending(lock)) {
-            schedule(lock, lock->valid_until); /* lost if still out then */
+            schedule(lock, lock->wd.valid_until); /* lost if still out then */
             continue;
         }
         if (batch_put(c, &open, c->opts->watchdog_lease_ms, lock) != 0) {
@@ -477,11 +477,11 @@ void watchdog_verify_all(struct engine *c)
         handle_ref(lock_of(all[i]));
     for (size_t i = 0; i < n; i++) {
         struct hilock_lock *lock = lock_of(all[i]);
-        if (lock->renewing || lock->freeing ||
-            !heap_contains(&lock->wd_node))
+        if (lock->wd.renewing || lock->freeing ||
+            !heap_contains(&lock->wd.node))
             continue; /* in flight already, or its hold ended meanwhile */
         if (batch_put(c, &open,
-                      lock->auto_renew ? c->opts->watchdog_lease_ms : 0,
+                      lock->hold.auto_renew ? c->opts->watchdog_lease_ms : 0,
                       lock) != 0)
             retry_soon(lock);
     }

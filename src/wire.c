@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "dump.h"
+#include "restore_payload.h"
 #include "keys.h"
 
 /* Whether n is within [lo, hi]. */
@@ -185,7 +185,7 @@ int wire_take(struct resp_buf *b, const struct wire_lock *l, uint32_t lease_ms,
         {num, nlen},
         {first_field, flen + sizeof(first) - 1},
         {num, nlen}};
-    size_t n = dump_hash(hash, 3, payload, sizeof(payload));
+    size_t n = restore_payload_hash(hash, 3, payload, sizeof(payload));
     if (n == 0)
         return -1;
     struct key_src k = wire_key(l);

@@ -57,7 +57,7 @@ void wire_evalsha(struct resp_buf *b, enum script_id id, const char *sha,
 /* Whether b holds exactly one call of script id, as EVALSHA of its digest
  * or EVAL of its body, whose array header counts the words written and
  * whose numbers of keys and arguments keep the script's contract: 0, or
- * -1 (also for a failed buffer). What op_submit checks before a script
+ * -1 (also for a failed buffer). What fanout_submit checks before a script
  * call goes out. */
 int wire_check(const struct resp_buf *b, enum script_id id);
 
@@ -67,9 +67,10 @@ int wire_check(const struct resp_buf *b, enum script_id id);
  * then unusable only when its own growth failed: b->failed). */
 int wire_eval_body(struct resp_buf *b, const char *body, size_t len);
 
-/* Every acquire and release carries a request id (see src/lua/acquire.lua) as its
- * last argument, written with a fixed width so that wire_rid() can change
- * it in place for a resend that needs a new one. */
+/* Every acquire and release carries a request id (see
+ * src/lua/acquire.lua) as its last argument, written with a fixed width so
+ * that wire_rid() can change it in place for a resend that needs a new
+ * one. */
 void wire_rid(struct resp_buf *b, uint64_t rid);
 /* The request id such a command carries now. */
 uint64_t wire_rid_of(const struct resp_buf *b);
@@ -95,7 +96,7 @@ void wire_release(struct resp_buf *b, const char *sha,
 void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
                uint64_t attempt, uint64_t rid, const char *publish);
 
-/* The plain fast path of a lock (see lock.c): commands, not scripts,
+/* The plain fast path of a lock (see plain.c): commands, not scripts,
  * for the common case, at a fraction of a script's cost on the server.
  * wire_take: RESTORE of l's lock key with lease_ms as the hash the acquire
  * script writes for a first hold (the owner's field 1, rid as its last
@@ -200,8 +201,8 @@ void wire_rw_undo(struct resp_buf *b, const char *sha,
 void wire_write_leave(struct resp_buf *b, const char *sha,
                       const struct wire_lock *l);
 
-/* Semaphores (src/lua/lib/sem_kind.lua). Take or give back permits of the counting
- * semaphore l; the request ids applied are kept rid_ttl_ms. */
+/* Semaphores (src/lua/lib/sem_kind.lua). Take or give back permits of
+ * the counting semaphore l; the request ids applied are kept rid_ttl_ms. */
 void wire_sem_acquire(struct resp_buf *b, const char *sha,
                       const struct wire_lock *l, uint32_t permits,
                       uint32_t rid_ttl_ms, uint64_t rid);
@@ -223,9 +224,9 @@ void wire_sem_init(struct resp_buf *b, const char *sha,
 void wire_sem_available(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, const char *publish);
 
-/* The queries, as the query script (sha, src/lua/query.lua): does l's owner hold
- * it, how many holds, the lease left whoever holds it; a key of another
- * kind than l's is refused. */
+/* The queries, as the query script (sha, src/lua/query.lua): does l's
+ * owner hold it, how many holds, the lease left whoever holds it; a key of
+ * another kind than l's is refused. */
 enum wire_query { WIRE_QUERY_HELD, WIRE_QUERY_COUNT, WIRE_QUERY_TTL };
 void wire_query(struct resp_buf *b, const char *sha, enum wire_query q,
                 const struct wire_lock *l);

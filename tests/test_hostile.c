@@ -2,7 +2,7 @@
 /* test_hostile.c -- a misbehaving server costs a connection, not the process.
  *
  * hiredis aborts or crashes on some replies a broken or hostile peer can
- * send (see src/guard.c). Here the peer is a fake Redis on the test's own
+ * send (see src/reply_guard.c). Here the peer is a fake Redis on the test's own
  * loop: it answers SCRIPT LOAD, EVALSHA and (UN)SUBSCRIBE the way Redis
  * would, except for one reply per test, which it replaces with a bad one or
  * follows with an unsolicited one. Each test then checks that the process

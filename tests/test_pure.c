@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "backoff.h"
-#include "dump.h"
+#include "restore_payload.h"
 #include "heap.h"
 #include "hilock/hilock.h"
 #include "keys.h"
@@ -418,18 +418,17 @@ END_TEST
 START_TEST(dump_payload_is_a_checked_rdb_hash)
 {
     /* the CRC-64 Redis checks payloads with: its published check value */
-    ck_assert(dump_crc64(0, (const unsigned char *)"123456789", 9) ==
-              0xe9c6d914c4b8d9caULL);
+    const unsigned char *digits = (const unsigned char *)"123456789";
+    ck_assert(restore_payload_crc64(0, digits, 9) == 0xe9c6d914c4b8d9caULL);
     /* and continued over parts, the same */
-    ck_assert(dump_crc64(dump_crc64(0, (const unsigned char *)"1234", 4),
-                         (const unsigned char *)"56789", 5) ==
-              0xe9c6d914c4b8d9caULL);
+    ck_assert(restore_payload_crc64(restore_payload_crc64(0, digits, 4),
+                                    digits + 4, 5) == 0xe9c6d914c4b8d9caULL);
     unsigned char out[512];
     char longer[100];
     memset(longer, 'x', sizeof longer);
     const struct resp_part kv[4] = {
         {"f", 1}, {"1", 1}, {longer, sizeof longer}, {"", 0}};
-    size_t n = dump_hash(kv, 2, out, sizeof out);
+    size_t n = restore_payload_hash(kv, 2, out, sizeof out);
     /* type, pair count, 1+1, 1+1, 2+100 (a two-byte length), 1+0, version,
      * CRC */
     ck_assert_uint_eq(n, 1 + 1 + 2 + 2 + 102 + 1 + 2 + 8);
@@ -438,13 +437,13 @@ START_TEST(dump_payload_is_a_checked_rdb_hash)
     ck_assert(out[2] == 1 && out[3] == 'f' && out[4] == 1 && out[5] == '1');
     ck_assert(out[6] == 0x40 && out[7] == 100);
     ck_assert(out[108] == 0 && out[109] == 6 && out[110] == 0);
-    uint64_t crc = dump_crc64(0, out, n - 8);
+    uint64_t crc = restore_payload_crc64(0, out, n - 8);
     for (int i = 0; i < 8; i++)
         ck_assert_int_eq(out[n - 8 + (size_t)i], (unsigned char)(crc >> (8 * i)));
     /* too small a buffer, a string too long: nothing */
-    ck_assert_uint_eq(dump_hash(kv, 2, out, n - 1), 0);
+    ck_assert_uint_eq(restore_payload_hash(kv, 2, out, n - 1), 0);
     const struct resp_part huge[2] = {{out, DUMP_STRING_MAX + 1}, {"", 0}};
-    ck_assert_uint_eq(dump_hash(huge, 1, out, sizeof out), 0);
+    ck_assert_uint_eq(restore_payload_hash(huge, 1, out, sizeof out), 0);
 }
 END_TEST
 
@@ -745,9 +744,10 @@ END_TEST
 
 /* ---- quorum.c: the Redlock arithmetic ---------------------------------- */
 
-static const struct op_result OK = {0, 1, 7};
-static const struct op_result BUSY = {HILOCK_EBUSY, 500, 2};
-static const struct op_result DOWN = {HILOCK_ECONN, 0, 0};
+static const struct op_result OK = {.count = 1, .token = 7};
+static const struct op_result BUSY = {.status = HILOCK_EBUSY, .ttl_ms = 500,
+                                      .index = 2};
+static const struct op_result DOWN = {.status = HILOCK_ECONN};
 
 /* Decide kind over n results of which the first got are in. */
 static int decide(enum op_kind kind, size_t n, const struct op_result *res,
@@ -796,7 +796,7 @@ START_TEST(one_node_passes_its_reply_through)
     ck_assert_int_eq(decide(OP_KIND_ACQUIRE, 1, busy, 0, &out), 0);
     ck_assert_int_eq(decide(OP_KIND_ACQUIRE, 1, busy, 1, &out), 1);
     ck_assert_int_eq(out.status, HILOCK_EBUSY);
-    ck_assert_int_eq(out.a, 500);
+    ck_assert_int_eq(out.ttl_ms, 500);
     ck_assert_int_eq(decide(OP_KIND_RELEASE, 1, down, 1, &out), 1);
     ck_assert_int_eq(out.status, HILOCK_ECONN);
 }
@@ -804,12 +804,12 @@ END_TEST
 
 START_TEST(acquire_is_decided_by_the_first_majority)
 {
-    struct op_result res[5] = {OK, {0, 1, 9}, OK, DOWN, DOWN};
+    struct op_result res[5] = {OK, {.count = 1, .token = 9}, OK, DOWN, DOWN};
     struct op_result out;
     ck_assert_int_eq(decide(OP_KIND_ACQUIRE, 5, res, 2, &out), 0);
     ck_assert_int_eq(decide(OP_KIND_ACQUIRE, 5, res, 3, &out), 1);
     ck_assert_int_eq(out.status, 0);
-    ck_assert_int_eq(out.b, 9); /* the largest token of the majority */
+    ck_assert_int_eq(out.token, 9); /* the largest token of the majority */
 }
 END_TEST
 
@@ -818,7 +818,7 @@ END_TEST
  * one beside a majority that granted changes nothing. */
 START_TEST(another_kind_on_the_masters_that_refused_is_reported)
 {
-    const struct op_result KIND = {HILOCK_EWRONGKIND, 0, 0};
+    const struct op_result KIND = {.status = HILOCK_EWRONGKIND};
     struct op_result two[3] = {KIND, KIND, OK};
     struct op_result mixed[3] = {KIND, BUSY, OK};
     struct op_result one[3] = {KIND, OK, OK};
@@ -843,29 +843,31 @@ END_TEST
 START_TEST(acquire_fails_once_a_majority_is_out_of_reach)
 {
     struct op_result down[3] = {DOWN, DOWN, OK};
-    struct op_result busy[3] = {BUSY, OK, {HILOCK_EBUSY, 300, 4}};
+    struct op_result busy[3] = {
+        BUSY, OK, {.status = HILOCK_EBUSY, .ttl_ms = 300, .index = 4}};
     struct op_result out;
     ck_assert_int_eq(decide(OP_KIND_ACQUIRE, 3, down, 1, &out), 0);
     ck_assert_int_eq(decide(OP_KIND_ACQUIRE, 3, down, 2, &out), 1);
     ck_assert_int_eq(out.status, HILOCK_ENOQUORUM);
     ck_assert_int_eq(decide(OP_KIND_ACQUIRE, 3, busy, 3, &out), 1);
     ck_assert_int_eq(out.status, HILOCK_EBUSY);
-    ck_assert_int_eq(out.a, 300); /* the soonest a holder's lease ends */
-    ck_assert_int_eq(out.b, 4);   /* and what that reply said */
+    ck_assert_int_eq(out.ttl_ms, 300); /* the soonest a holder's lease ends */
+    ck_assert_int_eq(out.index, 4); /* and what that reply said */
 }
 END_TEST
 
 START_TEST(queries_wait_for_every_node_and_take_what_a_majority_has)
 {
-    struct op_result ttl[3] = {{0, 900, 0}, {0, -1, 0}, {0, 400, 0}};
+    struct op_result ttl[3] = {{.count = 900}, {.count = -1},
+                                {.count = 400}};
     struct op_result out;
     ck_assert_int_eq(decide(OP_KIND_QUERY_TTL, 3, ttl, 2, &out), 0);
     ck_assert_int_eq(decide(OP_KIND_QUERY_TTL, 3, ttl, 3, &out), 1);
     ck_assert_int_eq(out.status, 0);
-    ck_assert_int_eq(out.a, 400); /* a majority still has 400 ms */
-    struct op_result held[3] = {{0, 1, 0}, {0, 0, 0}, DOWN};
+    ck_assert_int_eq(out.count, 400); /* a majority still has 400 ms */
+    struct op_result held[3] = {{.count = 1}, {.count = 0}, DOWN};
     ck_assert_int_eq(decide(OP_KIND_QUERY_HELD, 3, held, 3, &out), 1);
-    ck_assert_int_eq(out.a, 0); /* held on one of three: not held */
+    ck_assert_int_eq(out.count, 0); /* held on one of three: not held */
 }
 END_TEST
 

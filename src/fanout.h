@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* op.h -- one lock operation sent to the nodes of the client (one node, or
+/* fanout.h -- one lock operation sent to the nodes of the client (one node, or
  * the N masters of a Redlock) and decided by quorum (quorum.h).
  *
  * The engine builds an operation as it built a single request: encode the
@@ -8,8 +8,8 @@
  * and resends; a node's reply that comes after the operation was decided,
  * or after that node's request had failed, goes to the late callback, so
  * that a late success can be undone on that node. */
-#ifndef HILOCK_OP_H
-#define HILOCK_OP_H
+#ifndef HILOCK_FANOUT_H
+#define HILOCK_FANOUT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -21,28 +21,28 @@
 #include "reply.h"
 #include "script.h"
 
-struct op;
+struct fanout;
 
 /* The decision: status and the combined result (NULL when completed early
- * by op_complete). Called exactly once. */
-typedef void op_done_fn(struct op *op, int status,
+ * by fanout_complete). Called exactly once. */
+typedef void fanout_done_fn(struct fanout *op, int status,
                         const struct op_result *res);
 /* Node i answered after the decision (or after its own request failed):
  * res is its reply, NULL when its connection dropped instead (or its
  * request ended without an answer: one may still come). On several
  * masters a decided acquire's requests are not sent again after a
  * drop. */
-typedef void op_late_fn(struct op *op, size_t i, const struct op_result *res);
+typedef void fanout_late_fn(struct fanout *op, size_t i, const struct op_result *res);
 
-struct op {
+struct fanout {
     struct engine *eng;
     enum op_kind kind;
-    op_done_fn *done;         /* NULL once decided */
-    op_late_fn *late;
-    void (*fini)(struct op *op); /* when the memory goes */
+    fanout_done_fn *done;         /* NULL once decided */
+    fanout_late_fn *late;
+    void (*fini)(struct fanout *op); /* when the memory goes */
     /* The submitter's, as in struct req. */
     void *ctx;
-    TAILQ_ENTRY(op) ctx_link;
+    TAILQ_ENTRY(fanout) ctx_link;
     void *data;
     uint64_t sent_ms;         /* when submitted (monotonic ms) */
     uint32_t vote_ms;         /* its node requests' deadline */
@@ -54,8 +54,8 @@ struct op {
     uint8_t live;             /* node requests not recycled yet */
     uint8_t busy;             /* inside a dispatch: do not free */
     uint8_t script;           /* the script its command runs, id + 1 (0:
-                                 none, or plain: see op_eval) */
-    uint8_t early;            /* decided by op_complete: the ends of its
+                                 none, or plain: see fanout_eval) */
+    uint8_t early;            /* decided by fanout_complete: the ends of its
                                  node requests say nothing of the nodes */
     unsigned slot;            /* what its keys hash to (see topo.h) */
     int status;               /* the decision, once decided (the
@@ -65,66 +65,67 @@ struct op {
     struct req *part[QUORUM_NODES_MAX]; /* NULL: recycled or not sent */
     uint8_t handed;           /* fair release: REPLY_HANDED_* */
     struct reply_handoff handoff; /* ... to a waiter of this client */
-    /* A plain command (op_plain): what it is to become when it goes again
+    /* A plain command (fanout_plain): what it is to become when it goes again
      * (why, see conn.h): encoded into cmd, and the script it now runs, or
      * -1 while it stays plain (cmd then left as it is, or rewritten). */
-    int (*again)(struct op *op, struct resp_buf *cmd, enum req_again why);
+    int (*again)(struct fanout *op, struct resp_buf *cmd, enum req_again why);
     /* A decided acquire's request to a node goes again after its
      * connection dropped: a finished operation's request must not take
      * anything now. Encode into cmd the undo of what request id rid may
      * have taken, and return the script it runs. NULL, or -1: it goes
      * again as it was. */
-    int (*undo)(struct op *op, struct resp_buf *cmd, uint64_t rid);
+    int (*undo)(struct fanout *op, struct resp_buf *cmd, uint64_t rid);
     uint64_t rid;             /* the submitter's: a plain acquire's id */
     uint64_t rids[QUORUM_NODES_MAX]; /* an acquire: the request id each
                                         node answered (what undoing its
                                         grant names) */
     uint32_t lease_ms;        /* ... and lease */
+    uint32_t drop;            /* a release: the holds (permits) it drops */
     uint32_t nlocks;          /* renew: locks in the batch */
     /* When set, reads a node's reply into res instead of the kind's
      * decoding (a guarded command's reply is the caller's). */
-    void (*raw)(struct op *op, const struct redisReply *rep,
+    void (*raw)(struct fanout *op, const struct redisReply *rep,
                 struct op_result *res);
     unsigned char *renew;     /* renew: n rows of nlocks answers, then the
                                  combined row (see quorum_renew) */
 };
 
-TAILQ_HEAD(op_list, op);
+TAILQ_HEAD(fanout_list, fanout);
 
 /* Free the recycled operations (engine teardown). */
-void op_pool_free(struct engine *eng);
+void fanout_pool_free(struct engine *eng);
 /* A new operation of kind on every member (node < 0) or on member node
  * only, about keys of slot (see topo.h), with nlocks answers per member
  * for a renewal. NULL without memory or when the client is closing. */
-struct op *op_new(struct engine *eng, enum op_kind kind, int node,
-                  unsigned slot, uint32_t nlocks, op_done_fn *done);
+struct fanout *fanout_new(struct engine *eng, enum op_kind kind, int node,
+                  unsigned slot, uint32_t nlocks, fanout_done_fn *done);
 /* The buffer to encode the command into (once, for every node). */
-struct resp_buf *op_cmd(struct op *op);
+struct resp_buf *fanout_cmd(struct fanout *op);
 /* Node i's own buffer, for a command that differs per node (NULL when
  * the operation does not go to node i); buffers left empty get a copy of
  * the first one's command. */
-struct resp_buf *op_cmd_at(struct op *op, size_t i);
+struct resp_buf *fanout_cmd_at(struct fanout *op, size_t i);
 /* Mark the command as running script id (NOSCRIPT reload per node). */
-void op_eval(struct op *op, enum script_id id);
+void fanout_eval(struct fanout *op, enum script_id id);
 /* Mark the command as plain, not a script (again: see above); split
  * nonzero: the buffer holds a second command from there on, and the two
  * go as one transaction (see conn.h). */
-void op_plain(struct op *op, size_t split);
+void fanout_plain(struct fanout *op, size_t split);
 /* Send it to its nodes, each with a deadline of timeout_ms (0: the
  * request timeout). */
-void op_submit(struct op *op, uint32_t timeout_ms);
+void fanout_submit(struct fanout *op, uint32_t timeout_ms);
 /* Decide it now with status (HILOCK_ECANCELED, HILOCK_ETIMEDOUT): its done
  * fires with res NULL; requests already sent stay in flight and their
  * replies go to late. No-op when decided. */
-void op_complete(struct op *op, int status);
-/* Keep op's memory past its decision until op_drop (op_hold nests). */
-void op_hold(struct op *op);
-void op_drop(struct op *op);
+void fanout_complete(struct fanout *op, int status);
+/* Keep op's memory past its decision until fanout_drop (fanout_hold nests). */
+void fanout_hold(struct fanout *op);
+void fanout_drop(struct fanout *op);
 /* Whether node i's answer made it into the decision; its result. */
-int op_node_ok(const struct op *op, size_t i);
+int fanout_node_ok(const struct fanout *op, size_t i);
 /* A renewal: node i's answer for lock k (RENEW_*). */
-int op_renew_at(const struct op *op, size_t i, size_t k);
+int fanout_renew_at(const struct fanout *op, size_t i, size_t k);
 /* A decided renewal: the combined answer per lock (RENEW_*). */
-const unsigned char *op_renew_result(const struct op *op);
+const unsigned char *fanout_renew_result(const struct fanout *op);
 
 #endif

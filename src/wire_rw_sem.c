@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* wire_shared.c -- the commands about read-write locks and semaphores (see
- * wire.h; the scripts' arguments are listed in the contracts of
+/* wire_rw_sem.c -- the commands about read-write locks and semaphores
+ * (see wire.h; the scripts' arguments are listed in the contracts of
  * src/lua/). */
 #include <string.h>
 

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* guard.h -- keep a misbehaving Redis peer from crashing the process. */
-#ifndef HILOCK_GUARD_H
-#define HILOCK_GUARD_H
+/* reply_guard.h -- keep a misbehaving Redis peer from crashing the process. */
+#ifndef HILOCK_REPLY_GUARD_H
+#define HILOCK_REPLY_GUARD_H
 
 struct redisAsyncContext;
 
-/* Put checks in front of ac's reply parser (see guard.c): a reply that
+/* Put checks in front of ac's reply parser (see reply_guard.c): a reply that
  * hiredis would abort or crash on, or that would make it allocate far more
  * than it received, is refused before hiredis builds it. A refused reply
  * fails the reader; hiredis then drops the connection as after a read error,

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* op.c -- see op.h.
+/* fanout.c -- see fanout.h.
  *
  * An operation owns one request per node. It is decided by quorum_decide
- * as the replies come in, or early by op_complete; its memory goes when it
+ * as the replies come in, or early by fanout_complete; its memory goes when it
  * is decided and every node request has been recycled (a request stays
  * alive while hiredis holds it, or while it waits to be resent). */
-#include "op.h"
+#include "fanout.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +22,7 @@ static void part_late(struct req *r, redisReply *reply);
 static void part_fini(struct req *r);
 
 /* The index of node request r in its operation. */
-static size_t part_index(const struct op *op, const struct req *r)
+static size_t part_index(const struct fanout *op, const struct req *r)
 {
     size_t i = 0;
     while (op->part[i] != r)
@@ -35,7 +35,7 @@ static size_t part_index(const struct op *op, const struct req *r)
 #define OP_POOL_MAX 4096
 
 /* Free the operation once nothing refers to it any more. */
-static void op_maybe_free(struct op *op)
+static void fanout_maybe_free(struct fanout *op)
 {
     struct engine *eng = op->eng;
     if (op->live || op->done || op->busy)
@@ -43,33 +43,33 @@ static void op_maybe_free(struct op *op)
     if (op->fini)
         op->fini(op);
     free(op->renew);
-    if (eng->op_pool_len < OP_POOL_MAX && !eng->guard->closing) {
-        op->data = eng->op_pool;
-        eng->op_pool = op;
-        eng->op_pool_len++;
+    if (eng->fanout_pool_len < OP_POOL_MAX && !eng->guard->closing) {
+        op->data = eng->fanout_pool;
+        eng->fanout_pool = op;
+        eng->fanout_pool_len++;
     } else {
         free(op);
     }
 }
 
-void op_pool_free(struct engine *eng)
+void fanout_pool_free(struct engine *eng)
 {
-    while (eng->op_pool) {
-        struct op *op = eng->op_pool;
-        eng->op_pool = op->data;
+    while (eng->fanout_pool) {
+        struct fanout *op = eng->fanout_pool;
+        eng->fanout_pool = op->data;
         free(op);
     }
-    eng->op_pool_len = 0;
+    eng->fanout_pool_len = 0;
 }
 
 /* A zeroed operation, from the pool when it has one. */
-static struct op *op_alloc(struct engine *eng)
+static struct fanout *fanout_alloc(struct engine *eng)
 {
-    struct op *op = eng->op_pool;
+    struct fanout *op = eng->fanout_pool;
     if (!op)
         return calloc(1, sizeof(*op));
-    eng->op_pool = op->data;
-    eng->op_pool_len--;
+    eng->fanout_pool = op->data;
+    eng->fanout_pool_len--;
     memset(op, 0, sizeof(*op));
     return op;
 }
@@ -81,7 +81,7 @@ static char part_undoing;
 /* Rewrite node request r of a decided acquire, about to go again after a
  * drop, into the undo of its request id (op->undo). Returns whether it
  * did. Its reply then says nothing about the acquire: nobody hears it. */
-static int part_undo(struct op *op, struct req *r)
+static int part_undo(struct fanout *op, struct req *r)
 {
     uint64_t rid = r->plain.active ? op->rid : wire_rid_of(&r->cmd);
     int id = op->undo(op, &r->cmd, rid);
@@ -102,7 +102,7 @@ static int part_undo(struct op *op, struct req *r)
  * operation was decided: then its undo goes instead (op->undo). */
 static void part_refresh(struct req *r, enum req_again why)
 {
-    struct op *op = r->submitter.ctx;
+    struct fanout *op = r->submitter.ctx;
     if (why == REQ_AGAIN_DROPPED && !op->done && op->undo &&
         r->submitter.data != &part_undoing && part_undo(op, r))
         return;
@@ -126,10 +126,10 @@ static void part_refresh(struct req *r, enum req_again why)
         wire_rid(&r->cmd, ++op->eng->seq);
 }
 
-struct op *op_new(struct engine *eng, enum op_kind kind, int node,
-                  unsigned slot, uint32_t nlocks, op_done_fn *done)
+struct fanout *fanout_new(struct engine *eng, enum op_kind kind, int node,
+                  unsigned slot, uint32_t nlocks, fanout_done_fn *done)
 {
-    struct op *op = op_alloc(eng);
+    struct fanout *op = fanout_alloc(eng);
     if (!op)
         return NULL;
     op->eng = eng;
@@ -168,12 +168,12 @@ fail:
         if (op->part[i])
             req_complete(op->part[i], HILOCK_ENOMEM); /* never submitted */
     op->busy--;
-    op_maybe_free(op);
+    fanout_maybe_free(op);
     return NULL;
 }
 
 /* The first node request: the command is encoded into it. */
-static struct req *first_part(const struct op *op)
+static struct req *first_part(const struct fanout *op)
 {
     for (size_t i = 0; i < op->n; i++)
         if (op->part[i])
@@ -181,17 +181,17 @@ static struct req *first_part(const struct op *op)
     return NULL;
 }
 
-struct resp_buf *op_cmd(struct op *op)
+struct resp_buf *fanout_cmd(struct fanout *op)
 {
     return &first_part(op)->cmd;
 }
 
-struct resp_buf *op_cmd_at(struct op *op, size_t i)
+struct resp_buf *fanout_cmd_at(struct fanout *op, size_t i)
 {
     return op->part[i] ? &op->part[i]->cmd : NULL;
 }
 
-void op_eval(struct op *op, enum script_id id)
+void fanout_eval(struct fanout *op, enum script_id id)
 {
     op->script = (uint8_t)(id + 1);
     for (size_t i = 0; i < op->n; i++)
@@ -199,7 +199,7 @@ void op_eval(struct op *op, enum script_id id)
             node_eval(op->part[i], id);
 }
 
-void op_plain(struct op *op, size_t split)
+void fanout_plain(struct fanout *op, size_t split)
 {
     for (size_t i = 0; i < op->n; i++)
         if (op->part[i]) {
@@ -209,7 +209,7 @@ void op_plain(struct op *op, size_t split)
 }
 
 /* The node of member i, for its health (several masters only). */
-static struct node *member_node(const struct op *op, size_t i)
+static struct node *member_node(const struct fanout *op, size_t i)
 {
     return op->n > 1 ? topo_node(op->eng->topo, i, op->slot) : NULL;
 }
@@ -222,7 +222,7 @@ static struct node *member_node(const struct op *op, size_t i)
  * deadline (1 ms when down): an answer before the decision counts as
  * usual, and any answer ends the suspicion. A decision is still only ever
  * made on the loop, by an answer or a deadline, never inside the submit. */
-static uint32_t vote_ms(struct op *op, const struct req *r,
+static uint32_t vote_ms(struct fanout *op, const struct req *r,
                         uint32_t timeout_ms)
 {
     size_t i = part_index(op, r);
@@ -231,20 +231,20 @@ static uint32_t vote_ms(struct op *op, const struct req *r,
     if (!n || (!down && !node_suspect(n)))
         return timeout_ms;
     op->got[i] = 1;
-    op->res[i] = (struct op_result){HILOCK_ECONN, 0, 0};
+    op->res[i] = (struct op_result){.status = HILOCK_ECONN, .ttl_ms = -1};
     return down ? 1 : node_vote_ms(n, timeout_ms);
 }
 
 /* Node i's request ended with status (0: a reply): the master's health
- * follows, unless op_complete ended it. */
-static void part_health(const struct op *op, size_t i, int status)
+ * follows, unless fanout_complete ended it. */
+static void part_health(const struct fanout *op, size_t i, int status)
 {
     struct node *n = member_node(op, i);
     if (n && (status == 0 || (status == HILOCK_ETIMEDOUT && !op->early)))
         node_voted(n, status != 0);
 }
 
-void op_submit(struct op *op, uint32_t timeout_ms)
+void fanout_submit(struct fanout *op, uint32_t timeout_ms)
 {
     struct req *first = first_part(op);
     struct req *parts[QUORUM_NODES_MAX];
@@ -271,16 +271,16 @@ void op_submit(struct op *op, uint32_t timeout_ms)
     for (size_t i = 0; i < m; i++)
         req_submit(parts[i], vote_ms(op, parts[i], timeout_ms));
     op->busy--;
-    op_maybe_free(op);
+    fanout_maybe_free(op);
 }
 
 /* Fill res from node i's reply rep (status 0) or status; plain: the reply
- * is that of the plain command (op_plain), not of the script. */
-static void decode(struct op *op, size_t i, int status, int plain,
+ * is that of the plain command (fanout_plain), not of the script. */
+static void decode(struct fanout *op, size_t i, int status, int plain,
                    redisReply *rep, struct op_result *res)
 {
     int64_t v = 0;
-    *res = (struct op_result){status, 0, 0};
+    *res = (struct op_result){.status = status, .ttl_ms = -1};
     unsigned char *row = op->renew ? op->renew + i * op->nlocks : NULL;
     if (row)
         memset(row, RENEW_UNKNOWN, op->nlocks);
@@ -292,18 +292,19 @@ static void decode(struct op *op, size_t i, int status, int plain,
     }
     switch (op->kind) {
     case OP_KIND_ACQUIRE:
-        res->a = -1;
-        res->status = reply_acquire(rep, &res->a, &res->b, &res->a);
+        res->status =
+            reply_acquire(rep, &res->count, &res->token, &res->ttl_ms);
         break;
     case OP_KIND_RELEASE:
-        res->status = plain ? reply_release_plain(rep, &res->a, &res->b)
-                            : reply_release(rep, &res->a, &res->b);
+        res->status = plain
+                          ? reply_release_plain(rep, &res->count, &res->heard)
+                          : reply_release(rep, &res->count, &res->heard);
         if (res->status == 0) /* one node: fair mode is not for Redlock */
             op->handed = (uint8_t)reply_release_handoff(rep, &op->handoff);
         break;
     case OP_KIND_MULTI_ACQUIRE:
-        res->status = reply_multi_acquire(rep, &res->b, &res->a);
-        res->a = res->status ? res->a : 1;
+        res->status = reply_multi_acquire(rep, &res->index, &res->ttl_ms);
+        res->count = res->status ? 0 : 1;
         break;
     case OP_KIND_RENEW:
         res->status = reply_renew(rep, op->nlocks, row);
@@ -312,10 +313,10 @@ static void decode(struct op *op, size_t i, int status, int plain,
         break;
     case OP_KIND_QUERY_TTL:
         res->status = reply_integer(rep, -2, &v);
-        res->a = v == -2 ? -1 : v == -1 ? INT64_MAX : v;
+        res->count = v == -2 ? -1 : v == -1 ? INT64_MAX : v;
         break;
     default:
-        res->status = reply_integer(rep, 0, &res->a);
+        res->status = reply_integer(rep, 0, &res->count);
         break;
     }
 }
@@ -326,7 +327,7 @@ static void decode(struct op *op, size_t i, int status, int plain,
  * after whatever the submitter sent since and not resent alike (after
  * the release of the lock it took: the lock would come back on that
  * master). A release, a renewal or a fence is harmless to resend. */
-static void parts_final(struct op *op)
+static void parts_final(struct fanout *op)
 {
     if (op->n == 1 ||
         (op->kind != OP_KIND_ACQUIRE && op->kind != OP_KIND_MULTI_ACQUIRE))
@@ -337,9 +338,9 @@ static void parts_final(struct op *op)
 }
 
 /* Decide with status and result res (NULL: completed early). */
-static void decided(struct op *op, int status, const struct op_result *res)
+static void decided(struct fanout *op, int status, const struct op_result *res)
 {
-    op_done_fn *done = op->done;
+    fanout_done_fn *done = op->done;
     op->done = NULL;
     op->status = status;
     parts_final(op);
@@ -359,7 +360,7 @@ static void decided(struct op *op, int status, const struct op_result *res)
  * once each of its locks is renewed, or gone, on a majority: a frozen
  * master must not hold the others' confirmation back past the locks'
  * validity. */
-static int renewal_settled(const struct op *op)
+static int renewal_settled(const struct fanout *op)
 {
     unsigned char out[1];
     if (op->kind != OP_KIND_RENEW || op->n == 1)
@@ -380,7 +381,7 @@ static int renewal_settled(const struct op *op)
 #define OP_SPLIT_GRACE_MS 5
 
 /* Whether node i answered a vote with a refusal (held elsewhere). */
-static int refused(const struct op *op, size_t i)
+static int refused(const struct fanout *op, size_t i)
 {
     int st = op->res[i].status;
     return op->got[i] && (st == HILOCK_EBUSY || st == HILOCK_EWRONGKIND ||
@@ -394,7 +395,7 @@ static int refused(const struct op *op, size_t i)
  * later than their own): a split vote costs that, not a full deadline per
  * attempt. A master that misses it counts as a no (and turns suspect),
  * never as a yes; a grant it still sends goes to late, to be undone. */
-static void hurry_rest(struct op *op)
+static void hurry_rest(struct fanout *op)
 {
     uint64_t spent = clock_now_ms() - op->sent_ms;
     uint64_t grace = spent * 2 > OP_SPLIT_GRACE_MS ? spent * 2
@@ -405,7 +406,7 @@ static void hurry_rest(struct op *op)
          op->kind != OP_KIND_FENCE))
         return;
     for (size_t i = 0; i < op->n; i++) {
-        yes += op_node_ok(op, i);
+        yes += fanout_node_ok(op, i);
         no += refused(op, i);
     }
     if (!yes || !no || yes + no < quorum_of(op->n) ||
@@ -420,7 +421,7 @@ static void hurry_rest(struct op *op)
 /* Count node i's answer (op->res[i]; status: its request's, nonzero when
  * no reply came) towards the decision, or hand it to late when the
  * operation is decided already. */
-static void part_counted(struct op *op, size_t i, int status)
+static void part_counted(struct fanout *op, size_t i, int status)
 {
     struct op_result out;
     op->got[i] = 1;
@@ -437,7 +438,7 @@ static void part_counted(struct op *op, size_t i, int status)
     if (quorum_decide(op->kind, op->n, op->res, op->got, &out))
         decided(op, out.status, &out);
     else if (renewal_settled(op))
-        decided(op, 0, &(struct op_result){0, 0, 0});
+        decided(op, 0, &(struct op_result){.ttl_ms = -1});
     else
         hurry_rest(op);
 }
@@ -447,7 +448,7 @@ static void part_counted(struct op *op, size_t i, int status)
  * wait; a release does not (it cannot be taken back). */
 static void wait_done(struct req *w, int status, redisReply *reply)
 {
-    struct op *op = w->submitter.ctx;
+    struct fanout *op = w->submitter.ctx;
     size_t i = (size_t)(uintptr_t)w->submitter.data;
     int64_t acks = -1;
     if (status == 0)
@@ -475,19 +476,19 @@ static void wait_done(struct req *w, int status, redisReply *reply)
     if (undo && op->n > 1)
         op->late(op, i, &grant);
     op->busy--;
-    op_maybe_free(op);
+    fanout_maybe_free(op);
 }
 
 static void wait_fini(struct req *w)
 {
-    struct op *op = w->submitter.ctx;
+    struct fanout *op = w->submitter.ctx;
     op->live--;
-    op_maybe_free(op);
+    fanout_maybe_free(op);
 }
 
 /* Send WAIT for node i's write on conn (where its reply came from).
  * Returns 0, or -1 when it cannot (no memory). */
-static int wait_send(struct op *op, size_t i, struct conn *conn)
+static int wait_send(struct fanout *op, size_t i, struct conn *conn)
 {
     const struct hilock_options *o = op->eng->opts;
     struct req *w = req_new(conn, wait_done);
@@ -506,7 +507,7 @@ static int wait_send(struct op *op, size_t i, struct conn *conn)
 }
 
 /* Whether node i's answer is a write to confirm with WAIT first. */
-static int wants_wait(const struct op *op, size_t i)
+static int wants_wait(const struct fanout *op, size_t i)
 {
     return op->eng->opts->wait_replicas && op->done &&
            op->res[i].status == 0 &&
@@ -516,18 +517,18 @@ static int wants_wait(const struct op *op, size_t i)
 
 /* A release resent after its connection dropped that finds the owner's
  * hold gone: its first send ended it (see script.c). */
-static void resent_release(const struct op *op, struct op_result *res)
+static void resent_release(const struct fanout *op, struct op_result *res)
 {
     if (op->kind == OP_KIND_RELEASE && res->status == HILOCK_ENOTOWNER)
-        *res = (struct op_result){0, 0, 0};
+        *res = (struct op_result){.ttl_ms = -1};
     else if (op->kind == OP_KIND_MULTI_RELEASE && res->status == 0 &&
-             res->a == 0)
-        res->a = 1;
+             res->count == 0)
+        res->count = 1;
 }
 
 /* Note the request id node i's acquire carried as it was answered (the
  * command may have gone again with a new one, see part_refresh). */
-static void note_rid(struct op *op, size_t i, const struct req *r)
+static void note_rid(struct fanout *op, size_t i, const struct req *r)
 {
     if (op->kind == OP_KIND_ACQUIRE)
         op->rids[i] = r->plain.active ? op->rid : wire_rid_of(&r->cmd);
@@ -535,7 +536,7 @@ static void note_rid(struct op *op, size_t i, const struct req *r)
 
 static void part_done(struct req *r, int status, redisReply *reply)
 {
-    struct op *op = r->submitter.ctx;
+    struct fanout *op = r->submitter.ctx;
     size_t i = part_index(op, r);
     part_health(op, i, status);
     if (r->submitter.data == &part_undoing)
@@ -551,7 +552,7 @@ static void part_done(struct req *r, int status, redisReply *reply)
 
 static void part_late(struct req *r, redisReply *reply)
 {
-    struct op *op = r->submitter.ctx;
+    struct fanout *op = r->submitter.ctx;
     struct op_result res;
     size_t i = part_index(op, r);
     if (reply)
@@ -568,17 +569,17 @@ static void part_late(struct req *r, redisReply *reply)
 
 static void part_fini(struct req *r)
 {
-    struct op *op = r->submitter.ctx;
+    struct fanout *op = r->submitter.ctx;
     op->part[part_index(op, r)] = NULL;
     op->live--;
-    op_maybe_free(op);
+    fanout_maybe_free(op);
 }
 
-void op_complete(struct op *op, int status)
+void fanout_complete(struct fanout *op, int status)
 {
     if (!op->done)
         return;
-    op_done_fn *done = op->done;
+    fanout_done_fn *done = op->done;
     op->done = NULL; /* the node requests completed below see it decided */
     op->status = status;
     op->early = 1;
@@ -589,31 +590,31 @@ void op_complete(struct op *op, int status)
             req_complete(op->part[i], status);
     done(op, status, NULL);
     op->busy--;
-    op_maybe_free(op);
+    fanout_maybe_free(op);
 }
 
-void op_hold(struct op *op)
+void fanout_hold(struct fanout *op)
 {
     op->busy++;
 }
 
-void op_drop(struct op *op)
+void fanout_drop(struct fanout *op)
 {
     op->busy--;
-    op_maybe_free(op);
+    fanout_maybe_free(op);
 }
 
-int op_node_ok(const struct op *op, size_t i)
+int fanout_node_ok(const struct fanout *op, size_t i)
 {
     return op->got[i] && op->res[i].status == 0;
 }
 
-int op_renew_at(const struct op *op, size_t i, size_t k)
+int fanout_renew_at(const struct fanout *op, size_t i, size_t k)
 {
     return op->renew[i * op->nlocks + k];
 }
 
-const unsigned char *op_renew_result(const struct op *op)
+const unsigned char *fanout_renew_result(const struct fanout *op)
 {
     return op->renew + (size_t)op->n * op->nlocks;
 }

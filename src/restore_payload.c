@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* dump.c -- see dump.h. */
-#include "dump.h"
+/* restore_payload.c -- see restore_payload.h. */
+#include "restore_payload.h"
 
 #include <string.h>
 
@@ -24,7 +24,7 @@
 static const uint64_t crc_table[256] = {CRC_64(0), CRC_64(64), CRC_64(128),
                                         CRC_64(192)};
 
-uint64_t dump_crc64(uint64_t crc, const unsigned char *p, size_t n)
+uint64_t restore_payload_crc64(uint64_t crc, const unsigned char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         crc = crc_table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
@@ -49,7 +49,7 @@ static int put_len(unsigned char *out, size_t cap, size_t *at, size_t len)
     return 1;
 }
 
-size_t dump_hash(const struct resp_part *s, size_t n, unsigned char *out,
+size_t restore_payload_hash(const struct resp_part *s, size_t n, unsigned char *out,
                  size_t cap)
 {
     size_t at = 0;
@@ -68,7 +68,7 @@ size_t dump_hash(const struct resp_part *s, size_t n, unsigned char *out,
         return 0;
     out[at++] = RDB_VERSION & 0xff;
     out[at++] = RDB_VERSION >> 8;
-    uint64_t crc = dump_crc64(0, out, at);
+    uint64_t crc = restore_payload_crc64(0, out, at);
     for (int i = 0; i < 8; i++)
         out[at++] = (unsigned char)(crc >> (8 * i));
     return at;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* guard.c -- refuse the replies that would take the whole process down.
+/* reply_guard.c -- refuse the replies that would take the whole process down.
  *
  * hilock runs inside its user's server, so a misbehaving peer (a broken
  * proxy, something else listening on the Redis port, a tampered network)
@@ -39,7 +39,7 @@
  * 0.14 hands a message for a channel it has no callback for to the callback
  * it ran last in the same read; the subscriber connection's callbacks all
  * ignore their privdata and check the reply, so that is harmless here. */
-#include "guard.h"
+#include "reply_guard.h"
 
 #include <ctype.h>
 #include <stdatomic.h>

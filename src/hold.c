@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* hold.c -- see hold.h. */
+#include "hold.h"
+
+#include "fanout.h"
+#include "wait.h"
+#include "watchdog.h"
+
+int hold_grant(struct hilock_lock *lock, uint64_t sent_ms, int watchdog,
+               uint32_t lease_ms)
+{
+    int again = lock->hold.count++ > 0 || handle_hold_begin(lock);
+    lock->hold.auto_renew |= watchdog != 0;
+    hold_share_lease(lock, sent_ms, lease_ms);
+    return again;
+}
+
+void hold_drop(struct hilock_lock *lock)
+{
+    if (lock->hold.count > 0 && --lock->hold.count == 0)
+        hold_end(lock);
+}
+
+void hold_end(struct hilock_lock *lock)
+{
+    watchdog_forget(lock);
+    handle_hold_end(lock);
+    lock->hold.count = 0;
+    lock->hold.token = 0;
+    lock->hold.auto_renew = 0;
+}
+
+void hold_lost(struct hilock_lock *lock)
+{
+    hilock_lock_cb *cb = lock->on_lost.cb;
+    void *arg = lock->on_lost.arg;
+    int releasing = lock->pending.what == PENDING_RELEASE;
+    int held = lock->hold.count > (releasing ? 1u : 0u);
+    int told = held && !lock->freeing && !handle_closing(lock);
+    lock->eng->stats.lost += told;
+    hold_end(lock);
+    if (told && cb)
+        cb(lock, HILOCK_ELOST, 0, arg);
+}
+
+void hold_share_lease(struct hilock_lock *lock, uint64_t sent_ms,
+                      uint32_t lease_ms)
+{
+    struct hilock_lock *t[HANDLE_TWINS_MAX];
+    size_t n = handle_twins(lock, t);
+    for (size_t i = 0; i < n; i++) {
+        if (t[i]->hold.count > 0 && !t[i]->freeing) {
+            t[i]->hold.lease_ms = lease_ms;
+            watchdog_confirmed(t[i], sent_ms);
+        }
+        handle_unref(t[i]);
+    }
+}
+
+void hold_share_end(struct hilock_lock *lock)
+{
+    struct hilock_lock *t[HANDLE_TWINS_MAX];
+    size_t n = handle_twins(lock, t);
+    for (size_t i = 0; i < n; i++) {
+        hold_lost(t[i]);
+        handle_unref(t[i]);
+    }
+}
+
+void hold_released_news(struct hilock_lock *lock, const struct fanout *op,
+                        const struct op_result *res)
+{
+    if (op->handed == REPLY_HANDED_LOCAL)
+        wait_handed(lock->eng, lock->name, lock->name_len, &op->handoff);
+    else if (op->handed == REPLY_HANDED_NONE)
+        wait_released(lock, res->heard);
+}

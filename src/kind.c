@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* kind.c -- the kinds by their wire id (see kind.h). */
+#include "kind.h"
+
+#include "fanout.h"
+#include "handle.h"
+
+const struct kind_ops *kind_of(enum lock_kind id)
+{
+    static const struct kind_ops *const table[] = {
+        [KIND_MUTEX] = &kind_mutex, [KIND_READ] = &kind_read,
+        [KIND_WRITE] = &kind_write, [KIND_SEM] = &kind_sem,
+        [KIND_PERMIT] = &kind_permit,
+    };
+    return table[id];
+}
+
+struct fanout *kind_release_new(struct hilock_lock *lock, uint32_t drop,
+                                int node, fanout_done_fn *done)
+{
+    struct engine *eng = lock->eng;
+    struct fanout *op =
+        fanout_new(eng, OP_KIND_RELEASE, node, lock->slot, 0, done);
+    if (!op)
+        return NULL;
+    op->drop = drop;
+    lock->kind->encode_release(lock, op, drop, ++eng->seq);
+    handle_attach(lock, op);
+    return op;
+}

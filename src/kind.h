@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* kind.h -- what a handle takes, behind one table of operations.
+ *
+ * A kind is a lock (kind_mutex.c), a read or a write side of a read-write
+ * lock (kind_rw.c), permits of a counting semaphore (kind_sem.c) or one
+ * expiring permit (kind_permit.c). Each fills in a struct kind_ops: the
+ * scripts its acquire, release, leave and undo run and how their arguments
+ * are encoded, what a hold of it means, which channel its waiters hear and
+ * which calls apply to it. The engine calls the table and never asks which
+ * kind a handle is. */
+#ifndef HILOCK_KIND_H
+#define HILOCK_KIND_H
+
+#include <stdint.h>
+
+#include "fanout.h"
+#include "sub.h"
+#include "wire.h"
+
+struct hilock_lock;
+
+struct kind_ops {
+    enum lock_kind id;       /* as the wire format and the scripts name it */
+    enum sub_kind channel;   /* the release messages its waiters hear */
+    unsigned shared : 1;     /* several owners may hold it at once */
+    unsigned leased : 1;     /* a hold has a lease: its grant is checked,
+                                the watchdog renews or loses it, renew and
+                                on_lost apply. Else a hold is permits that
+                                the handle counts: no lease, no token */
+    unsigned owned : 1;      /* holds are the owner tag's, shared by twins;
+                                else the handle's own (its own number) */
+    unsigned nested : 1;     /* an owner's holds nest, counted in Redis */
+    unsigned single : 1;     /* one hold per handle at most */
+    unsigned queries : 1;    /* hilock_lock_query_* apply */
+    unsigned guarded : 1;    /* hilock_lock_guarded applies */
+    unsigned fair : 1;       /* taken in fair mode when the client is */
+    uint32_t busy_retry_ms;  /* a waiting attempt found busy tries again
+                                this soon at the latest (0: when a release
+                                is heard or the holder's lease ends) */
+    const char *field_suffix; /* of the owner's field in the hash, or NULL */
+    /* Encode an attempt of lock's pending acquire into op, as request id
+     * rid; first: the acquire's first attempt. Sets pending.queued when
+     * the attempt may leave something to take back (encode_leave). */
+    void (*encode_acquire)(struct hilock_lock *lock, struct fanout *op,
+                           int first, uint64_t rid);
+    /* Encode a release of drop holds (permits) of lock into op, as rid. */
+    void (*encode_release)(struct hilock_lock *lock, struct fanout *op,
+                           uint32_t drop, uint64_t rid);
+    /* A waiting acquire that queued gave up: encode taking back its queue
+     * entry or mark into op. NULL: the kind never queues. */
+    void (*encode_leave)(struct hilock_lock *lock, struct fanout *op);
+    /* Encode into op the undo of the hold the attempt with request id
+     * attempt took, as rid. NULL: no undo by request id, one hold of the
+     * owner is released instead. */
+    void (*encode_undo)(struct hilock_lock *lock, struct fanout *op,
+                        uint64_t attempt, uint64_t rid);
+    /* Redlock: encode taking lock again on a master that lost it. NULL:
+     * the kind is not for several masters. */
+    void (*encode_repair)(struct hilock_lock *lock, struct fanout *op);
+};
+
+extern const struct kind_ops kind_mutex;
+extern const struct kind_ops kind_read;
+extern const struct kind_ops kind_write;
+extern const struct kind_ops kind_sem;
+extern const struct kind_ops kind_permit;
+
+/* The table of kind id. */
+const struct kind_ops *kind_of(enum lock_kind id);
+/* A release of drop holds (permits) of lock's owner on every node (node
+ * < 0) or on one, as a request id of its own (resending it is harmless),
+ * attached to lock, not submitted. NULL: no memory. */
+struct fanout *kind_release_new(struct hilock_lock *lock, uint32_t drop,
+                                int node, fanout_done_fn *done);
+
+#endif

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* kind_mutex.c -- a lock (hilock_lock_new): Redisson's RLock hash, one
+ * owner at a time, re-entrant, with a lease and a fencing token. The only
+ * kind for several masters (Redlock), the only one with fair mode
+ * (fair.c) and the plain fast path (plain.c); its undo drops exactly the
+ * hold a given request id took (see script.c). */
+#include "kind.h"
+
+#include "fair.h"
+#include "fanout.h"
+#include "handle.h"
+#include "plain.h"
+
+/* op->undo of an attempt (see fanout.h): a decided attempt resent after a
+ * drop undoes what its request id may have taken instead. */
+static int resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
+{
+    struct hilock_lock *lock = op->ctx;
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    resp_reset(cmd);
+    wire_undo(cmd, eng->scripts.sha[SCRIPT_UNDO], &w, rid, ++eng->seq,
+              topo_publish(eng->topo));
+    return SCRIPT_UNDO;
+}
+
+/* An attempt: fair, else plain on the first attempt when it may, else
+ * the acquire script. */
+static void mutex_acquire(struct hilock_lock *lock, struct fanout *op,
+                          int first, uint64_t rid)
+{
+    struct engine *eng = lock->eng;
+    if (fair_on(lock)) {
+        fair_encode_attempt(lock, op, rid);
+        return;
+    }
+    struct wire_lock w = fair_attempt_wire(lock);
+    op->undo = resend_undo;
+    if (first && plain_take(lock, &w, op, rid))
+        return;
+    fanout_eval(op, SCRIPT_ACQUIRE);
+    wire_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
+                 handle_acquire_lease(lock), eng->opts->fencing, rid);
+}
+
+static void mutex_release(struct hilock_lock *lock, struct fanout *op,
+                          uint32_t drop, uint64_t rid)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    if (fair_on(lock)) {
+        fair_encode_release(lock, op, drop, rid);
+        return;
+    }
+    if (plain_drop(lock, &w, op, drop))
+        return;
+    fanout_eval(op, SCRIPT_RELEASE);
+    wire_release(fanout_cmd(op), eng->scripts.sha[SCRIPT_RELEASE], &w, rid,
+                 handle_hold_lease(lock), drop, topo_publish(eng->topo));
+}
+
+/* Only a fair wait queues. */
+static void mutex_leave(struct hilock_lock *lock, struct fanout *op)
+{
+    fair_encode_leave(lock, op);
+}
+
+/* The undo script, by the attempt's request id; in fair mode its fair
+ * twin, which hands the lock on when it ends the hold. */
+static void mutex_undo(struct hilock_lock *lock, struct fanout *op,
+                       uint64_t attempt, uint64_t rid)
+{
+    struct engine *eng = lock->eng;
+    if (fair_on(lock)) {
+        fair_encode_undo(lock, op, attempt, rid);
+        return;
+    }
+    struct wire_lock w = handle_wire(lock);
+    fanout_eval(op, SCRIPT_UNDO);
+    wire_undo(fanout_cmd(op), eng->scripts.sha[SCRIPT_UNDO], &w, attempt,
+              rid, topo_publish(eng->topo));
+}
+
+/* The acquire script as request id 0, which no request is above (see
+ * script.c): on a master where the owner holds the lock again by then (an
+ * earlier repair), it counts no second hold that the release would leave
+ * behind. */
+static void mutex_repair(struct hilock_lock *lock, struct fanout *op)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    fanout_eval(op, SCRIPT_ACQUIRE);
+    wire_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
+                 handle_hold_lease(lock), eng->opts->fencing, 0);
+}
+
+const struct kind_ops kind_mutex = {
+    .id = KIND_MUTEX,
+    .channel = SUB_RELEASE,
+    .leased = 1,
+    .owned = 1,
+    .nested = 1,
+    .queries = 1,
+    .guarded = 1,
+    .fair = 1,
+    .encode_acquire = mutex_acquire,
+    .encode_release = mutex_release,
+    .encode_leave = mutex_leave,
+    .encode_undo = mutex_undo,
+    .encode_repair = mutex_repair,
+};

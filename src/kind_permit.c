@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* kind_permit.c -- one expiring permit of a semaphore
+ * (hilock_permit_new): Redisson's RPermitExpirableSemaphore, a member of
+ * the permit zset scored by its expiry. A handle holds one permit at a
+ * time, named by the handle's own id and the acquire call
+ * (src/lua/lib/permit.lua); it has a lease, which the watchdog renews. */
+#include "kind.h"
+
+#include "fanout.h"
+#include "handle.h"
+
+static void permit_acquire(struct hilock_lock *lock, struct fanout *op,
+                           int first, uint64_t rid)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    (void)first;
+    fanout_eval(op, SCRIPT_PERMIT_ACQUIRE);
+    wire_permit_acquire(fanout_cmd(op),
+                        eng->scripts.sha[SCRIPT_PERMIT_ACQUIRE], &w,
+                        handle_acquire_lease(lock), topo_publish(eng->topo),
+                        rid);
+}
+
+/* The permit goes back whole (drop is always its one hold). */
+static void permit_release(struct hilock_lock *lock, struct fanout *op,
+                           uint32_t drop, uint64_t rid)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    (void)drop;
+    fanout_eval(op, SCRIPT_PERMIT_RELEASE);
+    wire_permit_release(fanout_cmd(op),
+                        eng->scripts.sha[SCRIPT_PERMIT_RELEASE], &w,
+                        topo_publish(eng->topo), rid);
+}
+
+const struct kind_ops kind_permit = {
+    .id = KIND_PERMIT,
+    .channel = SUB_SEM,
+    .shared = 1,
+    .leased = 1,
+    .single = 1,
+    .guarded = 1,
+    .encode_acquire = permit_acquire,
+    .encode_release = permit_release,
+};

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* kind_sem.c -- permits of a counting semaphore (hilock_semaphore_new):
+ * Redisson's RSemaphore string. A hold is permits the handle counts: no
+ * owner in Redis, no lease, nothing to renew or lose; acquires and
+ * releases are made idempotent by the request ids kept beside the
+ * semaphore (src/lua/lib/sem_kind.lua). */
+#include "kind.h"
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "fanout.h"
+#include "handle.h"
+
+/* The shortest time the request ids applied are kept (see
+ * src/lua/lib/sem_kind.lua); a request cannot be resent later than its
+ * deadline, so four request timeouts are kept when that is longer. */
+#define SEM_RID_TTL_MS 60000
+
+static uint32_t sem_rid_ttl(const struct engine *eng)
+{
+    uint64_t t = 4 * (uint64_t)eng->opts->request_timeout_ms;
+    return t > SEM_RID_TTL_MS ? (t < INT32_MAX ? (uint32_t)t : INT32_MAX)
+                              : SEM_RID_TTL_MS;
+}
+
+/* Take the pending acquire's permits. */
+static void sem_acquire(struct hilock_lock *lock, struct fanout *op,
+                        int first, uint64_t rid)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    (void)first;
+    fanout_eval(op, SCRIPT_SEM_ACQUIRE);
+    wire_sem_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_SEM_ACQUIRE],
+                     &w, lock->pending.permits, sem_rid_ttl(eng), rid);
+}
+
+/* Give back drop permits. */
+static void sem_release(struct hilock_lock *lock, struct fanout *op,
+                        uint32_t drop, uint64_t rid)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    fanout_eval(op, SCRIPT_SEM_RELEASE);
+    wire_sem_release(fanout_cmd(op), eng->scripts.sha[SCRIPT_SEM_RELEASE],
+                     &w, drop, sem_rid_ttl(eng), topo_publish(eng->topo),
+                     rid);
+}
+
+const struct kind_ops kind_sem = {
+    .id = KIND_SEM,
+    .channel = SUB_SEM,
+    .shared = 1,
+    .encode_acquire = sem_acquire,
+    .encode_release = sem_release,
+};

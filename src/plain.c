@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* plain.c -- the plain fast path, a mode of the lock kind (kind_mutex.c).
+ *
+ * A lock (not fair, no fencing token, one node) is taken with RESTORE when its handle's owner holds nothing and this is
+ * the acquire's first attempt, and a single hold is given back with HDEL
+ * and the release message: Redis runs no script for the common
+ * uncontended pair. The hash is the one the scripts write (Redisson's
+ * layout with the request id field), so both paths mix freely:
+ * - RESTORE refused (BUSYKEY: the key exists) goes again as the acquire
+ *   script, with a new request id (it was not applied), and the script
+ *   decides as ever; a waiter's later attempts run the script at once;
+ * - a RESTORE resent after a dropped connection may have been applied, so
+ *   it goes as the acquire script with its own request id, which the hash
+ *   then holds: the script sees the resend and counts nothing twice;
+ * - HDEL removes only this owner's fields, so it never touches another
+ *   owner's hold, is harmless to repeat, and its count says whether the
+ *   owner held the lock; it goes in one transaction with the release
+ *   message (whose count is the release script's), so that a refused
+ *   PUBLISH (an ACL without the channel) applies nothing and the script
+ *   then reports it, as it would have; a release message after nothing
+ *   was removed only makes waiters look once more;
+ * - HDEL goes only while the hold is valid (its lease cannot have run
+ *   out) and the owner holds no read lock of the name: a reader's field
+ *   in a read-write hash is named as a lock's owner field, and such a key
+ *   (made after the lock was deleted) goes to the script, which refuses
+ *   it;
+ * - any other error reply (an ACL without RESTORE, a server that lacks
+ *   it) sends the script instead, and turns the fast path off for the
+ *   client when the command itself was refused. */
+#include "plain.h"
+
+#include "clock.h"
+#include "fair.h"
+#include "fanout.h"
+
+/* Whether the client may use the plain commands for a lock not taken in
+ * fair mode: one node, no fencing token, and no refusal of them so far. */
+static int plain_ok(const struct hilock_lock *lock)
+{
+    const struct engine *eng = lock->eng;
+    return eng->nnodes == 1 && !eng->opts->fencing &&
+           !eng->opts->scripts_only && !eng->plain_refused;
+}
+
+/* op->again of a plain acquire or release (see fanout.h). */
+static int plain_again(struct fanout *op, struct resp_buf *cmd,
+                       enum req_again why)
+{
+    struct hilock_lock *lock = op->ctx;
+    struct engine *eng = lock->eng;
+    eng->plain_refused |= why == REQ_AGAIN_NO_PLAIN;
+    if (op->kind == OP_KIND_RELEASE &&
+        (why == REQ_AGAIN_DROPPED || why == REQ_AGAIN_REFUSED))
+        return -1; /* HDEL goes again as it is */
+    struct wire_lock w = handle_wire(lock);
+    if (op->kind == OP_KIND_RELEASE) {
+        resp_reset(cmd);
+        wire_release(cmd, eng->scripts.sha[SCRIPT_RELEASE], &w, ++eng->seq,
+                     handle_hold_lease(lock), 1, topo_publish(eng->topo));
+        return SCRIPT_RELEASE;
+    }
+    if (why != REQ_AGAIN_DROPPED)
+        op->rid = ++eng->seq; /* not applied: a new request */
+    w = fair_attempt_wire(lock);
+    resp_reset(cmd);
+    if (why == REQ_AGAIN_REFUSED &&
+        wire_take(cmd, &w, op->lease_ms, op->rid) == 0)
+        return -1;
+    resp_reset(cmd);
+    wire_acquire(cmd, eng->scripts.sha[SCRIPT_ACQUIRE], &w, op->lease_ms, 0,
+                 op->rid);
+    return SCRIPT_ACQUIRE;
+}
+
+int plain_take(struct hilock_lock *lock, const struct wire_lock *w,
+               struct fanout *op, uint64_t rid)
+{
+    if (!plain_ok(lock) || lock->hold.count > 0 || handle_owner_holds(lock))
+        return 0;
+    op->rid = rid;
+    op->lease_ms = handle_acquire_lease(lock);
+    if (wire_take(fanout_cmd(op), w, op->lease_ms, op->rid) != 0)
+        return 0; /* nothing written: the script goes */
+    op->again = plain_again;
+    fanout_plain(op, 0);
+    return 1;
+}
+
+int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
+               struct fanout *op, uint32_t drop)
+{
+    if (!plain_ok(lock) || drop != 1 || lock->hold.count != 1 ||
+        lock->hold.unreleased || lock->twinned ||
+        clock_now_ms() >= lock->wd.valid_until ||
+        handle_owner_holds_as(lock, &kind_read))
+        return 0;
+    op->again = plain_again;
+    fanout_plain(op, wire_drop(fanout_cmd(op), w,
+                               topo_publish(lock->eng->topo)));
+    return 1;
+}

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* plain.h -- the plain fast path of a lock: RESTORE to take it, HDEL and
+ * the release message to give it back, no script (see plain.c). */
+#ifndef HILOCK_PLAIN_H
+#define HILOCK_PLAIN_H
+
+#include <stdint.h>
+
+#include "handle.h"
+
+/* Encode the first attempt of lock's acquire (wire view w) into op as
+ * RESTORE, as request id rid, when it may go plain. Returns 1 when it
+ * did, 0 when nothing was written (the script goes). */
+int plain_take(struct hilock_lock *lock, const struct wire_lock *w,
+               struct fanout *op, uint64_t rid);
+/* Encode a release of drop holds of lock w into op as HDEL and the
+ * release message when it may go plain: the owner's only hold. Returns 1
+ * when it did, 0 when nothing was written. */
+int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
+               struct fanout *op, uint32_t drop);
+
+#endif
