@@ -8,10 +8,10 @@
 #include "wait.h"
 
 /* The longest a queue entry stays live without a retry of its waiter
- * refreshing it (see script.c): a client that died leaves an entry that is
- * skipped after this at most. */
+ * refreshing it (see src/lua/lib/fair.lua): a client that died leaves an
+ * entry that is skipped after this at most. */
 #define FAIR_ENTRY_MAX_MS 60000
-/* The longest lease a hand-off sets (script.c's "5000"). */
+/* The longest lease a hand-off sets (the "5000" of src/lua/lib/fair.lua). */
 #define FAIR_HANDOFF_LEASE_MS 5000
 
 static void claim_done(struct fanout *op, int status,
