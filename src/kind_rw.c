@@ -28,11 +28,37 @@ static uint32_t writer_mark_ms(const struct hilock_lock *lock)
     return (uint32_t)(left < RW_WRITER_MARK_MS ? left : RW_WRITER_MARK_MS);
 }
 
+/* The undo of what the attempt with request id attempt took, as rid,
+ * into cmd (read_undo.lua, write_undo.lua: only a hold that attempt
+ * began). Returns its script. */
+static enum script_id rw_undo_into(struct hilock_lock *lock,
+                                   struct resp_buf *cmd, uint64_t attempt,
+                                   uint64_t rid)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    enum script_id id = lock->kind->id == KIND_WRITE ? SCRIPT_WRITE_UNDO
+                                                      : SCRIPT_READ_UNDO;
+    wire_rw_undo(cmd, eng->scripts.sha[id], &w, attempt, rid,
+                 handle_hold_lease(lock), topo_publish(eng->topo));
+    return id;
+}
+
+/* op->undo of an attempt (see fanout.h): a decided attempt resent after a
+ * drop undoes what its request id may have taken instead. */
+static int resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
+{
+    struct hilock_lock *lock = op->ctx;
+    resp_reset(cmd);
+    return (int)rw_undo_into(lock, cmd, rid, ++lock->eng->seq);
+}
+
 /* An attempt of either side, running script id. */
 static void rw_acquire(struct hilock_lock *lock, struct fanout *op,
                        enum script_id id, uint64_t rid)
 {
     struct wire_lock w = handle_wire(lock);
+    op->undo = resend_undo;
     fanout_eval(op, id);
     wire_rw_acquire(fanout_cmd(op), lock->eng->scripts.sha[id], &w,
                     handle_acquire_lease(lock),
@@ -79,18 +105,12 @@ static void write_release(struct hilock_lock *lock, struct fanout *op,
     rw_release(lock, op, SCRIPT_WRITE_RELEASE, drop, rid);
 }
 
-/* The undo of either side's attempt, by its request id (read_undo.lua,
- * write_undo.lua): only a hold that attempt began. */
+/* The undo of either side's attempt, by its request id. */
 static void rw_undo(struct hilock_lock *lock, struct fanout *op,
                     uint64_t attempt, uint64_t rid)
 {
-    struct engine *eng = lock->eng;
-    struct wire_lock w = handle_wire(lock);
-    enum script_id id = lock->kind->id == KIND_WRITE ? SCRIPT_WRITE_UNDO
-                                                      : SCRIPT_READ_UNDO;
-    fanout_eval(op, id);
-    wire_rw_undo(fanout_cmd(op), eng->scripts.sha[id], &w, attempt, rid,
-                 handle_hold_lease(lock), topo_publish(eng->topo));
+    /* encoded first: its script is known once encoded */
+    fanout_eval(op, rw_undo_into(lock, fanout_cmd(op), attempt, rid));
 }
 
 /* A waiting writer gave up: its mark goes (sent after its last attempt,

@@ -464,6 +464,57 @@ START_TEST(finished_acquire_is_not_sent_again_after_a_drop)
 }
 END_TEST
 
+/* One node behind the proxy: an acquire that never arrives (held, then
+ * cut with its connection) ends at its deadline. After the reconnect it
+ * must not go again: its undo goes in its place. Sent again it would take
+ * the free lock, drawing a fencing token, before its late success were
+ * undone. fair: in fair mode; side: a lock (-1) or a read-write side. */
+static void decided_attempt_is_not_sent_again(int fair, int side)
+{
+    int64_t held = -1;
+    proxy = tp_new(tu_base, rs_port(tu_srv));
+    ck_assert_ptr_nonnull(proxy);
+    struct hilock_options o;
+    options(&o, tu_ms(500));
+    o.scripts_only = 1;
+    o.fencing = side < 0;
+    o.fair = fair;
+    client = tu_client(&o);
+    struct hilock_lock *l = side < 0 ? tu_lock(client, "cut", 1)
+                                     : tu_rwlock(client, "cut", 1, side);
+    tu_client_ready(client);
+    tp_blackhole(proxy, true);
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), HILOCK_ETIMEDOUT);
+    tp_cut_all(proxy);
+    tp_blackhole(proxy, false);
+    /* asked after the reconnect: answered after whatever went again */
+    tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
+    ck_assert_int_eq(held, 0);
+    tu_run_quiet();
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "cut", (char *)NULL), 0);
+    if (side < 0)
+        ck_assert_msg(tu_fence("cut") <= 0,
+                      "the finished acquire went again and drew a token");
+}
+
+START_TEST(decided_fair_attempt_is_not_sent_again_after_a_drop)
+{
+    decided_attempt_is_not_sent_again(1, -1);
+}
+END_TEST
+
+START_TEST(decided_write_attempt_is_not_sent_again_after_a_drop)
+{
+    decided_attempt_is_not_sent_again(0, HILOCK_WRITE);
+}
+END_TEST
+
+START_TEST(decided_read_attempt_is_not_sent_again_after_a_drop)
+{
+    decided_attempt_is_not_sent_again(0, HILOCK_READ);
+}
+END_TEST
+
 static Suite *grant_suite(void)
 {
     const TTest *const tests[] = {
@@ -481,6 +532,9 @@ static Suite *grant_suite(void)
         waiting_grant_read_after_its_lease_waits_on,
         late_grant_is_undone_and_the_wait_takes_the_lock_again,
         finished_acquire_is_not_sent_again_after_a_drop,
+        decided_fair_attempt_is_not_sent_again_after_a_drop,
+        decided_write_attempt_is_not_sent_again_after_a_drop,
+        decided_read_attempt_is_not_sent_again_after_a_drop,
     };
     return tu_suite("grant", setup, teardown, 30, tests,
                     sizeof tests / sizeof tests[0]);
