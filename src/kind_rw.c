@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kind_rw.c -- the two sides of a read-write lock (hilock_rwlock_new):
  * Redisson's RReadWriteLock hash with its mode field; readers share it,
- * a writer holds it alone, both re-entrant with a lease (script_rw.c).
+ * a writer holds it alone, both re-entrant with a lease (src/lua/lib/rw.lua).
  * A waiting writer leaves a mark that keeps new readers off, which it
  * takes back when it gives up. */
 #include "kind.h"
@@ -13,7 +13,7 @@
 #include "handle.h"
 
 /* How long a waiting writer's mark keeps new readers off (see
- * script_rw.c), and how often at least the writer retries (which renews
+ * src/lua/lib/rw.lua), and how often at least the writer retries (which renews
  * the mark) while it waits. A writer that dies while waiting keeps
  * readers off for this long at most. */
 #define RW_WRITER_MARK_MS 3000
@@ -28,11 +28,37 @@ static uint32_t writer_mark_ms(const struct hilock_lock *lock)
     return (uint32_t)(left < RW_WRITER_MARK_MS ? left : RW_WRITER_MARK_MS);
 }
 
+/* The undo of what the attempt with request id attempt took, as rid,
+ * into cmd (read_undo.lua, write_undo.lua: only a hold that attempt
+ * began). Returns its script. */
+static enum script_id rw_undo_into(struct hilock_lock *lock,
+                                   struct resp_buf *cmd, uint64_t attempt,
+                                   uint64_t rid)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    enum script_id id = lock->kind->id == KIND_WRITE ? SCRIPT_WRITE_UNDO
+                                                      : SCRIPT_READ_UNDO;
+    wire_rw_undo(cmd, eng->scripts.sha[id], &w, attempt, rid,
+                 handle_hold_lease(lock), topo_publish(eng->topo));
+    return id;
+}
+
+/* op->undo of an attempt (see fanout.h): a decided attempt resent after a
+ * drop undoes what its request id may have taken instead. */
+static int resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
+{
+    struct hilock_lock *lock = op->ctx;
+    resp_reset(cmd);
+    return (int)rw_undo_into(lock, cmd, rid, ++lock->eng->seq);
+}
+
 /* An attempt of either side, running script id. */
 static void rw_acquire(struct hilock_lock *lock, struct fanout *op,
                        enum script_id id, uint64_t rid)
 {
     struct wire_lock w = handle_wire(lock);
+    op->undo = resend_undo;
     fanout_eval(op, id);
     wire_rw_acquire(fanout_cmd(op), lock->eng->scripts.sha[id], &w,
                     handle_acquire_lease(lock),
@@ -79,6 +105,14 @@ static void write_release(struct hilock_lock *lock, struct fanout *op,
     rw_release(lock, op, SCRIPT_WRITE_RELEASE, drop, rid);
 }
 
+/* The undo of either side's attempt, by its request id. */
+static void rw_undo(struct hilock_lock *lock, struct fanout *op,
+                    uint64_t attempt, uint64_t rid)
+{
+    /* encoded first: its script is known once encoded */
+    fanout_eval(op, rw_undo_into(lock, fanout_cmd(op), attempt, rid));
+}
+
 /* A waiting writer gave up: its mark goes (sent after its last attempt,
  * which may renew it). */
 static void write_leave(struct hilock_lock *lock, struct fanout *op)
@@ -100,6 +134,7 @@ const struct kind_ops kind_read = {
     .guarded = 1,
     .encode_acquire = read_acquire,
     .encode_release = read_release,
+    .encode_undo = rw_undo,
 };
 
 const struct kind_ops kind_write = {
@@ -115,4 +150,5 @@ const struct kind_ops kind_write = {
     .encode_acquire = write_acquire,
     .encode_release = write_release,
     .encode_leave = write_leave,
+    .encode_undo = rw_undo,
 };

@@ -7,13 +7,92 @@
 #include "restore_payload.h"
 #include "keys.h"
 
-void wire_evalsha(struct resp_buf *b, const char *sha, size_t argc,
-                  size_t numkeys)
+/* Whether n is within [lo, hi]. */
+static int within(size_t n, uint32_t lo, uint32_t hi)
 {
-    resp_array(b, argc);
+    return n >= lo && (hi == SCRIPT_UNBOUNDED || n <= hi);
+}
+
+void wire_evalsha(struct resp_buf *b, enum script_id id, const char *sha,
+                  size_t nkeys, size_t nargs)
+{
+    const struct script_info *s = &script_table[id];
+    resp_array(b, 3 + nkeys + nargs);
     resp_arg(b, "EVALSHA", 7);
     resp_arg(b, sha, 40);
-    resp_arg_u64(b, numkeys);
+    resp_arg_u64(b, nkeys);
+    if (!b->failed && (!within(nkeys, s->keys_min, s->keys_max) ||
+                       !within(nargs, s->args_min, s->args_max)))
+        b->failed = RESP_BROKEN;
+}
+
+/* Read "<lead><decimal>\r\n" at *p (before end) into *v and move past
+ * it. 0, or -1 when that is not what is there. */
+static int read_count(const char **p, const char *end, char lead, size_t *v)
+{
+    const char *s = *p, *digits;
+    if (s >= end || *s++ != lead)
+        return -1;
+    *v = 0;
+    for (digits = s; s < end && *s >= '0' && *s <= '9' && s - digits < 12;
+         s++)
+        *v = *v * 10 + (size_t)(*s - '0');
+    if (s == digits || end - s < 2 || s[0] != '\r' || s[1] != '\n')
+        return -1;
+    *p = s + 2;
+    return 0;
+}
+
+/* Read one bulk string at *p (before end): its bytes in *w, *len long.
+ * 0, or -1 when there is none. */
+static int read_bulk(const char **p, const char *end, const char **w,
+                     size_t *len)
+{
+    if (read_count(p, end, '$', len) != 0 || (size_t)(end - *p) < *len + 2 ||
+        (*p)[*len] != '\r' || (*p)[*len + 1] != '\n')
+        return -1;
+    *w = *p;
+    *p += *len + 2;
+    return 0;
+}
+
+/* Whether word w (len bytes) names script s: its digest after EVALSHA,
+ * its body after EVAL. */
+static int names_script(const struct script_info *s, int body, const char *w,
+                        size_t len)
+{
+    if (body)
+        return len == s->len && memcmp(w, s->body, len) == 0;
+    return len == 40 && memcmp(w, s->sha, 40) == 0;
+}
+
+int wire_check(const struct resp_buf *b, enum script_id id)
+{
+    const struct script_info *s = &script_table[id];
+    const char *p = b->data, *end = b->data + b->len, *w;
+    size_t argc, len, nkeys = 0;
+    if (b->failed || read_count(&p, end, '*', &argc) != 0 || argc < 3 ||
+        read_bulk(&p, end, &w, &len) != 0)
+        return -1;
+    int body = len == 4 && memcmp(w, "EVAL", 4) == 0;
+    if ((!body && (len != 7 || memcmp(w, "EVALSHA", 7) != 0)) ||
+        read_bulk(&p, end, &w, &len) != 0 || !names_script(s, body, w, len) ||
+        read_bulk(&p, end, &w, &len) != 0 || len == 0 || len > 9)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (w[i] < '0' || w[i] > '9')
+            return -1;
+        nkeys = nkeys * 10 + (size_t)(w[i] - '0');
+    }
+    for (size_t i = 3; i < argc; i++)
+        if (read_bulk(&p, end, &w, &len) != 0)
+            return -1;
+    if (p != end || nkeys > argc - 3)
+        return -1;
+    return within(nkeys, s->keys_min, s->keys_max) &&
+                   within(argc - 3 - nkeys, s->args_min, s->args_max)
+               ? 0
+               : -1;
 }
 
 int wire_eval_body(struct resp_buf *b, const char *body, size_t len)
@@ -48,7 +127,7 @@ void wire_acquire(struct resp_buf *b, const char *sha,
 {
     struct key_src k = wire_key(l);
     size_t nk = 1 + (fencing != 0) + (l->entry_ms ? 2 : 0);
-    wire_evalsha(b, sha, (l->entry_ms ? 10 : 8) + nk, nk);
+    wire_evalsha(b, SCRIPT_ACQUIRE, sha, nk, l->entry_ms ? 7 : 5);
     keys_lock(b, &k);
     if (fencing)
         keys_fence(b, &k);
@@ -156,7 +235,7 @@ void wire_release(struct resp_buf *b, const char *sha,
                   uint32_t drop, const char *publish)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 11, 1);
+    wire_evalsha(b, SCRIPT_RELEASE, sha, 1, 7);
     keys_lock(b, &k);
     release_args(b, &k, l, lease_ms, drop, publish);
     resp_arg_u64_fixed(b, rid);
@@ -166,7 +245,7 @@ void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
                uint64_t attempt, uint64_t rid, const char *publish)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 10, 1);
+    wire_evalsha(b, SCRIPT_UNDO, sha, 1, 6);
     keys_lock(b, &k);
     resp_arg(b, "0", 1);
     keys_field(b, l->client_id, l->owner_tag);
@@ -183,7 +262,7 @@ void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
     /* The keys its renewal reads first (wire_renew_lock); a reader's
      * first hold moves with its lock. */
     size_t nk = !keyed ? 0 : keyed->kind == KIND_READ ? 2 : 1;
-    wire_evalsha(b, sha, 5 + nargs + nk, nk);
+    wire_evalsha(b, SCRIPT_RENEW, sha, nk, 2 + nargs);
     if (keyed) {
         struct key_src k = wire_key(keyed);
         if (keyed->kind == KIND_PERMIT)
@@ -203,7 +282,7 @@ size_t wire_renew_size(enum lock_kind kind)
     return kind == KIND_READ ? 4 : 3;
 }
 
-/* A lock in a renew call: its type (see script.c), then its keys and
+/* A lock in a renew call: its type (see src/lua/renew.lua), then its keys and
  * field. */
 void wire_renew_lock(struct resp_buf *b, const struct wire_lock *l)
 {
@@ -234,7 +313,7 @@ void wire_fence(struct resp_buf *b, const char *sha,
                 const struct wire_lock *l, int64_t token)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 5, 1);
+    wire_evalsha(b, SCRIPT_FENCE, sha, 1, 1);
     keys_fence(b, &k);
     resp_arg_u64(b, (uint64_t)token);
 }
@@ -243,7 +322,7 @@ void wire_multi_acquire(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, size_t n,
                         uint32_t lease_ms, uint64_t rid)
 {
-    wire_evalsha(b, sha, 3 + n + 3, n);
+    wire_evalsha(b, SCRIPT_MULTI_ACQUIRE, sha, n, 3);
     for (size_t i = 0; i < n; i++) {
         struct key_src k = wire_key(&l[i]);
         keys_lock(b, &k);
@@ -257,7 +336,7 @@ void wire_multi_release(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, size_t n, uint64_t rid,
                         uint32_t lease_ms, const char *publish)
 {
-    wire_evalsha(b, sha, 3 + 2 * n + 5, 2 * n);
+    wire_evalsha(b, SCRIPT_MULTI_RELEASE, sha, 2 * n, 5);
     for (size_t i = 0; i < n; i++) {
         struct key_src k = wire_key(&l[i]);
         keys_lock(b, &k);
@@ -273,9 +352,9 @@ void wire_multi_release(struct resp_buf *b, const char *sha,
     resp_arg_u64_fixed(b, rid);
 }
 
-/* The fair scripts' keys after the lock (see script.c): the queue, its
- * owners hash and, when tokens are issued, the fencing counter. Returns
- * how many. */
+/* The fair scripts' keys after the lock (see src/lua/fair_acquire.lua):
+ * the queue, its owners hash and, when tokens are issued, the fencing
+ * counter. Returns how many. */
 static size_t fair_keys(struct resp_buf *b, const struct key_src *k,
                         int fencing)
 {
@@ -294,7 +373,7 @@ void wire_fair_acquire(struct resp_buf *b, const char *sha,
     struct key_src k = wire_key(l);
     char m = (char)mode;
     size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, sha, 16 + nk, nk);
+    wire_evalsha(b, SCRIPT_FAIR_ACQUIRE, sha, nk, 13);
     keys_lock(b, &k);
     fair_keys(b, &k, fencing);
     resp_arg_u64(b, lease_ms);
@@ -319,7 +398,7 @@ void wire_fair_release(struct resp_buf *b, const char *sha,
 {
     struct key_src k = wire_key(l);
     size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, sha, 14 + nk, nk);
+    wire_evalsha(b, SCRIPT_FAIR_RELEASE, sha, nk, 11);
     keys_lock(b, &k);
     fair_keys(b, &k, fencing);
     release_args(b, &k, l, lease_ms, drop, f->publish);
@@ -336,7 +415,7 @@ void wire_fair_leave(struct resp_buf *b, const char *sha,
 {
     struct key_src k = wire_key(l);
     size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, sha, 11 + nk, nk);
+    wire_evalsha(b, SCRIPT_FAIR_LEAVE, sha, nk, 8);
     keys_lock(b, &k);
     fair_keys(b, &k, fencing);
     keys_field(b, l->client_id, l->owner_tag);
@@ -349,13 +428,34 @@ void wire_fair_leave(struct resp_buf *b, const char *sha,
     resp_arg_u64(b, f->wait_id);
 }
 
+void wire_fair_undo(struct resp_buf *b, const char *sha,
+                    const struct wire_lock *l, uint64_t attempt, uint64_t rid,
+                    int fencing, const struct wire_fair *f)
+{
+    struct key_src k = wire_key(l);
+    size_t nk = fencing ? 4 : 3;
+    wire_evalsha(b, SCRIPT_FAIR_UNDO, sha, nk, 10);
+    keys_lock(b, &k);
+    fair_keys(b, &k, fencing);
+    resp_arg(b, "0", 1);
+    keys_field(b, l->client_id, l->owner_tag);
+    resp_arg(b, f->publish, strlen(f->publish));
+    keys_channel(b, &k);
+    keys_queue(b, &k);
+    resp_arg(b, fencing ? "1" : "0", 1);
+    keys_fence(b, &k);
+    resp_arg(b, f->listener, strlen(f->listener));
+    resp_arg_u64(b, attempt);
+    resp_arg_u64_fixed(b, rid);
+}
+
 void wire_query(struct resp_buf *b, const char *sha, enum wire_query q,
                 const struct wire_lock *l)
 {
     static const char *const what[] = {"held", "count", "ttl"};
     int rw = l->kind == KIND_READ || l->kind == KIND_WRITE;
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 7, 1);
+    wire_evalsha(b, SCRIPT_QUERY, sha, 1, 3);
     keys_lock(b, &k);
     resp_arg(b, what[q], strlen(what[q]));
     keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
