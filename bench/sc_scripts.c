@@ -4,9 +4,9 @@
  * Every case prepares a state in Redis (a lock held by another owner, a
  * fair queue of N waiters, N readers, N permits taken...), then calls one
  * script again and again with the arguments the library sends (encoded
- * by src/wire.h, the text from src/script.c) and reads the server time of
- * those calls from INFO commandstats. The state stays the same from call
- * to call: what a call changes is put back
+ * by src/wire.h; the text from src/lua/, as script.h gives it) and reads
+ * the server time of those calls from INFO commandstats. The state stays
+ * the same from call to call: what a call changes is put back
  * by another script call sent as EVAL, which commandstats counts apart
  * from the EVALSHA measured (the commands a script runs are counted in
  * their own lines as well, and in the script's). A case with a queue runs
