@@ -61,7 +61,12 @@ local function prune(base, rids, most)
     if f[i] ~= 'mode' then
       local top = base .. f[i] .. ':rwlock_timeout:'
       local c = tonumber(f[i + 1]) or 0
-      local p = c > 0 and redis.call('pttl', top .. c) or -2
+      local p = -2
+      if c > 0 and most then
+        p = redis.call('pttl', top .. c)
+      elseif c > 0 and redis.call('exists', top .. c) == 1 then
+        p = -1
+      end
       if p ~= -2 or string.find(f[i], ':write$') then
         live = live + 1
         if most then
