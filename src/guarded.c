@@ -53,24 +53,15 @@ void guarded_encode(struct resp_buf *b, const char *sha,
     }
     wire_evalsha(b, sha, 3 + nkeys + nargs, nkeys);
     keys_lock(b, &k);
-    if (l->kind == KIND_PERMIT)
-        keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL);
-    else
-        keys_fence(b, &k);
+    l->kind->guard_key(b, l);
     keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
     for (size_t i = 0; i < ncmds; i++)
         for (size_t j = 0; j < cmds[i].nkeys; j++) {
             size_t a = cmds[i].keys[j];
             resp_arg(b, cmds[i].argv[a], cmds[i].argvlen[a]);
         }
-    static const char kinds[] = {[KIND_MUTEX] = 'm', [KIND_READ] = 'r',
-                                 [KIND_WRITE] = 'w', [KIND_SEM] = 'p',
-                                 [KIND_PERMIT] = 'p'};
-    resp_arg(b, &kinds[l->kind], 1);
-    if (l->kind == KIND_PERMIT)
-        resp_arg(b, l->member, sizeof(l->member));
-    else
-        keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
+    resp_arg(b, &l->kind->type, 1);
+    l->kind->holder(b, l);
     resp_arg_u64(b, token > 0 ? (unsigned long long)token : 0);
     keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_BASE_TAIL);
     resp_arg_u64(b, keep_ms);

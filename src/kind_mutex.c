@@ -95,7 +95,7 @@ static void mutex_repair(struct hilock_lock *lock, struct fanout *op)
 }
 
 const struct kind_ops kind_mutex = {
-    .id = KIND_MUTEX,
+    .wire = &wire_kind_mutex,
     .channel = SUB_RELEASE,
     .leased = 1,
     .owned = 1,
@@ -103,6 +103,7 @@ const struct kind_ops kind_mutex = {
     .queries = 1,
     .guarded = 1,
     .fair = 1,
+    .bare_field = 1,
     .encode_acquire = mutex_acquire,
     .encode_release = mutex_release,
     .encode_leave = mutex_leave,

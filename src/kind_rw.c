@@ -28,13 +28,14 @@ static uint32_t writer_mark_ms(const struct hilock_lock *lock)
     return (uint32_t)(left < RW_WRITER_MARK_MS ? left : RW_WRITER_MARK_MS);
 }
 
-/* An attempt of either side, running script id. */
+/* An attempt of side, running script id. */
 static void rw_acquire(struct hilock_lock *lock, struct fanout *op,
-                       enum script_id id, uint64_t rid)
+                       enum script_id id, const struct wire_rw_side *side,
+                       uint64_t rid)
 {
     struct wire_lock w = handle_wire(lock);
     fanout_eval(op, id);
-    wire_rw_acquire(fanout_cmd(op), lock->eng->scripts.sha[id], &w,
+    wire_rw_acquire(fanout_cmd(op), lock->eng->scripts.sha[id], &w, side,
                     handle_acquire_lease(lock),
                     handle_wait_deadline(lock) != 0, writer_mark_ms(lock),
                     rid);
@@ -44,7 +45,7 @@ static void read_acquire(struct hilock_lock *lock, struct fanout *op,
                          int first, uint64_t rid)
 {
     (void)first;
-    rw_acquire(lock, op, SCRIPT_READ_ACQUIRE, rid);
+    rw_acquire(lock, op, SCRIPT_READ_ACQUIRE, &wire_rw_reader, rid);
 }
 
 /* A waiting writer that finds the lock busy leaves its mark. */
@@ -53,30 +54,31 @@ static void write_acquire(struct hilock_lock *lock, struct fanout *op,
 {
     (void)first;
     lock->pending.queued |= handle_wait_deadline(lock) != 0;
-    rw_acquire(lock, op, SCRIPT_WRITE_ACQUIRE, rid);
+    rw_acquire(lock, op, SCRIPT_WRITE_ACQUIRE, &wire_rw_writer, rid);
 }
 
-/* A release of either side, running script id. */
+/* A release of side, running script id. */
 static void rw_release(struct hilock_lock *lock, struct fanout *op,
-                       enum script_id id, uint32_t drop, uint64_t rid)
+                       enum script_id id, const struct wire_rw_side *side,
+                       uint32_t drop, uint64_t rid)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
     fanout_eval(op, id);
-    wire_rw_release(fanout_cmd(op), eng->scripts.sha[id], &w, rid,
+    wire_rw_release(fanout_cmd(op), eng->scripts.sha[id], &w, side, rid,
                     handle_hold_lease(lock), drop, topo_publish(eng->topo));
 }
 
 static void read_release(struct hilock_lock *lock, struct fanout *op,
                          uint32_t drop, uint64_t rid)
 {
-    rw_release(lock, op, SCRIPT_READ_RELEASE, drop, rid);
+    rw_release(lock, op, SCRIPT_READ_RELEASE, &wire_rw_reader, drop, rid);
 }
 
 static void write_release(struct hilock_lock *lock, struct fanout *op,
                           uint32_t drop, uint64_t rid)
 {
-    rw_release(lock, op, SCRIPT_WRITE_RELEASE, drop, rid);
+    rw_release(lock, op, SCRIPT_WRITE_RELEASE, &wire_rw_writer, drop, rid);
 }
 
 /* A waiting writer gave up: its mark goes (sent after its last attempt,
@@ -90,7 +92,7 @@ static void write_leave(struct hilock_lock *lock, struct fanout *op)
 }
 
 const struct kind_ops kind_read = {
-    .id = KIND_READ,
+    .wire = &wire_kind_read,
     .channel = SUB_RWLOCK,
     .shared = 1,
     .leased = 1,
@@ -98,12 +100,13 @@ const struct kind_ops kind_read = {
     .nested = 1,
     .queries = 1,
     .guarded = 1,
+    .bare_field = 1,
     .encode_acquire = read_acquire,
     .encode_release = read_release,
 };
 
 const struct kind_ops kind_write = {
-    .id = KIND_WRITE,
+    .wire = &wire_kind_write,
     .channel = SUB_RWLOCK,
     .leased = 1,
     .owned = 1,

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "kind.h"
 #include "quorum.h"
 #include "wire.h"
 
