@@ -18,7 +18,9 @@ struct hproc;
 
 struct holder {
     struct hproc *p;
-    struct hilock_lock *lock;
+    struct hilock_lock *lock;        /* a mutex or a read-write side, */
+    struct hilock_permit *permit;    /* or an expiring permit, */
+    struct hilock_semaphore *sem;    /* or a counting semaphore */
     struct event *timer;  /* the end of the section, or of the pause */
     int in_section;       /* what the timer ends */
     struct hold_rec cur;
@@ -56,8 +58,8 @@ static void arm(struct holder *h, int us, int in_section)
     }
 }
 
-static void on_released(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct holder *h = arg;
     h->p->st.rel_fired++;
@@ -69,6 +71,21 @@ static void on_released(struct hilock_lock *lock, int status, int64_t value,
         arm(h, h->p->g->pause_us, 0);
     else
         holder_next(h);
+}
+
+/* The semaphores' callbacks: as the lock's. */
+static void on_sem_released(struct hilock_semaphore *s, int status,
+                            const struct hilock_result *res, void *arg)
+{
+    (void)s;
+    on_released(NULL, status, res, arg);
+}
+
+static void on_permit_released(struct hilock_permit *pm, int status,
+                               const struct hilock_result *res, void *arg)
+{
+    (void)pm;
+    on_released(NULL, status, res, arg);
 }
 
 /* Keep the section's record; records that find no memory count as
@@ -96,8 +113,10 @@ static void section_end(struct holder *h)
     int rc;
     h->cur.rel_ns = now_ns();
     keep(p, &h->cur);
-    if (p->g->kind == HOLD_SEM)
-        rc = hilock_semaphore_release(h->lock, 1, on_released, h);
+    if (h->sem)
+        rc = hilock_semaphore_release(h->sem, 1, on_sem_released, h);
+    else if (h->permit)
+        rc = hilock_permit_release(h->permit, on_permit_released, h);
     else
         rc = hilock_lock_release(h->lock, on_released, h);
     if (rc == 0) {
@@ -117,8 +136,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         holder_next(h);
 }
 
-static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct holder *h = arg;
     struct hproc *p = h->p;
@@ -137,6 +156,20 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
     }
 }
 
+static void on_sem_acquired(struct hilock_semaphore *s, int status,
+                            const struct hilock_result *res, void *arg)
+{
+    (void)s;
+    on_acquired(NULL, status, res, arg);
+}
+
+static void on_permit_acquired(struct hilock_permit *pm, int status,
+                               const struct hilock_result *res, void *arg)
+{
+    (void)pm;
+    on_acquired(NULL, status, res, arg);
+}
+
 /* Acquire again, or stop once the time is up. */
 static void holder_next(struct holder *h)
 {
@@ -147,9 +180,12 @@ static void holder_next(struct holder *h)
         return;
     }
     h->cur.call_ns = now_ns();
-    if (p->g->kind == HOLD_SEM)
-        rc = hilock_semaphore_acquire(h->lock, 1, HOLD_WAIT_MS, on_acquired,
-                                      h);
+    if (h->sem)
+        rc = hilock_semaphore_acquire(h->sem, 1, HOLD_WAIT_MS,
+                                      on_sem_acquired, h);
+    else if (h->permit)
+        rc = hilock_permit_acquire(h->permit, HOLD_WAIT_MS, 0,
+                                   on_permit_acquired, h);
     else
         rc = hilock_lock_acquire(h->lock, HOLD_WAIT_MS, 0, on_acquired, h);
     if (rc == 0) {
@@ -160,40 +196,60 @@ static void holder_next(struct holder *h)
     }
 }
 
-static void on_lost(struct hilock_lock *lock, int status, int64_t value,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct holder *h = arg;
     h->p->st.lost++;
 }
 
-/* A handle of the group's kind on the name, owner tag id + 1. */
-static int handle_new(struct hproc *p, int id, struct hilock_lock **out)
+static void on_permit_lost(struct hilock_permit *pm, int status,
+                           const struct hilock_result *res, void *arg)
 {
+    (void)pm;
+    on_lost(NULL, status, res, arg);
+}
+
+/* A handle of the group's kind on the name, owner tag id + 1, told of its
+ * loss (a counting semaphore's permits are never lost). */
+static int handle_new(struct hproc *p, int id, struct holder *h)
+{
+    int rc;
+    struct hilock_lock **out = &h->lock;
     const char *name = p->cfg->name;
     size_t len = strlen(name);
     switch (p->g->kind) {
     case HOLD_READ:
-        return hilock_rwlock_new(p->client, name, len, (uint64_t)id + 1,
-                                 HILOCK_READ, out);
     case HOLD_WRITE:
-        return hilock_rwlock_new(p->client, name, len, (uint64_t)id + 1,
-                                 HILOCK_WRITE, out);
+        rc = hilock_rwlock_new(p->client, name, len, (uint64_t)id + 1,
+                               p->g->kind == HOLD_READ ? HILOCK_READ
+                                                       : HILOCK_WRITE,
+                               out);
+        return rc ? rc : hilock_lock_on_lost(h->lock, on_lost, h);
     case HOLD_PERMIT:
-        return hilock_permit_new(p->client, name, len, out);
+        rc = hilock_permit_new(p->client, name, len, &h->permit);
+        return rc ? rc : hilock_permit_on_lost(h->permit, on_permit_lost, h);
     case HOLD_SEM:
-        return hilock_semaphore_new(p->client, name, len, out);
+        return hilock_semaphore_new(p->client, name, len, &h->sem);
     default:
-        return hilock_lock_new(p->client, name, len, (uint64_t)id + 1, out);
+        rc = hilock_lock_new(p->client, name, len, (uint64_t)id + 1, out);
+        return rc ? rc : hilock_lock_on_lost(h->lock, on_lost, h);
     }
 }
 
-static void on_init(struct hilock_lock *lock, int status, int64_t set,
-                    void *arg)
+static void on_init(struct hilock_semaphore *sem, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct hproc *p = arg;
     p->init_done = status == 0 ? 1 : -1;
     event_base_loopexit(p->base, NULL);
+}
+
+static void on_permit_init(struct hilock_permit *pm, int status,
+                           const struct hilock_result *res, void *arg)
+{
+    (void)pm;
+    on_init(NULL, status, res, arg);
 }
 
 /* Set the semaphore's permits if none are (the first worker to ask does
@@ -203,7 +259,10 @@ static int semaphore_init(struct hproc *p)
     struct timeval bound = {5, 0};
     if (!p->cfg->permits)
         return 0;
-    if (hilock_semaphore_init(p->h[0].lock, p->cfg->permits, on_init, p) != 0)
+    if (hilock_semaphore_try_set_permits(p->h[0].sem, p->cfg->permits,
+                                         on_init, p) != 0 &&
+        hilock_permit_try_set_permits(p->h[0].permit, p->cfg->permits,
+                                      on_permit_init, p) != 0)
         return -1;
     event_base_loopexit(p->base, &bound);
     event_base_dispatch(p->base);
@@ -227,8 +286,8 @@ static int hproc_setup(struct hproc *p, const struct hold_cfg *cfg,
     p->nh = each + (index < extra);
     p->first_id = first + index * each + (index < extra ? index : extra);
     hilock_options_init(&ho);
-    ho.host = cfg->host;
-    ho.port = cfg->port;
+    ho.node.host = cfg->host;
+    ho.node.port = cfg->port;
     if (!(p->base = event_base_new()) ||
         hilock_client_new(p->base, &ho, &p->client) != 0 ||
         !(p->h = calloc((size_t)p->nh, sizeof(*p->h))))
@@ -238,8 +297,7 @@ static int hproc_setup(struct hproc *p, const struct hold_cfg *cfg,
         h->p = p;
         h->cur.handle = p->first_id + i;
         h->cur.group = p->group;
-        if (handle_new(p, p->first_id + i, &h->lock) != 0 ||
-            hilock_lock_on_lost(h->lock, on_lost, h) != 0 ||
+        if (handle_new(p, p->first_id + i, h) != 0 ||
             !(h->timer = evtimer_new(p->base, on_timer, h)))
             return -1;
     }

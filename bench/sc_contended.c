@@ -102,8 +102,8 @@ static void waiter_idle(struct cwaiter *w)
     }
 }
 
-static void on_released(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct cwaiter *w = arg;
     (void)lock;
@@ -112,7 +112,7 @@ static void on_released(struct hilock_lock *lock, int status, int64_t value,
         return;
     if (status != 0)
         w->p->st.rel_errors++;
-    else if (value != 0) /* each waiter takes one hold at a time */
+    else if (res->holds != 0) /* each waiter takes one hold at a time */
         w->p->st.rel_left++;
     if (w->p->stopping)
         waiter_idle(w);
@@ -121,10 +121,10 @@ static void on_released(struct hilock_lock *lock, int status, int64_t value,
 }
 
 static void on_multi_released(struct hilock_multi *m, int status,
-                              int64_t value, void *arg)
+                              const struct hilock_result *res, void *arg)
 {
     (void)m;
-    on_released(NULL, status, value, arg);
+    on_released(NULL, status, res, arg);
 }
 
 /* End of the critical section: record it, then release. */
@@ -206,8 +206,8 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
         waiter_acquire(w);
 }
 
-static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct cwaiter *w = arg;
     struct cproc *p = w->p;
@@ -223,7 +223,7 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
     }
     if (status == 0) {
         w->acq_ns = now_ns();
-        w->token = value;
+        w->token = res->token;
         waiter_section(w);
         return;
     }
@@ -238,10 +238,10 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
 }
 
 static void on_multi_acquired(struct hilock_multi *m, int status,
-                              int64_t value, void *arg)
+                              const struct hilock_result *res, void *arg)
 {
     (void)m;
-    on_acquired(NULL, status, value, arg);
+    on_acquired(NULL, status, res, arg);
 }
 
 static void waiter_acquire(struct cwaiter *w)
@@ -259,13 +259,13 @@ static void waiter_acquire(struct cwaiter *w)
     w->p->st.acq_issued++;
 }
 
-static void on_lost(struct hilock_lock *lock, int status, int64_t value,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct cwaiter *w = arg;
     (void)lock;
     (void)status;
-    (void)value;
+    (void)res;
     w->p->st.lost++;
 }
 
@@ -282,11 +282,11 @@ static void probe_idle(struct cproc *p)
 }
 
 static void on_probe_released(struct hilock_lock *lock, int status,
-                              int64_t value, void *arg)
+                              const struct hilock_result *res, void *arg)
 {
     struct cproc *p = arg;
     (void)lock;
-    (void)value;
+    (void)res;
     p->st.rel_fired++;
     if (p->closing)
         return;
@@ -306,11 +306,11 @@ static void probe_run_end(struct cproc *p, int64_t t)
 }
 
 static void on_probe_acquired(struct hilock_lock *lock, int status,
-                              int64_t value, void *arg)
+                              const struct hilock_result *res, void *arg)
 {
     struct cproc *p = arg;
     int64_t t = now_ns();
-    (void)value;
+    (void)res;
     p->st.acq_fired++;
     if (p->closing)
         return;
@@ -398,11 +398,11 @@ static void on_hard_stop(evutil_socket_t fd, short what, void *arg)
     event_base_loopbreak(p->base);
 }
 
-static void on_multi_lost(struct hilock_multi *m, int status, int64_t value,
-                          void *arg)
+static void on_multi_lost(struct hilock_multi *m, int status,
+                          const struct hilock_result *res, void *arg)
 {
     (void)m;
-    on_lost(NULL, status, value, arg);
+    on_lost(NULL, status, res, arg);
 }
 
 /* cfg->multi: w's MultiLock over the lock and CONTEND_LOCK2 (owner tags
@@ -432,16 +432,23 @@ static int proc_setup(struct cproc *p, const struct contend_cfg *cfg,
     if (!(p->base = event_base_new()))
         return -1;
     hilock_options_init(&ho);
-    ho.host = cfg->host;
-    ho.port = cfg->port;
+    ho.node.host = cfg->host;
+    ho.node.port = cfg->port;
     ho.fencing = 1;
-    ho.masters = cfg->masters;
-    ho.nmasters = cfg->nmasters;
-    ho.sentinels = cfg->sentinels;
-    ho.nsentinels = cfg->nsentinels;
-    ho.master_name = cfg->master_name;
-    ho.cluster = cfg->cluster;
-    ho.ncluster = cfg->ncluster;
+    if (cfg->nmasters) {
+        ho.topology = HILOCK_TOPOLOGY_REDLOCK;
+        ho.redlock.masters = cfg->masters;
+        ho.redlock.count = cfg->nmasters;
+    } else if (cfg->nsentinels) {
+        ho.topology = HILOCK_TOPOLOGY_SENTINEL;
+        ho.sentinel.nodes = cfg->sentinels;
+        ho.sentinel.count = cfg->nsentinels;
+        ho.sentinel.master_name = cfg->master_name;
+    } else if (cfg->ncluster) {
+        ho.topology = HILOCK_TOPOLOGY_CLUSTER;
+        ho.cluster.seeds = cfg->cluster;
+        ho.cluster.count = cfg->ncluster;
+    }
     ho.wait_replicas = cfg->wait_replicas;
     ho.fair = cfg->fair;
     if (cfg->lease_ms)

@@ -129,11 +129,11 @@ static int g_phase(struct gphase *p, redisContext *rc, int guarded, int k,
     return 0;
 }
 
-static void on_taken(struct hilock_lock *lock, int status, int64_t v,
-                     void *arg)
+static void on_taken(struct hilock_lock *lock, int status,
+                     const struct hilock_result *res, void *arg)
 {
     (void)lock;
-    (void)v;
+    (void)res;
     *(int *)arg = status == 0 ? 1 : -1;
 }
 
@@ -220,8 +220,8 @@ int sc_guarded(struct bench *b)
     int rc_ok = -1;
     redisContext *rc = bench_connect(b, 2000);
     hilock_options_init(&o);
-    o.host = b->host;
-    o.port = b->port;
+    o.node.host = b->host;
+    o.node.port = b->port;
     printf("guarded: guarded vs plain SET of one key, %d in flight, %d "
            "rounds of %.1f s each, on %s:%d\n", k, rounds, s, b->host,
            b->port);

@@ -79,24 +79,24 @@ struct hold {
 
 static void hold_pump(struct hold *h);
 
-static void on_lost(struct hilock_lock *lock, int status, int64_t value,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct hslot *s = arg;
     (void)lock;
     (void)status;
-    (void)value;
+    (void)res;
     s->h->lost++;
 }
 
 /* Acquire or release completed. */
-static void on_done(struct hilock_lock *lock, int status, int64_t value,
-                    void *arg)
+static void on_done(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct hslot *s = arg;
     struct hold *h = s->h;
     (void)lock;
-    (void)value;
+    (void)res;
     h->inflight--;
     h->done++;
     if (status == HILOCK_ENOTOWNER)
@@ -192,8 +192,8 @@ static int hold_setup(struct hold *h, const struct held_cfg *cfg)
      * keys at the end of the hold is exactly N. */
     memset(h, 0, sizeof(*h));
     hilock_options_init(&ho);
-    ho.host = cfg->host;
-    ho.port = cfg->port;
+    ho.node.host = cfg->host;
+    ho.node.port = cfg->port;
     ho.watchdog_lease_ms = cfg->lease_ms;
     if (!(h->base = event_base_new()) ||
         hilock_client_new(h->base, &ho, &h->client) != 0 ||

@@ -87,12 +87,12 @@ static void buyer_idle(struct buyer *b)
         event_base_loopexit(b->p->base, NULL);
 }
 
-static void on_released(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct buyer *b = arg;
     (void)lock;
-    (void)value;
+    (void)res;
     if (b->p->closing)
         return;
     b->p->st.errors += status != 0;
@@ -185,14 +185,14 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     buyer_next(arg);
 }
 
-static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct buyer *b = arg;
     struct oproc *p = b->p;
     struct timeval tv = {0, O_RETRY_MS * 1000};
     (void)lock;
-    (void)value;
+    (void)res;
     if (p->closing)
         return;
     if (status == 0) {
@@ -227,13 +227,13 @@ static void buyer_next(struct buyer *b)
     }
 }
 
-static void on_lost(struct hilock_lock *lock, int status, int64_t value,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct buyer *b = arg;
     (void)lock;
     (void)status;
-    (void)value;
+    (void)res;
     b->p->st.lost++;
 }
 
@@ -264,8 +264,8 @@ static int oproc_setup(struct oproc *p, const struct ocfg *cfg, int index)
     p->tickets = cfg->purchases / cfg->procs +
                  (index < cfg->purchases % cfg->procs);
     hilock_options_init(&ho);
-    ho.host = cfg->host;
-    ho.port = cfg->port;
+    ho.node.host = cfg->host;
+    ho.node.port = cfg->port;
     if (!(p->base = event_base_new()) ||
         hilock_client_new(p->base, &ho, &p->client) != 0 ||
         !(p->kv = kv_new(p->base, cfg->host, cfg->port)) ||

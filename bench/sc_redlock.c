@@ -120,11 +120,12 @@ static const char *const mode_names[2] = {"hilock", "ceiling"};
 static void topo_options(const struct rl *r, int t, struct hilock_options *ho)
 {
     hilock_options_init(ho);
-    ho->host = r->ep[0].host;
-    ho->port = r->ep[0].port;
+    ho->node.host = r->ep[0].host;
+    ho->node.port = r->ep[0].port;
     if (topo_masters[t] > 1) {
-        ho->masters = r->ep;
-        ho->nmasters = (size_t)topo_masters[t];
+        ho->topology = HILOCK_TOPOLOGY_REDLOCK;
+        ho->redlock.masters = r->ep;
+        ho->redlock.count = (size_t)topo_masters[t];
     }
 }
 

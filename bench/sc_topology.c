@@ -333,13 +333,14 @@ static int uncontended_cluster(struct bench *b)
     p->side[0].label = "single";
     p->side[0].tag = "single";
     hilock_options_init(&p->side[0].ho);
-    p->side[0].ho.host = b->host;
-    p->side[0].ho.port = b->port;
+    p->side[0].ho.node.host = b->host;
+    p->side[0].ho.node.port = b->port;
     p->side[1].label = label;
     p->side[1].tag = "cluster";
     hilock_options_init(&p->side[1].ho);
-    p->side[1].ho.cluster = seeds;
-    p->side[1].ho.ncluster = (size_t)n;
+    p->side[1].ho.topology = HILOCK_TOPOLOGY_CLUSTER;
+    p->side[1].ho.cluster.seeds = seeds;
+    p->side[1].ho.cluster.count = (size_t)n;
     json_int(b->json, "cluster_masters", n);
     rc = t_measure(p);
     if (rc >= 0)
@@ -405,8 +406,8 @@ static int uncontended_wait(struct bench *b)
     p->side[1].tag = "wait";
     for (int s = 0; s < 2; s++) {
         hilock_options_init(&p->side[s].ho);
-        p->side[s].ho.host = b->host;
-        p->side[s].ho.port = b->port;
+        p->side[s].ho.node.host = b->host;
+        p->side[s].ho.node.port = b->port;
     }
     p->side[1].ho.wait_replicas = (uint32_t)n;
     printf("): WAIT off vs WAIT %d (wait_timeout_ms %u) after each "
@@ -450,8 +451,8 @@ static int tls_compare(struct bench *b, struct tpart *p, const char *dir)
     p->side[1].tag = "tls";
     for (int s = 0; s < 2; s++) {
         hilock_options_init(&p->side[s].ho);
-        p->side[s].ho.host = b->host;
-        p->side[s].ho.port = s ? rs_port(srv) : b->port;
+        p->side[s].ho.node.host = b->host;
+        p->side[s].ho.node.port = s ? rs_port(srv) : b->port;
     }
     p->side[1].ho.tls.mode = HILOCK_TLS_VERIFY;
     p->side[1].ho.tls.ca_file = f[2];

@@ -143,25 +143,25 @@ static void pair_done(struct urun *u)
         rate_hit(u->rate, now_ns());
 }
 
-static void h_on_released(struct hilock_lock *lock, int status, int64_t value,
-                          void *arg)
+static void h_on_released(struct hilock_lock *lock, int status,
+                          const struct hilock_result *res, void *arg)
 {
     struct uslot *s = arg;
     (void)lock;
-    if (status != 0 || value != 0)
+    if (status != 0 || res->holds != 0)
         s->run->errors++;
     else
         pair_done(s->run);
     slot_next(s);
 }
 
-static void h_on_acquired(struct hilock_lock *lock, int status, int64_t value,
-                          void *arg)
+static void h_on_acquired(struct hilock_lock *lock, int status,
+                          const struct hilock_result *res, void *arg)
 {
     struct uslot *s = arg;
     struct urun *u = s->run;
     int64_t t = now_ns();
-    (void)value;
+    (void)res;
     if (status != 0) {
         u->errors++;
         slot_next(s);
@@ -607,15 +607,17 @@ static int ceiling_node(struct urun *u, int j, const char *host, int port)
  * each set up, owner id drawn. 0 or -1. */
 static int ceiling_setup(struct urun *u, const struct hilock_options *ho)
 {
-    int n = ho->nmasters ? (int)ho->nmasters : 1;
+    int n = ho->redlock.count ? (int)ho->redlock.count : 1;
     if (n > HILOCK_MASTERS_MAX || bench_uuid(u->uuid) != 0)
         return -1;
     u->nac = n;
     u->quorum = n / 2 + 1;
-    for (int j = 0; j < n; j++)
-        if (ceiling_node(u, j, ho->nmasters ? ho->masters[j].host : ho->host,
-                         ho->nmasters ? ho->masters[j].port : ho->port) != 0)
+    for (int j = 0; j < n; j++) {
+        const struct hilock_endpoint *e =
+            ho->redlock.count ? &ho->redlock.masters[j] : &ho->node;
+        if (ceiling_node(u, j, e->host, e->port) != 0)
             return -1;
+    }
     return 0;
 }
 
@@ -936,8 +938,8 @@ static int urun_all(struct bench *b, const int *ks, int nk, int rounds,
 {
     struct hilock_options ho;
     hilock_options_init(&ho);
-    ho.host = b->host;
-    ho.port = b->port;
+    ho.node.host = b->host;
+    ho.node.port = b->port;
     struct urun *u = urun_new(b, &ho, "h", 1, wait_ms);
     if (!u)
         return 1;

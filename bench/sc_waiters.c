@@ -78,23 +78,23 @@ struct wproc {
 
 static void holder_pump(struct wproc *p);
 
-static void on_lost(struct hilock_lock *lock, int status, int64_t value,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct wslot *s = arg;
     (void)lock;
     (void)status;
-    (void)value;
+    (void)res;
     s->p->lost++;
 }
 
 /* Holder: acquire or release completed. */
-static void holder_done(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void holder_done(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct wslot *s = arg;
     (void)lock;
-    (void)value;
+    (void)res;
     s->p->inflight--;
     s->p->done++;
     s->p->errors += status != 0;
@@ -154,12 +154,12 @@ static void holder_on_cmd(evutil_socket_t fd, short what, void *arg)
 }
 
 static void waiter_released(struct hilock_lock *lock, int status,
-                            int64_t value, void *arg)
+                            const struct hilock_result *res, void *arg)
 {
     struct wslot *s = arg;
     struct wproc *p = s->p;
     (void)lock;
-    (void)value;
+    (void)res;
     p->errors += status != 0;
     if (++p->done == p->n) {
         int64_t v[5] = {now_ns(), (int64_t)p->errors, (int64_t)p->timeouts,
@@ -171,11 +171,11 @@ static void waiter_released(struct hilock_lock *lock, int status,
 
 /* A waiter's turn: note it, release at once. */
 static void waiter_acquired(struct hilock_lock *lock, int status,
-                            int64_t value, void *arg)
+                            const struct hilock_result *res, void *arg)
 {
     struct wslot *s = arg;
     struct wproc *p = s->p;
-    (void)value;
+    (void)res;
     if (status == 0) {
         s->t_acq = now_ns();
         p->served++;
@@ -238,8 +238,8 @@ static int wproc_setup(struct wproc *p, const struct wcfg *cfg, int fd,
     p->fd = fd;
     p->n = n;
     hilock_options_init(&ho);
-    ho.host = cfg->host;
-    ho.port = cfg->port;
+    ho.node.host = cfg->host;
+    ho.node.port = cfg->port;
     if (!(p->base = event_base_new()) ||
         hilock_client_new(p->base, &ho, &p->client) != 0 ||
         !(p->slots = calloc((size_t)n, sizeof(*p->slots))))

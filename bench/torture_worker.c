@@ -128,8 +128,8 @@ static void keep(struct tproc *p, const struct trec *r)
     p->recs[p->nrecs++] = *r;
 }
 
-static void on_released(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct twaiter *w = arg;
     (void)lock;
@@ -137,7 +137,7 @@ static void on_released(struct hilock_lock *lock, int status, int64_t value,
     if (w->p->closing)
         return;
     kst(w)->rel_by_code[code_slot(status)]++;
-    kst(w)->rel_left += status == 0 && value != 0; /* one hold at a time */
+    kst(w)->rel_left += status == 0 && res->holds != 0; /* one hold at a time */
     waiter_next(w);
 }
 
@@ -241,8 +241,8 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     waiter_next(arg);
 }
 
-static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct twaiter *w = arg;
     struct tproc *p = w->p;
@@ -253,7 +253,7 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
     kst(w)->acq_by_code[code_slot(status)]++;
     if (status == 0) {
         w->r.acq_ns = now_ns();
-        w->r.token = value;
+        w->r.token = res->token;
         waiter_section(w);
         if (++p->acquired == p->cfg->quota)
             proc_stop(p); /* the section just begun still runs */
@@ -269,12 +269,12 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
         waiter_idle(w);
 }
 
-static void on_lost(struct hilock_lock *lock, int status, int64_t value,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct twaiter *w = arg;
     (void)status;
-    (void)value;
+    (void)res;
     if (w->p->closing)
         return;
     if (w->state == S_SECTION && lock == w->h[w->cur] && !w->lost_ns) {
@@ -442,8 +442,8 @@ static int client_new(struct tproc *p, enum tkind k)
 {
     struct hilock_options ho;
     hilock_options_init(&ho);
-    ho.host = p->cfg->host;
-    ho.port = p->cfg->port;
+    ho.node.host = p->cfg->host;
+    ho.node.port = p->cfg->port;
     ho.watchdog_lease_ms = p->cfg->lease_ms;
     ho.fair = k == TK_FAIR;
     ho.fencing = k == TK_FAIR; /* the others keep the plain fast path */

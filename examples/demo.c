@@ -46,32 +46,32 @@ static void expect(int ok, const char *what)
     }
 }
 
-static void bob_released(struct hilock_lock *l, int status, int64_t left,
-                         void *arg)
+static void bob_released(struct hilock_lock *l, int status,
+                         const struct hilock_result *left, void *arg)
 {
-    say("bob", "release", status, left);
-    expect(status == 0 && left == 0, "bob's release frees the lock");
+    say("bob", "release", status, left->holds);
+    expect(status == 0 && left->holds == 0, "bob's release frees the lock");
     event_base_loopbreak(base);
 }
 
-static void bob_acquired(struct hilock_lock *l, int status, int64_t token,
-                         void *arg)
+static void bob_acquired(struct hilock_lock *l, int status,
+                         const struct hilock_result *token, void *arg)
 {
-    say("bob", "acquire (waited)", status, token);
+    say("bob", "acquire (waited)", status, token->token);
     expect(status == 0, "bob gets the lock once alice lets go");
-    expect(token > alice_token, "bob's fencing token is larger");
+    expect(token->token > alice_token, "bob's fencing token is larger");
     if (status == 0)
         hilock_lock_release(bob, bob_released, NULL);
     else
         event_base_loopbreak(base);
 }
 
-static void alice_released(struct hilock_lock *l, int status, int64_t left,
-                           void *arg)
+static void alice_released(struct hilock_lock *l, int status,
+                           const struct hilock_result *left, void *arg)
 {
-    say("alice", "release", status, left);
+    say("alice", "release", status, left->holds);
     expect(status == 0, "alice's release succeeds");
-    if (status == 0 && left > 0)
+    if (status == 0 && left->holds > 0)
         hilock_lock_release(alice, alice_released, NULL);
 }
 
@@ -80,31 +80,32 @@ static void alice_lets_go(evutil_socket_t fd, short what, void *arg)
     hilock_lock_release(alice, alice_released, NULL);
 }
 
-static void alice_reentered(struct hilock_lock *l, int status, int64_t token,
-                            void *arg)
+static void alice_reentered(struct hilock_lock *l, int status,
+                            const struct hilock_result *token, void *arg)
 {
-    say("alice", "acquire again (re-entry)", status, token);
+    say("alice", "acquire again (re-entry)", status, token->token);
     expect(status == 0 && hilock_lock_hold_count(l) == 2,
            "alice re-enters her own lock");
     struct timeval later = {0, 300 * 1000};
     event_base_once(base, -1, EV_TIMEOUT, alice_lets_go, NULL, &later);
 }
 
-static void bob_tried(struct hilock_lock *l, int status, int64_t ttl,
-                      void *arg)
+static void bob_tried(struct hilock_lock *l, int status,
+                      const struct hilock_result *ttl, void *arg)
 {
-    say("bob", "try-acquire", status, ttl);
-    expect(status == HILOCK_EBUSY && ttl > 0, "bob finds it busy with a ttl");
+    say("bob", "try-acquire", status, ttl->ttl_ms);
+    expect(status == HILOCK_EBUSY && ttl->ttl_ms > 0,
+           "bob finds it busy with a ttl");
     hilock_lock_acquire(bob, 5000, 0, bob_acquired, NULL);
     hilock_lock_acquire(alice, 0, 0, alice_reentered, NULL);
 }
 
-static void alice_acquired(struct hilock_lock *l, int status, int64_t token,
-                           void *arg)
+static void alice_acquired(struct hilock_lock *l, int status,
+                           const struct hilock_result *token, void *arg)
 {
-    say("alice", "acquire", status, token);
+    say("alice", "acquire", status, token->token);
     expect(status == 0, "alice gets the free lock");
-    alice_token = token;
+    alice_token = token->token;
     if (status == 0)
         hilock_lock_acquire(bob, 0, 0, bob_tried, NULL);
     else
@@ -128,7 +129,7 @@ int main(void)
     base = event_base_new();
     struct hilock_options opts;
     hilock_options_init(&opts);
-    opts.port = rs_port(srv);
+    opts.node.port = rs_port(srv);
     opts.fencing = 1;
     struct hilock_client *ca, *cb;
     if (hilock_client_new(base, &opts, &ca) || hilock_client_new(base, &opts, &cb) ||

@@ -24,7 +24,8 @@ static void shut_down(void)
     hilock_client_close(client, on_closed, NULL);
 }
 
-static void on_released(struct hilock_lock *l, int status, int64_t v, void *a)
+static void on_released(struct hilock_lock *l, int status,
+                        const struct hilock_result *res, void *a)
 {
     printf("released: %s\n", hilock_strerror(status));
     exit_code = status == 0 ? 0 : 1;
@@ -40,13 +41,15 @@ static void on_work_done(evutil_socket_t fd, short what, void *arg)
 
 /* The lock was lost while held (Redis gone too long, or the key deleted):
  * stop working at once, the lock no longer protects anything. */
-static void on_lost(struct hilock_lock *l, int status, int64_t v, void *a)
+static void on_lost(struct hilock_lock *l, int status,
+                    const struct hilock_result *res, void *a)
 {
     fprintf(stderr, "lost the lock: %s\n", hilock_strerror(status));
     shut_down();
 }
 
-static void on_acquired(struct hilock_lock *l, int status, int64_t v, void *a)
+static void on_acquired(struct hilock_lock *l, int status,
+                        const struct hilock_result *res, void *a)
 {
     struct timeval one_second = {1, 0};
     if (status != 0) {
@@ -64,8 +67,8 @@ int main(int argc, char **argv)
     struct hilock_options opts;
     signal(SIGPIPE, SIG_IGN); /* hiredis writes to sockets that may close */
     hilock_options_init(&opts);
-    opts.host = argc > 1 ? argv[1] : "127.0.0.1";
-    opts.port = argc > 2 ? atoi(argv[2]) : 6379;
+    opts.node.host = argc > 1 ? argv[1] : "127.0.0.1";
+    opts.node.port = argc > 2 ? atoi(argv[2]) : 6379;
     if (!base || hilock_client_new(base, &opts, &client) != 0 ||
         hilock_lock_new(client, "hello", 5, 0, &lock) != 0)
         return 1;

@@ -258,8 +258,8 @@ static void sale_answer(struct sale *s)
     shop_maybe_finish(shop);
 }
 
-static void on_released(struct hilock_lock *lock, int status, int64_t left,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *left, void *arg)
 {
     struct sale *s = arg;
     /* The answer is about the stock, which was read (and written) under the
@@ -522,14 +522,14 @@ static void sale_read_stock(struct sale *s)
 
 /* ---- the lock ---------------------------------------------------------- */
 
-static void on_lost(struct hilock_lock *lock, int status, int64_t v,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     ((struct sale *)arg)->lost = 1;
 }
 
-static void on_locked(struct hilock_lock *lock, int status, int64_t token,
-                      void *arg)
+static void on_locked(struct hilock_lock *lock, int status,
+                      const struct hilock_result *token, void *arg)
 {
     struct sale *s = arg;
     if (status == 0 && !s->shop->forced) {
@@ -1073,18 +1073,21 @@ static int shop_open(struct shop *shop, int port)
 {
     struct hilock_options opts;
     hilock_options_init(&opts);
-    opts.host = shop->redis_host;
-    opts.port = shop->redis_port;
+    opts.node.host = shop->redis_host;
+    opts.node.port = shop->redis_port;
     if (shop->topo == TOPO_CLUSTER) {
-        opts.cluster = shop->nodes;
-        opts.ncluster = shop->nnodes;
+        opts.topology = HILOCK_TOPOLOGY_CLUSTER;
+        opts.cluster.seeds = shop->nodes;
+        opts.cluster.count = shop->nnodes;
     } else if (shop->topo == TOPO_SENTINEL) {
-        opts.sentinels = shop->nodes;
-        opts.nsentinels = shop->nnodes;
-        opts.master_name = shop->master_name;
+        opts.topology = HILOCK_TOPOLOGY_SENTINEL;
+        opts.sentinel.nodes = shop->nodes;
+        opts.sentinel.count = shop->nnodes;
+        opts.sentinel.master_name = shop->master_name;
     } else if (shop->topo == TOPO_REDLOCK) {
-        opts.masters = shop->nodes;
-        opts.nmasters = shop->nnodes;
+        opts.topology = HILOCK_TOPOLOGY_REDLOCK;
+        opts.redlock.masters = shop->nodes;
+        opts.redlock.count = shop->nnodes;
     }
     if (shop->cacert) {
         opts.tls.mode = HILOCK_TLS_VERIFY;

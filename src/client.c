@@ -39,8 +39,8 @@ void hilock_options_init(struct hilock_options *opts)
     if (!opts)
         return;
     memset(opts, 0, sizeof(*opts));
-    opts->host = "127.0.0.1";
-    opts->port = 6379;
+    opts->node.host = "127.0.0.1";
+    opts->node.port = 6379;
     opts->connect_timeout_ms = 2000;
     opts->request_timeout_ms = 2000;
     opts->watchdog_lease_ms = 30000;
@@ -148,19 +148,19 @@ static int same_endpoint(const struct hilock_endpoint *a, struct addrs *ra,
     return 0;
 }
 
-/* A list (the option what) of min..max endpoints, each usable (over TCP
- * when tcp), none twice. Hosts are resolved to compare them, as
- * connecting does (a blocking lookup). */
-static int endpoints_check(const char *what, const struct hilock_endpoint *e,
-                           size_t n, size_t min, size_t max, int tcp,
-                           char *why)
+/* A list (the option what, its length the option count) of min..max
+ * endpoints, each usable (over TCP when tcp), none twice. Hosts are
+ * resolved to compare them, as connecting does (a blocking lookup). */
+static int endpoints_check(const char *what, const char *count,
+                           const struct hilock_endpoint *e, size_t n,
+                           size_t min, size_t max, int tcp, char *why)
 {
     struct addrs r[HILOCK_SEEDS_MAX];
-    char name[32];
+    char name[48];
     if (!e)
-        return invalid(why, "%s: NULL with n%s %zu", what, what, n);
+        return invalid(why, "%s: NULL with %s %zu", what, count, n);
     if (n < min || n > max)
-        return invalid(why, "n%s %zu: %zu..%zu wanted", what, n, min, max);
+        return invalid(why, "%s %zu: %zu..%zu wanted", count, n, min, max);
     memset(r, 0, sizeof(r[0]) * n);
     for (size_t i = 0; i < n; i++) {
         snprintf(name, sizeof(name), "%s[%zu].", what, i);
@@ -199,12 +199,13 @@ static int cluster_prefix_ok(const char *prefix)
 /* Redlock masters: an odd number from 3 to HILOCK_MASTERS_MAX. */
 static int masters_check(const struct hilock_options *o, char *why)
 {
-    if (o->nmasters % 2 == 0)
-        return invalid(why, "nmasters %zu: an odd number of masters wanted",
-                       o->nmasters);
+    if (o->redlock.count % 2 == 0)
+        return invalid(why, "redlock.count %zu: an odd number of masters "
+                            "wanted", o->redlock.count);
     if (o->fair)
-        return invalid(why, "fair: not with masters (Redlock)");
-    return endpoints_check("masters", o->masters, o->nmasters, 3,
+        return invalid(why, "fair: not with HILOCK_TOPOLOGY_REDLOCK");
+    return endpoints_check("redlock.masters", "redlock.count",
+                           o->redlock.masters, o->redlock.count, 3,
                            HILOCK_MASTERS_MAX, 0, why);
 }
 
@@ -216,32 +217,67 @@ static int cluster_check(const struct hilock_options *o, char *why)
     if (!cluster_prefix_ok(o->key_prefix))
         return invalid(why, "key_prefix \"%.64s\": in a cluster it needs a "
                             "hash tag such as \"{app}:\"", o->key_prefix);
-    return endpoints_check("cluster", o->cluster, o->ncluster, 1,
-                           HILOCK_SEEDS_MAX, 1, why);
+    return endpoints_check("cluster.seeds", "cluster.count", o->cluster.seeds,
+                           o->cluster.count, 1, HILOCK_SEEDS_MAX, 1, why);
 }
 
-/* The topology: one endpoint, or Redlock masters, or sentinels with a
- * master name, or cluster seeds; only one of the lists. */
+/* Sentinels with a master name. */
+static int sentinel_check(const struct hilock_options *o, char *why)
+{
+    if (!master_name_ok(o->sentinel.master_name))
+        return invalid(why, "sentinel.master_name: %s",
+                       o->sentinel.master_name
+                           ? "empty, too long, or with a space"
+                           : "NULL");
+    return endpoints_check("sentinel.nodes", "sentinel.count",
+                           o->sentinel.nodes, o->sentinel.count, 1,
+                           HILOCK_SEEDS_MAX, 0, why);
+}
+
+/* The names of the topologies, for the log line. */
+static const char *const topology_names[] = {
+    [HILOCK_TOPOLOGY_NODE] = "HILOCK_TOPOLOGY_NODE",
+    [HILOCK_TOPOLOGY_SENTINEL] = "HILOCK_TOPOLOGY_SENTINEL",
+    [HILOCK_TOPOLOGY_CLUSTER] = "HILOCK_TOPOLOGY_CLUSTER",
+    [HILOCK_TOPOLOGY_REDLOCK] = "HILOCK_TOPOLOGY_REDLOCK",
+};
+
+/* The option groups of the topologies other than o->topology are unset:
+ * a group filled in for another topology is a mistake worth naming. */
+static int others_unset(const struct hilock_options *o, char *why)
+{
+    const char *set = NULL;
+    if (o->topology != HILOCK_TOPOLOGY_SENTINEL &&
+        (o->sentinel.nodes || o->sentinel.count || o->sentinel.master_name ||
+         o->sentinel.password || o->sentinel.tls_own))
+        set = "sentinel";
+    else if (o->topology != HILOCK_TOPOLOGY_CLUSTER &&
+             (o->cluster.seeds || o->cluster.count))
+        set = "cluster";
+    else if (o->topology != HILOCK_TOPOLOGY_REDLOCK &&
+             (o->redlock.masters || o->redlock.count))
+        set = "redlock";
+    if (!set)
+        return 0;
+    return invalid(why, "%s: set, but topology is %s", set,
+                   topology_names[o->topology]);
+}
+
+/* The topology named by o->topology, with its own group of options. */
 static int topology_check(const struct hilock_options *o, char *why)
 {
-    int lists = (o->masters || o->nmasters) + (o->sentinels || o->nsentinels) +
-                (o->cluster || o->ncluster);
-    const struct hilock_endpoint single = {o->host, o->port, o->unix_path};
-    if (lists > 1)
-        return invalid(why, "masters, sentinels, cluster: only one of them");
-    if (o->masters || o->nmasters)
+    if ((unsigned)o->topology > HILOCK_TOPOLOGY_REDLOCK)
+        return invalid(why, "topology %d: not a HILOCK_TOPOLOGY_*",
+                       (int)o->topology);
+    if (others_unset(o, why))
+        return HILOCK_EINVAL;
+    if (o->topology == HILOCK_TOPOLOGY_REDLOCK)
         return masters_check(o, why);
-    if (o->sentinels || o->nsentinels) {
-        if (!master_name_ok(o->master_name))
-            return invalid(why, "master_name: %s", o->master_name
-                                    ? "empty, too long, or with a space"
-                                    : "NULL with sentinels");
-        return endpoints_check("sentinels", o->sentinels, o->nsentinels, 1,
-                               HILOCK_SEEDS_MAX, 0, why);
-    }
-    if (o->cluster || o->ncluster)
+    if (o->topology == HILOCK_TOPOLOGY_SENTINEL)
+        return sentinel_check(o, why);
+    if (o->topology == HILOCK_TOPOLOGY_CLUSTER)
         return cluster_check(o, why);
-    return endpoint_check("", &single, why);
+    return endpoint_check("node.", &o->node, why);
 }
 
 /* Timeouts, leases and backoff. */
@@ -282,7 +318,7 @@ static int options_check(const struct hilock_options *o, char *why)
     if (topology_check(o, why))
         return HILOCK_EINVAL;
     if (tls_options_check(o))
-        return invalid(why, "tls, sentinel_tls: inconsistent settings (mode, "
+        return invalid(why, "tls, sentinel.tls: inconsistent settings (mode, "
                             "cert_file without key_file, or a unix socket)");
     return 0;
 }
@@ -303,21 +339,36 @@ static size_t string_size(const char *s)
     return s ? strlen(s) + 1 : 0;
 }
 
+/* The endpoints of o's topology into *eps; their number. */
+static size_t topology_endpoints(const struct hilock_options *o,
+                                 const struct hilock_endpoint **eps)
+{
+    switch (o->topology) {
+    case HILOCK_TOPOLOGY_SENTINEL:
+        *eps = o->sentinel.nodes;
+        return o->sentinel.count;
+    case HILOCK_TOPOLOGY_CLUSTER:
+        *eps = o->cluster.seeds;
+        return o->cluster.count;
+    case HILOCK_TOPOLOGY_REDLOCK:
+        *eps = o->redlock.masters;
+        return o->redlock.count;
+    default:
+        *eps = &o->node;
+        return 1;
+    }
+}
+
 /* Copy the options, their strings into one block owned by the client, and
- * the endpoints: the masters, sentinels or cluster seeds, or the one
- * endpoint. */
+ * the endpoints of the topology into c->eps, which the copy points to. */
 static int options_copy(struct hilock_client *c, const struct hilock_options *o)
 {
-    const struct hilock_endpoint single = {o->host, o->port, o->unix_path};
-    const struct hilock_endpoint *eps = o->nmasters     ? o->masters
-                                        : o->nsentinels ? o->sentinels
-                                        : o->ncluster   ? o->cluster
-                                                        : &single;
-    size_t n = o->nmasters + o->nsentinels + o->ncluster, total = 1;
-    n = n ? n : 1;
+    const struct hilock_endpoint *eps;
+    size_t n = topology_endpoints(o, &eps), total = 1;
     total += string_size(o->username) + string_size(o->password) +
-             string_size(o->key_prefix) + string_size(o->master_name) +
-             string_size(o->sentinel_password);
+             string_size(o->key_prefix) +
+             string_size(o->sentinel.master_name) +
+             string_size(o->sentinel.password);
     for (size_t i = 0; i < n; i++)
         total += string_size(eps[i].host) + string_size(eps[i].unix_path);
     char *p = c->strings = malloc(total);
@@ -327,19 +378,19 @@ static int options_copy(struct hilock_client *c, const struct hilock_options *o)
     c->opts.username = copy_string(&p, o->username);
     c->opts.password = copy_string(&p, o->password);
     c->opts.key_prefix = copy_string(&p, o->key_prefix);
-    c->opts.master_name = copy_string(&p, o->master_name);
-    c->opts.sentinel_password = copy_string(&p, o->sentinel_password);
+    c->opts.sentinel.master_name = copy_string(&p, o->sentinel.master_name);
+    c->opts.sentinel.password = copy_string(&p, o->sentinel.password);
     for (size_t i = 0; i < n; i++) {
         c->eps[i].host = copy_string(&p, eps[i].host);
         c->eps[i].port = eps[i].port;
         c->eps[i].unix_path = copy_string(&p, eps[i].unix_path);
     }
     /* Only the copies are kept: the user's arrays may go. */
-    c->opts.host = c->eps[0].host;
-    c->opts.unix_path = c->eps[0].unix_path;
-    c->opts.masters = o->nmasters ? c->eps : NULL;
-    c->opts.sentinels = o->nsentinels ? c->eps : NULL;
-    c->opts.cluster = o->ncluster ? c->eps : NULL;
+    if (o->topology == HILOCK_TOPOLOGY_NODE)
+        c->opts.node = c->eps[0];
+    c->opts.sentinel.nodes = o->sentinel.count ? c->eps : NULL;
+    c->opts.cluster.seeds = o->cluster.count ? c->eps : NULL;
+    c->opts.redlock.masters = o->redlock.count ? c->eps : NULL;
     *p = '\0';
     c->prefix = c->opts.key_prefix ? c->opts.key_prefix : p;
     c->prefix_len = strlen(c->prefix);
@@ -379,16 +430,17 @@ static int client_id_init(struct hilock_client *c)
 /* Tell the user of a change of state, once per change: a failure with the
  * same cause as the last one reported is not news. node names the server
  * (NULL: the Sentinel master's name). */
-static void client_report(struct hilock_client *c, int state, int status,
-                          const char *node)
+static void client_report(struct hilock_client *c, enum hilock_state state,
+                          int status, const char *node)
 {
     int *last = state <= HILOCK_STATE_DOWN ? c->reported : c->reported + 2;
-    if (last[0] == state && last[1] == status)
+    if (last[0] == (int)state && last[1] == status)
         return;
-    last[0] = state;
+    last[0] = (int)state;
     last[1] = status;
     if (!node)
-        node = c->opts.master_name ? c->opts.master_name : "";
+        node = c->opts.sentinel.master_name ? c->opts.sentinel.master_name
+                                            : "";
     if (c->opts.state_cb && !c->guard.closing)
         c->opts.state_cb(c, status, state, node, c->opts.state_arg);
 }
@@ -569,8 +621,8 @@ int hilock_lock_new(struct hilock_client *client, const char *name,
 }
 
 int hilock_rwlock_new(struct hilock_client *client, const char *name,
-                      size_t name_len, uint64_t owner_tag, int side,
-                      struct hilock_lock **out)
+                      size_t name_len, uint64_t owner_tag,
+                      enum hilock_rw_side side, struct hilock_lock **out)
 {
     if (!client || client->guard.closing ||
         (side != HILOCK_READ && side != HILOCK_WRITE))
@@ -580,19 +632,27 @@ int hilock_rwlock_new(struct hilock_client *client, const char *name,
 }
 
 int hilock_semaphore_new(struct hilock_client *client, const char *name,
-                         size_t name_len, struct hilock_lock **out)
+                         size_t name_len, struct hilock_semaphore **out)
 {
-    if (!client || client->guard.closing)
+    struct hilock_lock *h = NULL;
+    if (!client || client->guard.closing || !out)
         return HILOCK_EINVAL;
-    return lock_new(&client->eng, name, name_len, 0, KIND_SEM, out);
+    int rc = lock_new(&client->eng, name, name_len, 0, KIND_SEM, &h);
+    if (rc == 0)
+        *out = public_sem(h);
+    return rc;
 }
 
 int hilock_permit_new(struct hilock_client *client, const char *name,
-                      size_t name_len, struct hilock_lock **out)
+                      size_t name_len, struct hilock_permit **out)
 {
-    if (!client || client->guard.closing)
+    struct hilock_lock *h = NULL;
+    if (!client || client->guard.closing || !out)
         return HILOCK_EINVAL;
-    return lock_new(&client->eng, name, name_len, 0, KIND_PERMIT, out);
+    int rc = lock_new(&client->eng, name, name_len, 0, KIND_PERMIT, &h);
+    if (rc == 0)
+        *out = public_permit(h);
+    return rc;
 }
 
 int hilock_multi_new(struct hilock_client *client, const char *const *names,

@@ -505,8 +505,8 @@ static int cluster_init(struct topo *t, const struct hilock_options *o)
     static const struct conn_hooks none = {0};
     static const struct conn_endpoint nowhere = {"", 0, NULL};
     conn_init(&cl->parked, cl->cfg, &nowhere, &none, cl, "cluster map");
-    cl->seeds = o->cluster;
-    cl->nseeds = o->ncluster;
+    cl->seeds = o->cluster.seeds;
+    cl->nseeds = o->cluster.count;
     t->impl = cl;
     return 0;
 }

@@ -33,7 +33,8 @@
 /* One guarded call in flight. rep is its reply while the decision is
  * being made (valid during the op's done only). */
 struct guarded {
-    hilock_guarded_cb *cb;
+    hilock_guarded_cb *cb;               /* a lock's, or */
+    hilock_permit_guarded_cb *permit_cb; /* a permit's */
     void *arg;
     size_t ncmds;
     const redisReply *rep;
@@ -218,11 +219,13 @@ static void guarded_done(struct fanout *op, int status,
             status = HILOCK_ENOMEM;
         view = pool;
     }
-    hilock_guarded_cb *cb = g->cb;
-    void *arg = g->arg;
+    struct guarded told = *g;
     free(g);
     op->data = NULL;
-    cb(lock, status, view, arg);
+    if (told.permit_cb)
+        told.permit_cb(public_permit(lock), status, view, told.arg);
+    else
+        told.cb(lock, status, view, told.arg);
     free(pool);
 }
 
@@ -230,9 +233,9 @@ static void guarded_done(struct fanout *op, int status,
  * (0 when they can). */
 static int guarded_check(struct hilock_lock *lock,
                          const struct hilock_guarded_cmd *cmds, size_t ncmds,
-                         unsigned flags, hilock_guarded_cb *cb)
+                         unsigned flags, int has_cb)
 {
-    if (!lock || lock->freeing || !cb || !cmds_ok(cmds, ncmds) ||
+    if (!lock || lock->freeing || !has_cb || !cmds_ok(cmds, ncmds) ||
         (flags & ~HILOCK_GUARD_FENCE))
         return HILOCK_EINVAL;
     if (!lock->eng || lock->eng->guard->closing)
@@ -248,11 +251,13 @@ static int guarded_check(struct hilock_lock *lock,
     return slots_ok(lock, cmds, ncmds) ? 0 : HILOCK_EINVAL;
 }
 
-int hilock_lock_guarded(struct hilock_lock *lock,
-                        const struct hilock_guarded_cmd *cmds, size_t ncmds,
-                        unsigned flags, hilock_guarded_cb *cb, void *arg)
+/* Start a guarded call of lock, told through g's callback. */
+static int guarded_start(struct hilock_lock *lock,
+                         const struct hilock_guarded_cmd *cmds, size_t ncmds,
+                         unsigned flags, struct guarded told)
 {
-    int rc = guarded_check(lock, cmds, ncmds, flags, cb);
+    int rc = guarded_check(lock, cmds, ncmds, flags,
+                           told.cb != NULL || told.permit_cb != NULL);
     if (rc)
         return rc;
     struct engine *eng = lock->eng;
@@ -264,7 +269,8 @@ int hilock_lock_guarded(struct hilock_lock *lock,
         free(g);
         return HILOCK_ENOMEM;
     }
-    *g = (struct guarded){.cb = cb, .arg = arg, .ncmds = ncmds};
+    *g = told;
+    g->ncmds = ncmds;
     op->data = g;
     op->raw = guarded_raw;
     handle_attach(lock, op);
@@ -279,4 +285,26 @@ int hilock_lock_guarded(struct hilock_lock *lock,
                    cmds, ncmds, ++eng->seq);
     fanout_submit(op, 0);
     return 0;
+}
+
+int hilock_lock_guarded(struct hilock_lock *lock,
+                        const struct hilock_guarded_cmd *cmds, size_t ncmds,
+                        unsigned flags, hilock_guarded_cb *cb, void *arg)
+{
+    if (lock && lock->kind == &kind_permit)
+        return HILOCK_EINVAL; /* hilock_permit_guarded */
+    return guarded_start(lock, cmds, ncmds, flags,
+                         (struct guarded){.cb = cb, .arg = arg});
+}
+
+int hilock_permit_guarded(struct hilock_permit *permit,
+                          const struct hilock_guarded_cmd *cmds, size_t ncmds,
+                          unsigned flags, hilock_permit_guarded_cb *cb,
+                          void *arg)
+{
+    struct hilock_lock *lock = handle_of_permit(permit);
+    if (lock && lock->kind != &kind_permit)
+        return HILOCK_EINVAL;
+    return guarded_start(lock, cmds, ncmds, flags,
+                         (struct guarded){.permit_cb = cb, .arg = arg});
 }

@@ -76,7 +76,7 @@ static void handle_detach_engine(struct hilock_lock *lock)
     lock->freeing = 1; /* every call but the local ones: HILOCK_EINVAL */
     lock->pending.what = PENDING_NONE;
     lock->pending.fanout = NULL;
-    lock->on_lost.cb = NULL;
+    lock->on_lost = cb_lock(NULL, NULL);
 }
 
 void handle_free_all(struct engine *eng)

@@ -10,6 +10,7 @@
 
 #include <event2/event_struct.h>
 
+#include "callback.h"
 #include "engine.h"
 #include "heap.h"
 #include "kind.h"
@@ -48,8 +49,7 @@ struct lock_hold {
 /* The pending acquire or release (lock.c): the user's callback, the
  * fan-out in flight, and what the acquire asked for. */
 struct lock_pending {
-    hilock_lock_cb *cb;
-    void *arg;
+    struct user_cb cb;               /* of the handle's public shape */
     struct fanout *fanout;           /* attempt or release in flight */
     uint32_t lease_ms;               /* the lease asked for (0: watchdog) */
     uint32_t permits;                /* a counting semaphore's permits */
@@ -100,10 +100,7 @@ struct hilock_lock {
     struct lock_pending pending;
     struct lock_watch wd;
     struct lock_fair fair;
-    struct {
-        hilock_lock_cb *cb;
-        void *arg;
-    } on_lost;                       /* hilock_lock_on_lost */
+    struct user_cb on_lost;          /* hilock_lock_on_lost, ... */
     struct hilock_multi *multi;      /* the MultiLock it is a member of */
     struct waiting *waiting;         /* wait.c's, allocated on its first
                                         wait */

@@ -32,15 +32,16 @@ void hold_end(struct hilock_lock *lock)
 
 void hold_lost(struct hilock_lock *lock)
 {
-    hilock_lock_cb *cb = lock->on_lost.cb;
-    void *arg = lock->on_lost.arg;
+    struct user_cb cb = lock->on_lost;
     int releasing = lock->pending.what == PENDING_RELEASE;
     int held = lock->hold.count > (releasing ? 1u : 0u);
     int told = held && !lock->freeing && !handle_closing(lock);
     lock->eng->stats.lost += told;
     hold_end(lock);
-    if (told && cb)
-        cb(lock, HILOCK_ELOST, 0, arg);
+    if (told && cb.shape != CB_NONE) {
+        struct hilock_result res = cb_result(CB_FIELD_NONE, 0);
+        cb_call(&cb, lock, HILOCK_ELOST, &res);
+    }
 }
 
 void hold_share_lease(struct hilock_lock *lock, uint64_t sent_ms,

@@ -59,12 +59,28 @@ static void send_leave(struct hilock_lock *lock)
     fanout_submit(op, 0);
 }
 
+/* What the value of lock's pending acquire or release, ending with
+ * status, means: an acquire's token (permits: how many it took), a
+ * release's holds left (permits: how many are available), a busy
+ * acquire's ttl. */
+static enum cb_field op_field(const struct hilock_lock *lock, int status)
+{
+    if (status == HILOCK_EBUSY)
+        return CB_FIELD_TTL;
+    if (status != 0)
+        return CB_FIELD_NONE;
+    if (!lock->kind->leased)
+        return CB_FIELD_PERMITS;
+    return lock->pending.what == PENDING_ACQUIRE ? CB_FIELD_TOKEN
+                                                 : CB_FIELD_HOLDS;
+}
+
 /* Finish the pending acquire or release: clear it, then call the user's
- * callback (last). */
+ * callback (last) with value as the result's field for it. */
 static void finish_op(struct hilock_lock *lock, int status, int64_t value)
 {
-    hilock_lock_cb *cb = lock->pending.cb;
-    void *arg = lock->pending.arg;
+    struct user_cb cb = lock->pending.cb;
+    enum cb_field field = op_field(lock, status);
     int acquire = lock->pending.what == PENDING_ACQUIRE;
     stats_acquire_end(&lock->eng->stats, acquire, status);
     if (acquire) {
@@ -76,12 +92,13 @@ static void finish_op(struct hilock_lock *lock, int status, int64_t value)
         lock->fair.handed = 0;
     }
     lock->pending.what = PENDING_NONE;
-    lock->pending.cb = NULL;
-    lock->pending.arg = NULL;
+    lock->pending.cb = cb_lock(NULL, NULL);
     lock->pending.fanout = NULL;
     if (handle_closing(lock) || lock->freeing)
         status = HILOCK_ECANCELED;
-    cb(lock, status, status == HILOCK_ECANCELED ? 0 : value, arg);
+    struct hilock_result res =
+        cb_result(status == HILOCK_ECANCELED ? CB_FIELD_NONE : field, value);
+    cb_call(&cb, lock, status, &res);
 }
 
 /* The pending acquire got a hold with lease_ms from sent_ms on: record
@@ -265,13 +282,12 @@ static void fence_done(struct fanout *f, int status,
 }
 
 int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
-                 uint32_t lease_ms, uint32_t permits, hilock_lock_cb *cb,
-                 void *arg)
+                 uint32_t lease_ms, uint32_t permits, struct user_cb cb)
 {
     int rc = handle_usable(lock);
     if (rc)
         return rc;
-    if (!cb || wait_ms > HILOCK_MS_MAX ||
+    if (cb.shape == CB_NONE || wait_ms > HILOCK_MS_MAX ||
         (lock->kind->single && lock->hold.count > 0))
         return HILOCK_EINVAL;
     if (lock->pending.what != PENDING_NONE)
@@ -280,7 +296,6 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
         return rc;
     lock->pending.what = PENDING_ACQUIRE;
     lock->pending.cb = cb;
-    lock->pending.arg = arg;
     lock->pending.lease_ms = lease_ms;
     lock->pending.permits = permits;
     if (!wait_ms && lock->waiting)
@@ -302,12 +317,21 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
     return rc;
 }
 
+/* Whether a handle is a lock (a mutex or a read-write side): what the
+ * public struct hilock_lock is. The semaphore kinds have public types of
+ * their own (semaphore.c). */
+static int is_lock(const struct hilock_lock *lock)
+{
+    return lock && lock->kind != &kind_sem && lock->kind != &kind_permit;
+}
+
 int hilock_lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
                         uint64_t lease_ms, hilock_lock_cb *cb, void *arg)
 {
-    if (!lock || lease_ms > HILOCK_MS_MAX)
+    if (!is_lock(lock) || lease_ms > HILOCK_MS_MAX)
         return HILOCK_EINVAL;
-    return lock_acquire(lock, wait_ms, (uint32_t)lease_ms, 1, cb, arg);
+    return lock_acquire(lock, wait_ms, (uint32_t)lease_ms, 1,
+                        cb_lock(cb, arg));
 }
 
 /* wait.c's turn: the head waiter tries again. */
@@ -345,13 +369,12 @@ static void hook_handed(struct hilock_lock *lock, int64_t token,
         hook_attempt(lock);
 }
 
-int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
-                 void *arg)
+int lock_release(struct hilock_lock *lock, uint32_t drop, struct user_cb cb)
 {
     int rc = handle_usable(lock);
     if (rc)
         return rc;
-    if (!cb)
+    if (cb.shape == CB_NONE)
         return HILOCK_EINVAL;
     if (lock->pending.what != PENDING_NONE)
         return HILOCK_EINPROGRESS;
@@ -360,7 +383,6 @@ int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
         return HILOCK_ENOMEM;
     lock->pending.what = PENDING_RELEASE;
     lock->pending.cb = cb;
-    lock->pending.arg = arg;
     lock->pending.fanout = op;
     fanout_submit(op, 0);
     return 0;
@@ -369,7 +391,9 @@ int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
 int hilock_lock_release(struct hilock_lock *lock, hilock_lock_cb *cb,
                         void *arg)
 {
-    return lock_release(lock, 1, cb, arg);
+    if (lock && !is_lock(lock))
+        return HILOCK_EINVAL;
+    return lock_release(lock, 1, cb_lock(cb, arg));
 }
 
 /* A release of permits (op->drop) is done: the handle counts fewer (also
@@ -466,28 +490,40 @@ void hilock_lock_free(struct hilock_lock *lock)
     reentry_leave(guard);
 }
 
-int hilock_lock_on_lost(struct hilock_lock *lock, hilock_lock_cb *cb,
-                        void *arg)
+int lock_on_lost(struct hilock_lock *lock, struct user_cb cb)
 {
     if (!lock || lock->freeing || !lock->kind->leased)
         return HILOCK_EINVAL; /* counted permits are never lost */
-    lock->on_lost.cb = cb;
-    lock->on_lost.arg = arg;
+    lock->on_lost = cb;
     return 0;
+}
+
+int hilock_lock_on_lost(struct hilock_lock *lock, hilock_lock_cb *cb,
+                        void *arg)
+{
+    return is_lock(lock) ? lock_on_lost(lock, cb_lock(cb, arg))
+                         : HILOCK_EINVAL;
+}
+
+int lock_renew(struct hilock_lock *lock, uint64_t lease_ms,
+               struct user_cb cb)
+{
+    int rc = handle_usable(lock);
+    if (rc)
+        return rc;
+    if (cb.shape == CB_NONE || lease_ms > HILOCK_MS_MAX ||
+        lock->hold.count == 0 || !lock->kind->leased)
+        return HILOCK_EINVAL;
+    return watchdog_renew_now(lock, lease_ms ? (uint32_t)lease_ms
+                                             : handle_hold_lease(lock),
+                              cb);
 }
 
 int hilock_lock_renew(struct hilock_lock *lock, uint64_t lease_ms,
                       hilock_lock_cb *cb, void *arg)
 {
-    int rc = handle_usable(lock);
-    if (rc)
-        return rc;
-    if (!cb || lease_ms > HILOCK_MS_MAX || lock->hold.count == 0 ||
-        !lock->kind->leased)
-        return HILOCK_EINVAL;
-    return watchdog_renew_now(lock, lease_ms ? (uint32_t)lease_ms
-                                             : handle_hold_lease(lock),
-                              cb, arg);
+    return is_lock(lock) ? lock_renew(lock, lease_ms, cb_lock(cb, arg))
+                         : HILOCK_EINVAL;
 }
 
 uint32_t hilock_lock_hold_count(const struct hilock_lock *lock)

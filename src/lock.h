@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "callback.h"
 #include "engine.h"
 #include "kind.h"
 #include "quorum.h"
@@ -22,14 +23,18 @@ void lock_engine_init(struct engine *eng);
  * masters) or HILOCK_ENOMEM. */
 int lock_new(struct engine *eng, const char *name, size_t len,
              uint64_t owner_tag, enum lock_kind id, struct hilock_lock **out);
-/* hilock_lock_acquire with lease_ms checked; a counting semaphore takes
- * permits (and has no lease). */
+/* hilock_lock_acquire of any kind, with lease_ms checked; a counting
+ * semaphore takes permits (and has no lease); cb of the handle's public
+ * shape. */
 int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
-                 uint32_t lease_ms, uint32_t permits, hilock_lock_cb *cb,
-                 void *arg);
+                 uint32_t lease_ms, uint32_t permits, struct user_cb cb);
 /* hilock_lock_release of drop holds (a counting semaphore: permits). */
-int lock_release(struct hilock_lock *lock, uint32_t drop, hilock_lock_cb *cb,
-                 void *arg);
+int lock_release(struct hilock_lock *lock, uint32_t drop, struct user_cb cb);
+/* hilock_lock_renew and hilock_lock_on_lost of any kind with a lease
+ * (HILOCK_EINVAL for a counting semaphore). */
+int lock_renew(struct hilock_lock *lock, uint64_t lease_ms,
+               struct user_cb cb);
+int lock_on_lost(struct hilock_lock *lock, struct user_cb cb);
 /* Teardown, step 1: mark every handle freed, end every pending op that has
  * no request in flight, stop the watchdog's tracking. */
 void lock_cancel_all(struct engine *eng);

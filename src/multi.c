@@ -123,7 +123,8 @@ static void finish(struct hilock_multi *m, int status)
     m->pending = NULL;
     if (closing(m) || m->freeing)
         status = HILOCK_ECANCELED;
-    cb(m, status, 0, arg);
+    struct hilock_result res = cb_result(CB_FIELD_NONE, 0);
+    cb(m, status, &res, arg);
 }
 
 static void acquire_done(struct fanout *op, int status,
@@ -290,12 +291,11 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 
 /* A member lost its hold: the MultiLock is lost (told once). The other
  * names are given back at once and no longer renewed: held all or none. */
-static void member_lost(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void member_lost(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct hilock_multi *m = arg;
     (void)lock;
-    (void)value;
     if (!m->held)
         return;
     m->held = 0;
@@ -304,7 +304,7 @@ static void member_lost(struct hilock_lock *lock, int status, int64_t value,
     for (size_t i = 0; i < m->k; i++)
         hold_drop(m->members[i]);
     if (m->lost_cb && !m->freeing && !closing(m))
-        m->lost_cb(m, status, 0, m->lost_arg);
+        m->lost_cb(m, status, res, m->lost_arg);
 }
 
 static void release_done(struct fanout *op, int status,

@@ -7,10 +7,10 @@
 
 #include "fanout.h"
 
-/* The caller of a query. */
+/* The caller of a query, and what its reply means. */
 struct query {
-    hilock_lock_cb *cb;
-    void *arg;
+    struct user_cb cb;
+    enum cb_field field;
 };
 
 static void query_done(struct fanout *op, int status,
@@ -21,19 +21,19 @@ static void query_done(struct fanout *op, int status,
     int64_t v = res && status == 0 ? res->count : 0;
     if (lock->freeing || handle_closing(lock))
         status = HILOCK_ECANCELED;
-    hilock_lock_cb *cb = q->cb;
-    void *arg = q->arg;
+    struct user_cb cb = q->cb;
+    struct hilock_result r = cb_result(status ? CB_FIELD_NONE : q->field, v);
     free(q);
     op->data = NULL;
-    cb(lock, status, status ? 0 : v, arg);
+    cb_call(&cb, lock, status, &r);
 }
 
 struct fanout *query_new(struct hilock_lock *lock, enum op_kind kind,
-                         hilock_lock_cb *cb, void *arg, int *rc)
+                         struct user_cb cb, enum cb_field field, int *rc)
 {
     if ((*rc = handle_usable(lock)) != 0)
         return NULL;
-    if (!cb) {
+    if (cb.shape == CB_NONE) {
         *rc = HILOCK_EINVAL;
         return NULL;
     }
@@ -45,7 +45,7 @@ struct fanout *query_new(struct hilock_lock *lock, enum op_kind kind,
         *rc = HILOCK_ENOMEM;
         return NULL;
     }
-    *q = (struct query){cb, arg};
+    *q = (struct query){cb, field};
     op->data = q;
     handle_attach(lock, op);
     return op;
@@ -61,10 +61,16 @@ static int query(struct hilock_lock *lock, enum wire_query which,
         [WIRE_QUERY_COUNT] = OP_KIND_QUERY_COUNT,
         [WIRE_QUERY_TTL] = OP_KIND_QUERY_TTL,
     };
+    static const enum cb_field fields[] = {
+        [WIRE_QUERY_HELD] = CB_FIELD_HELD,
+        [WIRE_QUERY_COUNT] = CB_FIELD_HOLDS,
+        [WIRE_QUERY_TTL] = CB_FIELD_QUERY_TTL,
+    };
     int rc;
     if (lock && !lock->kind->queries)
         return HILOCK_EINVAL;
-    struct fanout *op = query_new(lock, kinds[which], cb, arg, &rc);
+    struct fanout *op = query_new(lock, kinds[which], cb_lock(cb, arg),
+                                  fields[which], &rc);
     if (!op)
         return rc;
     struct wire_lock w = handle_wire(lock);

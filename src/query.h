@@ -7,10 +7,10 @@
 
 #include "handle.h"
 
-/* A query about lock whose reply (an integer) goes to cb as its value:
- * the caller encodes the command into fanout_cmd() and submits it. NULL
- * with *rc set (HILOCK_EINVAL, HILOCK_ECANCELED, HILOCK_ENOMEM). */
+/* A query about lock whose reply (an integer) goes to cb as the result's
+ * field: the caller encodes the command into fanout_cmd() and submits it.
+ * NULL with *rc set (HILOCK_EINVAL, HILOCK_ECANCELED, HILOCK_ENOMEM). */
 struct fanout *query_new(struct hilock_lock *lock, enum op_kind kind,
-                         hilock_lock_cb *cb, void *arg, int *rc);
+                         struct user_cb cb, enum cb_field field, int *rc);
 
 #endif

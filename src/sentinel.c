@@ -119,23 +119,23 @@ int sentinel_new(struct sentinel **out, const struct conn_config *cfg,
                  const struct sentinel_events *ev, void *arg)
 {
     struct sentinel *s = calloc(1, sizeof(*s));
-    if (!s || !(s->e = calloc(o->nsentinels, sizeof(*s->e)))) {
+    if (!s || !(s->e = calloc(o->sentinel.count, sizeof(*s->e)))) {
         free(s);
         return HILOCK_ENOMEM;
     }
     s->opts = *o;
     s->opts.username = NULL;
-    s->opts.password = o->sentinel_password;
+    s->opts.password = o->sentinel.password;
     s->opts.db = 0;
     s->cfg = *cfg;
     s->cfg.opts = &s->opts;
     s->cfg.tls = cfg->sentinel_tls;
-    s->n = o->nsentinels;
-    s->name = o->master_name;
+    s->n = o->sentinel.count;
+    s->name = o->sentinel.master_name;
     s->ev = ev;
     s->arg = arg;
     for (size_t i = 0; i < s->n; i++) {
-        const struct hilock_endpoint *p = &o->sentinels[i];
+        const struct hilock_endpoint *p = &o->sentinel.nodes[i];
         struct conn_endpoint ep = {p->host, p->port, p->unix_path};
         s->e[i].s = s;
         conn_init(&s->e[i].ask, &s->cfg, &ep, &ask_hooks, &s->e[i],

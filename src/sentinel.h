@@ -25,9 +25,9 @@ struct sentinel_events {
     void (*on_fail)(void *arg, int err);
 };
 
-/* A resolver for o->master_name over o->sentinels (o outlives it), with
- * o->sentinel_password; nothing is sent before sentinel_resolve. Returns
- * 0 or HILOCK_ENOMEM. */
+/* A resolver for o->sentinel.master_name over o->sentinel.nodes (o
+ * outlives it), with o->sentinel.password; nothing is sent before
+ * sentinel_resolve. Returns 0 or HILOCK_ENOMEM. */
 int sentinel_new(struct sentinel **out, const struct conn_config *cfg,
                  const struct hilock_options *o,
                  const struct sentinel_events *ev, void *arg);

@@ -63,18 +63,19 @@ static int any_unix(const struct hilock_endpoint *e, size_t n)
 
 int tls_options_check(const struct hilock_options *o)
 {
-    const struct hilock_tls *st = o->sentinel_tls_own ? &o->sentinel_tls
+    const struct hilock_tls *st = o->sentinel.tls_own ? &o->sentinel.tls
                                                       : &o->tls;
-    int lists = o->nmasters || o->nsentinels || o->ncluster;
-    if (!settings_ok(&o->tls) || !settings_ok(&o->sentinel_tls))
+    int node = o->topology == HILOCK_TOPOLOGY_NODE;
+    if (!settings_ok(&o->tls) || !settings_ok(&o->sentinel.tls))
         return HILOCK_EINVAL;
     if (o->tls.mode != HILOCK_TLS_OFF &&
-        ((!lists && o->unix_path) ||
-         (o->masters && any_unix(o->masters, o->nmasters)) ||
-         (o->cluster && any_unix(o->cluster, o->ncluster))))
+        ((node && o->node.unix_path) ||
+         (o->redlock.masters &&
+          any_unix(o->redlock.masters, o->redlock.count)) ||
+         (o->cluster.seeds && any_unix(o->cluster.seeds, o->cluster.count))))
         return HILOCK_EINVAL;
-    if (st->mode != HILOCK_TLS_OFF && o->sentinels &&
-        any_unix(o->sentinels, o->nsentinels))
+    if (st->mode != HILOCK_TLS_OFF && o->sentinel.nodes &&
+        any_unix(o->sentinel.nodes, o->sentinel.count))
         return HILOCK_EINVAL;
     return 0;
 }
@@ -85,10 +86,10 @@ int tls_set_init(struct tls_set *ts, const struct hilock_options *o)
     ts->main = ts->sentinel = NULL;
     if (o->tls.mode != HILOCK_TLS_OFF)
         rc = tls_new(&ts->main, &o->tls, o, "tls");
-    if (rc == 0 && o->nsentinels && o->sentinel_tls_own &&
-        o->sentinel_tls.mode != HILOCK_TLS_OFF)
-        rc = tls_new(&ts->sentinel, &o->sentinel_tls, o, "sentinel_tls");
-    else if (rc == 0 && !o->sentinel_tls_own)
+    if (rc == 0 && o->sentinel.count && o->sentinel.tls_own &&
+        o->sentinel.tls.mode != HILOCK_TLS_OFF)
+        rc = tls_new(&ts->sentinel, &o->sentinel.tls, o, "sentinel.tls");
+    else if (rc == 0 && !o->sentinel.tls_own)
         ts->sentinel = ts->main;
     if (rc)
         tls_set_free(ts);

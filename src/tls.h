@@ -34,7 +34,7 @@ void tls_set_free(struct tls_set *ts);
 
 /* Build the context for settings s (mode other than HILOCK_TLS_OFF): CAs,
  * client certificate and key read now. what names the group in the log
- * line ("tls" or "sentinel_tls"). Returns 0 and *out, HILOCK_ENOMEM, or
+ * line ("tls" or "sentinel.tls"). Returns 0 and *out, HILOCK_ENOMEM, or
  * HILOCK_ETLS with one line through o's log callback (a file that cannot be
  * used, or no TLS support built in). */
 int tls_new(struct tls **out, const struct hilock_tls *s,

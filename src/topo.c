@@ -12,16 +12,17 @@
 #include "slot.h"
 #include "topo_backend.h"
 
-/* The backend the options ask for: the one place that reads them so. */
+/* The backend the options ask for (o->topology, checked by the client):
+ * the one place that reads them so. */
 static const struct topo_ops *topo_choose(const struct hilock_options *o)
 {
-    if (o->ncluster)
-        return &topo_cluster_ops;
-    if (o->nsentinels)
-        return &topo_sentinel_ops;
-    if (o->nmasters)
-        return &topo_redlock_ops;
-    return &topo_node_ops;
+    static const struct topo_ops *const backends[] = {
+        [HILOCK_TOPOLOGY_NODE] = &topo_node_ops,
+        [HILOCK_TOPOLOGY_SENTINEL] = &topo_sentinel_ops,
+        [HILOCK_TOPOLOGY_CLUSTER] = &topo_cluster_ops,
+        [HILOCK_TOPOLOGY_REDLOCK] = &topo_redlock_ops,
+    };
+    return backends[o->topology];
 }
 
 int topo_init(struct topo *t, const struct conn_config *cfg,

@@ -14,7 +14,8 @@ static int node_topo_init(struct topo *t, const struct hilock_options *o)
     struct topo_fixed *f = calloc(1, sizeof(*f));
     if (!f)
         return HILOCK_ENOMEM;
-    const struct conn_endpoint ep = {o->host, o->port, o->unix_path};
+    const struct conn_endpoint ep = {o->node.host, o->node.port,
+                                     o->node.unix_path};
     t->impl = f;
     topo_fixed_init(f, t, &ep, 1);
     return 0;

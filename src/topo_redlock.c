@@ -14,14 +14,14 @@ static int redlock_init(struct topo *t, const struct hilock_options *o)
 {
     struct topo_fixed *f = calloc(1, sizeof(*f));
     struct conn_endpoint eps[HILOCK_MASTERS_MAX];
-    size_t n = o->nmasters < HILOCK_MASTERS_MAX ? o->nmasters
-                                                : HILOCK_MASTERS_MAX;
+    size_t n = o->redlock.count < HILOCK_MASTERS_MAX ? o->redlock.count
+                                                     : HILOCK_MASTERS_MAX;
     if (!f)
         return HILOCK_ENOMEM;
     for (size_t i = 0; i < n; i++)
-        eps[i] = (struct conn_endpoint){o->masters[i].host,
-                                        o->masters[i].port,
-                                        o->masters[i].unix_path};
+        eps[i] = (struct conn_endpoint){o->redlock.masters[i].host,
+                                        o->redlock.masters[i].port,
+                                        o->redlock.masters[i].unix_path};
     t->impl = f;
     topo_fixed_init(f, t, eps, n);
     return 0;

@@ -24,8 +24,8 @@
  * of one with the caller's callback. A batch goes to one node per member:
  * in a cluster, the master of its locks' slots. */
 struct renew_batch {
-    hilock_lock_cb *cb;   /* manual: the caller's; NULL for the watchdog */
-    void *arg;
+    struct user_cb cb;    /* manual: the caller's; CB_NONE for the
+                             watchdog */
     struct renew_batch *next; /* open batches of one timer run */
     const struct node *group; /* the node its locks' slots map to */
     uint64_t sent_ms;
@@ -165,7 +165,7 @@ static int send_batch(struct engine *c, struct renew_batch *b)
             node_clock_refresh(n);
         encode_batch(fanout_cmd_at(op, i), c->scripts.sha[SCRIPT_RENEW], n, b);
     }
-    if (b->cb) {
+    if (b->cb.shape != CB_NONE) {
         handle_attach(b->locks[0], op);
     } else { /* b lives on for the answers after the decision */
         op->late = c->nnodes > 1 ? renew_late : NULL;
@@ -224,8 +224,7 @@ static struct renew_batch *batch_new(size_t cap, uint32_t lease_ms)
     struct renew_batch *b =
         malloc(sizeof(*b) + cap * sizeof(b->locks[0]));
     if (b) {
-        b->cb = NULL;
-        b->arg = NULL;
+        b->cb = cb_lock(NULL, NULL);
         b->next = NULL;
         b->group = NULL;
         b->keyed = 0;
@@ -274,7 +273,9 @@ static void renew_manual(int status, int ok, const struct renew_batch *b)
     }
     if (lock->freeing || lock->eng->guard->closing)
         status = HILOCK_ECANCELED;
-    b->cb(lock, status, status ? 0 : b->lease_ms, b->arg);
+    struct hilock_result res =
+        cb_result(status ? CB_FIELD_NONE : CB_FIELD_LEASE, b->lease_ms);
+    cb_call(&b->cb, lock, status, &res);
 }
 
 /* Lock k of renewal op was renewed on a majority: node i, if it said it
@@ -340,7 +341,7 @@ static void renew_done(struct fanout *op, int status,
     /* Only one node's answer says where a key is not (a Redlock's
      * unknown is a master that did not answer). */
     int reroute = ok && !b->keyed && op->n == 1;
-    if (b->cb) {
+    if (b->cb.shape != CB_NONE) {
         renew_manual(status, ok ? ok[0] : RENEW_UNKNOWN, b);
         free(b);
     } else {
@@ -360,13 +361,12 @@ static void renew_done(struct fanout *op, int status,
 }
 
 int watchdog_renew_now(struct hilock_lock *lock, uint32_t lease_ms,
-                       hilock_lock_cb *cb, void *arg)
+                       struct user_cb cb)
 {
     struct renew_batch *b = batch_new(1, lease_ms);
     if (!b)
         return HILOCK_ENOMEM;
     b->cb = cb;
-    b->arg = arg;
     b->keyed = 1; /* one lock: routed by its key wherever it is */
     batch_push(b, lock);
     b->valid_min = lock->wd.valid_until;

@@ -20,7 +20,7 @@ void watchdog_forget(struct hilock_lock *lock);
 /* Renew one lock now with lease_ms for hilock_lock_renew(); cb gets the
  * result after the hooks have applied it. Returns 0 or HILOCK_ENOMEM. */
 int watchdog_renew_now(struct hilock_lock *lock, uint32_t lease_ms,
-                       hilock_lock_cb *cb, void *arg);
+                       struct user_cb cb);
 /* After a reconnect: the server may have lost every key (restart,
  * failover). Renew every watchdog lock and check every lock with an
  * explicit lease (without extending it) now, so a vanished lock is reported

@@ -100,14 +100,14 @@ START_TEST(client_new_rejects_null_arguments_and_bad_ports)
     tu_assert_status(hilock_client_new(NULL, &o, &c), HILOCK_EINVAL);
     tu_assert_status(hilock_client_new(tu_base, NULL, &c), HILOCK_EINVAL);
     tu_assert_status(hilock_client_new(tu_base, &o, NULL), HILOCK_EINVAL);
-    o.port = -1;
+    o.node.port = -1;
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
-    o.port = 65536;
+    o.node.port = 65536;
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
-    o.port = 100000;
+    o.node.port = 100000;
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
     /* and the same options with a good port work */
-    o.port = rs_port(tu_srv);
+    o.node.port = rs_port(tu_srv);
     tu_assert_status(hilock_client_new(tu_base, &o, &c), 0);
     ck_assert_ptr_nonnull(c);
     hilock_client_free(c);
@@ -154,21 +154,22 @@ static void replicas_no_wait(struct hilock_options *o)
     o->wait_replicas = 1;
     o->wait_timeout_ms = 0;
 }
-static void empty_host(struct hilock_options *o) { o->host = ""; }
-static void bad_port(struct hilock_options *o) { o->port = 70000; }
-static void empty_socket(struct hilock_options *o) { o->unix_path = ""; }
+static void empty_host(struct hilock_options *o) { o->node.host = ""; }
+static void bad_port(struct hilock_options *o) { o->node.port = 70000; }
+static void empty_socket(struct hilock_options *o) { o->node.unix_path = ""; }
 /* masters: three good ones on ports 1..3, then spoilt */
 static void three_masters(struct hilock_options *o)
 {
     for (int i = 0; i < 3; i++)
         eps[i] = (struct hilock_endpoint){"127.0.0.1", 7001 + i, NULL};
-    o->masters = eps;
-    o->nmasters = 3;
+    o->topology = HILOCK_TOPOLOGY_REDLOCK;
+    o->redlock.masters = eps;
+    o->redlock.count = 3;
 }
 static void two_masters(struct hilock_options *o)
 {
     three_masters(o);
-    o->nmasters = 2;
+    o->redlock.count = 2;
 }
 static void same_master(struct hilock_options *o)
 {
@@ -189,16 +190,31 @@ static void fair_redlock(struct hilock_options *o)
 static void two_lists(struct hilock_options *o)
 {
     three_masters(o);
-    o->cluster = eps;
-    o->ncluster = 3;
+    o->topology = HILOCK_TOPOLOGY_CLUSTER;
+    o->cluster.seeds = eps;
+    o->cluster.count = 3;
+}
+static void cluster_without_seeds(struct hilock_options *o)
+{
+    o->topology = HILOCK_TOPOLOGY_CLUSTER;
+}
+static void masters_on_one_node(struct hilock_options *o)
+{
+    three_masters(o);
+    o->topology = HILOCK_TOPOLOGY_NODE;
+}
+static void unknown_topology(struct hilock_options *o)
+{
+    o->topology = (enum hilock_topology)7;
 }
 static void cluster_untagged(struct hilock_options *o)
 {
     three_masters(o);
-    o->masters = NULL;
-    o->nmasters = 0;
-    o->cluster = eps;
-    o->ncluster = 3;
+    o->redlock.masters = NULL;
+    o->redlock.count = 0;
+    o->topology = HILOCK_TOPOLOGY_CLUSTER;
+    o->cluster.seeds = eps;
+    o->cluster.count = 3;
     o->key_prefix = "app:";
 }
 static void cluster_db(struct hilock_options *o)
@@ -216,10 +232,11 @@ static void cluster_socket(struct hilock_options *o)
 static void sentinel_unnamed(struct hilock_options *o)
 {
     three_masters(o);
-    o->masters = NULL;
-    o->nmasters = 0;
-    o->sentinels = eps;
-    o->nsentinels = 3;
+    o->redlock.masters = NULL;
+    o->redlock.count = 0;
+    o->topology = HILOCK_TOPOLOGY_SENTINEL;
+    o->sentinel.nodes = eps;
+    o->sentinel.count = 3;
 }
 
 /* Each mistake is refused with one line that names the option. */
@@ -237,15 +254,19 @@ START_TEST(client_new_says_which_option_is_wrong_and_why)
         {empty_host, "host: empty"},
         {bad_port, "port 70000"},
         {empty_socket, "unix_path: empty"},
-        {two_masters, "nmasters 2"},
-        {same_master, "masters[0] and masters[2]: one server"},
-        {master_without_port, "masters[1].port 0"},
+        {two_masters, "redlock.count 2"},
+        {same_master, "redlock.masters[0] and redlock.masters[2]: one server"},
+        {master_without_port, "redlock.masters[1].port 0"},
         {fair_redlock, "fair"},
-        {two_lists, "only one"},
+        {two_lists, "redlock: set, but topology is HILOCK_TOPOLOGY_CLUSTER"},
+        {cluster_without_seeds, "cluster.seeds: NULL"},
+        {masters_on_one_node, "redlock: set, but topology is "
+                              "HILOCK_TOPOLOGY_NODE"},
+        {unknown_topology, "topology 7"},
         {cluster_untagged, "key_prefix \"app:\""},
         {cluster_db, "db 2"},
-        {cluster_socket, "cluster[1].unix_path"},
-        {sentinel_unnamed, "master_name"},
+        {cluster_socket, "cluster.seeds[1].unix_path"},
+        {sentinel_unnamed, "sentinel.master_name"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct hilock_options o;
@@ -317,6 +338,19 @@ START_TEST(lock_new_rejects_null_empty_and_overlong_names)
     tu_assert_status(hilock_lock_new(client, name, HILOCK_NAME_MAX + 1, 0, &l),
                      HILOCK_EINVAL);
     tu_assert_status(hilock_lock_new(client, "a", 1, 0, NULL), HILOCK_EINVAL);
+    /* a side that is neither of the enum's, and the other kinds' NULLs */
+    tu_assert_status(hilock_rwlock_new(client, "a", 1, 0,
+                                       (enum hilock_rw_side)3, &l),
+                     HILOCK_EINVAL);
+    ck_assert_ptr_null(l);
+    struct hilock_semaphore *s = NULL;
+    struct hilock_permit *p = NULL;
+    tu_assert_status(hilock_semaphore_new(client, "a", 1, NULL),
+                     HILOCK_EINVAL);
+    tu_assert_status(hilock_semaphore_new(client, "", 0, &s), HILOCK_EINVAL);
+    tu_assert_status(hilock_permit_new(NULL, "a", 1, &p), HILOCK_EINVAL);
+    ck_assert_ptr_null(s);
+    ck_assert_ptr_null(p);
     assert_quiet();
 }
 END_TEST
@@ -367,10 +401,10 @@ END_TEST
 
 START_TEST(acquire_accepts_the_maximum_lease_and_wait)
 {
-    int64_t token = -1;
+    struct hilock_result token;
     tu_assert_status(tu_acquire(lock, HILOCK_MS_MAX, HILOCK_MS_MAX, &token),
                      0);
-    ck_assert_int_eq(token, 0);
+    ck_assert_int_eq(token.token, 0);
     long long pttl = rs_int(tu_srv, "PTTL", "bad", (char *)NULL);
     ck_assert_msg(pttl > (long long)HILOCK_MS_MAX - 60000,
                   "PTTL %lld after a lease of HILOCK_MS_MAX", pttl);
@@ -480,7 +514,7 @@ START_TEST(acquire_or_release_while_release_pending_is_einprogress)
                      HILOCK_EINPROGRESS);
     ck_assert(tu_run_until_count(&rel.calls, 1, tu_ms(3000)));
     tu_assert_status(rel.status, 0);
-    ck_assert_int_eq(rel.value, 0);
+    ck_assert_int_eq(rel.res.holds, 0);
     tu_run_quiet();
     ck_assert_int_eq(rel.calls, 1);
     ck_assert_int_eq(res.calls, 0);

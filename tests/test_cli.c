@@ -1132,12 +1132,27 @@ static char *key_state(const char *key)
 /* Release l (of user's client, whose ACL has no channel): refused as
  * HILOCK_ENOPERM, with key and its companion other (NULL: none) as they
  * were. */
-static void release_refused(struct hilock_lock *l, const char *key,
-                            const char *other)
+static int lock_release_of(void *l)
+{
+    return tu_release(l, NULL);
+}
+
+static int sem_release_of(void *s)
+{
+    return tu_sem_release(s, 1, NULL);
+}
+
+static int permit_release_of(void *p)
+{
+    return tu_permit_release(p, NULL);
+}
+
+static void release_refused(int (*release)(void *), void *l,
+                            const char *key, const char *other)
 {
     char *k0 = key_state(key), *o0 = other ? key_state(other) : NULL;
     ck_assert_ptr_nonnull(k0);
-    tu_assert_status(tu_release(l, NULL), HILOCK_ENOPERM);
+    tu_assert_status(release(l), HILOCK_ENOPERM);
     char *k1 = key_state(key), *o1 = other ? key_state(other) : NULL;
     ck_assert_ptr_nonnull(k1);
     ck_assert_msg(strcmp(k0, k1) == 0, "%s: %s became %s", key, k0, k1);
@@ -1164,22 +1179,24 @@ START_TEST(a_release_that_the_acl_refuses_changes_nothing)
                   file_text("err"));
 
     struct hilock_client *c = acl_client(user, pass, 0, 0);
-    struct hilock_lock *r = NULL, *w = NULL, *s = NULL, *p = NULL;
+    struct hilock_lock *r = NULL, *w = NULL;
+    struct hilock_semaphore *s = NULL;
+    struct hilock_permit *p = NULL;
     tu_assert_status(hilock_rwlock_new(c, "rd", 2, 1, HILOCK_READ, &r), 0);
     tu_assert_status(tu_acquire(r, 0, 20000, NULL), 0);
-    release_refused(r, "rd", "hilock_rid:{rd}");
+    release_refused(lock_release_of, r, "rd", "hilock_rid:{rd}");
     tu_assert_status(hilock_rwlock_new(c, "wr", 2, 1, HILOCK_WRITE, &w), 0);
     tu_assert_status(tu_acquire(w, 0, 20000, NULL), 0);
-    release_refused(w, "wr", "hilock_rid:{wr}");
+    release_refused(lock_release_of, w, "wr", "hilock_rid:{wr}");
 
     rs_int(tu_srv, "SET", "sm", "3", (char *)NULL);
     tu_assert_status(hilock_semaphore_new(c, "sm", 2, &s), 0);
-    tu_assert_status(tu_acquire(s, 0, 0, NULL), 0);
-    release_refused(s, "sm", NULL);
+    tu_assert_status(tu_sem_acquire(s, 1, 0, NULL), 0);
+    release_refused(sem_release_of, s, "sm", NULL);
     ck_assert_int_eq(rs_int(tu_srv, "GET", "sm", (char *)NULL), 2);
     tu_assert_status(hilock_permit_new(c, "sm", 2, &p), 0);
-    tu_assert_status(tu_acquire(p, 0, 20000, NULL), 0);
-    release_refused(p, "sm", "{sm}:timeout");
+    tu_assert_status(tu_permit_acquire(p, 0, 20000, NULL), 0);
+    release_refused(permit_release_of, p, "sm", "{sm}:timeout");
     hilock_client_free(c);
 
     /* a lock released by its script (no fast path) */
@@ -1191,7 +1208,7 @@ START_TEST(a_release_that_the_acl_refuses_changes_nothing)
     struct hilock_client *sc = tu_client(&o);
     struct hilock_lock *l = tu_lock(sc, "lk", 1);
     tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
-    release_refused(l, "lk", NULL);
+    release_refused(lock_release_of, l, "lk", NULL);
     hilock_client_free(sc);
 }
 END_TEST
@@ -1277,8 +1294,9 @@ static struct hilock_client *redlock_client(void)
         eps[i] = (struct hilock_endpoint){"127.0.0.1", rs_port(masters[i]),
                                           NULL};
     tu_options(&o);
-    o.masters = eps;
-    o.nmasters = NMASTERS;
+    o.topology = HILOCK_TOPOLOGY_REDLOCK;
+    o.redlock.masters = eps;
+    o.redlock.count = NMASTERS;
     return tu_client(&o);
 }
 
@@ -1479,7 +1497,8 @@ START_TEST(bad_redlock_lists_are_usage_errors)
         {"::1:5,b:1,c:1", "IPv6"},
         /* two names of one server: the library says so */
         {"127.0.0.1:7001,localhost:7001,127.0.0.1:7003",
-         "masters[0] and masters[1]: one server listed twice"},
+         "redlock.masters[0] and redlock.masters[1]: one server listed "
+         "twice"},
     };
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
         const char *run[] = {"run", "--redlock", lists[i][0], "job", "--",
@@ -1609,8 +1628,9 @@ START_TEST(cluster_run_status_and_release_force_reach_the_slots_master)
                                        NULL}};
     struct hilock_options o;
     tu_options(&o);
-    o.cluster = seeds;
-    o.ncluster = 1;
+    o.topology = HILOCK_TOPOLOGY_CLUSTER;
+    o.cluster.seeds = seeds;
+    o.cluster.count = 1;
     struct hilock_client *c = tu_client(&o);
     struct hilock_lock *l = tu_lock(c, "a{b}c", 1);
     tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
@@ -1679,9 +1699,10 @@ START_TEST(sentinel_run_status_and_release_force_find_the_master)
         {"127.0.0.1", rt_sentinel_port(sentinel, 0), NULL}};
     struct hilock_options o;
     tu_options(&o);
-    o.sentinels = eps;
-    o.nsentinels = 1;
-    o.master_name = SENTINEL_MASTER;
+    o.topology = HILOCK_TOPOLOGY_SENTINEL;
+    o.sentinel.nodes = eps;
+    o.sentinel.count = 1;
+    o.sentinel.master_name = SENTINEL_MASTER;
     struct hilock_client *c = tu_client(&o);
     tu_assert_status(tu_acquire(tu_lock(c, "job", 1), 0, 20000, NULL), 0);
     const char *force[] = {"release", "--force", "--sentinel", sentinel_arg,

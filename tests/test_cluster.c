@@ -74,8 +74,9 @@ static void cluster_options(struct hilock_options *o, int seed)
     tu_options(o);
     seeds[0] = (struct hilock_endpoint){"127.0.0.1", rc_port(cluster, seed),
                                         NULL};
-    o->cluster = seeds;
-    o->ncluster = 1;
+    o->topology = HILOCK_TOPOLOGY_CLUSTER;
+    o->cluster.seeds = seeds;
+    o->cluster.count = 1;
 }
 
 static struct hilock_client *cluster_client(int seed)
@@ -112,9 +113,9 @@ START_TEST(locks_spread_over_every_master_and_exclude_others)
         tu_assert_status(tu_acquire(a[i], 0, 0, NULL), 0);
     }
     for (int i = 0; i < N; i++) {
-        int64_t ttl = 0;
+        struct hilock_result ttl;
         tu_assert_status(tu_acquire(b[i], 0, 0, &ttl), HILOCK_EBUSY);
-        ck_assert_int_gt(ttl, 0);
+        ck_assert_int_gt(ttl.ttl_ms, 0);
         ck_assert_int_eq(on_owner(name[i], "EXISTS", NULL), 1);
         per_master[rc_slot_owner(cluster,
                                  rc_key_slot(name[i], strlen(name[i])))]++;
@@ -157,12 +158,12 @@ START_TEST(names_with_braces_keep_their_keys_in_one_slot)
     client = tu_client(&o);
     tu_client_ready(client);
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        int64_t token = 0;
+        struct hilock_result token;
         ck_assert_int_eq(rc_key_slot(fences[i], strlen(fences[i])),
                          rc_key_slot(names[i], strlen(names[i])));
         l = tu_lock(client, names[i], 0);
         tu_assert_status(tu_acquire(l, 0, 0, &token), 0);
-        ck_assert_int_eq(token, on_owner(fences[i], "GET", NULL));
+        ck_assert_int_eq(token.token, on_owner(fences[i], "GET", NULL));
         tu_assert_status(tu_release(l, NULL), 0);
     }
     ck_assert_int_eq(hilock_lock_new(client, "a{}b", 4, 0, &l), HILOCK_EINVAL);
@@ -353,7 +354,8 @@ START_TEST(read_write_locks_and_permits_work_in_a_cluster)
     client = tu_client(&o);
     tu_client_ready(client);
     client2 = cluster_client(1);
-    struct hilock_lock *r = NULL, *w = NULL, *p1 = NULL, *p2 = NULL;
+    struct hilock_lock *r = NULL, *w = NULL;
+    struct hilock_permit *p1 = NULL, *p2 = NULL;
     tu_assert_status(hilock_rwlock_new(client, "cdoc", 4, 1, HILOCK_READ, &r),
                      0);
     tu_assert_status(hilock_rwlock_new(client2, "cdoc", 4, 1, HILOCK_WRITE,
@@ -380,20 +382,22 @@ START_TEST(read_write_locks_and_permits_work_in_a_cluster)
     tu_assert_status(hilock_permit_new(client, "cjobs", 5, &p1), 0);
     tu_assert_status(hilock_permit_new(client2, "cjobs", 5, &p2), 0);
     struct tu_result init = {0};
-    tu_assert_status(hilock_semaphore_init(p1, 1, tu_record, &init), 0);
+    tu_assert_status(
+        hilock_permit_try_set_permits(p1, 1, tu_record_permit, &init), 0);
     ck_assert(tu_run_until_count(&init.calls, 1, tu_ms(2000)));
-    ck_assert_int_eq(init.value, 1);
-    tu_assert_status(tu_acquire(p1, 0, 0, NULL), 0);
+    ck_assert_int_eq(init.res.permits_set, 1);
+    tu_assert_status(tu_permit_acquire(p1, 0, 0, NULL), 0);
     got = (struct tu_result){0};
-    tu_assert_status(hilock_lock_acquire(p2, 20000, 0, tu_record, &got), 0);
+    tu_assert_status(
+        hilock_permit_acquire(p2, 20000, 0, tu_record_permit, &got), 0);
     tu_run_for(1200); /* the permit is renewed past its lease */
     ck_assert_int_eq(got.calls, 0);
     t0 = tu_now_ms();
-    tu_assert_status(tu_release(p1, NULL), 0);
+    tu_assert_status(tu_permit_release(p1, NULL), 0);
     ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(2000)));
     tu_assert_status(got.status, 0);
     ck_assert_int_lt(got.at_ms - t0, 900);
-    tu_assert_status(tu_release(p2, NULL), 0);
+    tu_assert_status(tu_permit_release(p2, NULL), 0);
 }
 END_TEST
 
@@ -404,7 +408,8 @@ START_TEST(kinds_refuse_each_other_in_a_cluster)
 {
     client = cluster_client(0);
     client2 = cluster_client(1);
-    struct hilock_lock *r = NULL, *s = NULL;
+    struct hilock_lock *r = NULL;
+    struct hilock_semaphore *s = NULL;
     tu_assert_status(hilock_rwlock_new(client, "ckind", 5, 1, HILOCK_READ,
                                        &r),
                      0);
@@ -414,7 +419,11 @@ START_TEST(kinds_refuse_each_other_in_a_cluster)
     tu_assert_status(tu_query(hilock_lock_query_held, l, NULL),
                      HILOCK_EWRONGKIND);
     tu_assert_status(hilock_semaphore_new(client2, "ckind", 5, &s), 0);
-    tu_assert_status(tu_acquire(s, 0, 0, NULL), HILOCK_EWRONGKIND);
+    struct tu_result taken = {0};
+    tu_assert_status(
+        hilock_semaphore_acquire(s, 1, 0, tu_record_sem, &taken), 0);
+    ck_assert(tu_run_until_count(&taken.calls, 1, tu_ms(2000)));
+    tu_assert_status(taken.status, HILOCK_EWRONGKIND);
     tu_assert_status(tu_release(r, NULL), 0);
     ck_assert_int_eq(on_owner("ckind", "EXISTS", NULL), 0);
 
@@ -447,7 +456,7 @@ START_TEST(fair_hand_off_works_in_a_cluster)
     tu_client_ready(client2);
     struct hilock_lock *holder = tu_lock(client, "fair{c}", 0);
     struct hilock_lock *waiter = tu_lock(client2, "fair{c}", 0);
-    int64_t first = 0;
+    struct hilock_result first;
     tu_assert_status(tu_acquire(holder, 0, 30000, &first), 0);
     ck_assert_int_eq(hilock_lock_acquire(waiter, 20000, 30000, tu_record, &got),
                      0);
@@ -456,7 +465,7 @@ START_TEST(fair_hand_off_works_in_a_cluster)
     tu_assert_status(tu_release(holder, NULL), 0);
     ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(2000)));
     tu_assert_status(got.status, 0);
-    ck_assert_int_eq(got.value, first + 1);
+    ck_assert_int_eq(got.res.token, first.token + 1);
     struct hilock_stats st;
     ck_assert_int_eq(hilock_client_stats(client2, &st, sizeof st), 0);
     ck_assert_int_eq(st.handoffs, 1); /* by the message, not a retry */
@@ -488,8 +497,9 @@ START_TEST(standalone_seed_is_refused_and_takes_no_lock)
         {"127.0.0.1", rc_port(cluster, 0), NULL}};
     struct hilock_options o;
     tu_options(&o);
-    o.cluster = mixed;
-    o.ncluster = 2;
+    o.topology = HILOCK_TOPOLOGY_CLUSTER;
+    o.cluster.seeds = mixed;
+    o.cluster.count = 2;
     o.log_cb = log_keep;
     logged[0] = '\0';
     client = tu_client(&o); /* not waited for: the map is not known yet */
@@ -504,7 +514,7 @@ START_TEST(standalone_seed_is_refused_and_takes_no_lock)
                   logged);
     tu_assert_status(tu_release(l, NULL), 0);
 
-    o.ncluster = 1;
+    o.cluster.count = 1;
     o.log_cb = NULL;
     client2 = tu_client(&o);
     struct hilock_lock *l2 = tu_lock(client2, "solo", 0);
@@ -572,11 +582,12 @@ START_TEST(fencing_tokens_keep_rising_while_the_slot_migrates)
     client = tu_client(&o);
     tu_client_ready(client);
     struct hilock_lock *l = tu_lock(client, "minted", 0);
-    int64_t token = 0, last = 0;
+    int64_t last = 0;
+    struct hilock_result token;
     for (int i = 0; i < 5; i++) {
         tu_assert_status(tu_acquire(l, 0, 0, &token), 0);
-        ck_assert_int_gt(token, last);
-        last = token;
+        ck_assert_int_gt(token.token, last);
+        last = token.token;
         tu_assert_status(tu_release(l, NULL), 0);
     }
     int slot = rc_key_slot("minted", 6);
@@ -588,14 +599,14 @@ START_TEST(fencing_tokens_keep_rising_while_the_slot_migrates)
     ck_assert_int_eq(hilock_lock_acquire(l, 0, 0, tu_record, &got), 0);
     tu_run_for(300);
     if (got.calls)
-        ck_assert_int_gt(got.value, last); /* never a token from 1 */
+        ck_assert_int_gt(got.res.token, last); /* never a token from 1 */
     ck_assert_int_eq(got.calls, 0);
     ck_assert_int_eq(rc_migrate_keys(cluster, slot, from, to), 0);
     tu_run_for(100);
     ck_assert_int_eq(rc_migrate_finish(cluster, slot, to), 0);
     ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(5000)));
     tu_assert_status(got.status, 0);
-    ck_assert_int_eq(got.value, last + 1);
+    ck_assert_int_eq(got.res.token, last + 1);
     ck_assert_int_eq(rs_int(rc_server(cluster, to), "GET",
                             "hilock_fence:{minted}", (char *)NULL),
                      last + 1);
@@ -636,9 +647,9 @@ START_TEST(renewals_follow_ask_while_the_slot_migrates)
                             "COUNTKEYSINSLOT", n, (char *)NULL),
                      3); /* the lock, the read lock and its hold's key:
                             their leases were renewed */
-    int64_t held = 0;
+    struct hilock_result held;
     tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
-    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(held.held, 1);
     tu_assert_status(tu_release(l, NULL), 0);
     /* The reader's release declares its request ids too, which expired:
      * the importing node answers TRYAGAIN until the slot is its own. */
@@ -729,8 +740,8 @@ static struct contend ct;
 
 static void worker_go(int i);
 
-static void on_released(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     worker_go((int)(intptr_t)arg);
 }
@@ -742,8 +753,8 @@ static void on_hold_end(evutil_socket_t fd, short what, void *arg)
     ck_assert_int_eq(hilock_lock_release(ct.lock[i], on_released, arg), 0);
 }
 
-static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     int i = (int)(intptr_t)arg;
     ct.calls++;
@@ -758,17 +769,17 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
         ct.overlaps++;
     /* Equal only when the last holder takes it again: a release of its
      * that never reached Redis left its hold, which it re-enters. */
-    if (value < ct.last_token ||
-        (value == ct.last_token && i != ct.last_worker))
+    if (res->token < ct.last_token ||
+        (res->token == ct.last_token && i != ct.last_worker))
         ct.token_drops++;
-    ct.last_token = value;
+    ct.last_token = res->token;
     ct.last_worker = i;
     struct timeval tv = {0, 2000};
     evtimer_add(ct.hold[i], &tv);
 }
 
-static void on_lost_cb(struct hilock_lock *lock, int status, int64_t value,
-                       void *arg)
+static void on_lost_cb(struct hilock_lock *lock, int status,
+                       const struct hilock_result *res, void *arg)
 {
     ct.lost++;
 }

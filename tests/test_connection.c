@@ -42,8 +42,8 @@ static void log_line(enum hilock_log_level level, const char *msg, void *arg)
     snprintf(s->log + n, sizeof s->log - n, "%s\n", msg);
 }
 
-static void on_state(struct hilock_client *c, int status, int state,
-                     const char *node, void *arg)
+static void on_state(struct hilock_client *c, int status,
+                     enum hilock_state state, const char *node, void *arg)
 {
     struct seen *s = arg;
     (void)c;
@@ -231,7 +231,7 @@ START_TEST(missing_password_reports_down_once_never_up)
     watched_options(&o);
     proxy = tp_new(tu_base, rs_port(tu_srv));
     ck_assert_ptr_nonnull(proxy);
-    o.port = tp_port(proxy);
+    o.node.port = tp_port(proxy);
     client = tu_client(&o);
     ck_assert_msg(tu_run_until(proxy_accepted_four, NULL, tu_ms(5000)),
                   "%ld connections", tp_accepted(proxy));
@@ -249,7 +249,7 @@ START_TEST(peer_that_is_not_redis_is_never_reported_up)
 {
     struct hilock_options o;
     watched_options(&o);
-    o.port = http_start();
+    o.node.port = http_start();
     client = tu_client(&o);
     ck_assert_msg(tu_run_until_count(&http_accepted, 4, tu_ms(5000)),
                   "%d connections", http_accepted);
@@ -266,8 +266,8 @@ START_TEST(down_event_and_log_name_the_server)
     struct hilock_options o;
     char want[64];
     watched_options(&o);
-    o.port = tu_dead_port();
-    snprintf(want, sizeof want, "127.0.0.1:%d", o.port);
+    o.node.port = tu_dead_port();
+    snprintf(want, sizeof want, "127.0.0.1:%d", o.node.port);
     client = tu_client(&o);
     ck_assert(tu_run_until_count(&seen.downs, 1, tu_ms(3000)));
     ck_assert_str_eq(seen.node, want);
@@ -288,8 +288,9 @@ START_TEST(redlock_log_names_the_master_that_is_down)
     struct hilock_options o;
     char want[64];
     watched_options(&o);
-    o.masters = m;
-    o.nmasters = 3;
+    o.topology = HILOCK_TOPOLOGY_REDLOCK;
+    o.redlock.masters = m;
+    o.redlock.count = 3;
     snprintf(want, sizeof want, "127.0.0.1:%d", m[2].port);
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "rl", 1);
@@ -363,8 +364,8 @@ START_TEST(unix_socket_path_is_used_instead_of_tcp)
     ck_assert_ptr_nonnull(rs_unix_path(tu_srv));
     struct hilock_options o;
     tu_options(&o);
-    o.port = tu_dead_port(); /* nothing there: only the socket can work */
-    o.unix_path = rs_unix_path(tu_srv);
+    o.node.port = tu_dead_port(); /* nothing there: only the socket can work */
+    o.node.unix_path = rs_unix_path(tu_srv);
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "sock", 1);
     tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);

@@ -76,7 +76,7 @@ static struct hilock_client *client(int fair, int via_proxy)
     if (via_proxy) {
         if (!proxy)
             ck_assert_ptr_nonnull(proxy = tp_new(tu_base, rs_port(tu_srv)));
-        o.port = tp_port(proxy);
+        o.node.port = tp_port(proxy);
     }
     struct hilock_client *c = tu_client(&o);
     tu_client_ready(c);
@@ -93,13 +93,13 @@ static void kill_client(int i)
     cl[i] = NULL;
 }
 
-static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct waiter *w = arg;
     if (ending)
         return;
-    tu_record(lock, status, value, &w->r);
+    tu_record(lock, status, res, &w->r);
     if (status == 0) {
         overlaps += holding > 0;
         holding++;
@@ -141,7 +141,10 @@ static void release_held(struct hilock_lock *lock)
 static struct hilock_lock *hold(struct hilock_client *c, int64_t *token)
 {
     struct hilock_lock *h = tu_lock(c, NAME, 1);
-    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), token), 0);
+    struct hilock_result res;
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(LONG_MS), &res), 0);
+    if (token)
+        *token = res.token;
     holding = 1;
     return h;
 }
@@ -166,7 +169,7 @@ START_TEST(test_fifo_across_clients)
 {
     struct hilock_lock *l[4];
     struct waiter w[4] = {{0, {0}}, {1, {0}}, {2, {0}}, {3, {0}}};
-    int64_t tok;
+    struct hilock_result tok;
     for (int i = 0; i < 4; i++) {
         cl[i] = client(1, 0);
         l[i] = tu_lock(cl[i], NAME, 7);
@@ -189,7 +192,7 @@ START_TEST(test_fifo_across_clients)
         ck_assert_msg(tu_run_until_count(&next->r.calls, 1, tu_ms(1000)),
                       "hand-off %d not delivered", k);
         tu_assert_status(next->r.status, 0);
-        ck_assert_int_eq(next->r.value, tok + 1 + k); /* its token */
+        ck_assert_int_eq(next->r.res.token, tok.token + 1 + k); /* its token */
         ck_assert_int_eq(order[k], expect[k]);
         holder = l[expect[k]];
     }
@@ -217,11 +220,11 @@ static struct hilock_lock *rel_waiter;
 static int waiter_done_at_release;
 
 static void on_release_check(struct hilock_lock *lock, int status,
-                             int64_t value, void *arg)
+                             const struct hilock_result *res, void *arg)
 {
     struct tu_result *r = arg;
     (void)lock;
-    (void)value;
+    (void)res;
     r->calls++;
     r->status = status;
     waiter_done_at_release = hilock_lock_hold_count(rel_waiter);
@@ -420,7 +423,7 @@ START_TEST(test_handoff_after_timed_out_attempt_is_confirmed)
     tu_options(&o);
     o.fair = 1;
     o.fencing = 1;
-    o.port = tp_port(proxy);
+    o.node.port = tp_port(proxy);
     o.request_timeout_ms = STALL_TIMEOUT_MS;
     cl[1] = tu_client(&o);
     tu_client_ready(cl[1]);
@@ -681,22 +684,22 @@ static int mix_total, mix_errors, mix_defaults_done, mix_stop;
 
 static void mix_acquire(struct mix_worker *w);
 
-static void mix_released(struct hilock_lock *lock, int status, int64_t value,
-                         void *arg)
+static void mix_released(struct hilock_lock *lock, int status,
+                         const struct hilock_result *res, void *arg)
 {
     struct mix_worker *w = arg;
     (void)lock;
-    (void)value;
+    (void)res;
     mix_errors += status != 0;
     if (w->loop && !mix_stop)
         mix_acquire(w);
 }
 
-static void mix_acquired(struct hilock_lock *lock, int status, int64_t value,
-                         void *arg)
+static void mix_acquired(struct hilock_lock *lock, int status,
+                         const struct hilock_result *res, void *arg)
 {
     struct mix_worker *w = arg;
-    (void)value;
+    (void)res;
     if (status != 0) {
         mix_errors++;
         return;
@@ -795,7 +798,7 @@ START_TEST(test_resent_release_applies_once)
     ck_assert(!tp_cut_pending(proxy));
     ck_assert(tu_run_until_count(&w.r.calls, 1, tu_ms(1000)));
     tu_assert_status(w.r.status, 0);
-    ck_assert_int_eq(w.r.value, tok + 1);
+    ck_assert_int_eq(w.r.res.token, tok + 1);
     tu_run_quiet();
     ck_assert_int_eq(tu_fence(NAME), tok + 1);
     ck_assert_int_eq(tu_holds(NAME, cl[1], 1), 1);

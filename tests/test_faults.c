@@ -38,7 +38,7 @@ static struct hilock_client *proxied_client_waiting(int fencing,
 {
     struct hilock_options o;
     tu_options(&o);
-    o.port = tp_port(proxy);
+    o.node.port = tp_port(proxy);
     o.request_timeout_ms = (uint32_t)request_ms;
     o.connect_timeout_ms = (uint32_t)req_ms;
     o.reconnect_min_ms = 20;
@@ -119,8 +119,7 @@ static bool both_called(void *arg)
 /* Arm a cut, start op (which fires into res[0]), and check that it
  * succeeded, that the cut happened, and that the client came back on a new
  * connection to finish it. */
-static void through_a_cut(int (*op)(struct hilock_lock *),
-                          struct hilock_lock *l)
+static void through_a_cut(int (*op)(void *), void *l)
 {
     long accepted = tp_accepted(proxy);
     tp_cut_next_reply(proxy);
@@ -134,14 +133,34 @@ static void through_a_cut(int (*op)(struct hilock_lock *),
     ck_assert_int_eq(res[0].calls, 1);
 }
 
-static int op_try_acquire(struct hilock_lock *l)
+static int op_try_acquire(void *l)
 {
     return hilock_lock_acquire(l, 0, 30000, tu_record, &res[0]);
 }
 
-static int op_release(struct hilock_lock *l)
+static int op_release(void *l)
 {
     return hilock_lock_release(l, tu_record, &res[0]);
+}
+
+static int op_sem_take(void *s)
+{
+    return hilock_semaphore_acquire(s, 1, 0, tu_record_sem, &res[0]);
+}
+
+static int op_permit_take(void *p)
+{
+    return hilock_permit_acquire(p, 0, 30000, tu_record_permit, &res[0]);
+}
+
+static int op_sem_give(void *s)
+{
+    return hilock_semaphore_release(s, 1, tu_record_sem, &res[0]);
+}
+
+static int op_permit_give(void *p)
+{
+    return hilock_permit_release(p, tu_record_permit, &res[0]);
 }
 
 START_TEST(acquire_whose_reply_is_lost_is_applied_once)
@@ -157,9 +176,9 @@ START_TEST(acquire_whose_reply_is_lost_is_applied_once)
     ck_assert_int_eq(tu_holds("cut-acq", client, 1), 1);
     ck_assert_int_eq(tu_owner_fields("cut-acq"), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 1);
-    int64_t v = -1;
+    struct hilock_result v;
     tu_assert_status(tu_release(l, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
     ck_assert_int_eq(tu_exists("cut-acq"), 0);
 }
 END_TEST
@@ -172,11 +191,11 @@ START_TEST(reentrant_acquire_whose_reply_is_lost_counts_one_hold)
     ck_assert_int_eq(tu_holds("cut-re", client, 1), 2);
     ck_assert_int_eq(tu_owner_fields("cut-re"), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 2);
-    int64_t v = -1;
+    struct hilock_result v;
     tu_assert_status(tu_release(l, &v), 0);
-    ck_assert_int_eq(v, 1);
+    ck_assert_int_eq(v.holds, 1);
     tu_assert_status(tu_release(l, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
     ck_assert_int_eq(tu_exists("cut-re"), 0);
 }
 END_TEST
@@ -205,10 +224,10 @@ START_TEST(twin_handles_acquiring_together_with_replies_lost_count_two_holds)
     ck_assert_uint_eq(hilock_lock_hold_count(b), 1);
     ck_assert_int_eq(tu_holds("cut-twin", client, 1), 2);
     /* two releases free it */
-    int64_t v = -1;
+    struct hilock_result v;
     tu_assert_status(tu_release(a, &v), 0);
     tu_assert_status(tu_release(b, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
     ck_assert_int_eq(tu_exists("cut-twin"), 0);
 }
 END_TEST
@@ -221,7 +240,7 @@ START_TEST(fenced_acquire_whose_reply_is_lost_draws_one_token)
     settle(l);
     through_a_cut(op_try_acquire, l);
     /* the resend returned the token of the applied acquire, drew no other */
-    ck_assert_int_eq(res[0].value, 1);
+    ck_assert_int_eq(res[0].res.token, 1);
     ck_assert_int_eq(hilock_lock_token(l), 1);
     ck_assert_int_eq(tu_fence("cut-fence"), 1);
     ck_assert_int_eq(tu_holds("cut-fence", client, 1), 1);
@@ -235,12 +254,12 @@ START_TEST(release_whose_reply_is_lost_is_applied_once)
     tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
     ck_assert_int_eq(tu_holds("cut-rel", client, 1), 2);
     through_a_cut(op_release, l);
-    ck_assert_int_eq(res[0].value, 1);
+    ck_assert_int_eq(res[0].res.holds, 1);
     ck_assert_int_eq(tu_holds("cut-rel", client, 1), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 1);
-    int64_t v = -1;
+    struct hilock_result v;
     tu_assert_status(tu_release(l, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
     ck_assert_int_eq(tu_exists("cut-rel"), 0);
 }
 END_TEST
@@ -253,7 +272,7 @@ START_TEST(full_release_whose_reply_is_lost_still_reports_none_left)
     /* the resend finds the hash gone: taken as done, not ENOTOWNER */
     through_a_cut(op_release, l);
     ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "hdel"), hdel + 2); /* plain */
-    ck_assert_int_eq(res[0].value, 0);
+    ck_assert_int_eq(res[0].res.holds, 0);
     ck_assert_int_eq(tu_exists("cut-full"), 0);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
     /* and the lock is free for the next owner */
@@ -267,7 +286,9 @@ END_TEST
  * release whose reply is lost is still applied once. */
 START_TEST(rwlock_and_semaphore_requests_whose_replies_are_lost_apply_once)
 {
-    struct hilock_lock *r = NULL, *w = NULL, *s = NULL, *p = NULL;
+    struct hilock_lock *r = NULL, *w = NULL;
+    struct hilock_semaphore *s = NULL;
+    struct hilock_permit *p = NULL;
     settle(tu_lock(client, "cut-probe", 1));
     tu_assert_status(hilock_rwlock_new(client, "cut-rw", 6, 1, HILOCK_READ,
                                        &r),
@@ -280,10 +301,9 @@ START_TEST(rwlock_and_semaphore_requests_whose_replies_are_lost_apply_once)
     rs_int(tu_srv, "SET", "cut-sem", "5", (char *)NULL);
     rs_int(tu_srv, "SET", "cut-p", "2", (char *)NULL);
 
-    struct hilock_lock *each[] = {r, r, r, w, s, p};
-    int (*op[])(struct hilock_lock *) = {op_try_acquire, op_try_acquire,
-                                         op_release,     op_try_acquire,
-                                         op_try_acquire, op_try_acquire};
+    void *each[] = {r, r, r, w, s, p};
+    int (*op[])(void *) = {op_try_acquire, op_try_acquire, op_release,
+                           op_try_acquire, op_sem_take,    op_permit_take};
     for (size_t i = 0; i < 6; i++) {
         res[0] = (struct tu_result){0};
         through_a_cut(op[i], each[i]);
@@ -298,10 +318,12 @@ START_TEST(rwlock_and_semaphore_requests_whose_replies_are_lost_apply_once)
     ck_assert_int_eq(rs_int(tu_srv, "ZCARD", "{cut-p}:timeout", (char *)NULL),
                      1);
 
-    struct hilock_lock *back[] = {r, w, s, p};
+    void *back[] = {r, w, s, p};
+    int (*give[])(void *) = {op_release, op_release, op_sem_give,
+                             op_permit_give};
     for (size_t i = 0; i < 4; i++) {
         res[0] = (struct tu_result){0};
-        through_a_cut(op_release, back[i]);
+        through_a_cut(give[i], back[i]);
     }
     ck_assert_int_eq(tu_exists("cut-rw"), 0);
     ck_assert_int_eq(tu_exists("cut-w"), 0);
@@ -445,7 +467,8 @@ START_TEST(release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true)
     hilock_client_free(client);
     client = proxied_client(1);
     struct hilock_lock *l = tu_lock(client, "stale", 1);
-    int64_t t1 = 0, t2 = 0;
+    int64_t t2 = 0;
+    struct hilock_result t1;
     /* a lease that outlives the stall: the hold cannot be lost meanwhile */
     tu_assert_status(tu_acquire(l, 0, 30000, &t1), 0);
     ck_assert_int_eq(rs_pause(tu_srv), 0);
@@ -458,8 +481,9 @@ START_TEST(release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true)
     ck_assert_int_eq(rs_resume(tu_srv), 0);
     await(&res[1], tu_ms(5000), "acquire after the stall");
     tu_assert_status(res[1].status, 0);
-    t2 = res[1].value;
-    ck_assert_msg(t2 > t1, "token %lld after %lld", (long long)t2, (long long)t1);
+    t2 = res[1].res.token;
+    ck_assert_msg(t2 > t1.token, "token %lld after %lld", (long long)t2,
+                  (long long)t1.token);
     ck_assert_int_eq(t2, tu_fence("stale"));
     ck_assert_int_eq(hilock_lock_hold_count(l), 1);
     ck_assert_int_eq(tu_holds("stale", client, 1), 1);
@@ -476,7 +500,7 @@ START_TEST(watchdog_does_not_renew_a_hold_whose_release_is_out)
     struct hilock_options o;
     hilock_client_free(client);
     tu_options(&o);
-    o.port = tp_port(proxy);
+    o.node.port = tp_port(proxy);
     o.request_timeout_ms = (uint32_t)tu_ms(1500);
     o.reconnect_min_ms = 20;
     o.reconnect_max_ms = 200;
@@ -504,9 +528,9 @@ END_TEST
 /* on_lost that records and asks Redis (directly) how long the key has
  * left: reported before expiry means a positive PTTL. */
 static void lost_with_pttl(struct hilock_lock *lock, int status,
-                           int64_t value, void *arg)
+                           const struct hilock_result *result, void *arg)
 {
-    tu_record(lock, status, value, arg);
+    tu_record(lock, status, result, arg);
     if (lost.calls == 1)
         pttl_at_lost = rs_int(tu_srv, "PTTL", "bh", (char *)NULL);
 }
@@ -647,10 +671,10 @@ static int granted;
 /* Acquire callback of a waiter: note the order, check that it is alone,
  * and release at once so that the next waiter's turn comes. */
 static void waiter_granted(struct hilock_lock *lock, int status,
-                           int64_t value, void *arg)
+                           const struct hilock_result *result, void *arg)
 {
     struct waiter *w = arg;
-    tu_record(lock, status, value, &w->got);
+    tu_record(lock, status, result, &w->got);
     if (status != 0)
         return;
     w->owners_at_grant = tu_owner_fields("turns");
@@ -709,7 +733,7 @@ START_TEST(waiters_parked_across_a_restart_all_get_the_lock_in_turn)
                       waiters[i].owners_at_grant);
         ck_assert_int_eq(waiters[i].released.calls, 1);
         tu_assert_status(waiters[i].released.status, 0);
-        ck_assert_int_eq(waiters[i].released.value, 0);
+        ck_assert_int_eq(waiters[i].released.res.holds, 0);
         ck_assert_msg(grant_order[i] == i, "turn %d went to waiter %d", i,
                       grant_order[i]);
     }
@@ -767,7 +791,7 @@ START_TEST(requests_refused_while_loading_go_again_once_loaded)
     ck_assert_str_eq(ok ? ok : "", "OK");
     free(ok);
     tu_options(&o);
-    o.port = rs_port(slow);
+    o.node.port = rs_port(slow);
     o.request_timeout_ms = (uint32_t)tu_ms(4000); /* the load: ~0.5 s */
     other = tu_client(&o);
     struct hilock_lock *l = tu_lock(other, "kload", 1);
@@ -777,9 +801,9 @@ START_TEST(requests_refused_while_loading_go_again_once_loaded)
     send_only(rc, "DEBUG RELOAD");
     ck_assert_msg(tu_run_until(loading, slow, tu_ms(3000)),
                   "the server never answered LOADING");
-    int64_t left = -1;
+    struct hilock_result left;
     tu_assert_status(tu_release(l, &left), 0);
-    ck_assert_int_eq(left, 0);
+    ck_assert_int_eq(left.holds, 0);
     ck_assert_int_eq(rs_int(slow, "EXISTS", "kload", (char *)NULL), 0);
     send_only(rc, "DEBUG RELOAD");
     ck_assert(tu_run_until(loading, slow, tu_ms(3000)));
@@ -793,11 +817,11 @@ END_TEST
 START_TEST(script_flush_between_acquire_and_release_is_transparent)
 {
     struct hilock_lock *l = tu_lock(client, "flush", 1);
-    int64_t v = -1;
+    struct hilock_result v;
     tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
     script_flush();
     tu_assert_status(tu_release(l, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
     ck_assert_int_eq(tu_exists("flush"), 0);
     script_flush();
     tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
@@ -806,7 +830,7 @@ START_TEST(script_flush_between_acquire_and_release_is_transparent)
     tu_assert_status(hilock_lock_renew(l, 20000, tu_record, &res[0]), 0);
     await(&res[0], tu_ms(REQ_MS + 2000), "renew after SCRIPT FLUSH");
     tu_assert_status(res[0].status, 0);
-    ck_assert_int_eq(res[0].value, 20000);
+    ck_assert_int_eq(res[0].res.lease_ms, 20000);
     ck_assert_int_gt(rs_int(tu_srv, "PTTL", "flush", (char *)NULL), 10000);
     tu_run_quiet();
     ck_assert_int_eq(res[0].calls, 1);
@@ -848,7 +872,7 @@ START_TEST(release_queries_and_waiting_acquire_on_a_string_key_are_ewrongtype)
     for (int i = 0; i < 4; i++) {
         ck_assert_int_eq(res[i].calls, 1);
         tu_assert_status(res[i].status, HILOCK_EWRONGTYPE);
-        ck_assert_int_eq(res[i].value, 0);
+        ck_assert(tu_result_empty(&res[i].res));
     }
     ck_assert_msg(res[3].at_ms - t0 < req_ms,
                   "a waiting acquire on a string key took %lld ms",
@@ -893,10 +917,10 @@ END_TEST
 static struct hilock_client *victim;
 static int fired_total;
 
-static void counting(struct hilock_lock *lock, int status, int64_t value,
-                     void *arg)
+static void counting(struct hilock_lock *lock, int status,
+                     const struct hilock_result *result, void *arg)
 {
-    tu_record(lock, status, value, arg);
+    tu_record(lock, status, result, arg);
     fired_total++;
 }
 
@@ -989,10 +1013,10 @@ START_TEST(client_free_from_a_timer_while_reconnecting_fires_each_once)
 END_TEST
 
 /* Query callback that frees the client it belongs to. */
-static void free_victim_cb(struct hilock_lock *lock, int status, int64_t value,
-                           void *arg)
+static void free_victim_cb(struct hilock_lock *lock, int status,
+                           const struct hilock_result *result, void *arg)
 {
-    tu_record(lock, status, value, arg);
+    tu_record(lock, status, result, arg);
     hilock_client_free(victim);
     victim = NULL;
 }
@@ -1056,9 +1080,9 @@ END_TEST
 
 /* on_lost that frees the whole client. */
 static void free_client_on_lost(struct hilock_lock *lock, int status,
-                                int64_t value, void *arg)
+                                const struct hilock_result *result, void *arg)
 {
-    tu_record(lock, status, value, arg);
+    tu_record(lock, status, result, arg);
     hilock_client_free(client);
     client = NULL;
 }
@@ -1148,7 +1172,7 @@ START_TEST(proxy_forwards_counts_and_cuts_connections)
     tp_blackhole(proxy, false);
     await(&res[0], req_ms, "query held by the blackhole");
     tu_assert_status(res[0].status, 0);
-    ck_assert_int_eq(res[0].value, 1);
+    ck_assert_int_eq(res[0].res.holds, 1);
     /* refusing: connections are accepted and closed */
     tp_refuse(proxy, true);
     tp_cut_all(proxy);
@@ -1191,7 +1215,7 @@ START_TEST(resent_acquire_is_not_confirmed_by_a_wait_on_the_new_connection)
     ck_assert(tu_run_until(replica_linked, replica, tu_ms(5000)));
     struct hilock_options o;
     tu_options(&o);
-    o.port = tp_port(proxy);
+    o.node.port = tp_port(proxy);
     o.wait_replicas = 1;
     o.wait_timeout_ms = (uint32_t)tu_ms(200);
     other = tu_client(&o);

@@ -48,7 +48,7 @@ static void options(struct hilock_options *o, int request_ms)
 {
     tu_options(o);
     if (proxy)
-        o->port = tp_port(proxy);
+        o->node.port = tp_port(proxy);
     o->request_timeout_ms = (uint32_t)request_ms;
     o->reconnect_min_ms = 20;
     o->reconnect_max_ms = 200;
@@ -84,7 +84,7 @@ static int other_takes(const char *name)
 static void late_cleanup_keeps_the_retry(int scripts_only)
 {
     int lease = tu_ms(400), request_ms = tu_ms(1200);
-    int64_t held = -1;
+    struct hilock_result held;
     proxy = tp_new(tu_base, rs_port(tu_srv));
     ck_assert_ptr_nonnull(proxy);
     struct hilock_options o;
@@ -112,7 +112,7 @@ static void late_cleanup_keeps_the_retry(int scripts_only)
     tu_assert_status(res[0].status, 0);
     /* asked after the late attempt's cleanup went out: answered after it */
     tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
-    ck_assert_int_eq(held, 1);
+    ck_assert_int_eq(held.held, 1);
     ck_assert_int_eq(tu_holds("late", client, 1), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 1);
     tu_assert_status(other_takes("late"), HILOCK_EBUSY);
@@ -163,7 +163,7 @@ static bool next_attempt_sent(void *arg)
 START_TEST(piled_up_attempts_leave_exactly_the_reported_hold)
 {
     int lease = tu_ms(400), request_ms = tu_ms(1200);
-    int64_t count = -1;
+    struct hilock_result count;
     proxy = tp_new(tu_base, rs_port(tu_srv));
     ck_assert_ptr_nonnull(proxy);
     struct hilock_options o;
@@ -192,7 +192,7 @@ START_TEST(piled_up_attempts_leave_exactly_the_reported_hold)
     await(&res[0], 1, tu_ms(3000), "acquire");
     tu_assert_status(res[0].status, 0);
     tu_assert_status(tu_query(hilock_lock_query_count, l, &count), 0);
-    ck_assert_int_eq(count, 1);
+    ck_assert_int_eq(count.holds, 1);
     tu_assert_status(tu_release(l, NULL), 0);
     ck_assert_int_eq(tu_exists("pile"), 0);
 }
@@ -209,7 +209,7 @@ END_TEST
 START_TEST(attempts_after_an_unanswered_release_leave_the_reported_hold)
 {
     int request_ms = tu_ms(600);
-    int64_t count = -1;
+    struct hilock_result count;
     struct hilock_options o;
     options(&o, request_ms);
     o.scripts_only = 1;
@@ -234,7 +234,7 @@ START_TEST(attempts_after_an_unanswered_release_leave_the_reported_hold)
     tu_assert_status(res[0].status, 0);
     tu_run_quiet();
     tu_assert_status(tu_query(hilock_lock_query_count, l, &count), 0);
-    ck_assert_int_eq(count, 1);
+    ck_assert_int_eq(count.holds, 1);
     ck_assert_int_eq(tu_holds("unrel", client, 1), 1);
     tu_assert_status(tu_release(l, NULL), 0);
     ck_assert_int_eq(tu_exists("unrel"), 0);
@@ -348,7 +348,7 @@ END_TEST
 START_TEST(late_grant_is_undone_and_the_wait_takes_the_lock_again)
 {
     int lease = tu_ms(600);
-    int64_t ttl = 0;
+    struct hilock_result ttl;
     struct hilock_options o;
     options(&o, tu_ms(20000));
     client = tu_client(&o);
@@ -369,8 +369,8 @@ START_TEST(late_grant_is_undone_and_the_wait_takes_the_lock_again)
     ck_assert_uint_eq(hilock_lock_hold_count(l), 1);
     ck_assert_int_eq(tu_holds("again", client, 1), 1);
     tu_assert_status(tu_query(hilock_lock_query_ttl, l, &ttl), 0);
-    ck_assert_msg(ttl > 0 && ttl <= lease, "pttl %lld: not the new lease",
-                  (long long)ttl);
+    ck_assert_msg(ttl.ttl_ms > 0 && ttl.ttl_ms <= lease,
+                  "pttl %lld: not the new lease", (long long)ttl.ttl_ms);
 }
 END_TEST
 
@@ -389,7 +389,7 @@ static bool nothing_in_flight(void *arg)
  * would hold that master for its whole lease after the release. */
 START_TEST(finished_acquire_is_not_sent_again_after_a_drop)
 {
-    int64_t held = -1;
+    struct hilock_result held;
     for (int i = 0; i < 2; i++) {
         more[i] = tu_server_start(NULL);
         ck_assert_ptr_nonnull(more[i]);
@@ -402,9 +402,10 @@ START_TEST(finished_acquire_is_not_sent_again_after_a_drop)
         {"127.0.0.1", tp_port(proxy), NULL}};
     struct hilock_options o;
     options(&o, tu_ms(1000));
-    o.port = 0;
-    o.masters = eps;
-    o.nmasters = 3;
+    o.node.port = 0;
+    o.topology = HILOCK_TOPOLOGY_REDLOCK;
+    o.redlock.masters = eps;
+    o.redlock.count = 3;
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "rl", 1);
     tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
@@ -417,7 +418,7 @@ START_TEST(finished_acquire_is_not_sent_again_after_a_drop)
     tp_blackhole(proxy, false);
     /* asked after the reconnect: answered after whatever went again */
     tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
-    ck_assert_int_eq(held, 0);
+    ck_assert_int_eq(held.held, 0);
     tu_run_quiet();
     ck_assert_msg(rs_int(more[1], "EXISTS", "rl", (char *)NULL) == 0,
                   "the finished acquire was granted after the release "

@@ -49,6 +49,13 @@ static void on_guarded(struct hilock_lock *lock, int status,
         g->etype[i] = reply->element[i].type;
 }
 
+static void on_permit_guarded(struct hilock_permit *permit, int status,
+                              const struct hilock_reply *reply, void *arg)
+{
+    (void)permit;
+    on_guarded(NULL, status, reply, arg);
+}
+
 static void log_line(enum hilock_log_level level, const char *msg, void *arg)
 {
     (void)level;
@@ -107,6 +114,22 @@ static void run(struct hilock_lock *l, const struct hilock_guarded_cmd *c,
     ck_assert_int_eq(g->calls, 0); /* never inside the call */
     ck_assert_msg(tu_run_until_count(&g->calls, 1, tu_ms(3000)),
                   "the guarded call never completed");
+}
+
+/* SET key value through permit p's guard; the status. */
+static int permit_set(struct hilock_permit *p, const char *key,
+                      const char *value)
+{
+    struct cmdbuf cb;
+    struct hilock_guarded_cmd c = cmd(&cb, 1, "SET", key, value, NULL);
+    struct gres g;
+    memset(&g, 0, sizeof g);
+    tu_assert_status(
+        hilock_permit_guarded(p, &c, 1, 0, on_permit_guarded, &g), 0);
+    ck_assert_int_eq(g.calls, 0); /* never inside the call */
+    ck_assert_msg(tu_run_until_count(&g.calls, 1, tu_ms(3000)),
+                  "the guarded call never completed");
+    return g.status;
 }
 
 /* SET key value through l's guard; the status. */
@@ -265,12 +288,14 @@ END_TEST
 
 START_TEST(read_write_sides_and_permits_guard_their_own_holds)
 {
-    struct hilock_lock *w = NULL, *r = NULL, *p = NULL, *s = NULL;
+    struct hilock_lock *w = NULL, *r = NULL;
+    struct hilock_permit *p = NULL;
+    struct hilock_semaphore *s = NULL;
     tu_assert_status(hilock_rwlock_new(a, "rw", 2, 1, HILOCK_WRITE, &w), 0);
     tu_assert_status(hilock_rwlock_new(a, "rw", 2, 2, HILOCK_READ, &r), 0);
     tu_assert_status(hilock_permit_new(a, "sem", 3, &p), 0);
     tu_assert_status(hilock_semaphore_new(a, "sem", 3, &s), 0);
-    tu_keep(w), tu_keep(r), tu_keep(p), tu_keep(s);
+    tu_keep(w), tu_keep(r);
     tu_assert_status(guarded_set(w, "k", "w0", 0), HILOCK_ENOTOWNER);
     tu_assert_status(tu_acquire(w, 0, 10000, NULL), 0);
     tu_assert_status(guarded_set(w, "k", "w1", 0), 0);
@@ -286,16 +311,15 @@ START_TEST(read_write_sides_and_permits_guard_their_own_holds)
     assert_value("k", "r1");
 
     set_plain("sem", "1");
-    tu_assert_status(tu_acquire(p, 0, 10000, NULL), 0);
-    tu_assert_status(guarded_set(p, "k", "p1", 0), 0);
-    tu_assert_status(tu_release(p, NULL), 0);
-    tu_assert_status(guarded_set(p, "k", "p2", 0), HILOCK_ENOTOWNER);
+    tu_assert_status(tu_permit_acquire(p, 0, 10000, NULL), 0);
+    tu_assert_status(permit_set(p, "k", "p1"), 0);
+    tu_assert_status(tu_permit_release(p, NULL), 0);
+    tu_assert_status(permit_set(p, "k", "p2"), HILOCK_ENOTOWNER);
     assert_value("k", "p1");
-    struct cmdbuf cb;
-    struct hilock_guarded_cmd c = cmd(&cb, 1, "SET", "k", "s", NULL);
-    struct gres g = {0};
-    tu_assert_status(hilock_lock_guarded(s, &c, 1, 0, on_guarded, &g),
-                     HILOCK_EINVAL); /* a counting semaphore has no owner */
+    /* A counting semaphore has no owner: no guarded call of its own, and
+     * a lock's does not compile on it (the kinds_apart test). */
+    hilock_semaphore_free(s);
+    hilock_permit_free(p);
 }
 END_TEST
 
@@ -328,8 +352,9 @@ START_TEST(redlock_client_refuses_guarded_commands)
                                    {"127.0.0.2", dead, NULL},
                                    {"127.0.0.3", dead, NULL}};
     tu_options(&o);
-    o.masters = m;
-    o.nmasters = 3;
+    o.topology = HILOCK_TOPOLOGY_REDLOCK;
+    o.redlock.masters = m;
+    o.redlock.count = 3;
     o.log_cb = log_line;
     struct hilock_client *r = tu_client(&o);
     struct hilock_lock *l = NULL;
@@ -355,7 +380,7 @@ START_TEST(request_resent_after_a_lost_reply_is_applied_once)
     proxy = tp_new(tu_base, rs_port(tu_srv));
     ck_assert_ptr_nonnull(proxy);
     tu_options(&o);
-    o.port = tp_port(proxy);
+    o.node.port = tp_port(proxy);
     struct hilock_client *c = tu_client(&o);
     struct hilock_lock *l = NULL;
     tu_assert_status(hilock_lock_new(c, "stock", 5, 1, &l), 0);

@@ -275,7 +275,7 @@ static struct hilock_lock *lock_on_fake(const struct script *s)
     fake_start(s);
     hilock_options_init(&o);
     o.scripts_only = 1; /* the fake server speaks the scripts only */
-    o.port = fake.port;
+    o.node.port = fake.port;
     o.request_timeout_ms = REQ_MS;
     o.connect_timeout_ms = REQ_MS;
     client = tu_client(&o);

@@ -21,24 +21,24 @@ static void teardown(void)
 }
 
 /* Run a call that takes (sem, n, cb, arg) until its callback fires. */
-typedef int sem_call_fn(struct hilock_lock *sem, uint32_t n,
-                        hilock_lock_cb *cb, void *arg);
-static int sem_run(sem_call_fn *fn, struct hilock_lock *s, uint32_t n)
+typedef int sem_call_fn(struct hilock_semaphore *sem, uint32_t n,
+                        hilock_semaphore_cb *cb, void *arg);
+static int sem_run(sem_call_fn *fn, struct hilock_semaphore *s, uint32_t n)
 {
     struct tu_result r = {0};
-    tu_assert_status(fn(s, n, tu_record, &r), 0);
+    tu_assert_status(fn(s, n, tu_record_sem, &r), 0);
     ck_assert(tu_run_until_count(&r.calls, 1, tu_ms(3000)));
     return r.status;
 }
 
-static int sem_take(struct hilock_lock *s, uint32_t n, hilock_lock_cb *cb,
-                    void *arg)
+static int sem_take(struct hilock_semaphore *s, uint32_t n,
+                    hilock_semaphore_cb *cb, void *arg)
 {
     return hilock_semaphore_acquire(s, n, 0, cb, arg);
 }
 
-static int sem_available(struct hilock_lock *s, uint32_t n,
-                         hilock_lock_cb *cb, void *arg)
+static int sem_available(struct hilock_semaphore *s, uint32_t n,
+                         hilock_semaphore_cb *cb, void *arg)
 {
     (void)n;
     return hilock_semaphore_available(s, cb, arg);
@@ -86,13 +86,14 @@ START_TEST(a_held_lock_refuses_the_other_kinds)
     tu_assert_status(
         tu_acquire(tu_rwlock(a, "k1", 1, HILOCK_READ), 0, 10000, NULL),
         HILOCK_EWRONGKIND);
-    struct hilock_lock *s = tu_semaphore(b, "k1");
-    tu_assert_status(sem_run(hilock_semaphore_init, s, 5), HILOCK_EWRONGKIND);
+    struct hilock_semaphore *s = tu_semaphore(b, "k1");
+    tu_assert_status(sem_run(hilock_semaphore_try_set_permits, s, 5),
+                     HILOCK_EWRONGKIND);
     tu_assert_status(sem_run(sem_take, s, 1), HILOCK_EWRONGKIND);
     tu_assert_status(sem_run(hilock_semaphore_release, s, 1),
                      HILOCK_EWRONGKIND);
     tu_assert_status(sem_run(sem_available, s, 0), HILOCK_EWRONGKIND);
-    tu_assert_status(tu_acquire(tu_permit(b, "k1"), 0, 10000, NULL),
+    tu_assert_status(tu_permit_acquire(tu_permit(b, "k1"), 0, 10000, NULL),
                      HILOCK_EWRONGKIND);
     /* The read side's queries do not read the lock's fields either. */
     struct hilock_lock *r = tu_rwlock(a, "k1", 1, HILOCK_READ);
@@ -135,9 +136,10 @@ START_TEST(a_held_read_write_lock_refuses_the_other_kinds)
     struct hilock_client *fair = tu_client(&o);
     tu_assert_status(tu_acquire(tu_lock(fair, "k2", 1), 0, 10000, NULL),
                      HILOCK_EWRONGKIND);
-    struct hilock_lock *s = tu_semaphore(b, "k2");
+    struct hilock_semaphore *s = tu_semaphore(b, "k2");
     tu_assert_status(sem_run(sem_take, s, 1), HILOCK_EWRONGKIND);
-    tu_assert_status(sem_run(hilock_semaphore_init, s, 3), HILOCK_EWRONGKIND);
+    tu_assert_status(sem_run(hilock_semaphore_try_set_permits, s, 3),
+                     HILOCK_EWRONGKIND);
     assert_same("k2", before);
     tu_assert_status(tu_release(r, NULL), 0);
     hilock_client_free(fair);
@@ -159,8 +161,8 @@ END_TEST
  * nor a read-write lock. */
 START_TEST(a_semaphore_refuses_the_other_kinds)
 {
-    struct hilock_lock *s = tu_semaphore(a, "k3");
-    tu_assert_status(sem_run(hilock_semaphore_init, s, 2), 0);
+    struct hilock_semaphore *s = tu_semaphore(a, "k3");
+    tu_assert_status(sem_run(hilock_semaphore_try_set_permits, s, 2), 0);
     tu_assert_status(sem_run(sem_take, s, 1), 0);
     char *before = dump("k3");
     struct hilock_lock *l = tu_lock(b, "k3", 1);
@@ -225,14 +227,14 @@ START_TEST(release_and_renewal_leave_another_kinds_key_alone)
 }
 END_TEST
 
-static void mrecord(struct hilock_multi *m, int status, int64_t value,
-                    void *arg)
+static void mrecord(struct hilock_multi *m, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct tu_result *r = arg;
     (void)m;
     r->calls++;
     r->status = status;
-    r->value = value;
+    r->res = *res;
 }
 
 /* A MultiLock whose second name is its owner's read lock: refused whole

@@ -126,19 +126,19 @@ static int calls_total;
 
 /* Acquire callback of lock 0: frees the whole client from inside. */
 static void free_client_cb(struct hilock_lock *lock, int status,
-                           int64_t value, void *arg)
+                           const struct hilock_result *result, void *arg)
 {
-    tu_record(lock, status, value, arg);
+    tu_record(lock, status, result, arg);
     calls_total++;
     freed_at_call = calls_total;
     hilock_client_free(client);
     client = NULL;
 }
 
-static void count_cb(struct hilock_lock *lock, int status, int64_t value,
-                     void *arg)
+static void count_cb(struct hilock_lock *lock, int status,
+                     const struct hilock_result *result, void *arg)
 {
-    tu_record(lock, status, value, arg);
+    tu_record(lock, status, result, arg);
     calls_total++;
 }
 
@@ -175,10 +175,10 @@ START_TEST(client_free_inside_a_callback_cancels_the_others_once)
 END_TEST
 
 /* Acquire callback that frees its own lock. */
-static void free_lock_cb(struct hilock_lock *lock, int status, int64_t value,
-                         void *arg)
+static void free_lock_cb(struct hilock_lock *lock, int status,
+                         const struct hilock_result *result, void *arg)
 {
-    tu_record(lock, status, value, arg);
+    tu_record(lock, status, result, arg);
     hilock_lock_free(lock);
 }
 
@@ -304,9 +304,9 @@ START_TEST(cancel_after_redis_granted_undoes_the_success)
     ck_assert_int_eq(res[0].calls, 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
     /* and the handle works again */
-    int64_t token = 0;
+    struct hilock_result token;
     tu_assert_status(tu_acquire(l, 0, 30000, &token), 0);
-    ck_assert_int_eq(token, 2);
+    ck_assert_int_eq(token.token, 2);
 }
 END_TEST
 
@@ -324,8 +324,8 @@ static struct hilock_client *client_on_dead_port(void)
 {
     struct hilock_options o;
     tu_options(&o);
-    o.port = tu_dead_port();
-    ck_assert_int_gt(o.port, 0);
+    o.node.port = tu_dead_port();
+    ck_assert_int_gt(o.node.port, 0);
     o.request_timeout_ms = DEAD_REQ_MS;
     o.connect_timeout_ms = DEAD_REQ_MS;
     o.reconnect_min_ms = 50;

@@ -24,17 +24,19 @@ START_TEST(try_acquire_of_a_held_lock_is_ebusy_with_the_holders_ttl)
     struct hilock_lock *la = tu_lock(a, "res", 1);
     struct hilock_lock *lb = tu_lock(b, "res", 1);
     struct hilock_lock *la2 = tu_lock(a, "res", 2); /* same client, other tag */
-    int64_t v = 0;
+    struct hilock_result v;
     tu_assert_status(tu_acquire(la, 0, 10000, NULL), 0);
     tu_assert_status(tu_acquire(lb, 0, 10000, &v), HILOCK_EBUSY);
-    ck_assert_msg(v > 0 && v <= 10000, "EBUSY value %lld", (long long)v);
+    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "EBUSY value %lld",
+                  (long long)v.ttl_ms);
     tu_assert_status(tu_acquire(la2, 0, 10000, &v), HILOCK_EBUSY);
-    ck_assert_msg(v > 0 && v <= 10000, "EBUSY value %lld", (long long)v);
+    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "EBUSY value %lld",
+                  (long long)v.ttl_ms);
     ck_assert_uint_eq(hilock_lock_hold_count(lb), 0);
     ck_assert_int_eq(tu_holds("res", b, 1), RS_NIL);
 
     tu_assert_status(tu_release(la, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
     tu_assert_status(tu_acquire(lb, 0, 10000, NULL), 0);
     ck_assert_int_eq(tu_holds("res", b, 1), 1);
     ck_assert_int_eq(tu_holds("res", a, 1), RS_NIL);
@@ -45,22 +47,22 @@ END_TEST
 START_TEST(reentrant_acquire_counts_holds_and_release_counts_down)
 {
     struct hilock_lock *l = tu_lock(a, "re", 7);
-    int64_t v = -1;
+    struct hilock_result v;
     for (int i = 1; i <= 3; i++) {
         tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
         ck_assert_uint_eq(hilock_lock_hold_count(l), (unsigned)i);
         ck_assert_int_eq(tu_holds("re", a, 7), i);
     }
     tu_assert_status(tu_release(l, &v), 0);
-    ck_assert_int_eq(v, 2);
+    ck_assert_int_eq(v.holds, 2);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "re", (char *)NULL), 1);
     ck_assert_int_eq(tu_holds("re", a, 7), 2);
     tu_assert_status(tu_release(l, &v), 0);
-    ck_assert_int_eq(v, 1);
+    ck_assert_int_eq(v.holds, 1);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "re", (char *)NULL), 1);
     ck_assert_int_eq(tu_holds("re", a, 7), 1);
     tu_assert_status(tu_release(l, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "re", (char *)NULL), 0);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
 }
@@ -99,9 +101,9 @@ START_TEST(release_by_another_owner_is_enotowner_and_keeps_the_lock)
     ck_assert_int_gt(rs_int(tu_srv, "PTTL", "mine", (char *)NULL), 0);
     ck_assert_int_eq(tu_owner_fields("mine"), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(owner), 1);
-    int64_t v = -1;
+    struct hilock_result v;
     tu_assert_status(tu_release(owner, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
 }
 END_TEST
 
@@ -219,37 +221,63 @@ START_TEST(queries_report_held_count_and_ttl)
 {
     struct hilock_lock *l = tu_lock(a, "q", 1);
     struct hilock_lock *other = tu_lock(b, "q", 1);
-    int64_t v = -99;
+    struct hilock_result v;
     tu_assert_status(tu_query(hilock_lock_query_held, l, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.held, 0);
     tu_assert_status(tu_query(hilock_lock_query_count, l, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
     tu_assert_status(tu_query(hilock_lock_query_ttl, l, &v), 0);
-    ck_assert_int_eq(v, -1);
+    ck_assert_int_eq(v.ttl_ms, HILOCK_TTL_NOKEY);
 
     tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     tu_assert_status(tu_query(hilock_lock_query_held, l, &v), 0);
-    ck_assert_int_eq(v, 1);
+    ck_assert_int_eq(v.held, 1);
     tu_assert_status(tu_query(hilock_lock_query_count, l, &v), 0);
-    ck_assert_int_eq(v, 2);
+    ck_assert_int_eq(v.holds, 2);
     tu_assert_status(tu_query(hilock_lock_query_ttl, l, &v), 0);
-    ck_assert_msg(v > 0 && v <= 10000, "ttl %lld", (long long)v);
+    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "ttl %lld",
+                  (long long)v.ttl_ms);
 
     /* another owner: not held by it, but the ttl is the holder's */
     tu_assert_status(tu_query(hilock_lock_query_held, other, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.held, 0);
     tu_assert_status(tu_query(hilock_lock_query_count, other, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
     tu_assert_status(tu_query(hilock_lock_query_ttl, other, &v), 0);
-    ck_assert_msg(v > 0 && v <= 10000, "ttl %lld", (long long)v);
+    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "ttl %lld",
+                  (long long)v.ttl_ms);
 
     tu_assert_status(tu_release(l, NULL), 0);
     tu_assert_status(tu_release(l, NULL), 0);
     tu_assert_status(tu_query(hilock_lock_query_held, l, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.held, 0);
     tu_assert_status(tu_query(hilock_lock_query_ttl, l, &v), 0);
-    ck_assert_int_eq(v, -1);
+    ck_assert_int_eq(v.ttl_ms, HILOCK_TTL_NOKEY);
+}
+END_TEST
+
+/* A lock key without an expiry (left by hand, or by another client) is
+ * reported with the one "no expiry" value both where a busy acquire tells
+ * the holder's ttl and where the ttl query does; a missing key with the
+ * "no key" value. */
+START_TEST(a_key_without_expiry_is_ttl_none_everywhere)
+{
+    struct hilock_lock *l = tu_lock(a, "forever", 1);
+    struct hilock_result v;
+    ck_assert_int_eq(rs_int(tu_srv, "HSET", "forever", "someone:1", "1",
+                            (char *)NULL),
+                     1);
+    v.ttl_ms = 0;
+    tu_assert_status(tu_acquire(l, 0, 10000, &v), HILOCK_EBUSY);
+    ck_assert_int_eq(v.ttl_ms, HILOCK_TTL_NONE);
+    v.ttl_ms = 0;
+    tu_assert_status(tu_query(hilock_lock_query_ttl, l, &v), 0);
+    ck_assert_int_eq(v.ttl_ms, HILOCK_TTL_NONE);
+    ck_assert_int_eq(rs_int(tu_srv, "DEL", "forever", (char *)NULL), 1);
+    tu_assert_status(tu_query(hilock_lock_query_ttl, l, &v), 0);
+    ck_assert_int_eq(v.ttl_ms, HILOCK_TTL_NOKEY);
+    ck_assert_int_ne(HILOCK_TTL_NONE, HILOCK_TTL_NOKEY);
 }
 END_TEST
 
@@ -333,6 +361,7 @@ static Suite *lock_suite(void)
     tcase_add_test(tc, lock_key_is_a_hash_keyed_by_client_id_and_tag);
     tcase_add_test(tc, key_prefix_puts_the_lock_under_the_prefix);
     tcase_add_test(tc, queries_report_held_count_and_ttl);
+    tcase_add_test(tc, a_key_without_expiry_is_ttl_none_everywhere);
     suite_add_tcase(s, tc);
 
     TCase *w = tcase_create("waiting");

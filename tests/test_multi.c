@@ -49,12 +49,12 @@ struct mres {
     long long at_ms;
 };
 
-static void mrecord(struct hilock_multi *m, int status, int64_t value,
-                    void *arg)
+static void mrecord(struct hilock_multi *m, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct mres *r = arg;
     (void)m;
-    (void)value;
+    (void)res;
     r->calls++;
     r->status = status;
     r->at_ms = tu_now_ms();
@@ -113,8 +113,8 @@ struct duel {
 
 static struct duel duel;
 
-static void duel_released(struct hilock_multi *m, int status, int64_t v,
-                          void *arg);
+static void duel_released(struct hilock_multi *m, int status,
+                          const struct hilock_result *res, void *arg);
 
 static void duel_leave(evutil_socket_t fd, short what, void *arg)
 {
@@ -125,11 +125,11 @@ static void duel_leave(evutil_socket_t fd, short what, void *arg)
     tu_assert_status(hilock_multi_release(duel.m[i], duel_released, arg), 0);
 }
 
-static void duel_acquired(struct hilock_multi *m, int status, int64_t v,
-                          void *arg)
+static void duel_acquired(struct hilock_multi *m, int status,
+                          const struct hilock_result *res, void *arg)
 {
     int i = (int)(intptr_t)arg;
-    (void)v;
+    (void)res;
     (void)m;
     tu_assert_status(status, 0);
     duel.overlap += duel.inside[1 - i];
@@ -142,11 +142,11 @@ static void duel_acquired(struct hilock_multi *m, int status, int64_t v,
                      0);
 }
 
-static void duel_released(struct hilock_multi *m, int status, int64_t v,
-                          void *arg)
+static void duel_released(struct hilock_multi *m, int status,
+                          const struct hilock_result *res, void *arg)
 {
     int i = (int)(intptr_t)arg;
-    (void)v;
+    (void)res;
     tu_assert_status(status, 0);
     if (++duel.done[i] < duel.rounds)
         tu_assert_status(
@@ -271,8 +271,9 @@ START_TEST(multilock_over_three_masters_takes_every_name_on_each)
     for (int i = 0; i < 3; i++)
         eps[i] = (struct hilock_endpoint){"127.0.0.1", rs_port(srv[i]), NULL};
     tu_options(&o);
-    o.masters = eps;
-    o.nmasters = 3;
+    o.topology = HILOCK_TOPOLOGY_REDLOCK;
+    o.redlock.masters = eps;
+    o.redlock.count = 3;
     struct hilock_client *rl = tu_client(&o);
     struct hilock_multi *m = multi(rl, 1, names);
     tu_assert_status(macquire(m, 0, 30000), 0);

@@ -76,12 +76,12 @@ START_TEST(script_flush_behind_our_back_is_survived)
     char *ok = rs_str(tu_srv, "SCRIPT", "FLUSH", (char *)NULL);
     ck_assert_str_eq(ok, "OK");
     free(ok);
-    int64_t v = -1;
+    struct hilock_result v;
     tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     tu_assert_status(tu_query(hilock_lock_query_count, l, &v), 0);
-    ck_assert_int_eq(v, 1);
+    ck_assert_int_eq(v.holds, 1);
     tu_assert_status(tu_release(l, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "sf", (char *)NULL), 0);
 }
 END_TEST
@@ -200,7 +200,7 @@ START_TEST(release_with_a_late_reply_is_applied_once)
     ck_assert_int_eq(res[0].calls, 1);
     long long count = tu_holds("once", client, 1);
     if (res[0].status == 0) {
-        ck_assert_int_eq(res[0].value, 1);
+        ck_assert_int_eq(res[0].res.holds, 1);
         ck_assert_int_eq(count, 1);
     } else {
         /* failed to confirm: applied at most once, never twice */

@@ -115,8 +115,9 @@ static void redlock_options(struct hilock_options *o,
             "127.0.0.1",
             proxies[i] ? tp_port(proxies[i]) : rs_port(masters[i]), NULL};
     tu_options(o);
-    o->masters = eps;
-    o->nmasters = (size_t)nmasters;
+    o->topology = HILOCK_TOPOLOGY_REDLOCK;
+    o->redlock.masters = eps;
+    o->redlock.count = (size_t)nmasters;
     o->request_timeout_ms = (uint32_t)request_ms;
 }
 
@@ -139,9 +140,9 @@ static struct hilock_client *redlock_client(int n)
 /* Every master answers: connections are up and scripts loaded. */
 static void warm_up(struct hilock_lock *l)
 {
-    int64_t held = -1;
+    struct hilock_result held;
     tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
-    ck_assert_int_eq(held, 0);
+    ck_assert_int_eq(held.held, 0);
 }
 
 /* Whether master i (running) has key. */
@@ -205,9 +206,9 @@ START_TEST(acquire_and_release_reach_every_master)
     tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
     /* decided by the first two; the third grants too */
     ck_assert(tu_run_until(every_master_has, "rl", scaled(2000)));
-    int64_t left = -1;
+    struct hilock_result left;
     tu_assert_status(tu_release(l, &left), 0);
-    ck_assert_int_eq(left, 0);
+    ck_assert_int_eq(left.holds, 0);
     ck_assert(none_left("rl"));
 }
 END_TEST
@@ -246,10 +247,10 @@ START_TEST(second_owner_is_busy_on_a_majority)
     client = redlock_client(3);
     struct hilock_lock *a = tu_lock(client, "rl2", 1);
     struct hilock_lock *b = tu_lock(client, "rl2", 2);
-    int64_t ttl = 0;
+    struct hilock_result ttl;
     tu_assert_status(tu_acquire(a, 0, 10000, NULL), 0);
     tu_assert_status(tu_acquire(b, 0, 10000, &ttl), HILOCK_EBUSY);
-    ck_assert_int_gt(ttl, 0);
+    ck_assert_int_gt(ttl.ttl_ms, 0);
 }
 END_TEST
 
@@ -285,12 +286,12 @@ START_TEST(paused_master_delays_nothing_and_keeps_nothing)
     tu_assert_status(tu_acquire(l, 0, 60000, NULL), 0);
     long long took = tu_now_ms() - t0;
     ck_assert_msg(took < scaled(1000), "acquired after %lld ms", took);
-    int64_t left = -1;
+    struct hilock_result left;
     t0 = tu_now_ms();
     tu_assert_status(tu_release(l, &left), 0);
     took = tu_now_ms() - t0;
     ck_assert_msg(took < scaled(1000), "released after %lld ms", took);
-    ck_assert_int_eq(left, 0);
+    ck_assert_int_eq(left.holds, 0);
     master_resume(2);
     /* master 2 now runs the queued acquire (a 60 s lease), then the
      * release: only the release can take the key away in time */
@@ -640,26 +641,26 @@ START_TEST(fencing_tokens_increase_while_counters_differ)
         master_set(i, fk, start[i]);
     /* {0, 1} grant: tokens 101 and 6 differ, so 101 is written to a
      * majority before it is reported */
-    int64_t t1 = 0, t2 = 0, t3 = 0;
+    struct hilock_result t1, t2, t3;
     master_pause(2);
     tu_assert_status(tu_acquire(a, 0, 60000, &t1), 0);
-    ck_assert_int_gt(t1, 100);
-    ck_assert_int_eq(hilock_lock_token(a), t1);
-    ck_assert_int_ge(fence_counter(0, fk), t1);
-    ck_assert_int_ge(fence_counter(1, fk), t1);
+    ck_assert_int_gt(t1.token, 100);
+    ck_assert_int_eq(hilock_lock_token(a), t1.token);
+    ck_assert_int_ge(fence_counter(0, fk), t1.token);
+    ck_assert_int_ge(fence_counter(1, fk), t1.token);
     tu_assert_status(tu_release(a, NULL), 0);
     master_resume(2);
     ck_assert(none_left("rlf"));
     /* {1, 2} grant: master 0, which drew t1, is out */
     master_pause(0);
     tu_assert_status(tu_acquire(b, 0, 60000, &t2), 0);
-    ck_assert_int_gt(t2, t1);
+    ck_assert_int_gt(t2.token, t1.token);
     tu_assert_status(tu_release(b, NULL), 0);
     master_resume(0);
     ck_assert(none_left("rlf"));
     /* all three */
     tu_assert_status(tu_acquire(a, 0, 60000, &t3), 0);
-    ck_assert_int_gt(t3, t2);
+    ck_assert_int_gt(t3.token, t2.token);
     tu_assert_status(tu_release(a, NULL), 0);
 }
 END_TEST
@@ -834,7 +835,7 @@ START_TEST(fence_reports_a_token_a_majority_has)
     tp_hold_after(proxies[2], -1);
     await(&r, scaled(3000), "acquire");
     tu_assert_status(r.status, 0);
-    int64_t t1 = r.value;
+    int64_t t1 = r.res.token;
     int have = 0;
     for (int i = 0; i < 3; i++)
         have += fence_counter(i, fk) >= t1;
@@ -845,9 +846,9 @@ START_TEST(fence_reports_a_token_a_majority_has)
     tu_assert_status(tu_release(a, NULL), 0);
     ck_assert(none_left("rlt"));
     tp_blackhole(proxies[2], true); /* the next majority: masters 0 and 1 */
-    int64_t t2 = 0;
+    struct hilock_result t2;
     tu_assert_status(tu_acquire(b, 0, 60000, &t2), 0);
-    ck_assert_msg(t2 > t1, "token %lld after %lld", (long long)t2,
+    ck_assert_msg(t2.token > t1, "token %lld after %lld", (long long)t2.token,
                   (long long)t1);
     tu_assert_status(tu_release(b, NULL), 0);
     tp_blackhole(proxies[2], false);
@@ -933,12 +934,12 @@ static void foreign_hold(int i, const char *name, int ms)
 
 #define SPLIT_ROUNDS 2
 
-static void multi_record(struct hilock_multi *m, int status, int64_t value,
-                         void *arg)
+static void multi_record(struct hilock_multi *m, int status,
+                         const struct hilock_result *res, void *arg)
 {
     struct tu_result *r = arg;
     (void)m;
-    (void)value;
+    (void)res;
     r->calls++;
     r->status = status;
 }
@@ -1195,7 +1196,7 @@ START_TEST(stale_holds_on_a_majority_give_no_old_token)
     struct hilock_lock *a = tu_lock(client, "rle", 1);
     struct hilock_lock *b = tu_lock(client, "rle", 2);
     warm_up(a);
-    int64_t tb = 0, ta = 0;
+    struct hilock_result tb, ta;
     tu_assert_status(tu_acquire(b, 0, 60000, &tb), 0);
     tu_assert_status(tu_release(b, NULL), 0);
     ck_assert(none_left("rle"));
@@ -1203,8 +1204,8 @@ START_TEST(stale_holds_on_a_majority_give_no_old_token)
     stale_hold(2, "rle");
     master_pause(0);
     tu_assert_status(tu_acquire(a, 0, 60000, &ta), 0);
-    ck_assert_msg(ta > tb, "token %lld after another owner's %lld",
-                  (long long)ta, (long long)tb);
+    ck_assert_msg(ta.token > tb.token, "token %lld after another owner's %lld",
+                  (long long)ta.token, (long long)tb.token);
     tu_assert_status(tu_release(a, NULL), 0);
 }
 END_TEST
@@ -1273,14 +1274,15 @@ START_TEST(bad_topologies_are_einval)
     hilock_options_init(&o);
     for (int i = 0; i < 11; i++)
         eps[i] = (struct hilock_endpoint){"127.0.0.1", 7001 + i, NULL};
-    o.masters = eps;
-    o.nmasters = 4; /* even */
+    o.topology = HILOCK_TOPOLOGY_REDLOCK;
+    o.redlock.masters = eps;
+    o.redlock.count = 4; /* even */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
-    o.nmasters = 1; /* fewer than 3 */
+    o.redlock.count = 1; /* fewer than 3 */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
-    o.nmasters = 11; /* more than HILOCK_MASTERS_MAX */
+    o.redlock.count = 11; /* more than HILOCK_MASTERS_MAX */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
-    o.nmasters = 3;
+    o.redlock.count = 3;
     eps[1].port = 0; /* no port */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
     eps[1].port = 65536;
@@ -1299,12 +1301,12 @@ START_TEST(bad_topologies_are_einval)
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
     eps[2] = (struct hilock_endpoint){"127.0.0.1", 7001, NULL}; /* = eps[0] */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
-    o.masters = NULL; /* a count without masters */
+    o.redlock.masters = NULL; /* a count without masters */
     tu_assert_status(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
     ck_assert_ptr_null(c);
     /* the same mix without duplicates is a valid topology */
     eps[2] = (struct hilock_endpoint){"127.0.0.1", 7003, NULL};
-    o.masters = eps;
+    o.redlock.masters = eps;
     tu_assert_status(hilock_client_new(tu_base, &o, &c), 0);
     ck_assert_ptr_nonnull(c);
     hilock_client_free(c);

@@ -52,7 +52,7 @@ START_TEST(readers_share_and_a_writer_excludes_them_both_ways)
     struct hilock_lock *r2 = tu_rwlock(a, "doc", 2, HILOCK_READ);
     struct hilock_lock *r3 = tu_rwlock(b, "doc", 1, HILOCK_READ);
     struct hilock_lock *w = tu_rwlock(b, "doc", 9, HILOCK_WRITE);
-    int64_t v = 0;
+    struct hilock_result v;
     tu_assert_status(tu_acquire(r1, 0, 10000, NULL), 0);
     tu_assert_status(tu_acquire(r2, 0, 10000, NULL), 0);
     tu_assert_status(tu_acquire(r3, 0, 10000, NULL), 0);
@@ -61,10 +61,11 @@ START_TEST(readers_share_and_a_writer_excludes_them_both_ways)
     free(m);
     ck_assert_int_eq(rs_int(tu_srv, "HLEN", "doc", (char *)NULL), 4);
     tu_assert_status(tu_acquire(w, 0, 10000, &v), HILOCK_EBUSY);
-    ck_assert_msg(v > 0 && v <= 10000, "EBUSY value %lld", (long long)v);
+    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "EBUSY value %lld",
+                  (long long)v.ttl_ms);
 
     tu_assert_status(tu_release(r1, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
     tu_assert_status(tu_release(r2, NULL), 0);
     tu_assert_status(tu_acquire(w, 0, 10000, NULL), HILOCK_EBUSY);
     tu_assert_status(tu_release(r3, NULL), 0);
@@ -76,7 +77,8 @@ START_TEST(readers_share_and_a_writer_excludes_them_both_ways)
     free(m);
     ck_assert_int_eq(writer_holds("doc", b, 9), 1);
     tu_assert_status(tu_acquire(r1, 0, 10000, &v), HILOCK_EBUSY);
-    ck_assert_msg(v > 0 && v <= 10000, "EBUSY value %lld", (long long)v);
+    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 10000, "EBUSY value %lld",
+                  (long long)v.ttl_ms);
     struct hilock_lock *w2 = tu_rwlock(a, "doc", 1, HILOCK_WRITE);
     tu_assert_status(tu_acquire(w2, 0, 10000, NULL), HILOCK_EBUSY);
     tu_assert_status(tu_release(w, NULL), 0);
@@ -99,14 +101,14 @@ START_TEST(reentry_counts_holds_with_a_timeout_key_per_read_hold)
                              (char *)NULL);
         ck_assert_msg(t > 0 && t <= 10000, "hold %d pttl %lld", i, t);
     }
-    int64_t v = -1;
+    struct hilock_result v;
     tu_assert_status(tu_release(r, &v), 0);
-    ck_assert_int_eq(v, 2);
+    ck_assert_int_eq(v.holds, 2);
     ck_assert_int_eq(tu_exists(timeout_key(a, "re", 4, 3, k, sizeof(k))), 0);
     ck_assert_int_eq(tu_exists(timeout_key(a, "re", 4, 2, k, sizeof(k))), 1);
     tu_assert_status(tu_release(r, NULL), 0);
     tu_assert_status(tu_release(r, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
     ck_assert_int_eq(tu_exists("re"), 0);
     ck_assert_int_eq(tu_exists(timeout_key(a, "re", 4, 1, k, sizeof(k))), 0);
     tu_assert_status(tu_release(r, NULL), HILOCK_ENOTOWNER);
@@ -115,10 +117,10 @@ START_TEST(reentry_counts_holds_with_a_timeout_key_per_read_hold)
     tu_assert_status(tu_acquire(w, 0, 10000, NULL), 0);
     ck_assert_int_eq(writer_holds("re", b, 4), 2);
     tu_assert_status(tu_release(w, &v), 0);
-    ck_assert_int_eq(v, 1);
+    ck_assert_int_eq(v.holds, 1);
     ck_assert_int_eq(tu_exists("re"), 1);
     tu_assert_status(tu_release(w, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
     ck_assert_int_eq(tu_exists("re"), 0);
     /* Nothing is left behind: no timeout key, no request ids. */
     ck_assert_int_eq(rs_int(tu_srv, "DBSIZE", (char *)NULL), 0);
@@ -168,9 +170,9 @@ START_TEST(a_waiting_writer_is_not_starved_by_overlapping_readers)
     ck_assert(tu_run_until_redis(1, tu_ms(2000), "EXISTS",
                                  "hilock_rwlock_writer:{hot}", (char *)NULL));
     /* A new reader now waits behind the writer... */
-    int64_t v = 0;
+    struct hilock_result v;
     tu_assert_status(tu_acquire(r2, 0, 30000, &v), HILOCK_EBUSY);
-    ck_assert_msg(v > 0, "EBUSY value %lld", (long long)v);
+    ck_assert_msg(v.ttl_ms > 0, "EBUSY value %lld", (long long)v.ttl_ms);
     tu_assert_status(hilock_lock_acquire(r2, 20000, 30000, tu_record, &c2), 0);
     tu_run_for(200);
     ck_assert_int_eq(cw.calls, 0);

@@ -26,98 +26,114 @@ static void teardown(void)
     tu_teardown_pair(&a, &b);
 }
 
-/* Run a call that takes (lock, cb, arg) until its callback fires. */
-static int run_cb(int rc, struct tu_result *r, int64_t *value)
+/* Run a call that takes (handle, cb, arg) until its callback fires. */
+static int run_cb(int rc, struct tu_result *r, struct hilock_result *res)
 {
     tu_assert_status(rc, 0);
     ck_assert(tu_run_until_count(&r->calls, 1, tu_ms(3000)));
-    if (value)
-        *value = r->value;
+    if (res)
+        *res = r->res;
     return r->status;
 }
 
-static int sem_init(struct hilock_lock *s, uint32_t n, int64_t *v)
+static int sem_init(struct hilock_semaphore *s, uint32_t n,
+                    struct hilock_result *v)
 {
     struct tu_result r = {0};
-    return run_cb(hilock_semaphore_init(s, n, tu_record, &r), &r, v);
+    return run_cb(hilock_semaphore_try_set_permits(s, n, tu_record_sem, &r),
+                  &r, v);
 }
 
-
-static int sem_acquire(struct hilock_lock *s, uint32_t n, uint64_t wait_ms,
-                       int64_t *v)
+static int permit_init(struct hilock_permit *p, uint32_t n,
+                       struct hilock_result *v)
 {
     struct tu_result r = {0};
-    tu_assert_status(hilock_semaphore_acquire(s, n, wait_ms, tu_record, &r),
-                     0);
+    return run_cb(hilock_permit_try_set_permits(p, n, tu_record_permit, &r),
+                  &r, v);
+}
+
+static int sem_acquire(struct hilock_semaphore *s, uint32_t n,
+                       uint64_t wait_ms, struct hilock_result *v)
+{
+    struct tu_result r = {0};
+    tu_assert_status(
+        hilock_semaphore_acquire(s, n, wait_ms, tu_record_sem, &r), 0);
     ck_assert(tu_run_until_count(&r.calls, 1, tu_ms(3000) + (int)wait_ms));
     if (v)
-        *v = r.value;
+        *v = r.res;
     return r.status;
 }
 
-static int sem_release(struct hilock_lock *s, uint32_t n, int64_t *v)
+static int sem_release(struct hilock_semaphore *s, uint32_t n,
+                       struct hilock_result *v)
 {
     struct tu_result r = {0};
-    return run_cb(hilock_semaphore_release(s, n, tu_record, &r), &r, v);
+    return run_cb(hilock_semaphore_release(s, n, tu_record_sem, &r), &r, v);
 }
 
 START_TEST(permits_are_set_once_taken_and_given_back)
 {
-    struct hilock_lock *s = tu_semaphore(a, "jobs");
-    struct hilock_lock *t = tu_semaphore(b, "jobs");
-    int64_t v = -1;
+    struct hilock_semaphore *s = tu_semaphore(a, "jobs");
+    struct hilock_semaphore *t = tu_semaphore(b, "jobs");
+    struct hilock_result v;
     tu_assert_status(sem_acquire(s, 1, 0, &v), HILOCK_EBUSY); /* none set */
+    ck_assert_int_eq(v.ttl_ms, HILOCK_TTL_NONE); /* permits never expire */
     tu_assert_status(sem_init(s, 5, &v), 0);
-    ck_assert_int_eq(v, 1);
+    ck_assert_int_eq(v.permits_set, 1);
     tu_assert_status(sem_init(t, 9, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.permits_set, 0);
     ck_assert_int_eq(rs_int(tu_srv, "GET", "jobs", (char *)NULL), 5);
 
     tu_assert_status(sem_acquire(s, 3, 0, &v), 0);
-    ck_assert_int_eq(v, 3);
-    ck_assert_uint_eq(hilock_lock_hold_count(s), 3);
+    ck_assert_int_eq(v.permits, 3);
+    ck_assert_uint_eq(hilock_semaphore_permits_held(s), 3);
     tu_assert_status(sem_acquire(t, 3, 0, &v), HILOCK_EBUSY);
     tu_assert_status(sem_acquire(t, 2, 0, NULL), 0);
-    tu_assert_status(tu_query(hilock_semaphore_available, t, &v), 0);
-    ck_assert_int_eq(v, 0);
+    tu_assert_status(tu_sem_query(hilock_semaphore_available, t, &v), 0);
+    ck_assert_int_eq(v.permits, 0);
     tu_assert_status(sem_release(s, 2, &v), 0);
-    ck_assert_int_eq(v, 2);
-    ck_assert_uint_eq(hilock_lock_hold_count(s), 1);
+    ck_assert_int_eq(v.permits, 2);
+    ck_assert_uint_eq(hilock_semaphore_permits_held(s), 1);
     /* Permits have no owner: anyone may give them back. */
     tu_assert_status(sem_release(t, 3, &v), 0);
-    ck_assert_int_eq(v, 5);
-    ck_assert_uint_eq(hilock_lock_hold_count(t), 0);
-    /* The plain lock calls take and give one. */
-    tu_assert_status(tu_acquire(s, 0, 0, &v), 0);
+    ck_assert_int_eq(v.permits, 5);
+    ck_assert_uint_eq(hilock_semaphore_permits_held(t), 0);
+    /* One at a time, as a lock's acquire and release took and gave. */
+    tu_assert_status(sem_acquire(s, 1, 0, &v), 0);
+    ck_assert_int_eq(v.permits, 1);
     ck_assert_int_eq(rs_int(tu_srv, "GET", "jobs", (char *)NULL), 4);
-    tu_assert_status(tu_release(s, &v), 0);
-    ck_assert_int_eq(v, 5);
+    tu_assert_status(sem_release(s, 1, &v), 0);
+    ck_assert_int_eq(v.permits, 5);
 
+    /* A lock's renew, queries and on_lost do not compile on a semaphore
+     * (the kinds_apart test); bad counts are refused at run time. */
     struct tu_result r = {0};
-    tu_assert_status(hilock_semaphore_acquire(s, 0, 0, tu_record, &r),
+    tu_assert_status(hilock_semaphore_acquire(s, 0, 0, tu_record_sem, &r),
                      HILOCK_EINVAL);
     tu_assert_status(hilock_semaphore_acquire(s, HILOCK_PERMITS_MAX + 1, 0,
-                                              tu_record, &r),
+                                              tu_record_sem, &r),
                      HILOCK_EINVAL);
-    tu_assert_status(hilock_lock_renew(s, 0, tu_record, &r), HILOCK_EINVAL);
-    tu_assert_status(hilock_lock_query_held(s, tu_record, &r),
+    tu_assert_status(hilock_semaphore_release(s, 0, tu_record_sem, &r),
                      HILOCK_EINVAL);
-    tu_assert_status(hilock_lock_on_lost(s, tu_record, &r), HILOCK_EINVAL);
+    tu_assert_status(hilock_semaphore_try_set_permits(
+                         s, HILOCK_PERMITS_MAX + 1, tu_record_sem, &r),
+                     HILOCK_EINVAL);
     ck_assert_int_eq(r.calls, 0);
 }
 END_TEST
 
 START_TEST(a_waiter_is_woken_by_a_release_elsewhere)
 {
-    struct hilock_lock *s = tu_semaphore(a, "w"), *t = tu_semaphore(b, "w");
-    struct hilock_lock *u = tu_semaphore(b, "w");
+    struct hilock_semaphore *s = tu_semaphore(a, "w");
+    struct hilock_semaphore *t = tu_semaphore(b, "w");
+    struct hilock_semaphore *u = tu_semaphore(b, "w");
     tu_assert_status(sem_init(s, 2, NULL), 0);
     tu_assert_status(sem_acquire(s, 2, 0, NULL), 0);
     struct tu_result w1 = {0}, w2 = {0};
-    tu_assert_status(hilock_semaphore_acquire(t, 1, 10000, tu_record, &w1),
-                     0);
-    tu_assert_status(hilock_semaphore_acquire(u, 1, 10000, tu_record, &w2),
-                     0);
+    tu_assert_status(
+        hilock_semaphore_acquire(t, 1, 10000, tu_record_sem, &w1), 0);
+    tu_assert_status(
+        hilock_semaphore_acquire(u, 1, 10000, tu_record_sem, &w2), 0);
     ck_assert(tu_numsub_becomes("redisson_sc:{w}", 1, tu_ms(2000)));
     tu_run_for(100);
     ck_assert_int_eq(w1.calls + w2.calls, 0);
@@ -131,9 +147,9 @@ START_TEST(a_waiter_is_woken_by_a_release_elsewhere)
     ck_assert_msg(w1.at_ms - t0 < 900 && w2.at_ms - t0 < 900,
                   "woken after %lld / %lld ms (the fallback poll, not the "
                   "message)", w1.at_ms - t0, w2.at_ms - t0);
-    int64_t v = -1;
-    tu_assert_status(tu_query(hilock_semaphore_available, s, &v), 0);
-    ck_assert_int_eq(v, 0);
+    struct hilock_result v;
+    tu_assert_status(tu_sem_query(hilock_semaphore_available, s, &v), 0);
+    ck_assert_int_eq(v.permits, 0);
     /* A wait that runs out leaves nothing taken. */
     tu_assert_status(sem_acquire(s, 1, 200, NULL), HILOCK_ETIMEDOUT);
     ck_assert_int_eq(rs_int(tu_srv, "GET", "w", (char *)NULL), 0);
@@ -150,7 +166,7 @@ END_TEST
 
 struct worker {
     struct hilock_client *c;
-    struct hilock_lock *h[HANDLES];
+    struct hilock_semaphore *h[HANDLES];
     int left[HANDLES];
     long long max_seen;
     int errors;
@@ -161,12 +177,12 @@ static struct worker wk;
 
 static void take(int i);
 
-static void given(struct hilock_lock *lock, int status, int64_t value,
-                  void *arg)
+static void given(struct hilock_semaphore *sem, int status,
+                  const struct hilock_result *res, void *arg)
 {
     int i = (int)(intptr_t)arg;
-    (void)lock;
-    (void)value;
+    (void)sem;
+    (void)res;
     if (status)
         wk.errors++;
     if (--wk.left[i] > 0)
@@ -175,10 +191,10 @@ static void given(struct hilock_lock *lock, int status, int64_t value,
         wk.active--;
 }
 
-static void taken(struct hilock_lock *lock, int status, int64_t value,
-                  void *arg)
+static void taken(struct hilock_semaphore *sem, int status,
+                  const struct hilock_result *res, void *arg)
 {
-    (void)value;
+    (void)res;
     if (status) {
         wk.errors++;
         wk.active--;
@@ -188,7 +204,7 @@ static void taken(struct hilock_lock *lock, int status, int64_t value,
     if (n > wk.max_seen)
         wk.max_seen = n;
     rs_int(tu_srv, "DECR", "holders", (char *)NULL);
-    if (hilock_semaphore_release(lock, 1, given, arg) != 0) {
+    if (hilock_semaphore_release(sem, 1, given, arg) != 0) {
         wk.errors++;
         wk.active--;
     }
@@ -233,7 +249,7 @@ static void child(void)
 
 START_TEST(the_count_is_never_exceeded_by_several_processes)
 {
-    struct hilock_lock *s = tu_semaphore(a, "pool");
+    struct hilock_semaphore *s = tu_semaphore(a, "pool");
     tu_assert_status(sem_init(s, 3, NULL), 0);
     pid_t pid[CHILDREN];
     for (int i = 0; i < CHILDREN; i++) {
@@ -259,15 +275,18 @@ END_TEST
 
 START_TEST(expiring_permits_have_ids_and_a_lease)
 {
-    struct hilock_lock *p1 = tu_permit(a, "exp"), *p2 = tu_permit(a, "exp"),
-                       *p3 = tu_permit(b, "exp");
-    int64_t v = 0;
-    tu_assert_status(sem_init(p1, 2, &v), 0);
-    ck_assert_int_eq(v, 1);
-    tu_assert_status(tu_acquire(p1, 0, 10000, &v), 0);
-    tu_assert_status(tu_acquire(p2, 0, 0, &v), 0);
-    tu_assert_status(tu_acquire(p3, 0, 10000, &v), HILOCK_EBUSY);
-    ck_assert_msg(v > 0 && v <= 30000, "EBUSY value %lld", (long long)v);
+    struct hilock_permit *p1 = tu_permit(a, "exp"), *p2 = tu_permit(a, "exp"),
+                         *p3 = tu_permit(b, "exp");
+    struct hilock_result v;
+    tu_assert_status(permit_init(p1, 2, &v), 0);
+    ck_assert_int_eq(v.permits_set, 1);
+    tu_assert_status(tu_permit_acquire(p1, 0, 10000, &v), 0);
+    ck_assert(tu_result_empty(&v));
+    ck_assert_int_eq(hilock_permit_held(p1), 1);
+    tu_assert_status(tu_permit_acquire(p2, 0, 0, &v), 0);
+    tu_assert_status(tu_permit_acquire(p3, 0, 10000, &v), HILOCK_EBUSY);
+    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 30000, "EBUSY ttl %lld",
+                  (long long)v.ttl_ms);
     ck_assert_int_eq(rs_int(tu_srv, "ZCARD", "{exp}:timeout", (char *)NULL),
                      2);
     char id1[33], id2[33];
@@ -277,16 +296,18 @@ START_TEST(expiring_permits_have_ids_and_a_lease)
     ck_assert_str_ne(id1, id2);
     /* A handle holds one permit at a time. */
     struct tu_result r = {0};
-    tu_assert_status(hilock_lock_acquire(p1, 0, 1000, tu_record, &r),
-                     HILOCK_EINVAL);
-    tu_assert_status(tu_release(p1, &v), 0);
+    tu_assert_status(
+        hilock_permit_acquire(p1, 0, 1000, tu_record_permit, &r),
+        HILOCK_EINVAL);
+    tu_assert_status(tu_permit_release(p1, &v), 0);
+    ck_assert_int_eq(hilock_permit_held(p1), 0);
     tu_assert_status(hilock_permit_id(p1, id1, sizeof(id1)), HILOCK_EINVAL);
-    tu_assert_status(tu_acquire(p3, 0, 10000, NULL), 0);
-    tu_assert_status(tu_query(hilock_semaphore_available, p3, &v), 0);
-    ck_assert_int_eq(v, 0);
-    tu_assert_status(tu_release(p3, NULL), 0);
-    tu_assert_status(tu_release(p3, NULL), HILOCK_ENOTOWNER);
-    tu_assert_status(tu_release(p2, NULL), 0);
+    tu_assert_status(tu_permit_acquire(p3, 0, 10000, NULL), 0);
+    tu_assert_status(tu_permit_query(hilock_permit_available, p3, &v), 0);
+    ck_assert_int_eq(v.permits, 0);
+    tu_assert_status(tu_permit_release(p3, NULL), 0);
+    tu_assert_status(tu_permit_release(p3, NULL), HILOCK_ENOTOWNER);
+    tu_assert_status(tu_permit_release(p2, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "GET", "exp", (char *)NULL), 2);
     ck_assert_int_eq(tu_exists("{exp}:timeout"), 0);
 }
@@ -301,32 +322,43 @@ START_TEST(an_expired_permit_comes_back_and_its_holder_is_told)
     tu_options(&o);
     o.watchdog_lease_ms = 600;
     struct hilock_client *c = tu_client(&o);
-    struct hilock_lock *p1 = tu_permit(a, "lease");
-    struct hilock_lock *kept = tu_permit(c, "lease");
-    struct hilock_lock *p3 = tu_permit(b, "lease");
+    struct hilock_permit *p1 = tu_permit(a, "lease");
+    struct hilock_permit *kept = tu_permit(c, "lease");
+    struct hilock_permit *p3 = tu_permit(b, "lease");
     struct tu_result lost = {0}, lost_kept = {0};
-    tu_assert_status(hilock_lock_on_lost(p1, tu_record, &lost), 0);
-    tu_assert_status(hilock_lock_on_lost(kept, tu_record, &lost_kept), 0);
-    tu_assert_status(sem_init(p1, 2, NULL), 0);
-    tu_assert_status(tu_acquire(p1, 0, 300, NULL), 0);
-    tu_assert_status(tu_acquire(kept, 0, 0, NULL), 0);
-    int64_t v = 0;
-    tu_assert_status(tu_acquire(p3, 0, 10000, &v), HILOCK_EBUSY);
-    ck_assert_msg(v > 0 && v <= 300, "first expiry in %lld ms",
-                  (long long)v);
+    tu_assert_status(hilock_permit_on_lost(p1, tu_record_permit, &lost), 0);
+    tu_assert_status(
+        hilock_permit_on_lost(kept, tu_record_permit, &lost_kept), 0);
+    tu_assert_status(permit_init(p1, 2, NULL), 0);
+    tu_assert_status(tu_permit_acquire(p1, 0, 300, NULL), 0);
+    tu_assert_status(tu_permit_acquire(kept, 0, 0, NULL), 0);
+    struct hilock_result v;
+    tu_assert_status(tu_permit_acquire(p3, 0, 10000, &v), HILOCK_EBUSY);
+    ck_assert_msg(v.ttl_ms > 0 && v.ttl_ms <= 300, "first expiry in %lld ms",
+                  (long long)v.ttl_ms);
     struct tu_result w = {0};
     long long t0 = tu_now_ms();
-    tu_assert_status(hilock_lock_acquire(p3, 5000, 10000, tu_record, &w), 0);
+    tu_assert_status(
+        hilock_permit_acquire(p3, 5000, 10000, tu_record_permit, &w), 0);
     ck_assert(tu_run_until_count(&w.calls, 1, tu_ms(3000)));
     tu_assert_status(w.status, 0);
     ck_assert_msg(w.at_ms - t0 < 900, "took %lld ms", w.at_ms - t0);
     ck_assert(tu_run_until_count(&lost.calls, 1, tu_ms(2000)));
     tu_assert_status(lost.status, HILOCK_ELOST);
-    tu_assert_status(tu_release(p1, NULL), HILOCK_ENOTOWNER);
+    ck_assert_ptr_eq(lost.handle, p1);
+    tu_assert_status(tu_permit_release(p1, NULL), HILOCK_ENOTOWNER);
     tu_run_for(700); /* the watchdog renews the other one */
     ck_assert_int_eq(lost_kept.calls, 0);
-    ck_assert_uint_eq(hilock_lock_hold_count(kept), 1);
-    tu_assert_status(tu_release(kept, NULL), 0);
+    ck_assert_int_eq(hilock_permit_held(kept), 1);
+    /* and so does an explicit renewal */
+    struct tu_result rn = {0};
+    tu_assert_status(hilock_permit_renew(kept, 5000, tu_record_permit, &rn),
+                     0);
+    ck_assert(tu_run_until_count(&rn.calls, 1, tu_ms(2000)));
+    tu_assert_status(rn.status, 0);
+    ck_assert_int_eq(rn.res.lease_ms, 5000);
+    ck_assert_ptr_eq(rn.handle, kept);
+    tu_assert_status(tu_permit_release(kept, NULL), 0);
     hilock_client_free(c);
 }
 END_TEST
@@ -335,8 +367,8 @@ END_TEST
  * its lease, and a waiter elsewhere gets it. */
 START_TEST(a_killed_holders_permit_returns_after_its_lease)
 {
-    struct hilock_lock *p = tu_permit(a, "k");
-    tu_assert_status(sem_init(p, 1, NULL), 0);
+    struct hilock_permit *p = tu_permit(a, "k");
+    tu_assert_status(permit_init(p, 1, NULL), 0);
     int fd[2];
     ck_assert_int_eq(pipe(fd), 0);
     pid_t pid = fork();
@@ -347,8 +379,8 @@ START_TEST(a_killed_holders_permit_returns_after_its_lease)
         tu_options(&o);
         o.watchdog_lease_ms = 800;
         struct hilock_client *c = tu_client(&o);
-        struct hilock_lock *mine = tu_permit(c, "k");
-        int ok = tu_acquire(mine, 0, 0, NULL) == 0;
+        struct hilock_permit *mine = tu_permit(c, "k");
+        int ok = tu_permit_acquire(mine, 0, 0, NULL) == 0;
         ck_assert_int_eq(write(fd[1], &ok, sizeof(ok)), sizeof(ok));
         for (;;)
             tu_run_for(1000); /* renewing until killed */
@@ -357,11 +389,11 @@ START_TEST(a_killed_holders_permit_returns_after_its_lease)
     ck_assert_int_eq(read(fd[0], &ok, sizeof(ok)), sizeof(ok));
     ck_assert_int_eq(ok, 1);
     tu_run_for(1000); /* renewed past its first lease */
-    tu_assert_status(tu_acquire(p, 0, 10000, NULL), HILOCK_EBUSY);
+    tu_assert_status(tu_permit_acquire(p, 0, 10000, NULL), HILOCK_EBUSY);
     long long t0 = tu_now_ms();
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    tu_assert_status(tu_acquire(p, 5000, 10000, NULL), 0);
+    tu_assert_status(tu_permit_acquire(p, 5000, 10000, NULL), 0);
     long long took = tu_now_ms() - t0;
     ck_assert_msg(took <= 800 + tu_ms(500), "took %lld ms", took);
     close(fd[0]);
@@ -374,7 +406,7 @@ END_TEST
 START_TEST(redisson_layouts_are_shared)
 {
     rs_int(tu_srv, "SET", "rs", "1", (char *)NULL);
-    struct hilock_lock *s = tu_semaphore(a, "rs");
+    struct hilock_semaphore *s = tu_semaphore(a, "rs");
     tu_assert_status(sem_acquire(s, 1, 0, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "GET", "rs", (char *)NULL), 0);
     tu_assert_status(sem_release(s, 1, NULL), 0);
@@ -384,8 +416,8 @@ START_TEST(redisson_layouts_are_shared)
     rs_int(tu_srv, "SET", "rp", "0", (char *)NULL);
     rs_int(tu_srv, "ZADD", "{rp}:timeout", "1000", "redisson-permit",
            (char *)NULL);
-    struct hilock_lock *p = tu_permit(a, "rp");
-    tu_assert_status(tu_acquire(p, 0, 10000, NULL), 0);
+    struct hilock_permit *p = tu_permit(a, "rp");
+    tu_assert_status(tu_permit_acquire(p, 0, 10000, NULL), 0);
     ck_assert_int_eq(rs_int(tu_srv, "ZCARD", "{rp}:timeout", (char *)NULL),
                      1);
     ck_assert_int_eq(rs_int(tu_srv, "ZSCORE", "{rp}:timeout",

@@ -50,9 +50,10 @@ static void sentinel_options(struct hilock_options *o, bool dead_first)
     for (int i = 0; i < rt_sentinel_count(dep); i++)
         sentinels[n++] = (struct hilock_endpoint){
             "127.0.0.1", rt_sentinel_port(dep, i), NULL};
-    o->sentinels = sentinels;
-    o->nsentinels = n;
-    o->master_name = "locks";
+    o->topology = HILOCK_TOPOLOGY_SENTINEL;
+    o->sentinel.nodes = sentinels;
+    o->sentinel.count = n;
+    o->sentinel.master_name = "locks";
 }
 
 static struct hilock_client *sentinel_client(void)
@@ -79,7 +80,7 @@ START_TEST(master_is_found_past_a_dead_and_a_wrong_sentinel)
     memmove(sentinels + 2, sentinels + 1, 3 * sizeof(sentinels[0]));
     sentinels[1] = (struct hilock_endpoint){"127.0.0.1", rt_server_port(dep, 1),
                                             NULL};
-    o.nsentinels++;
+    o.sentinel.count++;
     client = tu_client(&o);
     tu_client_ready(client);
     struct hilock_lock *l = tu_lock(client, "found", 0);
@@ -96,7 +97,7 @@ START_TEST(unknown_master_name_fails_with_econn)
 {
     struct hilock_options o;
     sentinel_options(&o, false);
-    o.master_name = "nobody";
+    o.sentinel.master_name = "nobody";
     o.request_timeout_ms = 10000;
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "nowhere", 0);
@@ -105,9 +106,9 @@ START_TEST(unknown_master_name_fails_with_econn)
     ck_assert_int_lt(tu_now_ms() - t0, 5000);
     ck_assert(tu_run_until_state(client, HILOCK_STATE_DOWN, tu_ms(5000)));
     struct hilock_client *c;
-    o.master_name = "two words";
+    o.sentinel.master_name = "two words";
     ck_assert_int_eq(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
-    o.master_name = NULL;
+    o.sentinel.master_name = NULL;
     ck_assert_int_eq(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
 }
 END_TEST
@@ -240,9 +241,10 @@ START_TEST(frozen_sentinel_is_skipped_and_a_lying_one_outvoted)
                                             rt_sentinel_port(dep, 0), NULL};
     sentinels[1] = (struct hilock_endpoint){"127.0.0.1",
                                             rt_sentinel_port(dep, 1), NULL};
-    o.sentinels = sentinels;
-    o.nsentinels = 2;
-    o.master_name = "locks";
+    o.topology = HILOCK_TOPOLOGY_SENTINEL;
+    o.sentinel.nodes = sentinels;
+    o.sentinel.count = 2;
+    o.sentinel.master_name = "locks";
     o.request_timeout_ms = 5000; /* outlasts a sentinel's (connect) timeout */
     ck_assert_int_eq(rs_pause(rt_sentinel_server(dep, 0)), 0);
     client = tu_client(&o);
@@ -262,7 +264,7 @@ START_TEST(frozen_sentinel_is_skipped_and_a_lying_one_outvoted)
     sentinels[1] = sentinels[0];
     sentinels[0] = (struct hilock_endpoint){
         "127.0.0.1", rt_sentinel_port(other, 0), NULL};
-    o.nsentinels = 3;
+    o.sentinel.count = 3;
     client2 = tu_client(&o);
     struct hilock_lock *l2 = tu_lock(client2, "truth", 0);
     rc = tu_acquire(l2, 0, 0, NULL);

@@ -177,7 +177,7 @@ START_TEST(a_request_is_in_flight_until_its_reply)
     tu_options(&o);
     struct tp_proxy *p = tp_new(tu_base, rs_port(tu_srv));
     ck_assert_ptr_nonnull(p);
-    o.port = tp_port(p);
+    o.node.port = tp_port(p);
     struct hilock_client *c = tu_client(&o);
     struct hilock_lock *l = tu_lock(c, "fly", 1);
     tu_client_ready(c);
@@ -321,7 +321,7 @@ START_TEST(a_reconnect_is_counted_and_the_subscription_comes_back_once)
     o.reconnect_max_ms = 100;
     struct tp_proxy *p = tp_new(tu_base, rs_port(tu_srv));
     ck_assert_ptr_nonnull(p);
-    o.port = tp_port(p);
+    o.node.port = tp_port(p);
     struct hilock_client *c = tu_client(&o);
     struct hilock_lock *held = tu_lock(b, "rc", 1);
     struct hilock_lock *l = tu_lock(c, "rc", 2);

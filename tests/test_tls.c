@@ -52,8 +52,9 @@ static void log_line(enum hilock_log_level level, const char *msg, void *arg)
  * attempt may fail otherwise on a loaded machine: its connect timing out). */
 static int down_tls;
 
-TLS_ONLY static void on_state(struct hilock_client *c, int status, int state,
-                              const char *node, void *arg)
+TLS_ONLY static void on_state(struct hilock_client *c, int status,
+                              enum hilock_state state, const char *node,
+                              void *arg)
 {
     (void)c;
     (void)node;
@@ -313,8 +314,9 @@ START_TEST(redlock_masters_over_tls)
         eps[i] = (struct hilock_endpoint){"127.0.0.1", rs_port(srv[i]), NULL};
     }
     tls_options(&o, "ca.crt");
-    o.masters = eps;
-    o.nmasters = 3;
+    o.topology = HILOCK_TOPOLOGY_REDLOCK;
+    o.redlock.masters = eps;
+    o.redlock.count = 3;
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "tls-redlock", 1);
     tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
@@ -344,8 +346,9 @@ START_TEST(cluster_locks_over_tls)
     ck_assert_msg(rc != NULL, "could not start a TLS cluster");
     struct hilock_endpoint seed = {"127.0.0.1", rc_tls_port(rc, 0), NULL};
     tls_options(&o, "ca.crt");
-    o.cluster = &seed;
-    o.ncluster = 1;
+    o.topology = HILOCK_TOPOLOGY_CLUSTER;
+    o.cluster.seeds = &seed;
+    o.cluster.count = 1;
     client = tu_client(&o);
     int on[3] = {0, 0, 0};
     for (int i = 0; i < 12; i++) {
@@ -380,11 +383,12 @@ START_TEST(sentinel_master_over_tls)
     ck_assert_msg(st != NULL, "could not start TLS sentinels");
     struct hilock_endpoint ep = {"127.0.0.1", rt_sentinel_port(st, 0), NULL};
     tls_options(&o, "ca.crt");
-    o.sentinels = &ep;
-    o.nsentinels = 1;
-    o.master_name = "tlsmaster";
-    o.sentinel_tls_own = 1;
-    o.sentinel_tls = o.tls;
+    o.topology = HILOCK_TOPOLOGY_SENTINEL;
+    o.sentinel.nodes = &ep;
+    o.sentinel.count = 1;
+    o.sentinel.master_name = "tlsmaster";
+    o.sentinel.tls_own = 1;
+    o.sentinel.tls = o.tls;
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "tls-sentinel", 1);
     tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
@@ -405,7 +409,7 @@ START_TEST(sentinel_master_over_tls)
     /* The sentinels' own settings are the ones used for them: off, the
      * TLS-only sentinel cannot be asked. */
     hilock_client_free(client);
-    o.sentinel_tls.mode = HILOCK_TLS_OFF;
+    o.sentinel.tls.mode = HILOCK_TLS_OFF;
     client = tu_client(&o);
     l = tu_lock(client, "tls-sentinel-3", 1);
     ck_assert_int_ne(tu_acquire(l, 0, 10000, NULL), 0);
@@ -418,7 +422,7 @@ START_TEST(no_server_is_econn_not_etls)
 {
     struct hilock_options o;
     tls_options(&o, "ca.crt");
-    o.port = tu_dead_port();
+    o.node.port = tu_dead_port();
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "tls-nobody", 1);
     int status = tu_acquire(l, 0, 10000, NULL);
@@ -452,7 +456,7 @@ START_TEST(inconsistent_tls_options_are_einval)
     o.tls.cert_file = cert("client.crt"); /* no key */
     ck_assert_int_eq(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
     tls_options(&o, "ca.crt");
-    o.unix_path = "/tmp/redis.sock";
+    o.node.unix_path = "/tmp/redis.sock";
     ck_assert_int_eq(hilock_client_new(tu_base, &o, &c), HILOCK_EINVAL);
     tls_options(&o, "ca.crt");
     o.tls.mode = (enum hilock_tls_mode)7;

@@ -38,8 +38,8 @@ static void log_line(enum hilock_log_level level, const char *msg, void *arg)
     snprintf(logged + n, sizeof logged - n, "%s\n", msg);
 }
 
-static void on_state(struct hilock_client *c, int status, int state,
-                     const char *node, void *arg)
+static void on_state(struct hilock_client *c, int status,
+                     enum hilock_state state, const char *node, void *arg)
 {
     (void)c;
     (void)node;
@@ -80,7 +80,7 @@ static void options(struct hilock_options *o, uint32_t watchdog_ms)
 {
     tu_options(o);
     if (proxy)
-        o->port = tp_port(proxy);
+        o->node.port = tp_port(proxy);
     o->request_timeout_ms = REQ_MS;
     o->connect_timeout_ms = REQ_MS;
     o->reconnect_min_ms = 20;
@@ -225,9 +225,9 @@ START_TEST(lock_free_then_client_free_releases_at_once)
 END_TEST
 
 static void unblackhole_on_lost(struct hilock_lock *l, int status,
-                                int64_t value, void *arg)
+                                const struct hilock_result *result, void *arg)
 {
-    tu_record(l, status, value, arg);
+    tu_record(l, status, result, arg);
     tp_blackhole(proxy, false);
 }
 
@@ -311,7 +311,7 @@ START_TEST(refused_connection_is_econn)
 {
     struct hilock_options o;
     options(&o, 0);
-    o.port = tu_dead_port();
+    o.node.port = tu_dead_port();
     o.request_timeout_ms = (uint32_t)tu_ms(200); /* the ECONN comes at it */
     client = tu_client(&o);
     struct hilock_lock *l = tu_lock(client, "nobody", 1);

@@ -71,12 +71,12 @@ static struct hilock_lock *hold(const char *name)
     return h;
 }
 
-static void on_released(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct waiter *w = arg;
     (void)lock;
-    (void)value;
+    (void)res;
     w->rel_calls++;
     w->rel_status = status;
     holding--;
@@ -84,11 +84,11 @@ static void on_released(struct hilock_lock *lock, int status, int64_t value,
 
 /* Acquire callback: record the outcome and the order; on success release at
  * once, so the next waiter can be served. */
-static void on_acquired(struct hilock_lock *lock, int status, int64_t value,
-                        void *arg)
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct waiter *w = arg;
-    (void)value;
+    (void)res;
     w->acq_calls++;
     w->acq_status = status;
     w->acq_at_ms = tu_now_ms();

@@ -139,7 +139,7 @@ START_TEST(on_lost_fires_when_the_key_is_deleted_behind_our_back)
     ck_assert_msg(tu_run_until_count(&lost.calls, 1, tu_ms(3000)),
                   "on_lost never fired after DEL");
     tu_assert_status(lost.status, HILOCK_ELOST);
-    ck_assert_int_eq(lost.value, 0);
+    ck_assert(tu_result_empty(&lost.res));
     ck_assert_ptr_eq(lost.lock, lock);
     ck_assert_msg(lost.at_ms - t0 < tu_ms(2000), "on_lost %lld ms after DEL",
                   lost.at_ms - t0);
@@ -175,7 +175,7 @@ START_TEST(renew_on_demand_sets_the_lease)
     tu_assert_status(hilock_lock_renew(lock, 0, tu_record, &r), 0);
     ck_assert(tu_run_until_count(&r.calls, 1, tu_ms(3000)));
     tu_assert_status(r.status, 0);
-    ck_assert_int_eq(r.value, 10000);
+    ck_assert_int_eq(r.res.lease_ms, 10000);
     long long pttl = rs_int(tu_srv, "PTTL", "wd", (char *)NULL);
     ck_assert_msg(pttl > 9000 && pttl <= 10000, "PTTL %lld", pttl);
 
@@ -183,7 +183,7 @@ START_TEST(renew_on_demand_sets_the_lease)
     tu_assert_status(hilock_lock_renew(lock, 20000, tu_record, &r), 0);
     ck_assert(tu_run_until_count(&r.calls, 1, tu_ms(3000)));
     tu_assert_status(r.status, 0);
-    v = r.value;
+    v = r.res.lease_ms;
     ck_assert_int_eq(v, 20000);
     pttl = rs_int(tu_srv, "PTTL", "wd", (char *)NULL);
     ck_assert_msg(pttl > 19000 && pttl <= 20000, "PTTL %lld", pttl);
@@ -199,7 +199,7 @@ START_TEST(renew_of_a_watchdog_lock_uses_the_watchdog_lease)
     tu_assert_status(hilock_lock_renew(lock, 0, tu_record, &r), 0);
     ck_assert(tu_run_until_count(&r.calls, 1, tu_ms(3000)));
     tu_assert_status(r.status, 0);
-    ck_assert_int_eq(r.value, lease_ms);
+    ck_assert_int_eq(r.res.lease_ms, lease_ms);
 }
 END_TEST
 
@@ -222,11 +222,11 @@ END_TEST
 
 START_TEST(no_on_lost_and_no_renewal_after_release)
 {
-    int64_t v = -1;
+    struct hilock_result v;
     tu_assert_status(tu_acquire(lock, 0, 0, NULL), 0);
     tu_await_renewal(lock, lease_ms); /* renewing now */
     tu_assert_status(tu_release(lock, &v), 0);
-    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(v.holds, 0);
     ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "wd", (char *)NULL), 0);
     assert_no_renewal_for(3);
     ck_assert_int_eq(lost.calls, 0);

@@ -195,21 +195,49 @@ bool tu_numsub_becomes(const char *channel, long long n, int timeout_ms)
     }
 }
 
-void tu_record(struct hilock_lock *lock, int status, int64_t value,
-               void *arg)
+/* Record a callback about handle (of any type) into r. */
+static void record(struct tu_result *r, const void *handle, int status,
+                   const struct hilock_result *res)
 {
-    struct tu_result *r = arg;
+    ck_assert_ptr_nonnull(res);
     r->calls++;
     r->status = status;
-    r->value = value;
+    r->res = *res;
     r->at_ms = tu_now_ms();
+    r->handle = handle;
+}
+
+bool tu_result_empty(const struct hilock_result *res)
+{
+    return res->token == 0 && res->ttl_ms == 0 && res->holds == 0 &&
+           res->permits == 0 && res->lease_ms == 0 && res->held == 0 &&
+           res->permits_set == 0;
+}
+
+void tu_record(struct hilock_lock *lock, int status,
+               const struct hilock_result *res, void *arg)
+{
+    struct tu_result *r = arg;
+    record(r, lock, status, res);
     r->lock = lock;
+}
+
+void tu_record_sem(struct hilock_semaphore *sem, int status,
+                   const struct hilock_result *res, void *arg)
+{
+    record(arg, sem, status, res);
+}
+
+void tu_record_permit(struct hilock_permit *permit, int status,
+                      const struct hilock_result *res, void *arg)
+{
+    record(arg, permit, status, res);
 }
 
 void tu_options(struct hilock_options *opts)
 {
     hilock_options_init(opts);
-    opts->port = tu_srv ? rs_port(tu_srv) : 6379;
+    opts->node.port = tu_srv ? rs_port(tu_srv) : 6379;
     opts->request_timeout_ms = 1500;
     opts->connect_timeout_ms = 1500;
 }
@@ -232,8 +260,9 @@ static struct client_rec *client_recs;
 
 /* The state callback tu_client installs: note the news in the record (arg),
  * then pass it on to the test's own callback, if any. */
-static void record_state(struct hilock_client *c, int status, int state,
-                         const char *node, void *arg)
+static void record_state(struct hilock_client *c, int status,
+                         enum hilock_state state, const char *node,
+                         void *arg)
 {
     struct client_rec *r = arg;
     if (state == HILOCK_STATE_UP || state == HILOCK_STATE_DOWN) {
@@ -343,12 +372,17 @@ void tu_client_ready(struct hilock_client *client)
  * to free, see hilock_client_free); kept here, they stay reachable until
  * the test's process ends instead of counting as leaks. Never read, so
  * volatile: the stores must not be optimised away. */
-static struct hilock_lock *volatile made[1024];
+static const void *volatile made[1024];
 static size_t nmade;
+
+static void keep(const void *handle)
+{
+    made[nmade++ % (sizeof made / sizeof made[0])] = handle;
+}
 
 struct hilock_lock *tu_keep(struct hilock_lock *lock)
 {
-    made[nmade++ % (sizeof made / sizeof made[0])] = lock;
+    keep(lock);
     return lock;
 }
 
@@ -363,7 +397,7 @@ struct hilock_lock *tu_lock(struct hilock_client *client, const char *name,
 }
 
 struct hilock_lock *tu_rwlock(struct hilock_client *client, const char *name,
-                              uint64_t owner_tag, int side)
+                              uint64_t owner_tag, enum hilock_rw_side side)
 {
     struct hilock_lock *l = NULL;
     tu_assert_status(
@@ -372,21 +406,24 @@ struct hilock_lock *tu_rwlock(struct hilock_client *client, const char *name,
     return tu_keep(l);
 }
 
-struct hilock_lock *tu_semaphore(struct hilock_client *client,
-                                 const char *name)
+struct hilock_semaphore *tu_semaphore(struct hilock_client *client,
+                                      const char *name)
 {
-    struct hilock_lock *s = NULL;
+    struct hilock_semaphore *s = NULL;
     tu_assert_status(hilock_semaphore_new(client, name, strlen(name), &s), 0);
     ck_assert_ptr_nonnull(s);
-    return tu_keep(s);
+    keep(s);
+    return s;
 }
 
-struct hilock_lock *tu_permit(struct hilock_client *client, const char *name)
+struct hilock_permit *tu_permit(struct hilock_client *client,
+                                const char *name)
 {
-    struct hilock_lock *p = NULL;
+    struct hilock_permit *p = NULL;
     tu_assert_status(hilock_permit_new(client, name, strlen(name), &p), 0);
     ck_assert_ptr_nonnull(p);
-    return tu_keep(p);
+    keep(p);
+    return p;
 }
 
 const char *tu_field(struct hilock_client *client, uint64_t owner_tag,
@@ -468,43 +505,99 @@ static struct tu_result *fresh_result(void)
 }
 
 /* Run until r has been called; fail the test after timeout_ms. */
-static int finish(struct tu_result *r, int64_t *value, long long timeout_ms,
-                  const char *what)
+static int finish(struct tu_result *r, struct hilock_result *res,
+                  long long timeout_ms, const char *what)
 {
     if (timeout_ms > tu_ms(60000))
         timeout_ms = tu_ms(60000); /* a test never waits longer than this */
     ck_assert_msg(tu_run_until_count(&r->calls, 1, (int)timeout_ms),
                   "%s: no callback within %lld ms", what, timeout_ms);
     ck_assert_int_eq(r->calls, 1);
-    if (value)
-        *value = r->value;
+    if (res)
+        *res = r->res;
     return r->status;
 }
 
 int tu_acquire(struct hilock_lock *lock, uint64_t wait_ms, uint64_t lease_ms,
-               int64_t *value)
+               struct hilock_result *res)
 {
     struct tu_result *r = fresh_result();
     int rc = hilock_lock_acquire(lock, wait_ms, lease_ms, tu_record, r);
     tu_assert_status(rc, 0);
-    return finish(r, value, (long long)wait_ms + tu_ms(TU_MARGIN_MS),
+    return finish(r, res, (long long)wait_ms + tu_ms(TU_MARGIN_MS),
                   "acquire");
 }
 
-int tu_release(struct hilock_lock *lock, int64_t *value)
+int tu_release(struct hilock_lock *lock, struct hilock_result *res)
 {
     struct tu_result *r = fresh_result();
     int rc = hilock_lock_release(lock, tu_record, r);
     tu_assert_status(rc, 0);
-    return finish(r, value, tu_ms(TU_MARGIN_MS), "release");
+    return finish(r, res, tu_ms(TU_MARGIN_MS), "release");
 }
 
-int tu_query(tu_query_fn *fn, struct hilock_lock *lock, int64_t *value)
+int tu_query(tu_query_fn *fn, struct hilock_lock *lock,
+             struct hilock_result *res)
 {
     struct tu_result *r = fresh_result();
     int rc = fn(lock, tu_record, r);
     tu_assert_status(rc, 0);
-    return finish(r, value, tu_ms(TU_MARGIN_MS), "query");
+    return finish(r, res, tu_ms(TU_MARGIN_MS), "query");
+}
+
+int tu_sem_acquire(struct hilock_semaphore *s, uint32_t permits,
+                   uint64_t wait_ms, struct hilock_result *res)
+{
+    struct tu_result *r = fresh_result();
+    int rc = hilock_semaphore_acquire(s, permits, wait_ms, tu_record_sem, r);
+    tu_assert_status(rc, 0);
+    return finish(r, res, (long long)wait_ms + tu_ms(TU_MARGIN_MS),
+                  "semaphore acquire");
+}
+
+int tu_sem_release(struct hilock_semaphore *s, uint32_t permits,
+                   struct hilock_result *res)
+{
+    struct tu_result *r = fresh_result();
+    int rc = hilock_semaphore_release(s, permits, tu_record_sem, r);
+    tu_assert_status(rc, 0);
+    return finish(r, res, tu_ms(TU_MARGIN_MS), "semaphore release");
+}
+
+int tu_permit_acquire(struct hilock_permit *p, uint64_t wait_ms,
+                      uint64_t lease_ms, struct hilock_result *res)
+{
+    struct tu_result *r = fresh_result();
+    int rc = hilock_permit_acquire(p, wait_ms, lease_ms, tu_record_permit, r);
+    tu_assert_status(rc, 0);
+    return finish(r, res, (long long)wait_ms + tu_ms(TU_MARGIN_MS),
+                  "permit acquire");
+}
+
+int tu_permit_release(struct hilock_permit *p, struct hilock_result *res)
+{
+    struct tu_result *r = fresh_result();
+    int rc = hilock_permit_release(p, tu_record_permit, r);
+    tu_assert_status(rc, 0);
+    return finish(r, res, tu_ms(TU_MARGIN_MS), "permit release");
+}
+
+int tu_sem_query(tu_sem_query_fn *fn, struct hilock_semaphore *sem,
+                 struct hilock_result *res)
+{
+    struct tu_result *r = fresh_result();
+    int rc = fn(sem, tu_record_sem, r);
+    tu_assert_status(rc, 0);
+    return finish(r, res, tu_ms(TU_MARGIN_MS), "semaphore query");
+}
+
+int tu_permit_query(tu_permit_query_fn *fn, struct hilock_permit *p,
+                    struct hilock_result *res)
+{
+    struct tu_result *r = fresh_result();
+    int rc = fn(p, tu_record_permit, r);
+    tu_assert_status(rc, 0);
+    return finish(r, res, tu_ms(TU_MARGIN_MS), "permit query");
 }
 
 Suite *tu_suite(const char *name, SFun setup, SFun teardown, int timeout_s,

@@ -78,18 +78,30 @@ bool tu_run_until_count(const int *counter, int n, int timeout_ms);
 bool tu_run_until_redis(long long expect, int timeout_ms, const char *cmd,
                         ...);
 
-/* What a hilock_lock_cb saw. calls counts invocations; the other fields
- * hold the last one. at_ms is tu_now_ms() at the call. */
+/* What a callback saw. calls counts invocations; the other fields hold
+ * the last one. at_ms is tu_now_ms() at the call; handle is the handle it
+ * was about, lock the same for a lock's callback (tu_record). */
 struct tu_result {
     int calls;
     int status;
-    int64_t value;
+    struct hilock_result res;
     long long at_ms;
     struct hilock_lock *lock;
+    const void *handle;
 };
-/* A hilock_lock_cb recording into the struct tu_result given as arg. */
-void tu_record(struct hilock_lock *lock, int status, int64_t value,
-               void *arg);
+/* A hilock_lock_cb, hilock_semaphore_cb and hilock_permit_cb recording
+ * into the struct tu_result given as arg; each fails the test on a NULL
+ * result. */
+void tu_record(struct hilock_lock *lock, int status,
+               const struct hilock_result *res, void *arg);
+void tu_record_sem(struct hilock_semaphore *sem, int status,
+                   const struct hilock_result *res, void *arg);
+void tu_record_permit(struct hilock_permit *permit, int status,
+                      const struct hilock_result *res, void *arg);
+
+/* Whether no field of res is set: what a callback gets on an error, and
+ * with the statuses whose operations set none. */
+bool tu_result_empty(const struct hilock_result *res);
 
 /* Options for the test server: defaults, port of tu_srv, 1500 ms request
  * and connect timeouts. */
@@ -124,10 +136,11 @@ struct hilock_lock *tu_lock(struct hilock_client *client, const char *name,
  * counting semaphore's handle, an expiring-permit semaphore's handle: kept
  * as tu_lock's; each fails the test on error. */
 struct hilock_lock *tu_rwlock(struct hilock_client *client, const char *name,
-                              uint64_t owner_tag, int side);
-struct hilock_lock *tu_semaphore(struct hilock_client *client,
-                                 const char *name);
-struct hilock_lock *tu_permit(struct hilock_client *client, const char *name);
+                              uint64_t owner_tag, enum hilock_rw_side side);
+struct hilock_semaphore *tu_semaphore(struct hilock_client *client,
+                                      const char *name);
+struct hilock_permit *tu_permit(struct hilock_client *client,
+                                const char *name);
 /* The number of owner fields in lock hash key: its fields other than the
  * "<field>:rid" bookkeeping of the acquire request id. -1 on error. */
 long long tu_owner_fields(const char *key);
@@ -167,16 +180,32 @@ bool tu_numsub_becomes(const char *channel, long long n, int timeout_ms);
 
 /* Issue the call, run the loop until its callback fires (failing the test
  * if it does not within the wait plus a margin) and return its status;
- * *value (if not NULL) gets the value. */
+ * *res (if not NULL) gets the result. */
 int tu_acquire(struct hilock_lock *lock, uint64_t wait_ms, uint64_t lease_ms,
-               int64_t *value);
-int tu_release(struct hilock_lock *lock, int64_t *value);
+               struct hilock_result *res);
+int tu_release(struct hilock_lock *lock, struct hilock_result *res);
+int tu_sem_acquire(struct hilock_semaphore *s, uint32_t permits,
+                   uint64_t wait_ms, struct hilock_result *res);
+int tu_sem_release(struct hilock_semaphore *s, uint32_t permits,
+                   struct hilock_result *res);
+int tu_permit_acquire(struct hilock_permit *p, uint64_t wait_ms,
+                      uint64_t lease_ms, struct hilock_result *res);
+int tu_permit_release(struct hilock_permit *p, struct hilock_result *res);
 /* tu_acquire (try once) again while it fails with a connection-level code
  * (ECONN, ETIMEDOUT), for up to tu_ms(5000): across a reconnect. */
 int tu_acquire_eventually(struct hilock_lock *lock, uint64_t lease_ms);
 typedef int tu_query_fn(struct hilock_lock *lock, hilock_lock_cb *cb,
                         void *arg);
-int tu_query(tu_query_fn *fn, struct hilock_lock *lock, int64_t *value);
+int tu_query(tu_query_fn *fn, struct hilock_lock *lock,
+             struct hilock_result *res);
+typedef int tu_sem_query_fn(struct hilock_semaphore *sem,
+                            hilock_semaphore_cb *cb, void *arg);
+int tu_sem_query(tu_sem_query_fn *fn, struct hilock_semaphore *sem,
+                 struct hilock_result *res);
+typedef int tu_permit_query_fn(struct hilock_permit *p, hilock_permit_cb *cb,
+                               void *arg);
+int tu_permit_query(tu_permit_query_fn *fn, struct hilock_permit *p,
+                    struct hilock_result *res);
 
 /* Fail unless status is expect, naming both codes. */
 #define tu_assert_status(status, expect)                                      \

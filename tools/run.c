@@ -59,7 +59,8 @@ enum phase { PROBING, ACQUIRING, RUNNING, RELEASING, DONE };
 struct runner {
     struct event_base *base;
     struct hilock_client *client;
-    struct hilock_lock *lock;   /* a mutex, a read or write side, a permit */
+    struct hilock_lock *lock;   /* a mutex, a read or write side; or */
+    struct hilock_permit *permit; /* with --permits: an expiring permit */
     struct event *sig[NFORWARDED];
     struct event *report;   /* the reaper's report is readable */
     struct event *timer;    /* SIGKILL after a loss, or the release bound */
@@ -167,8 +168,8 @@ static void arm_timer(struct runner *r, int ms)
 
 /* The release's answer decides the exit code: the command's; 122 when the
  * lock turned out lost; 125, loudly, when Redis refused the release. */
-static void on_released(struct hilock_lock *lock, int status, int64_t left,
-                        void *arg)
+static void on_released(struct hilock_lock *lock, int status,
+                        const struct hilock_result *left, void *arg)
 {
     struct runner *r = arg;
     if (r->phase != RELEASING)
@@ -193,6 +194,14 @@ static void on_released(struct hilock_lock *lock, int status, int64_t left,
     }
 }
 
+/* The permit's callbacks: as the lock's (the handle is r->permit). */
+static void on_permit_released(struct hilock_permit *p, int status,
+                               const struct hilock_result *res, void *arg)
+{
+    (void)p;
+    on_released(NULL, status, res, arg);
+}
+
 /* The command and its descendants are gone: release the lock. After a
  * loss too, with a short bound: a renewal that Redis applies late must not
  * keep the lock for us after we exit. */
@@ -200,7 +209,9 @@ static void release_start(struct runner *r)
 {
     r->phase = RELEASING;
     evtimer_del(r->timer);
-    int rc = hilock_lock_release(r->lock, on_released, r);
+    int rc = r->permit
+                 ? hilock_permit_release(r->permit, on_permit_released, r)
+                 : hilock_lock_release(r->lock, on_released, r);
     if (rc == 0) {
         arm_timer(r, r->lost ? LOST_RELEASE_MS : RELEASE_MS);
     } else if (r->lost) {
@@ -249,8 +260,8 @@ static void on_report(evutil_socket_t fd, short what, void *arg)
 
 /* The lock is gone while the command runs: SIGTERM to every descendant,
  * SIGKILL after KILL_AFTER_MS (on_timer); the exit code will be 122. */
-static void on_lost(struct hilock_lock *lock, int status, int64_t v,
-                    void *arg)
+static void on_lost(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct runner *r = arg;
     if (r->phase != RUNNING || r->lost)
@@ -270,7 +281,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         reaper_order(&r->reaper, (int)sig);
     else if (r->phase == ACQUIRING) {
         r->exit_code = 128 + (int)sig;
-        if (hilock_lock_cancel(r->lock) != 0)
+        if ((r->permit ? hilock_permit_cancel(r->permit)
+                       : hilock_lock_cancel(r->lock)) != 0)
             finish(r, r->exit_code);
     } else if (r->phase == PROBING)
         finish(r, 128 + (int)sig);
@@ -285,7 +297,7 @@ static int command_env(struct runner *r)
     char id[37], field[64], permit[33], token[24];
     int rc = 0;
     if (r->permits) {
-        rc = hilock_permit_id(r->lock, permit, sizeof(permit)) != 0 ||
+        rc = hilock_permit_id(r->permit, permit, sizeof(permit)) != 0 ||
              setenv("HILOCK_PERMIT_ID", permit, 1) != 0;
     } else {
         rc = hilock_client_id(r->client, id, sizeof(id)) != 0;
@@ -295,7 +307,7 @@ static int command_env(struct runner *r)
         rc = rc || setenv("HILOCK_OWNER_FIELD", field, 1) != 0;
     }
     snprintf(token, sizeof(token), "%lld",
-             (long long)hilock_lock_token(r->lock));
+             (long long)(r->permit ? 0 : hilock_lock_token(r->lock)));
     rc = rc || setenv("HILOCK_LOCK_NAME", r->name, 1) != 0 ||
          (r->fence && setenv("HILOCK_FENCE_TOKEN", token, 1) != 0);
     if (rc)
@@ -328,12 +340,26 @@ static int command_start(struct runner *r)
     return 0;
 }
 
-static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
-                        void *arg);
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg);
+
+static void on_permit_acquired(struct hilock_permit *p, int status,
+                               const struct hilock_result *res, void *arg)
+{
+    (void)p;
+    on_acquired(NULL, status, res, arg);
+}
+
+static void on_permit_lost(struct hilock_permit *p, int status,
+                           const struct hilock_result *res, void *arg)
+{
+    (void)p;
+    on_lost(NULL, status, res, arg);
+}
 
 /* Say why -n did not get it; ttl is what the busy acquire reported: the
- * holder's lease, or for a permit when the first one taken expires (-1:
- * none will, or no expiry). */
+ * holder's lease, or for a permit when the first one taken expires
+ * (HILOCK_TTL_NONE: none will, or no expiry). */
 static void say_busy(const struct runner *r, int64_t ttl)
 {
     char when[64] = "";
@@ -374,8 +400,11 @@ static int acquire(struct runner *r)
         uint64_t spent = (uint64_t)(now_ms() - r->wait_start_ms);
         wait_ms = spent < r->wait_ms ? r->wait_ms - spent : 0;
     }
-    int rc = hilock_lock_acquire(r->lock, wait_ms, r->lease_ms, on_acquired,
-                                 r);
+    int rc = r->permit ? hilock_permit_acquire(r->permit, wait_ms,
+                                               r->lease_ms,
+                                               on_permit_acquired, r)
+                       : hilock_lock_acquire(r->lock, wait_ms, r->lease_ms,
+                                             on_acquired, r);
     if (rc != 0)
         cli_error("acquiring %s: %s", r->shown, hilock_strerror(rc));
     return rc != 0 ? -1 : 0;
@@ -383,8 +412,8 @@ static int acquire(struct runner *r)
 
 /* The acquire's outcome: run the command, or the exit code that says why
  * not (75 busy with -n, 124 not within -w, 128+N a signal, 125 else). */
-static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
-                        void *arg)
+static void on_acquired(struct hilock_lock *lock, int status,
+                        const struct hilock_result *res, void *arg)
 {
     struct runner *r = arg;
     int first = r->first_try;
@@ -395,13 +424,16 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
         if (acquire(r) != 0)
             finish(r, CLI_EXIT_FAILURE);
     } else if (status == 0) {
-        hilock_lock_on_lost(lock, on_lost, r);
+        if (r->permit)
+            hilock_permit_on_lost(r->permit, on_permit_lost, r);
+        else
+            hilock_lock_on_lost(lock, on_lost, r);
         if (command_start(r) != 0) {
             r->exit_code = CLI_EXIT_FAILURE;
             release_start(r);
         }
     } else if (status == HILOCK_EBUSY && r->nonblock) {
-        say_busy(r, ttl);
+        say_busy(r, res->ttl_ms);
         finish(r, CLI_EXIT_BUSY);
     } else if (status == HILOCK_EBUSY || (status == HILOCK_ETIMEDOUT &&
                                           r->wait_given)) {
@@ -425,10 +457,12 @@ static void on_acquired(struct hilock_lock *lock, int status, int64_t ttl,
 
 /* The ttl query answered (or the semaphore's permits were set): Redis is
  * there, so go for the lock. */
-static void on_probe(struct hilock_lock *lock, int status, int64_t ttl,
-                     void *arg)
+static void on_probe(struct hilock_lock *lock, int status,
+                     const struct hilock_result *res, void *arg)
 {
     struct runner *r = arg;
+    (void)lock;
+    (void)res;
     if (r->phase != PROBING)
         return;
     if (status != 0) {
@@ -440,23 +474,24 @@ static void on_probe(struct hilock_lock *lock, int status, int64_t ttl,
         finish(r, CLI_EXIT_FAILURE);
 }
 
-/* The semaphore has permits now (set by us when set is 1). One set before
- * with another total is used as it is, with a word on stderr: it is shared,
- * and its users agreed on its size first. Its total is read with status's
- * blocking connection (2 s at most), once, before the command starts: the
- * library counts only the permits available. Then as on_probe. */
-static void on_init(struct hilock_lock *lock, int status, int64_t set,
-                    void *arg)
+/* The semaphore has permits now (set by us when res->permits_set). One set
+ * before with another total is used as it is, with a word on stderr: it is
+ * shared, and its users agreed on its size first. Its total is read with
+ * status's blocking connection (2 s at most), once, before the command starts:
+ * the library counts only the permits available. Then as on_probe. */
+static void on_init(struct hilock_permit *permit, int status,
+                    const struct hilock_result *res, void *arg)
 {
     struct runner *r = arg;
     long long total;
-    if (r->phase == PROBING && status == 0 && set == 0 &&
+    (void)permit;
+    if (r->phase == PROBING && status == 0 && !res->permits_set &&
         cli_semaphore_total(r->redis, r->name, &total) == 0 &&
         total != (long long)r->permits)
         cli_error("semaphore %s has %lld permits in all, not %llu: it is "
                   "used as it is", r->shown, total,
                   (unsigned long long)r->permits);
-    on_probe(lock, status, set, arg);
+    on_probe(NULL, status, res, arg);
 }
 
 /* ---- setup ------------------------------------------------------------- */
@@ -706,10 +741,10 @@ static int handle_new(struct runner *r)
     size_t len = strlen(r->name);
     uint64_t tag = (uint64_t)getpid();
     if (r->permits)
-        return hilock_permit_new(r->client, r->name, len, &r->lock);
+        return hilock_permit_new(r->client, r->name, len, &r->permit);
     if (r->side)
-        return hilock_rwlock_new(r->client, r->name, len, tag, r->side,
-                                 &r->lock);
+        return hilock_rwlock_new(r->client, r->name, len, tag,
+                                 (enum hilock_rw_side)r->side, &r->lock);
     return hilock_lock_new(r->client, r->name, len, tag, &r->lock);
 }
 
@@ -720,19 +755,22 @@ static int runner_open(struct runner *r)
     const struct cli_redis *redis = r->redis;
     struct hilock_options opts;
     hilock_options_init(&opts);
-    opts.host = redis->host;
-    opts.port = redis->port;
+    opts.node.host = redis->host;
+    opts.node.port = redis->port;
     if (redis->topo == CLI_REDLOCK) {
-        opts.masters = redis->list;
-        opts.nmasters = redis->nlist;
+        opts.topology = HILOCK_TOPOLOGY_REDLOCK;
+        opts.redlock.masters = redis->list;
+        opts.redlock.count = redis->nlist;
     } else if (redis->topo == CLI_SENTINEL) {
-        opts.sentinels = redis->list;
-        opts.nsentinels = redis->nlist;
-        opts.master_name = redis->master_name;
-        opts.sentinel_password = redis->sentinel_password;
+        opts.topology = HILOCK_TOPOLOGY_SENTINEL;
+        opts.sentinel.nodes = redis->list;
+        opts.sentinel.count = redis->nlist;
+        opts.sentinel.master_name = redis->master_name;
+        opts.sentinel.password = redis->sentinel_password;
     } else if (redis->topo == CLI_CLUSTER) {
-        opts.cluster = redis->list;
-        opts.ncluster = redis->nlist;
+        opts.topology = HILOCK_TOPOLOGY_CLUSTER;
+        opts.cluster.seeds = redis->list;
+        opts.cluster.count = redis->nlist;
     }
     opts.username = redis->username;
     opts.password = redis->password;
@@ -776,6 +814,7 @@ static void runner_close(struct runner *r)
     reaper_close(&r->reaper);  /* a reaper still running ends it all */
     hilock_client_free(r->client);  /* the lock is released or lost by now */
     hilock_lock_free(r->lock);      /* detached: only its memory goes */
+    hilock_permit_free(r->permit);
     if (r->base)
         event_base_free(r->base);
     reaper_cmd_free(&r->cmd);
@@ -785,10 +824,11 @@ static void runner_close(struct runner *r)
  * permits if it has none), then the loop; the exit code. */
 static int runner_run(struct runner *r)
 {
-    int rc = r->permits ? hilock_semaphore_init(r->lock,
-                                                (uint32_t)r->permits,
-                                                on_init, r)
-                        : hilock_lock_query_ttl(r->lock, on_probe, r);
+    int rc = r->permits
+                 ? hilock_permit_try_set_permits(r->permit,
+                                                 (uint32_t)r->permits,
+                                                 on_init, r)
+                 : hilock_lock_query_ttl(r->lock, on_probe, r);
     if (rc != 0) {
         cli_error("cannot ask Redis about %s: %s", r->shown,
                   hilock_strerror(rc));

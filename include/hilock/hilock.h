@@ -1,20 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hilock.h -- asynchronous Redis distributed locks on a libevent loop.
  *
- * hilock is a client library: a struct hilock_client talks, from one
- * struct event_base, to one Redis endpoint, to several independent masters
- * (Redlock), to the master a set of Sentinels names, or to a Redis Cluster,
- * in plaintext or over TLS. A struct hilock_lock is one name held by one
- * owner: a mutex (hilock_lock_new), either side of a read-write lock
- * (hilock_rwlock_new), a permit of a counting semaphore
- * (hilock_semaphore_new) or an expiring permit (hilock_permit_new); struct
- * hilock_multi holds several names together. Keys and channels are those of
- * Redisson's RLock, RReadWriteLock, RSemaphore and RPermitExpirableSemaphore
- * (docs/keys.md says what interoperates and what does not). Every
- * operation is non-blocking and reports its result through a callback that
- * runs on the loop. The library starts no threads, installs no signal
- * handlers and prints nothing; hilock_client_stats and
- * hilock_stats_prometheus expose its counters.
+ * hilock is a client library. A struct hilock_client talks, from one
+ * struct event_base, to one of four topologies (enum hilock_topology): one
+ * Redis server, the master that a set of Sentinels names, a Redis Cluster,
+ * or several independent masters of which a majority decides (Redlock); in
+ * plaintext or over TLS. On it live handles of four kinds, each a type of
+ * its own with only the operations that apply to it:
+ *  - struct hilock_lock: one name held by one owner, re-entrant, with a
+ *    lease the watchdog can renew: a mutex (hilock_lock_new) or either
+ *    side of a read-write lock (hilock_rwlock_new);
+ *  - struct hilock_multi: several names taken together, all or none;
+ *  - struct hilock_semaphore: a counting semaphore, permits without owner
+ *    or lease (hilock_semaphore_new);
+ *  - struct hilock_permit: one expiring permit of a semaphore, with an id
+ *    and a lease (hilock_permit_new).
+ * Keys and channels are those of Redisson's RLock, RReadWriteLock,
+ * RSemaphore and RPermitExpirableSemaphore (docs/keys.md says what
+ * interoperates and what does not). Every operation is non-blocking and
+ * reports through a callback that runs on the loop, with a struct
+ * hilock_result whose fields are named for what they hold. The library
+ * starts no threads, installs no signal handlers and prints nothing;
+ * hilock_client_stats and hilock_stats_prometheus expose its counters.
  *
  * SIGPIPE: hiredis writes to its sockets with write(), so a connection that
  * Redis closes while a command is being sent raises SIGPIPE in the process.
@@ -24,15 +31,16 @@
  *  - Errors are negative HILOCK_E* codes; hilock_strerror() names them.
  *  - A function that takes a callback and returns an error never calls that
  *    callback. When it returns 0 the callback fires exactly once, also when
- *    the lock or client is freed first (HILOCK_ECANCELED).
- *  - Callbacks take the lock first, the status second, a status-dependent
- *    value third and the user's pointer last.
+ *    the handle or client is freed first (HILOCK_ECANCELED).
+ *  - Callbacks take the handle first, the status second, the result third
+ *    (const struct hilock_result *, never NULL, valid during the call
+ *    only) and the user's pointer last.
  *  - Times are in milliseconds and measured on the monotonic clock.
  *  - Every call belongs on the thread that runs the client's event_base;
  *    nothing here is thread-safe.
  *  - A callback never runs inside the call that started its operation.
- *    hilock_lock_cancel(), hilock_lock_free() and hilock_client_free() are
- *    the exceptions, and say so: they end operations, and the operations'
+ *    The *_cancel() and *_free() calls and hilock_client_free() are the
+ *    exceptions, and say so: they end operations, and the operations'
  *    callbacks fire (with HILOCK_ECANCELED) before they return.
  */
 #ifndef HILOCK_H
@@ -108,6 +116,9 @@ HILOCK_EXPORT const char *hilock_err_name(int err);
 struct event_base;
 struct hilock_client;
 struct hilock_lock;
+struct hilock_multi;
+struct hilock_semaphore;
+struct hilock_permit;
 
 /* Severity passed to the log callback. */
 enum hilock_log_level {
@@ -145,13 +156,14 @@ enum hilock_state {
  * cluster's map that changed); valid only during the call. Runs on the
  * loop, never inside a hilock call. */
 typedef void hilock_state_cb(struct hilock_client *client, int status,
-                             int state, const char *node, void *arg);
+                             enum hilock_state state, const char *node,
+                             void *arg);
 
 /* Shortest watchdog_lease_ms accepted: a renewal every third of it must
  * have time for a round trip. */
 #define HILOCK_WATCHDOG_MIN_MS 100
 
-/* One Redis endpoint (a Redlock master). */
+/* One Redis server: host and port, or a unix socket. */
 struct hilock_endpoint {
     const char *host;      /* required unless unix_path is set */
     int port;
@@ -192,12 +204,66 @@ struct hilock_tls {
 /* Most sentinels, and most cluster seed nodes, a client takes. */
 #define HILOCK_SEEDS_MAX 16
 
+/* Where the client's locks live: one of four topologies, each with its
+ * own group of options in struct hilock_options (the others stay unset). */
+enum hilock_topology {
+    HILOCK_TOPOLOGY_NODE = 0,     /* one Redis server: opts.node (default) */
+    HILOCK_TOPOLOGY_SENTINEL = 1, /* the master that Sentinels name:
+                                     opts.sentinel */
+    HILOCK_TOPOLOGY_CLUSTER = 2,  /* a Redis Cluster: opts.cluster */
+    HILOCK_TOPOLOGY_REDLOCK = 3   /* independent masters, a majority
+                                     decides: opts.redlock */
+};
+
 /* Client options. Fill with hilock_options_init(), then set what differs.
- * Strings are copied by hilock_client_new(). */
+ * Strings and arrays are copied by hilock_client_new(). Options of a
+ * topology other than opts.topology must stay unset (0, NULL): otherwise
+ * hilock_client_new() fails with HILOCK_EINVAL and a log line naming the
+ * option. */
 struct hilock_options {
-    const char *host;            /* default "127.0.0.1" */
-    int port;                    /* default 6379 */
-    const char *unix_path;       /* when set, used instead of host/port */
+    enum hilock_topology topology; /* default HILOCK_TOPOLOGY_NODE */
+    /* HILOCK_TOPOLOGY_NODE: the one server; host default "127.0.0.1",
+     * port 6379; unix_path, when set, is used instead of them. */
+    struct hilock_endpoint node;
+    /* HILOCK_TOPOLOGY_SENTINEL: the master that the sentinels name
+     * master_name. It is asked of all count sentinels at once (SENTINEL
+     * get-master-addr-by-name) and taken when a majority names it (of all,
+     * or of those that answered within connect_timeout_ms), confirmed with
+     * ROLE, asked again before every reconnect, and at once when a
+     * sentinel announces +switch-master; held locks are then verified on
+     * the new master (docs/topologies.md). 1..HILOCK_SEEDS_MAX sentinels.
+     * password: AUTH sent to the sentinels (NULL: none); username,
+     * password and db below apply to the master. tls_own 0: the sentinels
+     * are reached with opts.tls as well; nonzero: with sentinel.tls
+     * instead (which may be off). */
+    struct {
+        const struct hilock_endpoint *nodes;
+        size_t count;
+        const char *master_name;
+        const char *password;
+        int tls_own;
+        struct hilock_tls tls;
+    } sentinel;
+    /* HILOCK_TOPOLOGY_CLUSTER: 1..HILOCK_SEEDS_MAX nodes of the cluster to
+     * learn the slot map from; each lock goes to the master of its key's
+     * slot, MOVED and ASK are followed. Nothing is sent before the map is
+     * known; a seed not in cluster mode is logged and never used (none
+     * left: requests fail with HILOCK_ENOTCLUSTER). In a cluster,
+     * key_prefix must contain a hash tag ("{app}:"), which puts every lock
+     * in that one slot; without a prefix the locks spread over the
+     * cluster. */
+    struct {
+        const struct hilock_endpoint *seeds;
+        size_t count;
+    } cluster;
+    /* HILOCK_TOPOLOGY_REDLOCK: independent masters, an odd number from 3
+     * to HILOCK_MASTERS_MAX, none listed twice (under any name). Every
+     * lock operation goes to all of them at once and a majority decides
+     * (docs/topologies.md). */
+    struct {
+        const struct hilock_endpoint *masters;
+        size_t count;
+    } redlock;
     const char *username;        /* ACL user; NULL: AUTH with password only */
     const char *password;        /* NULL: no AUTH */
     int db;                      /* SELECT db when > 0; default 0 */
@@ -215,37 +281,6 @@ struct hilock_options {
     void *log_arg;
     hilock_state_cb *state_cb;   /* NULL: not told */
     void *state_arg;
-    /* Redlock: independent masters, an odd number from 3 to
-     * HILOCK_MASTERS_MAX, none listed twice (under any name); host, port
-     * and unix_path above are then not used. Every lock operation goes to
-     * all of them at once and a majority decides (docs/topologies.md).
-     * NULL/0: the one endpoint above. The array and its strings are
-     * copied. */
-    const struct hilock_endpoint *masters;
-    size_t nmasters;
-    /* Sentinel: the master that the sentinels name master_name. It is
-     * asked of all the sentinels at once (SENTINEL
-     * get-master-addr-by-name) and taken when a majority names it (of all,
-     * or of those that answered within connect_timeout_ms), confirmed with
-     * ROLE, asked again before every reconnect, and at once when a
-     * sentinel announces +switch-master; held locks are then
-     * verified on the new master (docs/topologies.md). 1..HILOCK_SEEDS_MAX
-     * sentinels; host, port and unix_path above are not used.
-     * sentinel_password: AUTH sent to the sentinels (NULL: none);
-     * username/password/db above apply to the master. */
-    const struct hilock_endpoint *sentinels;
-    size_t nsentinels;
-    const char *master_name;
-    const char *sentinel_password;
-    /* Redis Cluster: 1..HILOCK_SEEDS_MAX nodes of it to learn the slot map
-     * from; each lock goes to the master of its key's slot, MOVED and ASK
-     * are followed. Nothing is sent before the map is known; a seed not in
-     * cluster mode is logged and never used (none left: requests fail
-     * with HILOCK_ENOTCLUSTER). In a cluster, key_prefix must contain a hash tag
-     * ("{app}:"), which puts every lock in that one slot; without a prefix
-     * the locks spread over the cluster. */
-    const struct hilock_endpoint *cluster;
-    size_t ncluster;
     /* After each acquisition and renewal, WAIT until wait_replicas
      * replicas have the write, for at most wait_timeout_ms (default 1000)
      * within the request deadline: an acquisition that does not reach them
@@ -261,7 +296,7 @@ struct hilock_options {
      * once and tells it on a channel of its own: one round trip per
      * hand-off instead of a race of retries. A Redisson RLock (and a hilock
      * client without fair mode) on the same name is still excluded, but
-     * does not queue. Not with masters (Redlock): HILOCK_EINVAL. Default 0
+     * does not queue. Not on Redlock: HILOCK_EINVAL. Default 0
      * (Redisson's RLock behaviour). See docs/waiting.md, "Fair mode". */
     int fair;
     /* Nonzero: no plain fast path; every acquire and release runs its
@@ -277,10 +312,6 @@ struct hilock_options {
      * the sentinels, every cluster node (also those a redirect names), every
      * Redlock master. Off by default. */
     struct hilock_tls tls;
-    /* Sentinel: 0 (default): the sentinels are reached with tls as well;
-     * nonzero: with sentinel_tls instead (which may be off). */
-    int sentinel_tls_own;
-    struct hilock_tls sentinel_tls;
 };
 
 /* Fill *opts with the defaults listed in struct hilock_options. */
@@ -302,9 +333,9 @@ HILOCK_EXPORT int hilock_client_new(struct event_base *base,
 /* Free the client. Every pending callback fires once with
  * HILOCK_ECANCELED before the memory goes; held locks are not released
  * (their leases run out), so release them (or free their handles) first.
- * Lock handles not freed yet outlive it, detached: nothing pending,
- * nothing held, every call on them but hilock_lock_free and the local
- * state calls returns HILOCK_EINVAL; hilock_lock_free then frees their
+ * Lock, semaphore and permit handles not freed yet outlive it, detached:
+ * nothing pending, nothing held, every call on them but their *_free and
+ * the local state calls returns HILOCK_EINVAL; *_free then frees their
  * memory (free every handle, before or after its client). MultiLocks go
  * with the client. Requests already sent on a live connection -- a release, the
  * release of a freed handle, an acquire whose success must be undone -- are
@@ -343,10 +374,40 @@ HILOCK_EXPORT int hilock_client_close(struct hilock_client *client,
 HILOCK_EXPORT int hilock_client_id(const struct hilock_client *client,
                                    char *buf, size_t len);
 
-/* Result callback of every lock operation. status is 0 on success or a
- * negative code; value depends on the operation (see each function). */
+/* ---- Results ------------------------------------------------------------ */
+
+/* A ttl_ms of a key that exists without an expiry. */
+#define HILOCK_TTL_NONE (-1)
+/* A ttl_ms of a key that does not exist: nothing holds the name. */
+#define HILOCK_TTL_NOKEY (-2)
+
+/* What an operation reports to its callback, one meaning per field. Each
+ * operation names the fields it sets (and for which status); the others
+ * are 0. */
+struct hilock_result {
+    int64_t token;    /* acquire, 0: the hold's fencing token (0 without
+                         fencing) */
+    int64_t ttl_ms;   /* acquire, HILOCK_EBUSY: the holder's remaining
+                         lease (a permit: until the first permit taken
+                         expires); hilock_lock_query_ttl: the lock's; or
+                         HILOCK_TTL_NONE, HILOCK_TTL_NOKEY */
+    int64_t holds;    /* hilock_lock_release: the owner's holds left (0:
+                         the lock is free); hilock_lock_query_count: the
+                         owner's holds in Redis */
+    int64_t permits;  /* semaphore acquire: permits taken; semaphore
+                         release and *_available: permits available */
+    int64_t lease_ms; /* *_renew: the lease set */
+    int held;         /* hilock_lock_query_held: 1 when this owner holds
+                         the lock, else 0 */
+    int permits_set;  /* *_try_set_permits: 1 when this call set them, 0
+                         when they were set already (unchanged) */
+};
+
+/* The callback of every operation on a lock handle. */
 typedef void hilock_lock_cb(struct hilock_lock *lock, int status,
-                            int64_t value, void *arg);
+                            const struct hilock_result *res, void *arg);
+
+/* ---- Locks: a mutex, a read-write lock's side --------------------------- */
 
 /* Create a handle for lock name (1..HILOCK_NAME_MAX bytes, any bytes) owned
  * by this client and owner_tag. Two handles with the same name and tag are
@@ -383,11 +444,12 @@ HILOCK_EXPORT void hilock_lock_free(struct hilock_lock *lock);
  * Wait comes before lease, as in Redisson's tryLock(waitTime, leaseTime):
  * the two are adjacent integers of one unit, and code ported from Java
  * must not swap them silently.
- * cb(lock, status, value, arg):
- *   0                 acquired; value = fencing token (0 without fencing)
+ * cb(lock, status, res, arg):
+ *   0                 acquired; res->token: the fencing token (0 without
+ *                     fencing)
  *   HILOCK_EBUSY      held by another owner and wait_ms was 0;
- *                     value = the holder's remaining lease in ms, -1 when
- *                     the key has no expiry
+ *                     res->ttl_ms: the holder's remaining lease,
+ *                     HILOCK_TTL_NONE when the key has no expiry
  *   HILOCK_ETIMEDOUT  not acquired within wait_ms; with wait_ms 0, no reply
  *                     within the request deadline, or a grant read too
  *                     late (below)
@@ -416,7 +478,7 @@ HILOCK_EXPORT int hilock_lock_acquire(struct hilock_lock *lock,
 
 /* Release one hold of the owner. A release whose reply is lost is retried
  * with the same request id and applied once.
- * cb: 0 with value = holds left (0: the lock is free), HILOCK_ENOTOWNER
+ * cb: 0 with res->holds: holds left (0: the lock is free), HILOCK_ENOTOWNER
  * (not held by this owner: expired or never taken), or an error. After an
  * error the handle no longer counts the hold either: the release may still
  * be applied (a timed-out request stays queued at the server), and if it is
@@ -432,7 +494,7 @@ HILOCK_EXPORT int hilock_lock_release(struct hilock_lock *lock,
 HILOCK_EXPORT int hilock_lock_cancel(struct hilock_lock *lock);
 
 /* Reset the lease of a held lock to lease_ms (0: the lock's own lease) now.
- * cb: 0 with value = the lease set in ms, HILOCK_ELOST (not ours any more;
+ * cb: 0 with res->lease_ms: the lease set, HILOCK_ELOST (not ours any more;
  * on_lost fires too), HILOCK_ETIMEDOUT (no reply in time, or it reached
  * Redis after the lock's validity had run out here and changed nothing), or
  * another error. Returns 0, HILOCK_EINVAL (bad argument or not held by this
@@ -441,10 +503,10 @@ HILOCK_EXPORT int hilock_lock_renew(struct hilock_lock *lock,
                                     uint64_t lease_ms, hilock_lock_cb *cb,
                                     void *arg);
 
-/* Call cb(lock, HILOCK_ELOST, 0, arg) once if the lock, while held by this
- * handle, is found lost: a renewal says it is gone, another handle of the
- * same owner ended the shared hold, or no renewal was confirmed before the
- * lease could have run out (monotonic clock). A renewal that reaches Redis
+/* Call cb(lock, HILOCK_ELOST, res, arg) (no field set) once if the lock,
+ * while held by this handle, is found lost: a renewal says it is gone,
+ * another handle of the same owner ended the shared hold, or no renewal
+ * was confirmed before the lease could have run out (monotonic clock). A renewal that reaches Redis
  * after that moment is refused by the server, so a lock reported lost is
  * never extended by its old owner. A lock deleted by someone else (`hilock
  * release --force`) is found at the next renewal, up to a third of the
@@ -453,15 +515,15 @@ HILOCK_EXPORT int hilock_lock_renew(struct hilock_lock *lock,
 HILOCK_EXPORT int hilock_lock_on_lost(struct hilock_lock *lock,
                                       hilock_lock_cb *cb, void *arg);
 
-/* Ask Redis whether this owner holds the lock: value 1 or 0. */
+/* Ask Redis whether this owner holds the lock: res->held. */
 HILOCK_EXPORT int hilock_lock_query_held(struct hilock_lock *lock,
                                          hilock_lock_cb *cb, void *arg);
-/* Ask Redis how many holds this owner has: value >= 0. */
+/* Ask Redis how many holds this owner has: res->holds. */
 HILOCK_EXPORT int hilock_lock_query_count(struct hilock_lock *lock,
                                           hilock_lock_cb *cb, void *arg);
-/* Ask Redis for the lock's remaining lease in ms, whoever holds it:
- * value >= 0, -1 when the lock is free, INT64_MAX when the key exists
- * without an expiry. */
+/* Ask Redis for the lock's remaining lease, whoever holds it: res->ttl_ms,
+ * HILOCK_TTL_NOKEY when the lock is free, HILOCK_TTL_NONE when the key
+ * exists without an expiry. */
 HILOCK_EXPORT int hilock_lock_query_ttl(struct hilock_lock *lock,
                                         hilock_lock_cb *cb, void *arg);
 /* The three queries above return 0, HILOCK_EINVAL, HILOCK_ECANCELED (the
@@ -481,17 +543,19 @@ HILOCK_EXPORT const char *hilock_lock_name(const struct hilock_lock *lock,
  *
  * A MultiLock takes up to HILOCK_MULTI_MAX names for one owner in one
  * atomic step on each node: all of them, or none while it waits. Two
- * MultiLocks over the same names, in any order, cannot deadlock. Waiting
- * works as for one lock (woken by the release of the name that blocked
- * it); once held, its names are renewed by the watchdog (lease 0) and the
- * loss of any of them is reported once through on_lost. Fencing tokens are
- * not drawn for MultiLocks. Callbacks take the MultiLock first, as
- * hilock_lock_cb does; value is always 0. */
+ * MultiLocks over the same names, in any order, cannot deadlock. It is a
+ * type of its own, with the calls of a lock that apply to it; each works
+ * as the hilock_lock_* call of the same name says (waiting, leases, the
+ * watchdog, cancel, on_lost, free), with these differences: the loss of
+ * any name is reported once through on_lost, and the other names are
+ * given back; fencing tokens are not drawn, and no field of the result
+ * is set. A MultiLock has no name, hold count, token, queries, renew or
+ * guarded commands. */
 #define HILOCK_MULTI_MAX 64
 
-struct hilock_multi;
+/* The callback of every operation on a MultiLock (as hilock_lock_cb). */
 typedef void hilock_multi_cb(struct hilock_multi *multi, int status,
-                             int64_t value, void *arg);
+                             const struct hilock_result *res, void *arg);
 
 /* A MultiLock over count names (names[i] of lens[i] bytes, 1..count ..
  * HILOCK_MULTI_MAX, none twice) owned by this client and owner_tag; the
@@ -502,26 +566,23 @@ HILOCK_EXPORT int hilock_multi_new(struct hilock_client *client,
                                    const size_t *lens, size_t count,
                                    uint64_t owner_tag,
                                    struct hilock_multi **out);
-/* Free it; pending callbacks fire with HILOCK_ECANCELED before it returns;
- * if held, every name is released (best effort). NULL is ignored. */
+/* As hilock_lock_free; it goes with its client too. */
 HILOCK_EXPORT void hilock_multi_free(struct hilock_multi *multi);
-/* Take every name: wait_ms and lease_ms as for hilock_lock_acquire.
- * cb: 0 all taken; HILOCK_EBUSY (wait_ms 0) some name is held by another
- * owner and none was taken; HILOCK_ETIMEDOUT, HILOCK_ECANCELED, or another
- * error, with none taken. Returns 0, HILOCK_EINVAL (also when already
- * held), HILOCK_ECANCELED, HILOCK_EINPROGRESS, HILOCK_ENOMEM. */
+/* Take every name, as hilock_lock_acquire. cb: 0 all taken; HILOCK_EBUSY
+ * (wait_ms 0) some name is held by another owner and none was taken;
+ * HILOCK_ETIMEDOUT, HILOCK_ECANCELED, or another error, with none taken.
+ * Returns as hilock_lock_acquire, and HILOCK_EINVAL when already held. */
 HILOCK_EXPORT int hilock_multi_acquire(struct hilock_multi *multi,
                                        uint64_t wait_ms, uint64_t lease_ms,
                                        hilock_multi_cb *cb, void *arg);
 /* Release one hold of every name. cb: 0, HILOCK_ENOTOWNER (none was held),
- * or an error. Returns as hilock_multi_acquire. */
+ * or an error. Returns as hilock_lock_release. */
 HILOCK_EXPORT int hilock_multi_release(struct hilock_multi *multi,
                                        hilock_multi_cb *cb, void *arg);
-/* Cancel a pending acquire (its callback fires with HILOCK_ECANCELED
- * before this returns). Returns 0, HILOCK_EINVAL. */
+/* As hilock_lock_cancel. */
 HILOCK_EXPORT int hilock_multi_cancel(struct hilock_multi *multi);
-/* cb(multi, HILOCK_ELOST, 0, arg) once when a name of the held MultiLock is
- * lost. Returns 0, HILOCK_EINVAL. */
+/* As hilock_lock_on_lost: cb(multi, HILOCK_ELOST, res, arg) once when a
+ * name of the held MultiLock is lost. */
 HILOCK_EXPORT int hilock_multi_on_lost(struct hilock_multi *multi,
                                        hilock_multi_cb *cb, void *arg);
 /* Local state: 1 while held, else 0. */
@@ -636,17 +697,18 @@ HILOCK_EXPORT int hilock_stats_prometheus(const struct hilock_stats *st,
  *  - each read hold has a lease of its own: a reader that dies frees its
  *    share when its lease runs out, whatever the other readers do;
  *  - hilock_lock_query_ttl reports the lock key's lease (the longest hold);
- *    fencing tokens are not drawn (value 0). Not on a Redlock client
- *    (masters) and never fair. */
+ *    fencing tokens are not drawn (res->token 0). Not on Redlock and never
+ *    fair. */
 enum hilock_rw_side { HILOCK_READ = 1, HILOCK_WRITE = 2 };
 
 /* A handle for side (HILOCK_READ or HILOCK_WRITE) of read-write lock name,
  * owned by this client and owner_tag, as hilock_lock_new. The read and the
  * write side of one owner are separate handles (and separate holds).
- * Errors: HILOCK_EINVAL (also on a Redlock client), HILOCK_ENOMEM. */
+ * Errors: HILOCK_EINVAL (also on Redlock), HILOCK_ENOMEM. */
 HILOCK_EXPORT int hilock_rwlock_new(struct hilock_client *client,
                                     const char *name, size_t name_len,
-                                    uint64_t owner_tag, int side,
+                                    uint64_t owner_tag,
+                                    enum hilock_rw_side side,
                                     struct hilock_lock **out);
 
 /* ---- Semaphores ----------------------------------------------------------
@@ -654,70 +716,124 @@ HILOCK_EXPORT int hilock_rwlock_new(struct hilock_client *client,
  * Redisson's layouts: the key <name> is a string holding the number of
  * permits available, and releases are published on
  * "redisson_sc:{<name>}" (the number available after them). A semaphore
- * has no permits until someone sets them (hilock_semaphore_init). Handles
- * of both kinds below are lock handles: hilock_lock_cancel, _free,
- * hilock_lock_hold_count and hilock_lock_name work on them, and waiting
+ * has no permits until someone sets them (*_try_set_permits). Waiting
  * works as for a lock (woken by releases, a fallback poll, the deadline).
- * Not on a Redlock client (masters), and never fair. */
+ * Not on Redlock, and never fair. Two handle types share the counter: */
+#define HILOCK_PERMITS_MAX 1000000
 
-/* A counting semaphore handle (Redisson's RSemaphore): permits are not
- * owned and never expire; a process that dies holding some loses them
- * for everyone. hilock_lock_hold_count says how many this handle took and
- * has not released; hilock_lock_acquire and _release take and give one
- * (the lease is not used); freeing the handle gives back what it holds.
- * The queries, renew and on_lost do not apply (HILOCK_EINVAL).
- * Errors: HILOCK_EINVAL, HILOCK_ENOMEM. */
+/* ---- Counting semaphores (Redisson's RSemaphore): permits are not owned
+ * and never expire; a process that dies holding some loses them for
+ * everyone. */
+
+typedef void hilock_semaphore_cb(struct hilock_semaphore *sem, int status,
+                                 const struct hilock_result *res, void *arg);
+
+/* A counting semaphore handle for name (1..HILOCK_NAME_MAX bytes). Sends
+ * nothing. Errors: HILOCK_EINVAL (also on Redlock), HILOCK_ENOMEM. */
 HILOCK_EXPORT int hilock_semaphore_new(struct hilock_client *client,
                                        const char *name, size_t name_len,
-                                       struct hilock_lock **out);
+                                       struct hilock_semaphore **out);
+/* Free the handle: pending callbacks fire with HILOCK_ECANCELED before it
+ * returns, and the permits it holds are given back (best effort), as
+ * hilock_lock_free. NULL is ignored. */
+HILOCK_EXPORT void hilock_semaphore_free(struct hilock_semaphore *sem);
 /* Take permits (1..HILOCK_PERMITS_MAX) at once, waiting up to wait_ms as
- * hilock_lock_acquire does. cb: 0 with value = permits taken,
- * HILOCK_EBUSY (wait_ms 0: too few available; value -1), HILOCK_ETIMEDOUT,
- * HILOCK_ECANCELED, or an error. A request resent after a lost reply is
- * applied once. Returns as hilock_lock_acquire. */
-#define HILOCK_PERMITS_MAX 1000000
-HILOCK_EXPORT int hilock_semaphore_acquire(struct hilock_lock *sem,
+ * hilock_lock_acquire does. cb: 0 with res->permits: the permits taken,
+ * HILOCK_EBUSY (wait_ms 0: too few available; res->ttl_ms
+ * HILOCK_TTL_NONE), HILOCK_ETIMEDOUT, HILOCK_ECANCELED, or an error. A
+ * request resent after a lost reply is applied once. Returns as
+ * hilock_lock_acquire. */
+HILOCK_EXPORT int hilock_semaphore_acquire(struct hilock_semaphore *sem,
                                            uint32_t permits,
                                            uint64_t wait_ms,
-                                           hilock_lock_cb *cb, void *arg);
+                                           hilock_semaphore_cb *cb,
+                                           void *arg);
 /* Give permits (1..HILOCK_PERMITS_MAX) back, whether or not this handle
- * took them (Redisson's semantics); waiters are told. cb: 0 with value =
- * the permits available after it. Returns as hilock_lock_release. */
-HILOCK_EXPORT int hilock_semaphore_release(struct hilock_lock *sem,
+ * took them (Redisson's semantics); waiters are told. cb: 0 with
+ * res->permits: the permits available after it. Returns as
+ * hilock_lock_release. */
+HILOCK_EXPORT int hilock_semaphore_release(struct hilock_semaphore *sem,
                                            uint32_t permits,
-                                           hilock_lock_cb *cb, void *arg);
+                                           hilock_semaphore_cb *cb,
+                                           void *arg);
+/* Cancel a pending acquire, as hilock_lock_cancel. */
+HILOCK_EXPORT int hilock_semaphore_cancel(struct hilock_semaphore *sem);
+/* Set the semaphore's permits to permits (0..HILOCK_PERMITS_MAX) if none
+ * are set yet (Redisson's trySetPermits). cb: 0 with res->permits_set 1
+ * when this call set them, 0 when they were set already (unchanged). */
+HILOCK_EXPORT int hilock_semaphore_try_set_permits(
+    struct hilock_semaphore *sem, uint32_t permits, hilock_semaphore_cb *cb,
+    void *arg);
+/* The permits available now: cb 0 with res->permits. */
+HILOCK_EXPORT int hilock_semaphore_available(struct hilock_semaphore *sem,
+                                             hilock_semaphore_cb *cb,
+                                             void *arg);
+/* The two calls above return 0, HILOCK_EINVAL, HILOCK_ECANCELED (the
+ * client is being freed) or HILOCK_ENOMEM. */
+/* Local state: the permits this handle took and has not given back. */
+HILOCK_EXPORT uint32_t
+hilock_semaphore_permits_held(const struct hilock_semaphore *sem);
 
-/* A handle for one expiring permit of semaphore name (Redisson's
- * RPermitExpirableSemaphore: the permits taken are kept, each under an id,
- * in the sorted set "{<name>}:timeout" scored by the unix time in ms at
- * which it expires). hilock_lock_acquire takes one permit with a new id
- * (value 0 on success; HILOCK_EBUSY's value: ms until the first permit
- * taken expires, -1 when none will); lease 0 puts it under the watchdog,
- * and a permit that expires comes back to the semaphore, so a holder that
- * dies gives its permit back after its lease. hilock_lock_release gives
- * it back (HILOCK_ENOTOWNER when it had expired), hilock_lock_renew and
- * hilock_lock_on_lost work as for a lock. A handle holds one permit at a
- * time: acquiring it while it holds one returns HILOCK_EINVAL.
- * Errors: HILOCK_EINVAL, HILOCK_ENOMEM. */
+/* ---- Expiring permits (Redisson's RPermitExpirableSemaphore): the
+ * permits taken are kept, each under an id, in the sorted set
+ * "{<name>}:timeout" scored by the unix time in ms at which it expires. A
+ * permit that expires comes back to the semaphore, so a holder that dies
+ * gives its permit back after its lease. */
+
+typedef void hilock_permit_cb(struct hilock_permit *permit, int status,
+                              const struct hilock_result *res, void *arg);
+
+/* A handle for one expiring permit of semaphore name. A handle holds one
+ * permit at a time. Sends nothing. Errors: HILOCK_EINVAL (also on
+ * Redlock), HILOCK_ENOMEM. */
 HILOCK_EXPORT int hilock_permit_new(struct hilock_client *client,
                                     const char *name, size_t name_len,
-                                    struct hilock_lock **out);
-/* The id of the permit a permit handle holds, as 32 hex digits plus NUL
- * into buf (>= 33 bytes): the sorted set member, hex-encoded as Redisson
- * prints it. Errors: HILOCK_EINVAL (not a permit handle, or not held). */
-HILOCK_EXPORT int hilock_permit_id(const struct hilock_lock *permit,
+                                    struct hilock_permit **out);
+/* Free the handle, as hilock_lock_free: its permit, if held, is given
+ * back (best effort). NULL is ignored. */
+HILOCK_EXPORT void hilock_permit_free(struct hilock_permit *permit);
+/* Take one permit with a new id, waiting up to wait_ms, for lease_ms (0:
+ * watchdog_lease_ms, renewed by the watchdog while held), as
+ * hilock_lock_acquire. cb: 0 (no field set); HILOCK_EBUSY (wait_ms 0:
+ * none available; res->ttl_ms until the first permit taken expires,
+ * HILOCK_TTL_NONE when none will), HILOCK_ETIMEDOUT, HILOCK_ECANCELED, or
+ * an error. Returns as hilock_lock_acquire, and HILOCK_EINVAL while the
+ * handle holds a permit. */
+HILOCK_EXPORT int hilock_permit_acquire(struct hilock_permit *permit,
+                                        uint64_t wait_ms, uint64_t lease_ms,
+                                        hilock_permit_cb *cb, void *arg);
+/* Give the permit back. cb: 0 (no field set), HILOCK_ENOTOWNER (it had
+ * expired), or an error. Returns as hilock_lock_release. */
+HILOCK_EXPORT int hilock_permit_release(struct hilock_permit *permit,
+                                        hilock_permit_cb *cb, void *arg);
+/* Cancel a pending acquire, as hilock_lock_cancel. */
+HILOCK_EXPORT int hilock_permit_cancel(struct hilock_permit *permit);
+/* Reset the held permit's lease to lease_ms (0: its own lease) now, as
+ * hilock_lock_renew: cb 0 with res->lease_ms, HILOCK_ELOST (expired;
+ * on_lost fires too), or an error. */
+HILOCK_EXPORT int hilock_permit_renew(struct hilock_permit *permit,
+                                      uint64_t lease_ms,
+                                      hilock_permit_cb *cb, void *arg);
+/* Call cb(permit, HILOCK_ELOST, res, arg) once if the held permit is
+ * found expired, as hilock_lock_on_lost. cb NULL clears. Returns 0,
+ * HILOCK_EINVAL. */
+HILOCK_EXPORT int hilock_permit_on_lost(struct hilock_permit *permit,
+                                        hilock_permit_cb *cb, void *arg);
+/* As hilock_semaphore_try_set_permits and hilock_semaphore_available, for
+ * the semaphore of this permit (expired permits are given back first). */
+HILOCK_EXPORT int hilock_permit_try_set_permits(struct hilock_permit *permit,
+                                                uint32_t permits,
+                                                hilock_permit_cb *cb,
+                                                void *arg);
+HILOCK_EXPORT int hilock_permit_available(struct hilock_permit *permit,
+                                          hilock_permit_cb *cb, void *arg);
+/* Local state: 1 while the handle holds its permit, else 0. */
+HILOCK_EXPORT int hilock_permit_held(const struct hilock_permit *permit);
+/* The id of the permit held, as 32 hex digits plus NUL into buf (>= 33
+ * bytes): the sorted set member, hex-encoded as Redisson prints it.
+ * Errors: HILOCK_EINVAL (not held). */
+HILOCK_EXPORT int hilock_permit_id(const struct hilock_permit *permit,
                                    char *buf, size_t len);
-
-/* Set the semaphore's permits to permits (0..HILOCK_PERMITS_MAX) if it has
- * none set yet (Redisson's trySetPermits), through either kind of handle.
- * cb: 0 with value 1 when set, 0 when it was set already (unchanged). */
-HILOCK_EXPORT int hilock_semaphore_init(struct hilock_lock *sem,
-                                        uint32_t permits,
-                                        hilock_lock_cb *cb, void *arg);
-/* The permits available now (expired permits given back first), through
- * either kind of handle. cb: 0 with value = that number. */
-HILOCK_EXPORT int hilock_semaphore_available(struct hilock_lock *sem,
-                                             hilock_lock_cb *cb, void *arg);
 
 /* ---- Guarded commands ----------------------------------------------------
  *
@@ -788,18 +904,30 @@ typedef void hilock_guarded_cb(struct hilock_lock *lock, int status,
 
 /* Run cmds[0..ncmds-1] (1..HILOCK_GUARDED_MAX) in one script, only if lock
  * still holds in Redis: a lock's owner field with holds and no "mode"; a
- * read-write side's hold (a reader's share not expired); an expiring
- * permit's id with its expiry in the future. flags: 0 or
+ * read-write side's hold (a reader's share not expired). flags: 0 or
  * HILOCK_GUARD_FENCE (a lock acquired with fencing on). A request resent
  * after its connection dropped is applied once (HILOCK_REPLY_LOST when
- * the first send was). Returns 0, HILOCK_EINVAL (bad argument, a counting
- * semaphore, a key outside the name's cluster slot: a log line says
- * which), HILOCK_EGUARDED (a Redlock client: no one master can tell
- * whether the lock is held), HILOCK_ECANCELED, HILOCK_ENOMEM. */
+ * the first send was). Returns 0, HILOCK_EINVAL (bad argument, a key
+ * outside the name's cluster slot: a log line says which), HILOCK_EGUARDED
+ * (a Redlock client: no one master can tell whether the lock is held),
+ * HILOCK_ECANCELED, HILOCK_ENOMEM. */
 HILOCK_EXPORT int hilock_lock_guarded(struct hilock_lock *lock,
                                       const struct hilock_guarded_cmd *cmds,
                                       size_t ncmds, unsigned flags,
                                       hilock_guarded_cb *cb, void *arg);
+
+/* The guarded commands of an expiring permit: as hilock_lock_guarded,
+ * while the permit's id is in the sorted set with its expiry in the future
+ * (flags 0: permits have no fencing tokens). */
+typedef void hilock_permit_guarded_cb(struct hilock_permit *permit,
+                                      int status,
+                                      const struct hilock_reply *reply,
+                                      void *arg);
+HILOCK_EXPORT int hilock_permit_guarded(struct hilock_permit *permit,
+                                        const struct hilock_guarded_cmd *cmds,
+                                        size_t ncmds, unsigned flags,
+                                        hilock_permit_guarded_cb *cb,
+                                        void *arg);
 
 #ifdef __cplusplus
 }

@@ -17,7 +17,8 @@
       event_base *), `client` (a struct hilock_client *), `lock` (a
       struct hilock_lock *) and `opts` (a struct hilock_options, filled by
       hilock_options_init) in scope, and the callbacks `on_done` (a
-      hilock_lock_cb) and `on_multi_done` (a hilock_multi_cb); `c decl`
+      hilock_lock_cb), `on_multi_done`, `on_sem_done` and `on_permit_done` (a
+      hilock_multi_cb, hilock_semaphore_cb, hilock_permit_cb); `c decl`
       blocks are top-level declarations, built with an empty main. Other
       languages are skipped. A block that names a file of examples/ in its
       opening comment ("/* hello.c -- ...") must be that file, whole.
@@ -116,16 +117,28 @@ FRAGMENT_FRAME = """\
 #include <event2/event.h>
 #include <hilock/hilock.h>
 
-static void on_done(struct hilock_lock *lock, int status, int64_t value,
-                    void *arg)
+static void on_done(struct hilock_lock *lock, int status,
+                    const struct hilock_result *res, void *arg)
 {
-    (void)lock, (void)status, (void)value, (void)arg;
+    (void)lock, (void)status, (void)res, (void)arg;
 }
 
 static void on_multi_done(struct hilock_multi *multi, int status,
-                          int64_t value, void *arg)
+                          const struct hilock_result *res, void *arg)
 {
-    (void)multi, (void)status, (void)value, (void)arg;
+    (void)multi, (void)status, (void)res, (void)arg;
+}
+
+static void on_sem_done(struct hilock_semaphore *sem, int status,
+                        const struct hilock_result *res, void *arg)
+{
+    (void)sem, (void)status, (void)res, (void)arg;
+}
+
+static void on_permit_done(struct hilock_permit *permit, int status,
+                           const struct hilock_result *res, void *arg)
+{
+    (void)permit, (void)status, (void)res, (void)arg;
 }
 
 void frame(struct event_base *base, struct hilock_client *client,
@@ -136,6 +149,7 @@ void frame(struct event_base *base, struct hilock_client *client,
     struct hilock_options opts;
     hilock_options_init(&opts);
     (void)base, (void)client, (void)lock, (void)on_done, (void)on_multi_done;
+    (void)on_sem_done, (void)on_permit_done;
 #line %d "%s"
 %s
 }
