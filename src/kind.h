@@ -30,7 +30,12 @@ enum lock_kind {
     KIND_PERMIT
 };
 
+/* The public type of a kind's handles (hilock.h): struct hilock_lock,
+ * hilock_semaphore or hilock_permit. */
+enum kind_api { KIND_API_LOCK = 0, KIND_API_SEMAPHORE, KIND_API_PERMIT };
+
 struct kind_ops {
+    enum kind_api api;       /* the public type its handles are */
     /* How the scripts every kind shares (renew, query, guarded) see it;
      * NULL for a kind that takes part in none of them. */
     const struct wire_kind *wire;
@@ -45,7 +50,7 @@ struct kind_ops {
     unsigned nested : 1;     /* an owner's holds nest, counted in Redis */
     unsigned single : 1;     /* one hold per handle at most */
     unsigned queries : 1;    /* hilock_lock_query_* apply */
-    unsigned guarded : 1;    /* hilock_lock_guarded applies */
+    unsigned guarded : 1;    /* guarded commands apply */
     unsigned fair : 1;       /* taken in fair mode when the client is */
     unsigned bare_field : 1; /* a hold is the owner's field, with no
                                 suffix, in the name's hash: a lock's
