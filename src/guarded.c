@@ -2,9 +2,9 @@
 /* guarded.c -- hilock_lock_guarded: run a caller's commands only while a
  * handle holds its lock.
  *
- * One script (script_guard.c) checks the hold and runs the commands on the
- * node that keeps the lock, so the check and the write are one atomic
- * step there. The request goes to one node: on Redlock no single master
+ * One script (src/lua/guarded.lua) checks the hold and runs the commands
+ * on the node that keeps the lock, so the check and the write are one
+ * atomic step there. The request goes to one node: on Redlock no single master
  * can tell whether the lock is held, so the call is refused. In a cluster
  * every key the commands declare must be in the lock name's slot, checked
  * here before anything is sent. A request resent after its connection
@@ -52,7 +52,7 @@ void guarded_encode(struct resp_buf *b, const char *sha,
         nkeys += cmds[i].nkeys;
         nargs += 1 + cmds[i].argc;
     }
-    wire_evalsha(b, sha, 3 + nkeys + nargs, nkeys);
+    wire_evalsha(b, SCRIPT_GUARDED, sha, nkeys, nargs);
     keys_lock(b, &k);
     l->kind->guard_key(b, l);
     keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);

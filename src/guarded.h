@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* guarded.h -- guarded commands: a caller's Redis commands run by one
  * script only while a handle still holds its lock (hilock_lock_guarded in
- * the public header; the script is script_guard.c's). */
+ * the public header; the script is src/lua/guarded.lua). */
 #ifndef HILOCK_GUARDED_H
 #define HILOCK_GUARDED_H
 

@@ -65,14 +65,14 @@ static void mutex_leave(struct hilock_lock *lock, struct fanout *op)
     fair_encode_leave(lock, op);
 }
 
-/* The undo script, by the attempt's request id; in fair mode a release
- * of one hold. */
+/* The undo script, by the attempt's request id; in fair mode its fair
+ * twin, which hands the lock on when it ends the hold. */
 static void mutex_undo(struct hilock_lock *lock, struct fanout *op,
                        uint64_t attempt, uint64_t rid)
 {
     struct engine *eng = lock->eng;
     if (fair_on(lock)) {
-        fair_encode_release(lock, op, 1, rid);
+        fair_encode_undo(lock, op, attempt, rid);
         return;
     }
     struct wire_lock w = handle_wire(lock);

@@ -2,9 +2,10 @@
 /* semaphore.c -- the semaphore calls of the public header: counting
  * semaphores (struct hilock_semaphore) and expiring permits (struct
  * hilock_permit). Each is a lock handle of its own kind inside (see
- * kind_sem.c, kind_permit.c and script_sem.c); the public types are its
- * pointer under their own names (callback.h), so that a lock's calls do
- * not compile on them and theirs keep their callbacks' shapes. */
+ * kind_sem.c, kind_permit.c and src/lua/lib/sem_kind.lua); the public
+ * types are its pointer under their own names (callback.h), so that a
+ * lock's calls do not compile on them and theirs keep their callbacks'
+ * shapes. */
 #include <stdio.h>
 
 #include "handle.h"

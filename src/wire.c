@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* wire.c -- what every kind's commands share (see wire.h): the EVALSHA
- * framing, the renew, query and fence calls, MultiLock, and the plain
- * path's commands. */
+ * framing and its contract check, the renew, query and fence calls,
+ * MultiLock, and the plain path's commands. */
 #include "wire.h"
 
 #include <string.h>
@@ -9,13 +9,92 @@
 #include "restore_payload.h"
 #include "keys.h"
 
-void wire_evalsha(struct resp_buf *b, const char *sha, size_t argc,
-                  size_t numkeys)
+/* Whether n is within [lo, hi]. */
+static int within(size_t n, uint32_t lo, uint32_t hi)
 {
-    resp_array(b, argc);
+    return n >= lo && (hi == SCRIPT_UNBOUNDED || n <= hi);
+}
+
+void wire_evalsha(struct resp_buf *b, enum script_id id, const char *sha,
+                  size_t nkeys, size_t nargs)
+{
+    const struct script_info *s = &script_table[id];
+    resp_array(b, 3 + nkeys + nargs);
     resp_arg(b, "EVALSHA", 7);
     resp_arg(b, sha, 40);
-    resp_arg_u64(b, numkeys);
+    resp_arg_u64(b, nkeys);
+    if (!b->failed && (!within(nkeys, s->keys_min, s->keys_max) ||
+                       !within(nargs, s->args_min, s->args_max)))
+        b->failed = RESP_BROKEN;
+}
+
+/* Read "<lead><decimal>\r\n" at *p (before end) into *v and move past
+ * it. 0, or -1 when that is not what is there. */
+static int read_count(const char **p, const char *end, char lead, size_t *v)
+{
+    const char *s = *p, *digits;
+    if (s >= end || *s++ != lead)
+        return -1;
+    *v = 0;
+    for (digits = s; s < end && *s >= '0' && *s <= '9' && s - digits < 12;
+         s++)
+        *v = *v * 10 + (size_t)(*s - '0');
+    if (s == digits || end - s < 2 || s[0] != '\r' || s[1] != '\n')
+        return -1;
+    *p = s + 2;
+    return 0;
+}
+
+/* Read one bulk string at *p (before end): its bytes in *w, *len long.
+ * 0, or -1 when there is none. */
+static int read_bulk(const char **p, const char *end, const char **w,
+                     size_t *len)
+{
+    if (read_count(p, end, '$', len) != 0 || (size_t)(end - *p) < *len + 2 ||
+        (*p)[*len] != '\r' || (*p)[*len + 1] != '\n')
+        return -1;
+    *w = *p;
+    *p += *len + 2;
+    return 0;
+}
+
+/* Whether word w (len bytes) names script s: its digest after EVALSHA,
+ * its body after EVAL. */
+static int names_script(const struct script_info *s, int body, const char *w,
+                        size_t len)
+{
+    if (body)
+        return len == s->len && memcmp(w, s->body, len) == 0;
+    return len == 40 && memcmp(w, s->sha, 40) == 0;
+}
+
+int wire_check(const struct resp_buf *b, enum script_id id)
+{
+    const struct script_info *s = &script_table[id];
+    const char *p = b->data, *end = b->data + b->len, *w;
+    size_t argc, len, nkeys = 0;
+    if (b->failed || read_count(&p, end, '*', &argc) != 0 || argc < 3 ||
+        read_bulk(&p, end, &w, &len) != 0)
+        return -1;
+    int body = len == 4 && memcmp(w, "EVAL", 4) == 0;
+    if ((!body && (len != 7 || memcmp(w, "EVALSHA", 7) != 0)) ||
+        read_bulk(&p, end, &w, &len) != 0 || !names_script(s, body, w, len) ||
+        read_bulk(&p, end, &w, &len) != 0 || len == 0 || len > 9)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (w[i] < '0' || w[i] > '9')
+            return -1;
+        nkeys = nkeys * 10 + (size_t)(w[i] - '0');
+    }
+    for (size_t i = 3; i < argc; i++)
+        if (read_bulk(&p, end, &w, &len) != 0)
+            return -1;
+    if (p != end || nkeys > argc - 3)
+        return -1;
+    return within(nkeys, s->keys_min, s->keys_max) &&
+                   within(argc - 3 - nkeys, s->args_min, s->args_max)
+               ? 0
+               : -1;
 }
 
 int wire_eval_body(struct resp_buf *b, const char *body, size_t len)
@@ -141,15 +220,15 @@ void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
                      const struct wire_lock *keyed)
 {
     size_t nk = keyed ? keyed->kind->renew_nkeys : 0;
-    wire_evalsha(b, sha, 5 + nargs + nk, nk);
+    wire_evalsha(b, SCRIPT_RENEW, sha, nk, 2 + nargs);
     if (keyed)
         keyed->kind->renew_keys(b, keyed);
     resp_arg_u64(b, lease_ms);
     resp_arg_u64(b, deadline_ms);
 }
 
-/* A lock in a renew call: its type (see script.c), then what its kind
- * says. */
+/* A lock in a renew call: its type (see src/lua/renew.lua), then what its
+ * kind says. */
 void wire_renew_lock(struct resp_buf *b, const struct wire_lock *l)
 {
     resp_arg(b, &l->kind->type, 1);
@@ -160,7 +239,7 @@ void wire_fence(struct resp_buf *b, const char *sha,
                 const struct wire_lock *l, int64_t token)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 5, 1);
+    wire_evalsha(b, SCRIPT_FENCE, sha, 1, 1);
     keys_fence(b, &k);
     resp_arg_u64(b, (uint64_t)token);
 }
@@ -169,7 +248,7 @@ void wire_multi_acquire(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, size_t n,
                         uint32_t lease_ms, uint64_t rid)
 {
-    wire_evalsha(b, sha, 3 + n + 3, n);
+    wire_evalsha(b, SCRIPT_MULTI_ACQUIRE, sha, n, 3);
     for (size_t i = 0; i < n; i++) {
         struct key_src k = wire_key(&l[i]);
         keys_lock(b, &k);
@@ -183,7 +262,7 @@ void wire_multi_release(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, size_t n, uint64_t rid,
                         uint32_t lease_ms, const char *publish)
 {
-    wire_evalsha(b, sha, 3 + 2 * n + 5, 2 * n);
+    wire_evalsha(b, SCRIPT_MULTI_RELEASE, sha, 2 * n, 5);
     for (size_t i = 0; i < n; i++) {
         struct key_src k = wire_key(&l[i]);
         keys_lock(b, &k);
@@ -204,7 +283,7 @@ void wire_query(struct resp_buf *b, const char *sha, enum wire_query q,
 {
     static const char *const what[] = {"held", "count", "ttl"};
     const char *layout = l->kind->query_layout;
-    wire_evalsha(b, sha, 7, 1);
+    wire_evalsha(b, SCRIPT_QUERY, sha, 1, 3);
     wire_lock_key(b, l);
     resp_arg(b, what[q], strlen(what[q]));
     wire_owner_field(b, l);

@@ -2,7 +2,7 @@
 /* wire.h -- the commands hilock sends about a lock, defined once.
  *
  * Every script call and query is encoded by these functions, with the
- * argument lists the scripts in script.c expect: the engine, the CLI and
+ * argument lists the scripts of src/lua/ expect: the engine, the CLI and
  * the bench all speak through them, so the wire format has one
  * definition. wire.c holds what every kind shares (the EVALSHA framing,
  * the renew, query and fence calls, MultiLock, the plain path's
@@ -17,6 +17,7 @@
 
 #include "keys.h"
 #include "resp.h"
+#include "script.h"
 
 struct wire_kind;
 
@@ -77,9 +78,20 @@ void wire_fence_key(struct resp_buf *b, const struct wire_lock *l);
 void wire_owner_field(struct resp_buf *b, const struct wire_lock *l);
 void wire_owner_hold(struct resp_buf *b, const struct wire_lock *l);
 
-/* The array header, EVALSHA, the digest and the number of keys. */
-void wire_evalsha(struct resp_buf *b, const char *sha, size_t argc,
-                  size_t numkeys);
+/* The start of a call of script id, whose digest sha is, with nkeys keys
+ * and nargs arguments to follow: the array header, EVALSHA, the digest and
+ * nkeys. Counts outside the script's contract (the "-- keys:" and "--
+ * args:" lines of src/lua/<name>.lua) mark b broken (RESP_BROKEN): a
+ * request with it fails with HILOCK_EPROTO, unsent. */
+void wire_evalsha(struct resp_buf *b, enum script_id id, const char *sha,
+                  size_t nkeys, size_t nargs);
+
+/* Whether b holds exactly one call of script id, as EVALSHA of its digest
+ * or EVAL of its body, whose array header counts the words written and
+ * whose numbers of keys and arguments keep the script's contract: 0, or
+ * -1 (also for a failed buffer). What fanout_submit checks before a script
+ * call goes out. */
+int wire_check(const struct resp_buf *b, enum script_id id);
 
 /* Turn the EVALSHA command in b into EVAL of the script's body (len
  * bytes): the same keys and arguments. For a server that refuses SCRIPT
@@ -87,9 +99,10 @@ void wire_evalsha(struct resp_buf *b, const char *sha, size_t argc,
  * then unusable only when its own growth failed: b->failed). */
 int wire_eval_body(struct resp_buf *b, const char *body, size_t len);
 
-/* Every acquire and release carries a request id (see script.c) as its
- * last argument, written with a fixed width so that wire_rid() can change
- * it in place for a resend that needs a new one. */
+/* Every acquire and release carries a request id (see
+ * src/lua/acquire.lua) as its last argument, written with a fixed width so
+ * that wire_rid() can change it in place for a resend that needs a new
+ * one. */
 void wire_rid(struct resp_buf *b, uint64_t rid);
 /* The request id such a command carries now. */
 uint64_t wire_rid_of(const struct resp_buf *b);
@@ -165,8 +178,8 @@ void wire_multi_release(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, size_t n, uint64_t rid,
                         uint32_t lease_ms, const char *publish);
 
-/* Fair mode (see script.c), a mode of the lock (wire_mutex.c). What a
- * fair acquire is: */
+/* Fair mode (see src/lua/lib/fair.lua), a mode of the lock
+ * (wire_mutex.c). What a fair acquire is: */
 enum wire_fair_mode {
     WIRE_FAIR_WAIT = 'w',  /* queue when busy */
     WIRE_FAIR_TRY = 't',   /* try once */
@@ -197,9 +210,16 @@ void wire_fair_leave(struct resp_buf *b, const char *sha,
                      const struct wire_lock *l, int fencing,
                      const struct wire_fair *f);
 
-/* Read-write locks (script_rw.c, wire_rw.c). What tells the two sides
- * apart in their scripts' arguments: */
+/* EVALSHA sha of fair_undo: as wire_undo, in fair mode (the lock handed
+ * on when the attempt's hold was the last). */
+void wire_fair_undo(struct resp_buf *b, const char *sha,
+                    const struct wire_lock *l, uint64_t attempt, uint64_t rid,
+                    int fencing, const struct wire_fair *f);
+
+/* Read-write locks (src/lua/lib/rw.lua, wire_rw.c). What tells the two
+ * sides apart in their scripts and their arguments: */
 struct wire_rw_side {
+    enum script_id acquire, release, undo;
     const char *other;   /* the suffix of the owner's field on the other
                             side (NULL: none) */
     const char *message; /* its release message: a writer's ("1") lets
@@ -219,11 +239,19 @@ void wire_rw_release(struct resp_buf *b, const char *sha,
                      const struct wire_rw_side *side, uint64_t rid,
                      uint32_t lease_ms, uint32_t drop, const char *publish);
 
+/* Undo the hold of l as side that the acquire attempt with request id
+ * attempt took, if it is still there, as wire_undo (lease_ms: how long
+ * the undo's own id is kept when holds remain). */
+void wire_rw_undo(struct resp_buf *b, const char *sha,
+                  const struct wire_lock *l,
+                  const struct wire_rw_side *side, uint64_t attempt,
+                  uint64_t rid, uint32_t lease_ms, const char *publish);
+
 /* A waiting writer l gave up: its mark goes. */
 void wire_write_leave(struct resp_buf *b, const char *sha,
                       const struct wire_lock *l);
 
-/* Semaphores (script_sem.c, wire_sem.c). Take or give back permits of
+/* Semaphores (src/lua/lib/sem_kind.lua, wire_sem.c). Take or give back permits of
  * the counting semaphore l; the request ids applied are kept rid_ttl_ms. */
 void wire_sem_acquire(struct resp_buf *b, const char *sha,
                       const struct wire_lock *l, uint32_t permits,
@@ -246,9 +274,9 @@ void wire_sem_init(struct resp_buf *b, const char *sha,
 void wire_sem_available(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, const char *publish);
 
-/* The queries, as the query script (sha) of script.c: does l's owner hold
- * it, how many holds, the lease left whoever holds it; a key of another
- * layout than l's kind (its query_layout) is refused. */
+/* The queries, as the query script (sha, src/lua/query.lua): does l's
+ * owner hold it, how many holds, the lease left whoever holds it; a key of
+ * another layout than l's kind (its query_layout) is refused. */
 enum wire_query { WIRE_QUERY_HELD, WIRE_QUERY_COUNT, WIRE_QUERY_TTL };
 void wire_query(struct resp_buf *b, const char *sha, enum wire_query q,
                 const struct wire_lock *l);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* wire_mutex.c -- a lock's own commands (see wire.h; the scripts'
- * arguments are listed in script.c): acquire, release and undo, those of
- * its fair mode, and how the shared scripts see a lock. Its plain path's
- * commands are plain Redis commands, in wire.c. */
+ * arguments are listed in the contracts of src/lua/): acquire, release
+ * and undo, those of its fair mode, and how the shared scripts see a
+ * lock. Its plain path's commands are plain Redis commands, in wire.c. */
 #include <string.h>
 
 #include "wire.h"
@@ -24,7 +24,7 @@ void wire_acquire(struct resp_buf *b, const char *sha,
 {
     struct key_src k = wire_key(l);
     size_t nk = 1 + (fencing != 0) + (l->entry_ms ? 2 : 0);
-    wire_evalsha(b, sha, (l->entry_ms ? 10 : 8) + nk, nk);
+    wire_evalsha(b, SCRIPT_ACQUIRE, sha, nk, l->entry_ms ? 7 : 5);
     keys_lock(b, &k);
     if (fencing)
         keys_fence(b, &k);
@@ -64,7 +64,7 @@ void wire_release(struct resp_buf *b, const char *sha,
                   uint32_t drop, const char *publish)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 11, 1);
+    wire_evalsha(b, SCRIPT_RELEASE, sha, 1, 7);
     keys_lock(b, &k);
     release_args(b, &k, l, lease_ms, drop, publish);
     resp_arg_u64_fixed(b, rid);
@@ -74,7 +74,7 @@ void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
                uint64_t attempt, uint64_t rid, const char *publish)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, sha, 10, 1);
+    wire_evalsha(b, SCRIPT_UNDO, sha, 1, 6);
     keys_lock(b, &k);
     resp_arg(b, "0", 1);
     keys_field(b, l->client_id, l->owner_tag);
@@ -84,10 +84,9 @@ void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
     resp_arg_u64_fixed(b, rid);
 }
 
-
-/* The fair scripts' keys after the lock (see script.c): the queue, its
- * owners hash and, when tokens are issued, the fencing counter. Returns
- * how many. */
+/* The fair scripts' keys after the lock (see src/lua/fair_acquire.lua):
+ * the queue, its owners hash and, when tokens are issued, the fencing
+ * counter. Returns how many. */
 static size_t fair_keys(struct resp_buf *b, const struct key_src *k,
                         int fencing)
 {
@@ -106,7 +105,7 @@ void wire_fair_acquire(struct resp_buf *b, const char *sha,
     struct key_src k = wire_key(l);
     char m = (char)mode;
     size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, sha, 16 + nk, nk);
+    wire_evalsha(b, SCRIPT_FAIR_ACQUIRE, sha, nk, 13);
     keys_lock(b, &k);
     fair_keys(b, &k, fencing);
     resp_arg_u64(b, lease_ms);
@@ -131,7 +130,7 @@ void wire_fair_release(struct resp_buf *b, const char *sha,
 {
     struct key_src k = wire_key(l);
     size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, sha, 14 + nk, nk);
+    wire_evalsha(b, SCRIPT_FAIR_RELEASE, sha, nk, 11);
     keys_lock(b, &k);
     fair_keys(b, &k, fencing);
     release_args(b, &k, l, lease_ms, drop, f->publish);
@@ -148,7 +147,7 @@ void wire_fair_leave(struct resp_buf *b, const char *sha,
 {
     struct key_src k = wire_key(l);
     size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, sha, 11 + nk, nk);
+    wire_evalsha(b, SCRIPT_FAIR_LEAVE, sha, nk, 8);
     keys_lock(b, &k);
     fair_keys(b, &k, fencing);
     keys_field(b, l->client_id, l->owner_tag);
@@ -159,4 +158,25 @@ void wire_fair_leave(struct resp_buf *b, const char *sha,
     keys_channel(b, &k);
     resp_arg(b, "0", 1);
     resp_arg_u64(b, f->wait_id);
+}
+
+void wire_fair_undo(struct resp_buf *b, const char *sha,
+                    const struct wire_lock *l, uint64_t attempt, uint64_t rid,
+                    int fencing, const struct wire_fair *f)
+{
+    struct key_src k = wire_key(l);
+    size_t nk = fencing ? 4 : 3;
+    wire_evalsha(b, SCRIPT_FAIR_UNDO, sha, nk, 10);
+    keys_lock(b, &k);
+    fair_keys(b, &k, fencing);
+    resp_arg(b, "0", 1);
+    keys_field(b, l->client_id, l->owner_tag);
+    resp_arg(b, f->publish, strlen(f->publish));
+    keys_channel(b, &k);
+    keys_queue(b, &k);
+    resp_arg(b, fencing ? "1" : "0", 1);
+    keys_fence(b, &k);
+    resp_arg(b, f->listener, strlen(f->listener));
+    resp_arg_u64(b, attempt);
+    resp_arg_u64_fixed(b, rid);
 }

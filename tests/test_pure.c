@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* test_pure.c -- the modules with no I/O: SHA-1, RESP encoding, the time
+/* test_pure.c -- the modules with no I/O: RESP encoding, the time
  * heap, backoff, key naming, reply decoding and the Redlock arithmetic. No Redis needed; replies are
  * built by feeding RESP text to hiredis's own reader, as the wire would. */
 #include <check.h>
@@ -15,52 +15,10 @@
 #include "quorum.h"
 #include "reply.h"
 #include "resp.h"
-#include "sha1.h"
 #include "slot.h"
 #include "wire.h"
 
 static redisReply *parse(const char *resp);
-
-static void check_sha(const void *data, size_t len, const char *expect)
-{
-    char hex[41];
-    sha1_hex(data, len, hex);
-    ck_assert_str_eq(hex, expect);
-}
-
-START_TEST(sha1_matches_the_fips_vectors)
-{
-    check_sha("", 0, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
-    check_sha("abc", 3, "a9993e364706816aba3e25717850c26c9cd0d89d");
-    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-    check_sha(two, strlen(two), "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
-    char *million = malloc(1000000);
-    ck_assert_ptr_nonnull(million);
-    memset(million, 'a', 1000000);
-    check_sha(million, 1000000, "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
-    free(million);
-}
-END_TEST
-
-START_TEST(sha1_handles_every_padding_boundary)
-{
-    /* 55, 56, 63, 64 and 65 bytes straddle the one/two block padding. */
-    static const struct {
-        size_t len;
-        const char *sha;
-    } v[] = {
-        {55, "c1c8bbdc22796e28c0e15163d20899b65621d65a"},
-        {56, "c2db330f6083854c99d4b5bfb6e8f29f201be699"},
-        {63, "03f09f5b158a7a8cdad920bddc29b81c18a551f5"},
-        {64, "0098ba824b5c16427bd7a1122a5a442a25ec644d"},
-        {65, "11655326c708d70319be2610e8a57d9a5b959d3b"},
-    };
-    char buf[65];
-    memset(buf, 'a', sizeof(buf));
-    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-        check_sha(buf, v[i].len, v[i].sha);
-}
-END_TEST
 
 START_TEST(resp_encodes_binary_safe_arguments_with_lengths)
 {
@@ -647,11 +605,11 @@ START_TEST(evalsha_becomes_eval_of_the_body)
     const char sha[41] = "0123456789abcdef0123456789abcdef01234567";
     struct resp_buf b;
     resp_init(&b, NULL, 0);
-    wire_evalsha(&b, sha, 4, 1);
+    wire_evalsha(&b, SCRIPT_FENCE, sha, 1, 1);
     resp_arg(&b, "k", 1);
     resp_arg_u64_fixed(&b, 7);
     ck_assert_int_eq(wire_eval_body(&b, "return 1", 8), 0);
-    const char *want = "*4\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n1\r\n"
+    const char *want = "*5\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n1\r\n"
                        "$1\r\nk\r\n$20\r\n00000000000000000007\r\n";
     ck_assert_uint_eq(b.len, strlen(want));
     ck_assert_str_eq(b.data, want);
@@ -1038,8 +996,6 @@ int main(void)
     tcase_add_test(tc, plain_commands_name_the_lock_and_the_owner);
     tcase_add_test(tc, plain_command_refusals_are_told_apart);
     tcase_add_test(tc, error_texts_are_scrubbed_of_arguments);
-    tcase_add_test(tc, sha1_matches_the_fips_vectors);
-    tcase_add_test(tc, sha1_handles_every_padding_boundary);
     tcase_add_test(tc, resp_encodes_binary_safe_arguments_with_lengths);
     tcase_add_test(tc, heap_pops_in_key_order_under_moves_and_removals);
     tcase_add_test(tc, heap_shares_a_bucket_per_key_and_drops_it_when_emptied);
