@@ -219,7 +219,7 @@ void wire_fair_undo(struct resp_buf *b, const char *sha,
 /* Read-write locks (src/lua/lib/rw.lua, wire_rw.c). What tells the two
  * sides apart in their scripts and their arguments: */
 struct wire_rw_side {
-    enum script_id acquire, release, undo;
+    enum script_id acquire, release, undo; /* its scripts */
     const char *other;   /* the suffix of the owner's field on the other
                             side (NULL: none) */
     const char *message; /* its release message: a writer's ("1") lets
