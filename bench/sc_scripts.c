@@ -69,13 +69,14 @@ struct scase {
 
 /* Owner i of the lock of kind on name. */
 static struct wire_lock who(const struct srun *s, long i, const char *name,
-                            enum lock_kind kind)
+                            const struct wire_kind *kind)
 {
     struct wire_lock w = {.prefix = "", .prefix_len = 0, .name = name,
                           .name_len = strlen(name), .client_id = s->id,
                           .owner_tag = (uint64_t)i + 1,
-                          .suffix = kind == KIND_WRITE ? ":write" : NULL,
-                          .kind = (uint8_t)kind};
+                          .suffix = kind == &wire_kind_write ? ":write"
+                                                              : NULL,
+                          .kind = kind};
     memset(w.member, 0xab, 8);
     memcpy(w.member + 8, &i, sizeof i < 8 ? sizeof i : 8);
     return w;
@@ -111,7 +112,7 @@ static void push(struct srun *s, enum script_id id, int measured)
 
 static void acq(struct srun *s, long i, uint32_t entry_ms, int m)
 {
-    struct wire_lock w = who(s, i, NAME, KIND_MUTEX);
+    struct wire_lock w = who(s, i, NAME, &wire_kind_mutex);
     w.entry_ms = entry_ms;
     wire_acquire(&s->cmd, s->set.sha[SCRIPT_ACQUIRE], &w, LEASE_MS, 1,
                  ++s->rid);
@@ -120,7 +121,7 @@ static void acq(struct srun *s, long i, uint32_t entry_ms, int m)
 
 static void rel(struct srun *s, long i, int m)
 {
-    struct wire_lock w = who(s, i, NAME, KIND_MUTEX);
+    struct wire_lock w = who(s, i, NAME, &wire_kind_mutex);
     wire_release(&s->cmd, s->set.sha[SCRIPT_RELEASE], &w, ++s->rid, LEASE_MS,
                  1, "publish");
     push(s, SCRIPT_RELEASE, m);
@@ -130,7 +131,7 @@ static void rel(struct srun *s, long i, int m)
 static void facq(struct srun *s, long i, enum wire_fair_mode mode, int m)
 {
     char l[24];
-    struct wire_lock w = who(s, i, NAME, KIND_MUTEX);
+    struct wire_lock w = who(s, i, NAME, &wire_kind_mutex);
     struct wire_fair f = {listener(i, l, sizeof l), ENTRY_MS,
                           (uint64_t)i + 1, "publish", 1000};
     wire_fair_acquire(&s->cmd, s->set.sha[SCRIPT_FAIR_ACQUIRE], &w, LEASE_MS,
@@ -141,7 +142,7 @@ static void facq(struct srun *s, long i, enum wire_fair_mode mode, int m)
 static void frel(struct srun *s, long i, int m)
 {
     char l[24];
-    struct wire_lock w = who(s, i, NAME, KIND_MUTEX);
+    struct wire_lock w = who(s, i, NAME, &wire_kind_mutex);
     struct wire_fair f = {listener(i, l, sizeof l), ENTRY_MS,
                           (uint64_t)i + 1, "publish", 1000};
     wire_fair_release(&s->cmd, s->set.sha[SCRIPT_FAIR_RELEASE], &w, ++s->rid,
@@ -152,37 +153,39 @@ static void frel(struct srun *s, long i, int m)
 static void fleave(struct srun *s, long i, int m)
 {
     char l[24];
-    struct wire_lock w = who(s, i, NAME, KIND_MUTEX);
+    struct wire_lock w = who(s, i, NAME, &wire_kind_mutex);
     struct wire_fair f = {listener(i, l, sizeof l), ENTRY_MS,
                           (uint64_t)i + 1, "publish", 1000};
     wire_fair_leave(&s->cmd, s->set.sha[SCRIPT_FAIR_LEAVE], &w, 1, &f);
     push(s, SCRIPT_FAIR_LEAVE, m);
 }
 
-/* A side (KIND_READ or KIND_WRITE) of the read-write lock. */
-static void racq(struct srun *s, long i, enum lock_kind kind, int m)
+/* A side of the read-write lock: its reader (write 0) or its writer. */
+static void racq(struct srun *s, long i, int write, int m)
 {
-    struct wire_lock w = who(s, i, NAME, kind);
-    enum script_id id =
-        kind == KIND_READ ? SCRIPT_READ_ACQUIRE : SCRIPT_WRITE_ACQUIRE;
-    wire_rw_acquire(&s->cmd, s->set.sha[id], &w, LEASE_MS, 1, ENTRY_MS,
-                    ++s->rid);
-    push(s, id, m);
+    const struct wire_rw_side *side = write ? &wire_rw_writer
+                                            : &wire_rw_reader;
+    struct wire_lock w =
+        who(s, i, NAME, write ? &wire_kind_write : &wire_kind_read);
+    wire_rw_acquire(&s->cmd, s->set.sha[side->acquire], &w, side, LEASE_MS,
+                    1, ENTRY_MS, ++s->rid);
+    push(s, side->acquire, m);
 }
 
-static void rrel(struct srun *s, long i, enum lock_kind kind, int m)
+static void rrel(struct srun *s, long i, int write, int m)
 {
-    struct wire_lock w = who(s, i, NAME, kind);
-    enum script_id id =
-        kind == KIND_READ ? SCRIPT_READ_RELEASE : SCRIPT_WRITE_RELEASE;
-    wire_rw_release(&s->cmd, s->set.sha[id], &w, ++s->rid, LEASE_MS, 1,
-                    "publish");
-    push(s, id, m);
+    const struct wire_rw_side *side = write ? &wire_rw_writer
+                                            : &wire_rw_reader;
+    struct wire_lock w =
+        who(s, i, NAME, write ? &wire_kind_write : &wire_kind_read);
+    wire_rw_release(&s->cmd, s->set.sha[side->release], &w, side, ++s->rid,
+                    LEASE_MS, 1, "publish");
+    push(s, side->release, m);
 }
 
 static void sacq(struct srun *s, long i, int m)
 {
-    struct wire_lock w = who(s, i, NAME, KIND_SEM);
+    struct wire_lock w = who(s, i, NAME, &wire_kind_permit);
     wire_sem_acquire(&s->cmd, s->set.sha[SCRIPT_SEM_ACQUIRE], &w, 1,
                      LEASE_MS, ++s->rid);
     push(s, SCRIPT_SEM_ACQUIRE, m);
@@ -190,7 +193,7 @@ static void sacq(struct srun *s, long i, int m)
 
 static void srel(struct srun *s, long i, int m)
 {
-    struct wire_lock w = who(s, i, NAME, KIND_SEM);
+    struct wire_lock w = who(s, i, NAME, &wire_kind_permit);
     wire_sem_release(&s->cmd, s->set.sha[SCRIPT_SEM_RELEASE], &w, 1,
                      LEASE_MS, "publish", ++s->rid);
     push(s, SCRIPT_SEM_RELEASE, m);
@@ -198,7 +201,7 @@ static void srel(struct srun *s, long i, int m)
 
 static void pacq(struct srun *s, long i, int m)
 {
-    struct wire_lock w = who(s, i, NAME, KIND_PERMIT);
+    struct wire_lock w = who(s, i, NAME, &wire_kind_permit);
     wire_permit_acquire(&s->cmd, s->set.sha[SCRIPT_PERMIT_ACQUIRE], &w,
                         LEASE_MS, "publish", ++s->rid);
     push(s, SCRIPT_PERMIT_ACQUIRE, m);
@@ -206,7 +209,7 @@ static void pacq(struct srun *s, long i, int m)
 
 static void prel(struct srun *s, long i, int m)
 {
-    struct wire_lock w = who(s, i, NAME, KIND_PERMIT);
+    struct wire_lock w = who(s, i, NAME, &wire_kind_permit);
     wire_permit_release(&s->cmd, s->set.sha[SCRIPT_PERMIT_RELEASE], &w,
                         "publish", ++s->rid);
     push(s, SCRIPT_PERMIT_RELEASE, m);
@@ -215,7 +218,7 @@ static void prel(struct srun *s, long i, int m)
 /* The semaphore with permits (the permits' scripts share its counter). */
 static void sinit(struct srun *s, uint32_t permits)
 {
-    struct wire_lock w = who(s, 0, NAME, KIND_PERMIT);
+    struct wire_lock w = who(s, 0, NAME, &wire_kind_permit);
     wire_sem_init(&s->cmd, s->set.sha[SCRIPT_SEM_INIT], &w, permits,
                   "publish");
     push(s, SCRIPT_SEM_INIT, 0);
@@ -314,7 +317,7 @@ static void prep_fair_rotation(struct srun *s)
 static void prep_readers(struct srun *s)
 {
     for (long j = 1; j <= s->q; j++)
-        racq(s, j, KIND_READ, 0);
+        racq(s, j, 0, 0);
 }
 
 static void prep_sem(struct srun *s) { sinit(s, 1u << 30); }
@@ -335,7 +338,7 @@ static void st_release(struct srun *s, long i) { (void)i; acq(s, 0, 0, 0); rel(s
 
 static void st_undo(struct srun *s, long i)
 {
-    struct wire_lock w = who(s, 0, NAME, KIND_MUTEX);
+    struct wire_lock w = who(s, 0, NAME, &wire_kind_mutex);
     (void)i;
     acq(s, 0, 0, 0);
     uint64_t attempt = s->rid;
@@ -346,17 +349,17 @@ static void st_undo(struct srun *s, long i)
 
 static void st_renew(struct srun *s, long i)
 {
-    struct wire_lock w = who(s, 0, NAME, KIND_MUTEX);
+    struct wire_lock w = who(s, 0, NAME, &wire_kind_mutex);
     (void)i;
     wire_renew_head(&s->cmd, s->set.sha[SCRIPT_RENEW],
-                    wire_renew_size(KIND_MUTEX), LEASE_MS, 0, NULL);
+                    wire_renew_size(&w), LEASE_MS, 0, NULL);
     wire_renew_lock(&s->cmd, &w);
     push(s, SCRIPT_RENEW, 1);
 }
 
 static void st_query(struct srun *s, long i)
 {
-    struct wire_lock w = who(s, 0, NAME, KIND_MUTEX);
+    struct wire_lock w = who(s, 0, NAME, &wire_kind_mutex);
     (void)i;
     wire_query(&s->cmd, s->set.sha[SCRIPT_QUERY], WIRE_QUERY_TTL, &w);
     push(s, SCRIPT_QUERY, 1);
@@ -364,8 +367,8 @@ static void st_query(struct srun *s, long i)
 
 static void st_multi(struct srun *s, long i, int measure_acquire)
 {
-    struct wire_lock w[2] = {who(s, 0, NAME, KIND_MUTEX),
-                             who(s, 0, NAME2, KIND_MUTEX)};
+    struct wire_lock w[2] = {who(s, 0, NAME, &wire_kind_mutex),
+                             who(s, 0, NAME2, &wire_kind_mutex)};
     (void)i;
     wire_multi_acquire(&s->cmd, s->set.sha[SCRIPT_MULTI_ACQUIRE], w, 2,
                        LEASE_MS, ++s->rid);
@@ -405,11 +408,11 @@ static void st_fleave(struct srun *s, long i)
     facq(s, 0, WIRE_FAIR_WAIT, 0);
 }
 
-static void st_racq(struct srun *s, long i) { (void)i; racq(s, 0, KIND_READ, 1); rrel(s, 0, KIND_READ, 0); }
-static void st_rrel(struct srun *s, long i) { (void)i; racq(s, 0, KIND_READ, 0); rrel(s, 0, KIND_READ, 1); }
-static void st_wbusy(struct srun *s, long i) { (void)i; racq(s, 0, KIND_WRITE, 1); }
-static void st_wacq(struct srun *s, long i) { (void)i; racq(s, 0, KIND_WRITE, 1); rrel(s, 0, KIND_WRITE, 0); }
-static void st_wrel(struct srun *s, long i) { (void)i; racq(s, 0, KIND_WRITE, 0); rrel(s, 0, KIND_WRITE, 1); }
+static void st_racq(struct srun *s, long i) { (void)i; racq(s, 0, 0, 1); rrel(s, 0, 0, 0); }
+static void st_rrel(struct srun *s, long i) { (void)i; racq(s, 0, 0, 0); rrel(s, 0, 0, 1); }
+static void st_wbusy(struct srun *s, long i) { (void)i; racq(s, 0, 1, 1); }
+static void st_wacq(struct srun *s, long i) { (void)i; racq(s, 0, 1, 1); rrel(s, 0, 1, 0); }
+static void st_wrel(struct srun *s, long i) { (void)i; racq(s, 0, 1, 0); rrel(s, 0, 1, 1); }
 static void st_sacq(struct srun *s, long i) { (void)i; sacq(s, 0, 1); srel(s, 0, 0); }
 static void st_srel(struct srun *s, long i) { (void)i; sacq(s, 0, 0); srel(s, 0, 1); }
 static void st_pacq(struct srun *s, long i) { (void)i; pacq(s, 0, 1); prel(s, 0, 0); }
