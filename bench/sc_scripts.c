@@ -183,6 +183,19 @@ static void rrel(struct srun *s, long i, int write, int m)
     push(s, side->release, m);
 }
 
+/* Undo side write's acquire attempt with request id attempt. */
+static void rundo(struct srun *s, long i, int write, uint64_t attempt,
+                  int m)
+{
+    const struct wire_rw_side *side = write ? &wire_rw_writer
+                                            : &wire_rw_reader;
+    struct wire_lock w =
+        who(s, i, NAME, write ? &wire_kind_write : &wire_kind_read);
+    wire_rw_undo(&s->cmd, s->set.sha[side->undo], &w, side, attempt,
+                 ++s->rid, LEASE_MS, "publish");
+    push(s, side->undo, m);
+}
+
 static void sacq(struct srun *s, long i, int m)
 {
     struct wire_lock w = who(s, i, NAME, &wire_kind_permit);
@@ -408,6 +421,31 @@ static void st_fleave(struct srun *s, long i)
     facq(s, 0, WIRE_FAIR_WAIT, 0);
 }
 
+/* Owner 0 takes the free fair lock, and its attempt is undone. */
+static void st_fundo(struct srun *s, long i)
+{
+    char l[24];
+    struct wire_lock w = who(s, 0, NAME, &wire_kind_mutex);
+    struct wire_fair f = {listener(0, l, sizeof l), ENTRY_MS, 1, "publish",
+                          1000};
+    (void)i;
+    facq(s, 0, WIRE_FAIR_WAIT, 0);
+    uint64_t attempt = s->rid;
+    wire_fair_undo(&s->cmd, s->set.sha[SCRIPT_FAIR_UNDO], &w, attempt,
+                   ++s->rid, 1, &f);
+    push(s, SCRIPT_FAIR_UNDO, 1);
+}
+
+/* A side takes its hold, and that attempt is undone. */
+static void st_rwundo(struct srun *s, int write)
+{
+    racq(s, 0, write, 0);
+    rundo(s, 0, write, s->rid, 1);
+}
+
+static void st_rundo(struct srun *s, long i) { (void)i; st_rwundo(s, 0); }
+static void st_wundo(struct srun *s, long i) { (void)i; st_rwundo(s, 1); }
+
 static void st_racq(struct srun *s, long i) { (void)i; racq(s, 0, 0, 1); rrel(s, 0, 0, 0); }
 static void st_rrel(struct srun *s, long i) { (void)i; racq(s, 0, 0, 0); rrel(s, 0, 0, 1); }
 static void st_wbusy(struct srun *s, long i) { (void)i; racq(s, 0, 1, 1); }
@@ -441,13 +479,17 @@ static const struct scase cases[] = {
     {"fair_release", "hand-off to the head", 1, ARR, 3, prep_fair_rotation,
      st_fhand},
     {"fair_leave", "queued last", 1, INT, 0, prep_fair_self, st_fleave},
+    {"fair_undo", "the attempt's hold", 0, ARR, 2, prep_none, st_fundo},
     {"read_acquire", "N readers hold", 1, ARR, 2, prep_readers, st_racq},
     {"read_release", "N other readers hold", 1, ARR, 2, prep_readers,
      st_rrel},
+    {"read_undo", "N other readers hold", 1, ARR, 2, prep_readers,
+     st_rundo},
     {"write_acquire", "N readers hold: waits", 1, INT, 0, prep_readers,
      st_wbusy},
     {"write_acquire", "free", 0, ARR, 2, prep_none, st_wacq},
     {"write_release", "last hold", 0, ARR, 2, prep_none, st_wrel},
+    {"write_undo", "the attempt's hold", 0, ARR, 2, prep_none, st_wundo},
     {"sem_acquire", "1 permit", 0, ARR, 2, prep_sem, st_sacq},
     {"sem_release", "1 permit", 0, ARR, 2, prep_sem, st_srel},
     {"permit_acquire", "N permits taken", 1, ARR, 2, prep_permits, st_pacq},
