@@ -959,6 +959,51 @@ START_TEST(killed_master_with_wait_keeps_exclusion)
 }
 END_TEST
 
+/* A grant that reached the replica while WAIT waited for its
+ * acknowledgement (the replica frozen): the master dies, so WAIT fails
+ * and the acquire with it (HILOCK_ENOREPLICA), and its undo has nowhere
+ * to go until the replica takes over -- later than the 1 s request
+ * deadline. The undo waits for the new master and drops the grant there:
+ * another client takes the lock soon after the failover, not when the
+ * 30 s lease of a hold nobody has runs out. */
+START_TEST(undo_of_an_unconfirmed_grant_outlasts_the_failover)
+{
+    struct hilock_options o;
+    cluster_options(&o, 0);
+    o.wait_replicas = 1;
+    o.wait_timeout_ms = 10000;
+    o.request_timeout_ms = 1000;
+    client = tu_client(&o);
+    tu_client_ready(client);
+    client2 = cluster_client(1);
+    struct hilock_lock *l = tu_lock(client, "orphan", 0);
+    struct hilock_lock *other = tu_lock(client2, "orphan", 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
+    tu_assert_status(tu_release(l, NULL), 0);
+    int slot = rc_key_slot("orphan", 6);
+    int master = rc_slot_owner(cluster, slot), replica = -1;
+    for (int i = 0; i < rc_count(cluster); i++)
+        if (i != master && rc_master_of(cluster, i) == master)
+            replica = i;
+    ck_assert_int_ge(replica, 0);
+    ck_assert_int_eq(rs_pause(rc_server(cluster, replica)), 0);
+    struct tu_result got = {0};
+    ck_assert_int_eq(hilock_lock_acquire(l, 0, 30000, tu_record, &got), 0);
+    tu_run_for(300); /* granted; WAIT waits for the frozen replica */
+    ck_assert_int_eq(got.calls, 0);
+    ck_assert_int_eq(rs_kill9(rc_server(cluster, master)), 0);
+    ck_assert_int_eq(rs_resume(rc_server(cluster, replica)), 0);
+    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(3000)));
+    ck_assert_int_ne(got.status, 0);
+    long long t0 = tu_now_ms();
+    while (rc_slot_owner(cluster, slot) != replica &&
+           tu_now_ms() - t0 < tu_ms(15000))
+        tu_run_for(100);
+    ck_assert_int_eq(rc_slot_owner(cluster, slot), replica);
+    tu_assert_status(tu_acquire(other, tu_ms(5000), 30000, NULL), 0);
+}
+END_TEST
+
 /* One slot resharded by hand (IMPORTING/MIGRATING, MIGRATE of its keys,
  * SETSLOT NODE) while six workers take and give back a fenced lock in it:
  * the MIGRATE finds no copy of the counter in its way, the workers go on
@@ -1065,6 +1110,7 @@ int main(void)
     tcase_add_test(fo, manual_failover_while_contended_keeps_exclusion);
     tcase_add_test(fo, killed_master_with_wait_keeps_exclusion);
     tcase_add_test(fo, lock_lost_in_a_failover_is_reported_at_once);
+    tcase_add_test(fo, undo_of_an_unconfirmed_grant_outlasts_the_failover);
     suite_add_tcase(s, fo);
     return tu_main(s);
 }
