@@ -8,7 +8,7 @@
  *  - ceiling: the same commands, byte for byte -- on one node the plain
  *             fast path (RESTORE, then HDEL and the release message in
  *             MULTI/EXEC), on
- *             several the two scripts (the text is taken from src/script.c
+ *             several the two scripts (the text is taken from src/lua/
  *             through the pure static library and loaded with SCRIPT LOAD)
  *             -- with the same keys and arguments, encoded by hilock's own
  *             src/wire.c into a stack buffer and sent with raw hiredis
@@ -561,7 +561,7 @@ static int slots_init(struct urun *u, const char *tag)
     return 0;
 }
 
-/* Load hilock's acquire and release scripts (the very text of src/script.c)
+/* Load hilock's acquire and release scripts (the very text of src/lua/)
  * and check that hilock would call the same digests. 0 or -1. */
 static int scripts_load(struct urun *u, redisContext *rc)
 {

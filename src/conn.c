@@ -248,9 +248,10 @@ void req_submit(struct req *r, uint32_t timeout_ms)
     r->sent_ms = r->sent_us / 1000;
     stats_request_sent(r->conn->cfg->stats);
     if (r->cmd.failed) {
-        /* Encoding ran out of memory: fail on the loop, not in the call.
-         * The request waits in the queue for an immediate deadline. */
-        r->enomem = 1;
+        /* Encoding failed (out of memory, or a script call that broke its
+         * contract): fail on the loop, not in the call. The request waits
+         * in the queue for an immediate deadline. */
+        r->enomem = (uint8_t)r->cmd.failed;
         timeout_ms = 1;
     }
     if (timeout_ms == 0) {
@@ -296,7 +297,7 @@ static int deadline_status(const struct req *r)
 {
     const struct conn *conn = r->conn;
     if (r->enomem)
-        return HILOCK_ENOMEM;
+        return r->enomem == RESP_BROKEN ? HILOCK_EPROTO : HILOCK_ENOMEM;
     if (r->where == REQ_QUEUED && conn->state != CONN_READY &&
         conn->state != CONN_HANDSHAKE)
         return conn->err ? conn->err : HILOCK_ECONN;

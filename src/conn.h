@@ -62,7 +62,8 @@ struct req {
     uint64_t sent_ms;         /* when submitted (monotonic ms) */
     uint64_t sent_us;         /* the same in us; 0: never submitted */
     uint8_t where;            /* enum req_where */
-    uint8_t enomem;           /* encoding failed: complete with ENOMEM */
+    uint8_t enomem;           /* encoding failed (RESP_NOMEM: complete
+                                 with ENOMEM; RESP_BROKEN: EPROTO) */
     uint8_t asking;           /* send ASKING first (req_move) */
     uint8_t resent;           /* sent again after its connection dropped:
                                  it may have been applied already */

@@ -8,10 +8,10 @@
 #include "wait.h"
 
 /* The longest a queue entry stays live without a retry of its waiter
- * refreshing it (see script.c): a client that died leaves an entry that is
- * skipped after this at most. */
+ * refreshing it (see src/lua/lib/fair.lua): a client that died leaves an
+ * entry that is skipped after this at most. */
 #define FAIR_ENTRY_MAX_MS 60000
-/* The longest lease a hand-off sets (script.c's "5000"). */
+/* The longest lease a hand-off sets (the "5000" of src/lua/lib/fair.lua). */
 #define FAIR_HANDOFF_LEASE_MS 5000
 
 static void claim_done(struct fanout *op, int status,
@@ -48,6 +48,29 @@ struct wire_lock fair_attempt_wire(const struct hilock_lock *lock)
     return w;
 }
 
+/* The fair undo of what the attempt with request id attempt took, as
+ * rid, into cmd (src/lua/fair_undo.lua). */
+static void fair_encode_undo_into(struct hilock_lock *lock,
+                                  struct resp_buf *cmd, uint64_t attempt,
+                                  uint64_t rid)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    struct wire_fair f = fair_args(lock);
+    wire_fair_undo(cmd, eng->scripts.sha[SCRIPT_FAIR_UNDO], &w, attempt, rid,
+                   eng->opts->fencing, &f);
+}
+
+/* op->undo of a fair attempt (see fanout.h): a decided attempt resent
+ * after a drop undoes what its request id may have taken instead. */
+static int resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
+{
+    struct hilock_lock *lock = op->ctx;
+    resp_reset(cmd);
+    fair_encode_undo_into(lock, cmd, rid, ++lock->eng->seq);
+    return SCRIPT_FAIR_UNDO;
+}
+
 void fair_encode_attempt(struct hilock_lock *lock, struct fanout *op,
                          uint64_t rid)
 {
@@ -60,6 +83,7 @@ void fair_encode_attempt(struct hilock_lock *lock, struct fanout *op,
     wire_fair_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_FAIR_ACQUIRE],
                       &w, handle_acquire_lease(lock), eng->opts->fencing, m,
                       &f, rid);
+    op->undo = resend_undo;
     lock->pending.queued |= m == WIRE_FAIR_WAIT;
     lock->fair.handed = 0;
 }
@@ -74,6 +98,13 @@ void fair_encode_release(struct hilock_lock *lock, struct fanout *op,
     wire_fair_release(fanout_cmd(op), eng->scripts.sha[SCRIPT_FAIR_RELEASE],
                       &w, rid, handle_hold_lease(lock), drop,
                       eng->opts->fencing, &f);
+}
+
+void fair_encode_undo(struct hilock_lock *lock, struct fanout *op,
+                      uint64_t attempt, uint64_t rid)
+{
+    fanout_eval(op, SCRIPT_FAIR_UNDO);
+    fair_encode_undo_into(lock, fanout_cmd(op), attempt, rid);
 }
 
 void fair_encode_leave(struct hilock_lock *lock, struct fanout *op)

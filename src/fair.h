@@ -24,6 +24,11 @@ void fair_encode_attempt(struct hilock_lock *lock, struct fanout *op,
  * the lock to the head of the queue. */
 void fair_encode_release(struct hilock_lock *lock, struct fanout *op,
                          uint32_t drop, uint64_t rid);
+/* Encode the undo of the hold the attempt with request id attempt took
+ * into op, as rid (src/lua/fair_undo.lua): only a hold that attempt began;
+ * the lock is handed on when that ends it. */
+void fair_encode_undo(struct hilock_lock *lock, struct fanout *op,
+                      uint64_t attempt, uint64_t rid);
 /* Encode leaving the queue into op (a hand-off that raced the giving up
  * is passed on). */
 void fair_encode_leave(struct hilock_lock *lock, struct fanout *op);

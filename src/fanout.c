@@ -193,6 +193,7 @@ struct resp_buf *fanout_cmd_at(struct fanout *op, size_t i)
 
 void fanout_eval(struct fanout *op, enum script_id id)
 {
+    op->script = (uint8_t)(id + 1);
     for (size_t i = 0; i < op->n; i++)
         if (op->part[i])
             node_eval(op->part[i], id);
@@ -258,6 +259,9 @@ void fanout_submit(struct fanout *op, uint32_t timeout_ms)
             continue;
         if (r != first && r->cmd.len == 0)
             resp_copy(&r->cmd, &first->cmd);
+        else if (op->script && !r->plain.active &&
+                 wire_check(&r->cmd, (enum script_id)(op->script - 1)) != 0)
+            r->cmd.failed = RESP_BROKEN; /* fails, unsent: see wire.h */
         /* Only an operation that wants late replies keeps a request that
          * completed (timed out) to resend it when its connection drops. */
         r->late = op->late ? part_late : NULL;

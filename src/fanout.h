@@ -53,6 +53,8 @@ struct fanout {
     int8_t target;            /* the one node it goes to; -1: all */
     uint8_t live;             /* node requests not recycled yet */
     uint8_t busy;             /* inside a dispatch: do not free */
+    uint8_t script;           /* the script its command runs, id + 1 (0:
+                                 none, or plain: see fanout_eval) */
     uint8_t early;            /* decided by fanout_complete: the ends of its
                                  node requests say nothing of the nodes */
     unsigned slot;            /* what its keys hash to (see topo.h) */

@@ -87,8 +87,9 @@ static uint32_t undo_deadline_ms(const struct hilock_lock *lock)
 
 /* Undo the hold that acquire op's request to node i took (it granted
  * it): only that request's own hold, if still there, never one a later
- * attempt took after it ran out (see script.c's undo), where the kind has
- * such an undo; else one hold of the owner. Best effort. */
+ * attempt or a hand-off began after it (src/lua/undo.lua and the kinds'
+ * own), where the kind has such an undo; else one hold of the owner.
+ * Best effort. */
 static void send_undo(struct hilock_lock *lock, const struct fanout *op,
                       size_t i)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* guarded.h -- guarded commands: a caller's Redis commands run by one
  * script only while a handle still holds its lock (hilock_lock_guarded in
- * the public header; the script is script_guard.c's). */
+ * the public header; the script is src/lua/guarded.lua). */
 #ifndef HILOCK_GUARDED_H
 #define HILOCK_GUARDED_H
 
@@ -11,7 +11,8 @@
 #include "resp.h"
 #include "wire.h"
 
-/* Encode the EVALSHA of the guarded script (sha) for lock l: the fencing
+/* Encode the EVALSHA of the guarded script (sha) for lock l, whose kind
+ * says how its hold is checked (l->kind: guard_key, holder): the fencing
  * token to require (0: none), keep_ms for the request ids it writes, the
  * commands, and request id rid last (wire_rid can change it). */
 void guarded_encode(struct resp_buf *b, const char *sha,

@@ -38,7 +38,7 @@
 #define KEYS_OWNERS_TAIL "}:owners"    /* fair queue's owners hash */
 #define KEYS_TAG_TAIL "}"
 /* The owner field's companion in the lock hash: <field><suffix> holds the
- * highest acquire request id applied for that owner (see script.c). */
+ * highest acquire request id applied for that owner (see src/lua/acquire.lua). */
 #define KEYS_RID_SUFFIX ":rid"
 /* ... and <field><suffix> the request id that began the owner's hold (the
  * one that created the hash): a cleanup of an attempt sent before it has

@@ -65,14 +65,14 @@ static void mutex_leave(struct hilock_lock *lock, struct fanout *op)
     fair_encode_leave(lock, op);
 }
 
-/* The undo script, by the attempt's request id; in fair mode a release
- * of one hold. */
+/* The undo script, by the attempt's request id; in fair mode its fair
+ * twin, which hands the lock on when it ends the hold. */
 static void mutex_undo(struct hilock_lock *lock, struct fanout *op,
                        uint64_t attempt, uint64_t rid)
 {
     struct engine *eng = lock->eng;
     if (fair_on(lock)) {
-        fair_encode_release(lock, op, 1, rid);
+        fair_encode_undo(lock, op, attempt, rid);
         return;
     }
     struct wire_lock w = handle_wire(lock);
@@ -95,7 +95,8 @@ static void mutex_repair(struct hilock_lock *lock, struct fanout *op)
 }
 
 const struct kind_ops kind_mutex = {
-    .id = KIND_MUTEX,
+    .api = KIND_API_LOCK,
+    .wire = &wire_kind_mutex,
     .channel = SUB_RELEASE,
     .leased = 1,
     .owned = 1,
@@ -103,6 +104,7 @@ const struct kind_ops kind_mutex = {
     .queries = 1,
     .guarded = 1,
     .fair = 1,
+    .bare_field = 1,
     .encode_acquire = mutex_acquire,
     .encode_release = mutex_release,
     .encode_leave = mutex_leave,

@@ -2,8 +2,8 @@
 /* kind_permit.c -- one expiring permit of a semaphore
  * (hilock_permit_new): Redisson's RPermitExpirableSemaphore, a member of
  * the permit zset scored by its expiry. A handle holds one permit at a
- * time, named by the handle's own id and the acquire call (script_sem.c);
- * it has a lease, which the watchdog renews. */
+ * time, named by the handle's own id and the acquire call
+ * (src/lua/lib/permit.lua); it has a lease, which the watchdog renews. */
 #include "kind.h"
 
 #include "fanout.h"
@@ -36,7 +36,8 @@ static void permit_release(struct hilock_lock *lock, struct fanout *op,
 }
 
 const struct kind_ops kind_permit = {
-    .id = KIND_PERMIT,
+    .api = KIND_API_PERMIT,
+    .wire = &wire_kind_permit,
     .channel = SUB_SEM,
     .shared = 1,
     .leased = 1,

@@ -3,7 +3,7 @@
  * Redisson's RSemaphore string. A hold is permits the handle counts: no
  * owner in Redis, no lease, nothing to renew or lose; acquires and
  * releases are made idempotent by the request ids kept beside the
- * semaphore (script_sem.c). */
+ * semaphore (src/lua/lib/sem_kind.lua). */
 #include "kind.h"
 
 #include <limits.h>
@@ -12,9 +12,9 @@
 #include "fanout.h"
 #include "handle.h"
 
-/* The shortest time the request ids applied are kept (see script_sem.c);
- * a request cannot be resent later than its deadline, so four request
- * timeouts are kept when that is longer. */
+/* The shortest time the request ids applied are kept (see
+ * src/lua/lib/sem_kind.lua); a request cannot be resent later than its
+ * deadline, so four request timeouts are kept when that is longer. */
 #define SEM_RID_TTL_MS 60000
 
 static uint32_t sem_rid_ttl(const struct engine *eng)
@@ -49,7 +49,7 @@ static void sem_release(struct hilock_lock *lock, struct fanout *op,
 }
 
 const struct kind_ops kind_sem = {
-    .id = KIND_SEM,
+    .api = KIND_API_SEMAPHORE,
     .channel = SUB_SEM,
     .shared = 1,
     .encode_acquire = sem_acquire,

@@ -73,7 +73,7 @@ int reply_release_plain(const struct redisReply *r, int64_t *left,
                         int64_t *heard);
 /* Fair mode: a hand-off to a waiter of this client. The hold ends no
  * sooner than span_ms after sent_ms, the waiter's own clock when it sent
- * the request that queued it (see script.c). */
+ * the request that queued it (see src/lua/lib/fair.lua). */
 struct reply_handoff {
     uint64_t owner_tag;
     uint64_t wait_id;

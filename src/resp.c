@@ -53,7 +53,7 @@ static int reserve(struct resp_buf *b, size_t n)
         cap *= 2;
     char *p = b->data != b->inline_data ? realloc(b->data, cap) : malloc(cap);
     if (!p) {
-        b->failed = 1;
+        b->failed = RESP_NOMEM;
         return -1;
     }
     if (b->data == b->inline_data && b->len)

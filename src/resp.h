@@ -14,7 +14,7 @@ struct resp_buf {
     size_t cap;
     char *inline_data; /* storage that must not be freed */
     size_t inline_cap;
-    int failed;        /* an allocation failed: the content is unusable */
+    int failed;        /* nonzero: the content is unusable (RESP_*) */
 };
 
 /* One piece of an argument; an argument may be several pieces joined. */
@@ -22,6 +22,11 @@ struct resp_part {
     const void *ptr;
     size_t len;
 };
+
+/* Why a buffer failed: an allocation failed; the command it holds broke
+ * its script's contract (wire.h). */
+#define RESP_NOMEM 1
+#define RESP_BROKEN 2
 
 void resp_init(struct resp_buf *b, char *inline_data, size_t inline_cap);
 /* Forget the content, keep the storage for the next command. */

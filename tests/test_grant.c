@@ -60,8 +60,9 @@ static void await(struct tu_result *r, int n, int timeout_ms, const char *what)
                   "%s: no callback within %d ms", what, timeout_ms);
 }
 
-/* Another client, straight to Redis, tries to take name once. */
-static int other_takes(const char *name)
+/* Another client, straight to Redis, tries to take name once: a lock
+ * (side < 0) or that side of a read-write lock. */
+static int other_takes(const char *name, int side)
 {
     struct tp_proxy *px = proxy;
     proxy = NULL;
@@ -71,7 +72,8 @@ static int other_takes(const char *name)
         other = tu_client(&o);
     }
     proxy = px;
-    struct hilock_lock *l = tu_lock(other, name, 99);
+    struct hilock_lock *l = side < 0 ? tu_lock(other, name, 99)
+                                     : tu_rwlock(other, name, 99, side);
     return tu_acquire(l, 0, 30000, NULL);
 }
 
@@ -80,8 +82,10 @@ static int other_takes(const char *name)
  * takes the lock afresh and reports it. The first attempt's reply then
  * comes, late: its cleanup must find that its own hold is gone and leave
  * the retry's alone. scripts_only: the first attempt is the acquire
- * script, else the plain RESTORE. */
-static void late_cleanup_keeps_the_retry(int scripts_only)
+ * script, else the plain RESTORE; fair: both are fair mode's; side: a
+ * lock (-1) or that side of a read-write lock. */
+static void late_cleanup_keeps_the_retry(int scripts_only, int fair,
+                                         int side)
 {
     int lease = tu_ms(400), request_ms = tu_ms(1200);
     struct hilock_result held;
@@ -90,8 +94,13 @@ static void late_cleanup_keeps_the_retry(int scripts_only)
     struct hilock_options o;
     options(&o, request_ms);
     o.scripts_only = scripts_only;
+    o.fair = fair;
     client = tu_client(&o);
-    struct hilock_lock *l = tu_lock(client, "late", 1);
+    struct hilock_lock *l = side < 0 ? tu_lock(client, "late", 1)
+                                     : tu_rwlock(client, "late", 1, side);
+    char field[80];
+    tu_field(client, 1, field);
+    strcat(field, side == HILOCK_WRITE ? ":write" : "");
     tu_client_ready(client);
     tp_hold_replies(proxy, true);
     tu_assert_status(hilock_lock_acquire(l, (uint64_t)tu_ms(10000),
@@ -113,20 +122,45 @@ static void late_cleanup_keeps_the_retry(int scripts_only)
     /* asked after the late attempt's cleanup went out: answered after it */
     tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
     ck_assert_int_eq(held.held, 1);
-    ck_assert_int_eq(tu_holds("late", client, 1), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "HGET", "late", field, (char *)NULL), 1);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 1);
-    tu_assert_status(other_takes("late"), HILOCK_EBUSY);
+    /* another reader would share it: a writer is refused */
+    tu_assert_status(other_takes("late", side == HILOCK_READ ? HILOCK_WRITE
+                                                             : side),
+                     HILOCK_EBUSY);
 }
 
 START_TEST(late_script_attempt_cleanup_keeps_the_retrys_hold)
 {
-    late_cleanup_keeps_the_retry(1);
+    late_cleanup_keeps_the_retry(1, 0, -1);
 }
 END_TEST
 
 START_TEST(late_restore_attempt_cleanup_keeps_the_retrys_hold)
 {
-    late_cleanup_keeps_the_retry(0);
+    late_cleanup_keeps_the_retry(0, 0, -1);
+}
+END_TEST
+
+/* Fair mode: the late attempt's undo goes by its request id too, and
+ * leaves the hold the retry began. */
+START_TEST(late_fair_attempt_cleanup_keeps_the_retrys_hold)
+{
+    late_cleanup_keeps_the_retry(1, 1, -1);
+}
+END_TEST
+
+/* A writer's late attempt is undone by its request id too. */
+START_TEST(late_write_attempt_cleanup_keeps_the_retrys_hold)
+{
+    late_cleanup_keeps_the_retry(1, 0, HILOCK_WRITE);
+}
+END_TEST
+
+/* A reader's late attempt is undone by its request id too. */
+START_TEST(late_read_attempt_cleanup_keeps_the_retrys_hold)
+{
+    late_cleanup_keeps_the_retry(1, 0, HILOCK_READ);
 }
 END_TEST
 
@@ -431,11 +465,65 @@ START_TEST(finished_acquire_is_not_sent_again_after_a_drop)
 }
 END_TEST
 
+/* One node behind the proxy: an acquire that never arrives (held, then
+ * cut with its connection) ends at its deadline. After the reconnect it
+ * must not go again: its undo goes in its place. Sent again it would take
+ * the free lock, drawing a fencing token, before its late success were
+ * undone. fair: in fair mode; side: a lock (-1) or a read-write side. */
+static void decided_attempt_is_not_sent_again(int fair, int side)
+{
+    struct hilock_result held;
+    proxy = tp_new(tu_base, rs_port(tu_srv));
+    ck_assert_ptr_nonnull(proxy);
+    struct hilock_options o;
+    options(&o, tu_ms(500));
+    o.scripts_only = 1;
+    o.fencing = side < 0;
+    o.fair = fair;
+    client = tu_client(&o);
+    struct hilock_lock *l = side < 0 ? tu_lock(client, "cut", 1)
+                                     : tu_rwlock(client, "cut", 1, side);
+    tu_client_ready(client);
+    tp_blackhole(proxy, true);
+    tu_assert_status(tu_acquire(l, 0, 20000, NULL), HILOCK_ETIMEDOUT);
+    tp_cut_all(proxy);
+    tp_blackhole(proxy, false);
+    /* asked after the reconnect: answered after whatever went again */
+    tu_assert_status(tu_query(hilock_lock_query_held, l, &held), 0);
+    ck_assert_int_eq(held.held, 0);
+    tu_run_quiet();
+    ck_assert_int_eq(rs_int(tu_srv, "EXISTS", "cut", (char *)NULL), 0);
+    if (side < 0)
+        ck_assert_msg(tu_fence("cut") <= 0,
+                      "the finished acquire went again and drew a token");
+}
+
+START_TEST(decided_fair_attempt_is_not_sent_again_after_a_drop)
+{
+    decided_attempt_is_not_sent_again(1, -1);
+}
+END_TEST
+
+START_TEST(decided_write_attempt_is_not_sent_again_after_a_drop)
+{
+    decided_attempt_is_not_sent_again(0, HILOCK_WRITE);
+}
+END_TEST
+
+START_TEST(decided_read_attempt_is_not_sent_again_after_a_drop)
+{
+    decided_attempt_is_not_sent_again(0, HILOCK_READ);
+}
+END_TEST
+
 static Suite *grant_suite(void)
 {
     const TTest *const tests[] = {
         late_script_attempt_cleanup_keeps_the_retrys_hold,
         late_restore_attempt_cleanup_keeps_the_retrys_hold,
+        late_fair_attempt_cleanup_keeps_the_retrys_hold,
+        late_write_attempt_cleanup_keeps_the_retrys_hold,
+        late_read_attempt_cleanup_keeps_the_retrys_hold,
         piled_up_attempts_leave_exactly_the_reported_hold,
         attempts_after_an_unanswered_release_leave_the_reported_hold,
         grant_read_after_its_lease_is_not_acquired,
@@ -445,6 +533,9 @@ static Suite *grant_suite(void)
         waiting_grant_read_after_its_lease_waits_on,
         late_grant_is_undone_and_the_wait_takes_the_lock_again,
         finished_acquire_is_not_sent_again_after_a_drop,
+        decided_fair_attempt_is_not_sent_again_after_a_drop,
+        decided_write_attempt_is_not_sent_again_after_a_drop,
+        decided_read_attempt_is_not_sent_again_after_a_drop,
     };
     return tu_suite("grant", setup, teardown, 30, tests,
                     sizeof tests / sizeof tests[0]);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* test_pure.c -- the modules with no I/O: SHA-1, RESP encoding, the time
+/* test_pure.c -- the modules with no I/O: RESP encoding, the time
  * heap, backoff, key naming, reply decoding and the Redlock arithmetic. No Redis needed; replies are
  * built by feeding RESP text to hiredis's own reader, as the wire would. */
 #include <check.h>
@@ -15,52 +15,10 @@
 #include "quorum.h"
 #include "reply.h"
 #include "resp.h"
-#include "sha1.h"
 #include "slot.h"
 #include "wire.h"
 
 static redisReply *parse(const char *resp);
-
-static void check_sha(const void *data, size_t len, const char *expect)
-{
-    char hex[41];
-    sha1_hex(data, len, hex);
-    ck_assert_str_eq(hex, expect);
-}
-
-START_TEST(sha1_matches_the_fips_vectors)
-{
-    check_sha("", 0, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
-    check_sha("abc", 3, "a9993e364706816aba3e25717850c26c9cd0d89d");
-    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-    check_sha(two, strlen(two), "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
-    char *million = malloc(1000000);
-    ck_assert_ptr_nonnull(million);
-    memset(million, 'a', 1000000);
-    check_sha(million, 1000000, "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
-    free(million);
-}
-END_TEST
-
-START_TEST(sha1_handles_every_padding_boundary)
-{
-    /* 55, 56, 63, 64 and 65 bytes straddle the one/two block padding. */
-    static const struct {
-        size_t len;
-        const char *sha;
-    } v[] = {
-        {55, "c1c8bbdc22796e28c0e15163d20899b65621d65a"},
-        {56, "c2db330f6083854c99d4b5bfb6e8f29f201be699"},
-        {63, "03f09f5b158a7a8cdad920bddc29b81c18a551f5"},
-        {64, "0098ba824b5c16427bd7a1122a5a442a25ec644d"},
-        {65, "11655326c708d70319be2610e8a57d9a5b959d3b"},
-    };
-    char buf[65];
-    memset(buf, 'a', sizeof(buf));
-    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-        check_sha(buf, v[i].len, v[i].sha);
-}
-END_TEST
 
 START_TEST(resp_encodes_binary_safe_arguments_with_lengths)
 {
@@ -647,11 +605,11 @@ START_TEST(evalsha_becomes_eval_of_the_body)
     const char sha[41] = "0123456789abcdef0123456789abcdef01234567";
     struct resp_buf b;
     resp_init(&b, NULL, 0);
-    wire_evalsha(&b, sha, 4, 1);
+    wire_evalsha(&b, SCRIPT_FENCE, sha, 1, 1);
     resp_arg(&b, "k", 1);
     resp_arg_u64_fixed(&b, 7);
     ck_assert_int_eq(wire_eval_body(&b, "return 1", 8), 0);
-    const char *want = "*4\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n1\r\n"
+    const char *want = "*5\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n1\r\n"
                        "$1\r\nk\r\n$20\r\n00000000000000000007\r\n";
     ck_assert_uint_eq(b.len, strlen(want));
     ck_assert_str_eq(b.data, want);
@@ -681,6 +639,108 @@ START_TEST(evalsha_becomes_eval_of_the_body)
         ck_assert_int_eq(reply_evalsha_refused(r), v[i].refused);
         freeReplyObject(r);
     }
+}
+END_TEST
+
+/* The command in b as hiredis reads it: one array of its words, with
+ * nothing after it. */
+static redisReply *command_words(const struct resp_buf *b)
+{
+    redisReader *r = redisReaderCreate();
+    void *cmd = NULL, *more = NULL;
+    redisReaderFeed(r, b->data, b->len);
+    ck_assert_int_eq(redisReaderGetReply(r, &cmd), REDIS_OK);
+    ck_assert_ptr_nonnull(cmd);
+    ck_assert_int_eq(redisReaderGetReply(r, &more), REDIS_OK);
+    ck_assert_ptr_null(more);
+    redisReaderFree(r);
+    ck_assert_int_eq(((redisReply *)cmd)->type, REDIS_REPLY_ARRAY);
+    return cmd;
+}
+
+/* Whether the words of cmd from first on are want[0..n-1]. */
+static void words_are(const redisReply *cmd, size_t first,
+                      const char *const *want, size_t n)
+{
+    ck_assert_uint_ge(cmd->elements, first + n);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(cmd->element[first + i]->len == strlen(want[i]) &&
+                          memcmp(cmd->element[first + i]->str, want[i],
+                                 strlen(want[i])) == 0,
+                      "word %zu: %s, not %s", first + i,
+                      cmd->element[first + i]->str, want[i]);
+}
+
+/* One renew call over a lock of every kind that renews, each written as
+ * its kind's struct wire_kind says (the renew script's contract: a type,
+ * then the key, the holder and what else it reads), and a call of one
+ * lock alone declaring the keys its kind names. */
+START_TEST(renew_calls_write_each_lock_as_its_kind_says)
+{
+    const char sha[41] = "0123456789abcdef0123456789abcdef01234567";
+    struct wire_lock m = {.prefix = "", .name = "inv", .name_len = 3,
+                          .client_id = "c1", .owner_tag = 42,
+                          .kind = &wire_kind_mutex};
+    struct wire_lock r = m, w = m, p = m;
+    r.kind = &wire_kind_read;
+    w.kind = &wire_kind_write;
+    w.suffix = ":write";
+    p.kind = &wire_kind_permit;
+    memcpy(p.member, "ABCDEFGHIJKLMNOP", sizeof p.member);
+    const struct wire_lock *all[4] = {&m, &r, &w, &p};
+    struct resp_buf b;
+    resp_init(&b, NULL, 0);
+    size_t nargs = 0;
+    for (int i = 0; i < 4; i++)
+        nargs += wire_renew_size(all[i]);
+    ck_assert_uint_eq(nargs, 13);
+    wire_renew_head(&b, sha, nargs, 30000, 0, NULL);
+    for (int i = 0; i < 4; i++)
+        wire_renew_lock(&b, all[i]);
+    redisReply *cmd = command_words(&b);
+    static const char *const batch[] = {
+        "0", "30000", "0",
+        "m", "inv", "c1:42",
+        "r", "inv", "c1:42", "{inv}:",
+        "w", "inv", "c1:42:write",
+        "p", "{inv}:timeout", "ABCDEFGHIJKLMNOP"};
+    ck_assert_uint_eq(cmd->elements, 2 + 16);
+    words_are(cmd, 2, batch, 16);
+    freeReplyObject(cmd);
+    /* alone: a reader declares its key and its first hold's key, a permit
+     * its sorted set, a writer its key */
+    static const char *const keyed[3][4] = {
+        {"2", "inv", "{inv}:c1:42:rwlock_timeout:1", "30000"},
+        {"1", "{inv}:timeout", "30000", "0"},
+        {"1", "inv", "30000", "0"}};
+    const struct wire_lock *alone[3] = {&r, &p, &w};
+    for (int i = 0; i < 3; i++) {
+        resp_reset(&b);
+        wire_renew_head(&b, sha, wire_renew_size(alone[i]), 30000, 0,
+                        alone[i]);
+        wire_renew_lock(&b, alone[i]);
+        cmd = command_words(&b);
+        ck_assert_uint_eq(cmd->elements,
+                          3 + (size_t)(keyed[i][0][0] - '0') + 2 +
+                              wire_renew_size(alone[i]));
+        words_are(cmd, 2, keyed[i], 4);
+        freeReplyObject(cmd);
+    }
+    /* the query names the key's layout of the kind asked about */
+    static const char *const query[2][4] = {
+        {"inv", "count", "c1:42", "lock"},
+        {"inv", "count", "c1:42:write", "rwlock"}};
+    const struct wire_lock *asked[2] = {&m, &w};
+    for (int i = 0; i < 2; i++) {
+        resp_reset(&b);
+        wire_query(&b, sha, WIRE_QUERY_COUNT, asked[i]);
+        cmd = command_words(&b);
+        ck_assert_uint_eq(cmd->elements, 7);
+        words_are(cmd, 2, (const char *const[]){"1"}, 1);
+        words_are(cmd, 3, query[i], 4);
+        freeReplyObject(cmd);
+    }
+    resp_free(&b);
 }
 END_TEST
 
@@ -936,8 +996,6 @@ int main(void)
     tcase_add_test(tc, plain_commands_name_the_lock_and_the_owner);
     tcase_add_test(tc, plain_command_refusals_are_told_apart);
     tcase_add_test(tc, error_texts_are_scrubbed_of_arguments);
-    tcase_add_test(tc, sha1_matches_the_fips_vectors);
-    tcase_add_test(tc, sha1_handles_every_padding_boundary);
     tcase_add_test(tc, resp_encodes_binary_safe_arguments_with_lengths);
     tcase_add_test(tc, heap_pops_in_key_order_under_moves_and_removals);
     tcase_add_test(tc, heap_shares_a_bucket_per_key_and_drops_it_when_emptied);
@@ -950,6 +1008,7 @@ int main(void)
     tcase_add_test(tc, error_replies_map_to_distinct_codes);
     tcase_add_test(tc, evalsha_becomes_eval_of_the_body);
     tcase_add_test(tc, release_renew_and_integer_replies_decode);
+    tcase_add_test(tc, renew_calls_write_each_lock_as_its_kind_says);
     tcase_add_test(tc, fair_handoffs_decode_with_their_lease_end);
     suite_add_tcase(s, tc);
     tc = tcase_create("quorum");

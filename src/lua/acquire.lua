@@ -1,0 +1,102 @@
+-- acquire -- take or re-enter a lock.
+--
+-- keys: 1..4
+-- args: 5..7
+--
+-- KEYS[1]  the lock
+-- KEYS[2]  the fencing counter, when tokens are issued
+-- KEYS[n]  for a caller that waits: the fair queue, then its owners hash
+--          (last two keys)
+-- ARGV[1]  lease ms
+-- ARGV[2]  owner field "<client-uuid>:<owner-tag>"
+-- ARGV[3]  "1" to issue fencing tokens, else "0"
+-- ARGV[4]  the fencing counter's name
+-- ARGV[5]  for a caller that waits (7 arguments): the fair queue's name
+-- ARGV[6]  for a caller that waits: ms its queue entry stays live
+-- ARGV[#]  last: the request id (fixed across resends of one acquire)
+--
+-- Replies: the holder's PTTL (integer) when another owner holds the lock;
+-- else {holds, token}: token is a fresh INCR on a first acquisition, the
+-- current counter on re-entry, 0 without fencing. A key of another kind
+-- is refused: the error "WRONGKIND <kind>" (lib/kind.lua).
+--
+-- The layout is Redisson's RLock: the lock is a hash whose field
+-- "<client-uuid>:<owner-tag>" holds the re-entry count, with a PEXPIRE
+-- lease. The counter is declared with the lock: after an ASK the
+-- importing node must not draw a token from a counter that has not moved
+-- yet (it would start again at 1, and the counter's MIGRATE would then
+-- fail).
+--
+-- A caller that waits and finds the lock held while fair clients queue
+-- on the name joins their queue (lib/fair.lua): an entry
+-- "plain:<owner field>" at the tail, its deadline in the owners hash. Its
+-- acquisition takes the entry out again and ends a turn it was given.
+-- Nothing of this runs for a caller that does not wait, nor when the
+-- name has no queue.
+--
+-- A request whose reply was lost is sent again with the same request id.
+-- The highest request id applied for an owner (acquire or release) is
+-- kept in the lock hash itself, under "<owner field>:rid", and a request
+-- whose id is not above it is a resend of one already applied: it
+-- returns the current result instead of counting a hold again. That
+-- holds because a client's requests reach Redis in id order (one
+-- connection, resends go out before anything newer, and a request that
+-- Redis refused unapplied -- NOSCRIPT, a cluster redirect -- goes again
+-- with a new id), also when two handles of one owner lose their replies
+-- together. Kept in the hash, it costs no key and goes away with the
+-- lock. Redisson ignores the field. The request that creates the hash
+-- also writes its id under "<owner field>:first:rid" (KEYS_FIRST_RID_SUFFIX
+-- in keys.h), which no later request changes: undo.lua tells by it
+-- whether an attempt's hold is still there.
+--
+-- A resend that finds its id applied writes the id field again as it is:
+-- the write goes to the replicas, so that a WAIT after it on the new
+-- connection covers the original write too (a connection that wrote
+-- nothing is confirmed by WAIT at once).
+--
+-- The common case, a free lock, costs three calls.
+--@include lib/kind.lua
+local t = 0
+local rid = ARGV[2] .. ':rid'
+local f, id, q, wait = ARGV[2], ARGV[5], '', '0'
+if #ARGV == 7 then q, wait, id = ARGV[5], ARGV[6], ARGV[7] end
+local own = q .. ':owners'
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('hset', KEYS[1], f, 1, rid, id,
+             f .. ':first:rid', id)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end
+  if wait ~= '0' and redis.call('exists', own) == 1 then
+    if redis.call('hdel', own, f) == 1 then
+      redis.call('lrem', q, 1, 'plain:' .. f)
+    end
+    redis.call('hdel', own, 'hilock:turn')
+  end
+  return {1, t}
+end
+local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid, 'mode')
+if v.err or v[3] then return other_kind(KEYS[1], 'lock') or v end
+if not v[1] then
+  if wait ~= '0' and redis.call('exists', q) == 1 then
+    local c, ms = redis.call('time'), tonumber(wait)
+    if redis.call('hexists', own, f) == 0 then
+      redis.call('rpush', q, 'plain:' .. f)
+    end
+    redis.call('hset', own, f, c[1] * 1000 + math.floor(c[2] / 1000) + ms)
+    for _, k in ipairs({q, own}) do
+      if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end
+    end
+  end
+  return redis.call('pttl', KEYS[1])
+end
+local n = tonumber(v[1])
+if tonumber(id) > tonumber(v[2] or '0') then
+  n = n + 1
+  redis.call('hset', KEYS[1], ARGV[2], n, rid, id)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+-- a resend: its id field written again as it is (see above)
+else
+  redis.call('hset', KEYS[1], rid, v[2])
+end
+if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end
+return {n, t}

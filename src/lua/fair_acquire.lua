@@ -1,0 +1,133 @@
+-- fair_acquire -- take a lock in fair mode: first come, first served.
+--
+-- keys: 3..4
+-- args: 13
+--
+-- KEYS[1]  the lock
+-- KEYS[2]  the fair queue
+-- KEYS[3]  its owners hash
+-- KEYS[4]  the fencing counter, when tokens are issued
+-- ARGV[1]  lease ms
+-- ARGV[2]  owner field
+-- ARGV[3]  "1" to issue fencing tokens
+-- ARGV[4]  the fencing counter's name
+-- ARGV[5]  the queue's name
+-- ARGV[6]  mode: "w" wait (queue when busy), "t" try once, "c" claim a
+--          hand-off only
+-- ARGV[7]  ms the queue entry stays live
+-- ARGV[8]  listener (the client's channel tag)
+-- ARGV[9]  wait id
+-- ARGV[10] publish command
+-- ARGV[11] the lock's channel
+-- ARGV[12] the sender's monotonic clock in ms (echoed in a hand-off)
+-- ARGV[13] request id (as for acquire)
+--
+-- Replies: {holds, token} or the PTTL, as acquire; while the lock is
+-- free during a turn of the waiters without fair mode, what is left of
+-- that turn. WRONGKIND for another kind's key.
+--
+-- The owner's field with the marker of this wait is a hand-off to it:
+-- claimed, not counted as a re-entry (the waiter that missed the message
+-- gets it so). A free lock is taken only when no live entry is queued
+-- before the caller's own and no turn of the waiters without fair mode
+-- is on; else it goes to the first live entry (or to such a turn,
+-- published as a release), and a waiting caller is queued (once per
+-- owner: a second attempt only moves its deadline) and gets the PTTL. A
+-- waiter that starts the queue publishes a release (lib/fair.lua). A
+-- claim that finds no hold of its owner changes nothing and gets the
+-- PTTL. A hold that begins here (a free lock taken, a hand-off claimed)
+-- keeps its request id as the first, as acquire does, so that a late
+-- attempt's undo leaves it alone.
+--@include lib/kind.lua
+--@include lib/fair.lua
+local rid = ARGV[2] .. ':rid'
+local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid, 'hilock:handed',
+                      'mode')
+if v.err or v[4] then return other_kind(KEYS[1], 'lock') or v end
+local ht, hw = string.match(v[3] or '', '^(%d+):(%d+)$')
+if v[1] and hw == ARGV[9] then
+  redis.call('hdel', KEYS[1], 'hilock:handed')
+  redis.call('hset', KEYS[1], rid, ARGV[13],
+             ARGV[2] .. ':first:rid', ARGV[13])
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {tonumber(v[1]), tonumber(ht)}
+end
+if v[1] then
+  local n = tonumber(v[1])
+  if ARGV[6] ~= 'c' and tonumber(ARGV[13]) > tonumber(v[2] or '0') then
+    n = n + 1
+    redis.call('hset', KEYS[1], ARGV[2], n, rid, ARGV[13])
+    redis.call('pexpire', KEYS[1], ARGV[1])
+  end
+  local t = 0
+  if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end
+  return {n, t}
+end
+if ARGV[6] == 'c' then return redis.call('pttl', KEYS[1]) end
+local now = now_ms()
+local q = ARGV[5]
+local own = q .. ':owners'
+local turn = tonumber(redis.call('hget', own, 'hilock:turn') or '0')
+if redis.call('exists', KEYS[1]) == 0 and turn <= now then
+  local first, f, d
+  while true do
+    first = redis.call('lindex', q, 0)
+    if not first then break end
+    f, d = owner_of(first)
+    if d > now then break end
+    pop(q)
+  end
+  if not first or f == ARGV[2] then
+    if first then pop(q) end
+    redis.call('hset', KEYS[1], ARGV[2], 1, rid, ARGV[13],
+               ARGV[2] .. ':first:rid', ARGV[13])
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    local t = 0
+    if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end
+    return {1, t}
+  end
+  local h = hand(KEYS[1], q, now, ARGV[3], ARGV[4], ARGV[10], ARGV[11],
+                 nil, ARGV[2])
+  if not h then
+    redis.call(ARGV[10], ARGV[11], '0')
+  -- past entries nobody heard, to the caller's own: it holds it now
+  elseif type(h) == 'table' and h[7] == ARGV[2] then
+    redis.call('hdel', KEYS[1], 'hilock:handed')
+    redis.call('hset', KEYS[1], rid, ARGV[13],
+               ARGV[2] .. ':first:rid', ARGV[13])
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {1, h[4]}
+  end
+end
+if ARGV[6] == 'w' then
+  local e = (now + tonumber(ARGV[7])) .. ':' .. ARGV[1] .. ':' ..
+            ARGV[8] .. ':' .. ARGV[9] .. ':' .. ARGV[12] .. ':' .. now ..
+            ':' .. ARGV[2]
+  local at
+  local old = redis.call('hget', own, ARGV[2])
+  -- a retry: the entry keeps its place
+  if old then
+    for i, x in ipairs(redis.call('lrange', q, 0, -1)) do
+      if x == old then at = i - 1 break end
+    end
+  end
+  if at then
+    redis.call('lset', q, at, e)
+  -- else a new entry; the first one starts the queue (a release published)
+  elseif redis.call('rpush', q, e) == 1 then
+    redis.call(ARGV[10], ARGV[11], '0')
+  end
+  redis.call('hset', own, ARGV[2], e)
+  for _, k in ipairs({q, own}) do
+    if redis.call('pttl', k) < tonumber(ARGV[7]) then
+      redis.call('pexpire', k, ARGV[7])
+    end
+  end
+end
+local p = redis.call('pttl', KEYS[1])
+-- free: what is left of a turn for the others, or 1
+if p == -2 then
+  turn = tonumber(redis.call('hget', own, 'hilock:turn') or '0')
+  p = math.max(turn - now, 1)
+end
+return p

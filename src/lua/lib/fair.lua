@@ -1,0 +1,163 @@
+-- lib/fair.lua -- the fair queue, shared by the fair scripts.
+--
+-- Fair mode (hilock_options.fair): a FIFO of waiters in the list
+-- "hilock_queue:{name}", in the lock's slot. An entry is
+--   "<deadline>:<lease>:<listener>:<wait id>:<sent>:<written>:<owner field>"
+-- deadline: the server's unix time in ms after which the entry is stale
+-- (its waiter gave up or died); lease: the lease it asked for; listener:
+-- its client's public channel tag (never the client id, which is
+-- secret); wait id: which acquire call of that owner it is; sent: the
+-- waiter's own monotonic clock (ms) when it sent the request that wrote
+-- the entry; written: the server's time (ms) when that request wrote it.
+-- An owner has one entry at most: the hash "hilock_queue:{name}:owners"
+-- maps each queued owner field to its entry, so that queueing, a retry
+-- and leaving find it without reading the list (with a hundred waiters,
+-- a scan of the list was most of what a fair acquire cost Redis). Both
+-- expire with the last deadline.
+--
+-- A hand-off makes the first live entry the owner inside the script that
+-- frees the lock: its field = 1 and the marker field "hilock:handed" =
+-- "<token>:<wait id>" (the token drawn for it, the wait it went to), a
+-- short lease (at most 5 s of what it asked: a waiter that died costs no
+-- more), and a message "<owner tag>:<wait id>:<token>:<sent>:<span>" on
+-- "<channel>:<listener>". span is the time in ms from the entry's writing
+-- to the end of that lease, by the server's clock: the hold cannot end
+-- before sent + span in the receiver's own clock (it sent the request
+-- before the server wrote the entry), so the receiver knows, when it
+-- reads the message, how much of the lease is left, however late that is
+-- (see wait.c). The entry queued next hears "wake:<ms>" on its own
+-- channel, the short lease, so that its client looks again when that
+-- ends (a hold handed to a waiter that died moves on then: nothing is
+-- published when a lease runs out). The new owner needs no more: its
+-- watchdog extends the short lease at its first renewal. Only an owner
+-- that asked for a longer explicit lease claims the hold (drops the
+-- marker, sets its lease) with the acquire script, as does a waiter whose
+-- message was lost and whose retry finds the hold handed to that very
+-- wait. The marker stays otherwise until the hold ends; re-entries of the
+-- owner count as usual beside it. A Redisson RLock only looks at its own
+-- field, so it stays excluded throughout. Whoever finds the lock free
+-- with a live entry first hands it over (a release, or any fair acquire:
+-- a hold that ran out, or one released by a client without fair mode,
+-- moves on too). Stale entries are dropped where they are met.
+--
+-- A hand-off that nobody received goes to the next entry in the same
+-- call: PUBLISH counts the connections subscribed to the waiter's
+-- client's channel, and 0 proves that nobody will act on that message
+-- (the releasing client's own waiter learns it from the reply instead).
+-- It does not prove the waiter dead: one client's waiters share one
+-- subscriber connection, which may be reconnecting, or may not have
+-- confirmed the subscription yet right after queueing. So a waiter that
+-- no one heard is not handed the lock (which would only hold everyone
+-- for the short lease) but keeps its place once: its entry goes back to
+-- the head marked "~", and its retry on subscribing again keeps that
+-- place; met deaf a second time, it is dropped (a live one queues again
+-- at its next retry). Every entry of a listener found deaf is passed
+-- over without a second PUBLISH. A fair acquire whose call goes past
+-- such entries to the caller's own takes the lock itself in that call
+-- (handed to it by message while it queued again, it would leave a
+-- second entry behind). A waiter whose process was killed, its
+-- connections closed, so costs one PUBLISH of a script call, not a
+-- lease.
+--
+-- Waiters without fair mode take their place in line too, or they would
+-- never find the lock free while fair waiters hand it on among
+-- themselves: one that waits and finds the lock held and a queue started
+-- adds "plain:<owner field>" (see acquire.lua), and a fair waiter that
+-- starts a queue publishes a release so that they look again. A hand-off
+-- that meets such a live entry gives those waiters a turn instead: the
+-- lock stays free, the release is published on the lock's channel, and
+-- fair acquirers leave it alone until "hilock:turn" in the owners hash
+-- has passed (at most 500 ms, the turn's length written below) or a
+-- waiter without fair mode took it (its acquire ends the turn). A turn
+-- nobody can hear (0 subscribers of the lock's channel) is not given.
+--
+-- The functions: now_ms() the server's clock; parse(e) an entry's
+-- fields; owner_of(e) its owner field and deadline; pop(q) the head
+-- entry out of the queue and its owners hash; unskip(q, back) puts the
+-- entries met deaf back at the head, marked "~"; turn(...) gives the
+-- waiters without fair mode a turn; hand(...) hands the free lock to the
+-- first live entry (see above): nil when none, a number (subscribers)
+-- for a turn, else {listener, owner tag, wait id, token, sent, span,
+-- owner field}.
+local function now_ms()
+  local t = redis.call('time')
+  return t[1] * 1000 + math.floor(t[2] / 1000)
+end
+local function parse(e)
+  return string.match(e, '^~?(%d+):(%d+):(%x+):(%d+):(%d+):(%d+):(.+)$')
+end
+local function owner_of(e)
+  local d, l, lt, w, s, wr, f = parse(e)
+  if string.sub(e, 1, 6) == 'plain:' then return nil, math.huge end
+  return f, tonumber(d or '0')
+end
+local function pop(q)
+  local e = redis.call('lpop', q)
+  if not e then return nil end
+  local d, l, lt, w, s, wr, f = parse(e)
+  if f then redis.call('hdel', q .. ':owners', f) end
+  return e, d, l, lt, w, s, wr, f
+end
+local function unskip(q, back)
+  for i = #back, 1, -1 do
+    local e = '~' .. back[i][1]
+    redis.call('lpush', q, e)
+    redis.call('hset', q .. ':owners', back[i][2], e)
+  end
+end
+local function turn(q, now, pub, chan, e)
+  local own, f = q .. ':owners', string.sub(e, 7)
+  local d = tonumber(redis.call('hget', own, f) or '0')
+  redis.call('hdel', own, f)
+  if d <= now then return nil end
+  local n = redis.call(pub, chan, '0')
+  if n == 0 then return nil end
+  redis.call('hset', own, 'hilock:turn', now + 500)
+  if redis.call('pttl', own) < 500 then
+    redis.call('pexpire', own, 500)
+  end
+  return n
+end
+local function hand(lock, q, now, fencing, fence, pub, chan, me, mine)
+  local deaf, back = {}, {}
+  while true do
+    local e, d, l, lt, w, s, wr, f = pop(q)
+    if not e then
+      unskip(q, back)
+      return nil
+    end
+    if string.sub(e, 1, 6) == 'plain:' then
+      local n = turn(q, now, pub, chan, e)
+      if n then
+        unskip(q, back)
+        return n
+      end
+    elseif d and tonumber(d) > now then
+      if not deaf[lt] then
+        local t = 0
+        if fencing == '1' then
+          t = tonumber(redis.call('get', fence) or '0') + 1
+        end
+        local tag = string.match(f, ':(%d+)$') or '0'
+        local ms = math.min(tonumber(l), 5000)
+        local span = now - tonumber(wr) + ms
+        local m = tag .. ':' .. w .. ':' .. t .. ':' .. s .. ':' .. span
+        if redis.call(pub, chan .. ':' .. lt, m) > 0 or lt == me or
+           f == mine then
+          if fencing == '1' then redis.call('incr', fence) end
+          redis.call('hset', lock, f, 1, 'hilock:handed', t .. ':' .. w)
+          redis.call('pexpire', lock, ms)
+          local nx = redis.call('lindex', q, 0)
+          local nl = nx and select(3, parse(nx))
+          if nl and not deaf[nl] then
+            redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms)
+          end
+          unskip(q, back)
+          return {lt, tag, w, t, s, span, f}
+        end
+        deaf[lt] = true
+      end
+      if string.sub(e, 1, 1) ~= '~' then back[#back + 1] = {e, f} end
+    end
+  end
+end

@@ -1,0 +1,59 @@
+-- read_release -- drop read holds of a read-write lock.
+--
+-- keys: 2
+-- args: 9
+--
+-- KEYS[1]  the lock
+-- KEYS[2]  the request ids
+-- ARGV[1]  the release message
+-- ARGV[2]  lease ms
+-- ARGV[3]  owner field
+-- ARGV[4]  holds to drop
+-- ARGV[5]  publish command
+-- ARGV[6]  the channel
+-- ARGV[7]  base (of a reader's timeout keys)
+-- ARGV[8]  the request ids' name
+-- ARGV[9]  request id
+--
+-- Replies: {holds left, subscribers that heard the release} (0 for the
+-- second when the lock is still held), or nil when the owner holds
+-- nothing. WRONGKIND for another kind's key, left as it is. A release
+-- that may publish asks the ACL first and publishes before it deletes:
+-- one that the ACL refuses changes nothing.
+--@include lib/rw.lua
+--@include lib/rw_release.lua
+if not n then return nil end
+n = tonumber(n)
+if applied(ARGV[8], ARGV[3], ARGV[9]) then return {n, 0} end
+local c = math.max(n - tonumber(ARGV[4]), 0)
+if c == 0 then
+  local e = may_publish(ARGV[5], ARGV[6])
+  if e then return e end
+end
+for i = c + 1, n do
+  redis.call('del', ARGV[7] .. ARGV[3] .. ':rwlock_timeout:' .. i)
+end
+if c > 0 then
+  redis.call('hset', KEYS[1], ARGV[3], c)
+  note(ARGV[8], ARGV[3], ARGV[9], tonumber(ARGV[2]))
+  return {c, 0}
+end
+forget(ARGV[8], ARGV[3])
+if mode == 'write' then return {0, 0} end
+if prune(ARGV[7], ARGV[8]) > 0 then
+  local most = 0
+  local f = redis.call('hgetall', KEYS[1])
+  for i = 1, #f, 2 do
+    if f[i] ~= 'mode' then
+      local top = ARGV[7] .. f[i] .. ':rwlock_timeout:'
+      for j = 1, tonumber(f[i + 1]) or 0 do
+        most = math.max(most, redis.call('pttl', top .. j))
+      end
+    end
+  end
+  if most > 0 then redis.call('pexpire', KEYS[1], most) end
+  return {0, 0}
+end
+local heard = redis.call(ARGV[5], ARGV[6], ARGV[1])
+redis.call('del', KEYS[1], ARGV[8])
+return {0, heard}

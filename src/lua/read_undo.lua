@@ -1,0 +1,69 @@
+-- read_undo -- drop the read hold an acquire attempt took, if it is
+-- still there.
+--
+-- keys: 2
+-- args: 9
+--
+-- KEYS[1]  the lock
+-- KEYS[2]  the request ids "hilock_rid:{<name>}"
+-- ARGV[1]  the release message
+-- ARGV[2]  lease ms (how long the request id is kept at least)
+-- ARGV[3]  the reader's owner field
+-- ARGV[4]  publish command
+-- ARGV[5]  the channel
+-- ARGV[6]  base (of a reader's timeout keys)
+-- ARGV[7]  the request ids' name
+-- ARGV[8]  the request id of the acquire attempt to undo
+-- ARGV[9]  request id (of this undo)
+--
+-- Replies: as read_release: {holds left, subscribers that heard the
+-- release} (0 for the second while the lock is held), or nil when the
+-- reader holds nothing. WRONGKIND for another kind's key, left as it is.
+--
+-- As write_undo.lua, by request id: one hold (the newest, as a release
+-- drops) goes only when the reader holds, the attempt reached Redis and
+-- the reader's hold began with that attempt or before it (the request
+-- ids' "<field>:first", which read_acquire writes when a hold begins: the
+-- owner's first, or one after its newest ran out). A hold begun after the
+-- attempt stays. When it was the reader's last, the lock follows the
+-- readers left, or is deleted and the release published, as
+-- read_release does.
+--@include lib/rw.lua
+--@include lib/rw_release.lua
+if not n then return nil end
+n = tonumber(n)
+local ids = redis.call('hmget', ARGV[7], ARGV[3], ARGV[3] .. ':first')
+local last, attempt = tonumber(ids[1] or '0'), tonumber(ARGV[8])
+if tonumber(ARGV[9]) <= last or last < attempt or not ids[2] or
+   tonumber(ids[2]) > attempt then
+  return {n, 0}
+end
+if n == 1 then
+  local e = may_publish(ARGV[4], ARGV[5])
+  if e then return e end
+end
+redis.call('del', ARGV[6] .. ARGV[3] .. ':rwlock_timeout:' .. n)
+if n > 1 then
+  redis.call('hset', KEYS[1], ARGV[3], n - 1)
+  note(ARGV[7], ARGV[3], ARGV[9], tonumber(ARGV[2]))
+  return {n - 1, 0}
+end
+forget(ARGV[7], ARGV[3])
+if mode == 'write' then return {0, 0} end
+if prune(ARGV[6], ARGV[7]) > 0 then
+  local most = 0
+  local f = redis.call('hgetall', KEYS[1])
+  for i = 1, #f, 2 do
+    if f[i] ~= 'mode' then
+      local top = ARGV[6] .. f[i] .. ':rwlock_timeout:'
+      for j = 1, tonumber(f[i + 1]) or 0 do
+        most = math.max(most, redis.call('pttl', top .. j))
+      end
+    end
+  end
+  if most > 0 then redis.call('pexpire', KEYS[1], most) end
+  return {0, 0}
+end
+local heard = redis.call(ARGV[4], ARGV[5], ARGV[1])
+redis.call('del', KEYS[1], ARGV[7])
+return {0, heard}

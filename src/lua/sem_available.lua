@@ -1,0 +1,14 @@
+-- sem_available -- the permits a semaphore has available.
+--
+-- keys: 2
+-- args: 3
+--
+-- KEYS[1]  the counter
+-- KEYS[2]  the permits' sorted set "{<name>}:timeout"
+-- ARGV[1]  the same sorted set's name
+-- ARGV[2]  publish command
+-- ARGV[3]  the channel
+--
+-- Replies: the permits available (never below 0).
+--@include lib/permit.lua
+return math.max(tonumber(redis.call('get', KEYS[1]) or '0'), 0)
