@@ -20,13 +20,14 @@
 static const struct scenario scenarios[] = {
     {"uncontended", "lock+release pairs on distinct keys vs raw EVALSHA",
      OPT_SECONDS | OPT_INFLIGHT | OPT_ROUNDS | OPT_WAIT | OPT_REMOTE |
-         OPT_CLUSTER | OPT_WAIT_REPLICAS | OPT_TLS,
+         OPT_CLUSTER | OPT_WAIT_REPLICAS | OPT_TLS | OPT_FAIR,
      sc_uncontended,
      "  --inflight K   pairs in flight, at most 1024 (default: 1, 64, 256 and\n"
      "                 1024 in one run)\n"
      "  --seconds S    length of one measured phase (1)\n"
      "  --rounds R     phases per mode and K, interleaved (3)\n"
      "  --wait MS      wait_ms of every acquire; 0 tries once (5000)\n"
+     "  --fair         the hilock rows in fair mode (hilock_options.fair = 1)\n"
      "  --cluster N    instead: hilock on a cluster of N masters (3..9) vs\n"
      "                 on one plain master, in one run\n"
      "  --wait-replicas N\n"

@@ -940,6 +940,7 @@ static int urun_all(struct bench *b, const int *ks, int nk, int rounds,
     hilock_options_init(&ho);
     ho.node.host = b->host;
     ho.node.port = b->port;
+    ho.fair = b->o.fair;
     struct urun *u = urun_new(b, &ho, "h", 1, wait_ms);
     if (!u)
         return 1;
@@ -949,8 +950,9 @@ static int urun_all(struct bench *b, const int *ks, int nk, int rounds,
             ucell_init(&cells[i][m], t0);
     progress_begin(b, rounds * nk * U_MODES * secs);
     printf("uncontended: %d round(s) x %d K x 3 modes, %.1f s each, "
-           "wait_ms %u, on %s:%d\n",
-           rounds, nk, secs, wait_ms, b->host, b->port);
+           "wait_ms %u%s, on %s:%d\n",
+           rounds, nk, secs, wait_ms, ho.fair ? ", fair" : "", b->host,
+           b->port);
     int bad = run_phases(u, ks, nk, rounds, secs, cells);
     progress_end(b);
     urun_free(u);
