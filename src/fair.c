@@ -61,9 +61,7 @@ static void fair_encode_undo_into(struct hilock_lock *lock,
                    eng->opts->fencing, &f);
 }
 
-/* op->undo of a fair attempt (see fanout.h): a decided attempt resent
- * after a drop undoes what its request id may have taken instead. */
-static int resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
+int fair_resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
 {
     struct hilock_lock *lock = op->ctx;
     resp_reset(cmd);
@@ -71,21 +69,38 @@ static int resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
     return SCRIPT_FAIR_UNDO;
 }
 
-void fair_encode_attempt(struct hilock_lock *lock, struct fanout *op,
-                         uint64_t rid)
+int fair_plain_ok(const struct hilock_lock *lock)
+{
+    return !fair_on(lock) || !wait_has_waiters(lock);
+}
+
+void fair_begin_attempt(struct hilock_lock *lock, struct fanout *op)
+{
+    op->undo = fair_resend_undo;
+    lock->fair.handed = 0;
+}
+
+int fair_attempt_into(struct hilock_lock *lock, struct resp_buf *cmd,
+                      uint64_t rid)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = fair_attempt_wire(lock);
     struct wire_fair f = fair_args(lock);
     enum wire_fair_mode m =
         handle_wait_deadline(lock) ? WIRE_FAIR_WAIT : WIRE_FAIR_TRY;
-    fanout_eval(op, SCRIPT_FAIR_ACQUIRE);
-    wire_fair_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_FAIR_ACQUIRE],
-                      &w, handle_acquire_lease(lock), eng->opts->fencing, m,
-                      &f, rid);
-    op->undo = resend_undo;
+    wire_fair_acquire(cmd, eng->scripts.sha[SCRIPT_FAIR_ACQUIRE], &w,
+                      handle_acquire_lease(lock), eng->opts->fencing, m, &f,
+                      rid);
     lock->pending.queued |= m == WIRE_FAIR_WAIT;
-    lock->fair.handed = 0;
+    return SCRIPT_FAIR_ACQUIRE;
+}
+
+void fair_encode_attempt(struct hilock_lock *lock, struct fanout *op,
+                         uint64_t rid)
+{
+    fanout_eval(op, SCRIPT_FAIR_ACQUIRE);
+    fair_attempt_into(lock, fanout_cmd(op), rid);
+    fair_begin_attempt(lock, op);
 }
 
 void fair_encode_release(struct hilock_lock *lock, struct fanout *op,

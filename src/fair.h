@@ -20,6 +20,22 @@ struct wire_lock fair_attempt_wire(const struct hilock_lock *lock);
  * request id rid: a waiting one queues when the lock is busy. */
 void fair_encode_attempt(struct hilock_lock *lock, struct fanout *op,
                          uint64_t rid);
+/* The fair attempt's command alone, into cmd (a plain one going again as
+ * the script). Returns its script id. */
+int fair_attempt_into(struct hilock_lock *lock, struct resp_buf *cmd,
+                      uint64_t rid);
+/* op (an attempt of lock, plain or fair) is lock's attempt in fair mode:
+ * its resend after a drop, once decided, is the fair undo, and a hand-off
+ * learnt before it is forgotten (the attempt decides). */
+void fair_begin_attempt(struct hilock_lock *lock, struct fanout *op);
+/* op->undo of a fair attempt (see fanout.h): a decided attempt resent
+ * after a drop undoes what its request id rid may have taken instead. */
+int fair_resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid);
+/* Whether lock's first attempt may go as the plain RESTORE as far as fair
+ * mode goes: not in fair mode, or no waiter of this client is parked on
+ * the name (it is queued in Redis, and RESTORE would pass it when the key
+ * is absent; see plain.c). */
+int fair_plain_ok(const struct hilock_lock *lock);
 /* Encode a fair release of drop holds into op, as rid: the last one hands
  * the lock to the head of the queue. */
 void fair_encode_release(struct hilock_lock *lock, struct fanout *op,

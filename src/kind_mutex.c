@@ -24,20 +24,25 @@ static int resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
     return SCRIPT_UNDO;
 }
 
-/* An attempt: fair, else plain on the first attempt when it may, else
- * the acquire script. */
+/* An attempt: plain on the first attempt when it may (in fair mode too:
+ * see plain.c), else the fair script in fair mode, else the acquire
+ * script. */
 static void mutex_acquire(struct hilock_lock *lock, struct fanout *op,
                           int first, uint64_t rid)
 {
     struct engine *eng = lock->eng;
-    if (fair_on(lock)) {
+    struct wire_lock w = fair_attempt_wire(lock);
+    int fair = fair_on(lock);
+    if (fair)
+        fair_begin_attempt(lock, op);
+    else
+        op->undo = resend_undo;
+    if (first && plain_take(lock, &w, op, rid))
+        return;
+    if (fair) {
         fair_encode_attempt(lock, op, rid);
         return;
     }
-    struct wire_lock w = fair_attempt_wire(lock);
-    op->undo = resend_undo;
-    if (first && plain_take(lock, &w, op, rid))
-        return;
     fanout_eval(op, SCRIPT_ACQUIRE);
     wire_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
                  handle_acquire_lease(lock), eng->opts->fencing, rid);

@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* plain.c -- the plain fast path, a mode of the lock kind (kind_mutex.c).
  *
- * A lock (not fair, no fencing token, one node) is taken with RESTORE when its handle's owner holds nothing and this is
- * the acquire's first attempt, and a single hold is given back with HDEL
- * and the release message: Redis runs no script for the common
- * uncontended pair. The hash is the one the scripts write (Redisson's
+ * A lock (no fencing token, one node) is taken with RESTORE when its
+ * handle's owner holds nothing and this is the acquire's first attempt,
+ * and a single hold (not in fair mode) is given back with HDEL and the
+ * release message: Redis runs no script for the common uncontended pair.
+ * In fair mode the key exists while a holder's waiters are queued (a
+ * release hands the lock on at once), so a RESTORE that succeeds passed
+ * no hand-off; a client with waiters of its own parked on the name sends
+ * the fair script instead (the key may be absent with them queued: a
+ * lease ran out), and a refused or resent RESTORE goes as the fair
+ * script. The hash is the one the scripts write (Redisson's
  * layout with the request id field), so both paths mix freely:
  * - RESTORE refused (BUSYKEY: the key exists) goes again as the acquire
  *   script, with a new request id (it was not applied), and the script
@@ -33,8 +39,9 @@
 #include "fair.h"
 #include "fanout.h"
 
-/* Whether the client may use the plain commands for a lock not taken in
- * fair mode: one node, no fencing token, and no refusal of them so far. */
+/* Whether the client may use the plain commands for a lock: one node, no
+ * fencing token, and no refusal of them so far (a release in fair mode
+ * never asks: it is the fair script). */
 static int plain_ok(const struct hilock_lock *lock)
 {
     const struct engine *eng = lock->eng;
@@ -67,6 +74,8 @@ static int plain_again(struct fanout *op, struct resp_buf *cmd,
         wire_take(cmd, &w, op->lease_ms, op->rid) == 0)
         return -1;
     resp_reset(cmd);
+    if (fair_on(lock))
+        return fair_attempt_into(lock, cmd, op->rid);
     wire_acquire(cmd, eng->scripts.sha[SCRIPT_ACQUIRE], &w, op->lease_ms, 0,
                  op->rid);
     return SCRIPT_ACQUIRE;
@@ -75,7 +84,8 @@ static int plain_again(struct fanout *op, struct resp_buf *cmd,
 int plain_take(struct hilock_lock *lock, const struct wire_lock *w,
                struct fanout *op, uint64_t rid)
 {
-    if (!plain_ok(lock) || lock->hold.count > 0 || handle_owner_holds(lock))
+    if (!plain_ok(lock) || lock->hold.count > 0 ||
+        handle_owner_holds(lock) || !fair_plain_ok(lock))
         return 0;
     op->rid = rid;
     op->lease_ms = handle_acquire_lease(lock);

@@ -84,6 +84,18 @@ static struct hilock_client *client(int fair, int via_proxy)
     return c;
 }
 
+/* A ready fair client without fencing: its first attempt on a free name
+ * may go as the plain RESTORE (see plain.c). */
+static struct hilock_client *client_unfenced(void)
+{
+    struct hilock_options o;
+    tu_options(&o);
+    o.fair = 1;
+    struct hilock_client *c = tu_client(&o);
+    tu_client_ready(c);
+    return c;
+}
+
 /* Free client i as if its process died: what it sends on the way out
  * (the queue entry's removal) never reaches Redis. It goes through the
  * proxy, which holds everything from now on. */
@@ -816,6 +828,76 @@ START_TEST(test_resent_release_applies_once)
 }
 END_TEST
 
+/* A fair client takes a free name with no queue as a default client
+ * does: one RESTORE, no script. On a held name the RESTORE is refused and
+ * the fair script queues the waiter, which the release hands the lock. */
+START_TEST(test_free_name_taken_by_restore)
+{
+    struct waiter w = {1, {0}};
+    cl[0] = client_unfenced();
+    cl[1] = client_unfenced();
+    struct hilock_lock *a = tu_lock(cl[0], NAME, 1);
+    long long restores = rs_cmdstat_calls(tu_srv, "restore");
+    long long scripts = rs_cmdstat_calls(tu_srv, "evalsha");
+    tu_assert_status(tu_acquire(a, (uint64_t)tu_ms(LONG_MS), 0, NULL), 0);
+    holding = 1;
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "restore") - restores, 1);
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "evalsha") - scripts, 0);
+    ck_assert_int_eq(tu_holds(NAME, cl[0], 1), 1);
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w, (uint64_t)tu_ms(LONG_MS),
+                0, 1);
+    tu_run_quiet();
+    release_held(a);
+    ck_assert(tu_run_until_count(&w.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(w.r.status, 0);
+    ck_assert_int_eq(tu_holds(NAME, cl[1], 1), 1);
+    release_held(w.r.lock);
+    ck_assert_int_eq(overlaps, 0);
+    ck_assert_int_eq(tu_exists(NAME), 0);
+    ck_assert_int_eq(tu_exists(QUEUE), 0);
+    ck_assert_int_eq(tu_exists(OWNERS), 0);
+}
+END_TEST
+
+/* The lock is free while a waiter of a fair client is queued (its
+ * holder's lease ran out: here the key is deleted, and the waiter's next
+ * look is the holder's lease away). That client's next acquire of the
+ * name does not take it by RESTORE: the fair script hands it to the
+ * queued waiter first, and the newcomer gets it at that one's release. */
+START_TEST(test_no_restore_past_own_waiter)
+{
+    struct waiter w = {1, {0}}, late = {2, {0}};
+    char chan[128];
+    cl[0] = client_unfenced();
+    cl[1] = client_unfenced();
+    hold(cl[0], NULL);
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w, (uint64_t)tu_ms(LONG_MS),
+                0, 1);
+    queued_channel(0, chan, sizeof chan);
+    ck_assert(tu_numsub_becomes(chan, 1, tu_ms(2000)));
+    tu_run_quiet();
+    ck_assert_int_eq(rs_int(tu_srv, "DEL", NAME, (char *)NULL), 1);
+    holding = 0;
+    long long restores = rs_cmdstat_calls(tu_srv, "restore");
+    ck_assert_int_eq(hilock_lock_acquire(tu_lock(cl[1], NAME, 2),
+                                         (uint64_t)tu_ms(LONG_MS), 0,
+                                         on_acquired, &late),
+                     0);
+    ck_assert(tu_run_until_count(&w.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(w.r.status, 0);
+    ck_assert_int_eq(late.r.calls, 0);
+    ck_assert_int_eq(order[0], 1);
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "restore") - restores, 0);
+    release_held(w.r.lock);
+    ck_assert(tu_run_until_count(&late.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(late.r.status, 0);
+    ck_assert_int_eq(order[1], 2);
+    release_held(late.r.lock);
+    ck_assert_int_eq(overlaps, 0);
+    ck_assert_int_eq(tu_exists(NAME), 0);
+}
+END_TEST
+
 static Suite *fair_suite(void)
 {
     Suite *s = suite_create("fair");
@@ -838,6 +920,8 @@ static Suite *fair_suite(void)
     tcase_add_test(tc, test_default_waiter_served_in_its_place);
     tcase_add_test(tc, test_gone_default_waiter_costs_a_turn);
     tcase_add_test(tc, test_default_waiters_not_starved_by_fair_workers);
+    tcase_add_test(tc, test_free_name_taken_by_restore);
+    tcase_add_test(tc, test_no_restore_past_own_waiter);
     suite_add_tcase(s, tc);
     return s;
 }
