@@ -74,6 +74,16 @@ static struct fanout *fanout_alloc(struct engine *eng)
     return op;
 }
 
+/* Node request r goes again as another command (node_eval): an ASK
+ * answered only the command it was sent for, so the new one goes without
+ * ASKING, and a node that imports the slot sends it to the slot's owner
+ * (MOVED), whose keys say where it runs. */
+static void part_rewritten(struct req *r, enum script_id id)
+{
+    r->asking = 0;
+    node_eval(r, id);
+}
+
 /* Marks a node request rewritten into an undo (req.submitter.data): its
  * reply is not the operation's. */
 static char part_undoing;
@@ -91,7 +101,7 @@ static int part_undo(struct fanout *op, struct req *r)
     r->plain.split = 0;
     r->late = NULL;
     r->submitter.data = &part_undoing;
-    node_eval(r, (enum script_id)id);
+    part_rewritten(r, (enum script_id)id);
     return 1;
 }
 
@@ -115,7 +125,7 @@ static void part_refresh(struct req *r, enum req_again why)
             r->resent |= r->plain.split && why == REQ_AGAIN_NO_PLAIN;
             r->plain.active = 0;
             r->plain.split = 0;
-            node_eval(r, (enum script_id)id);
+            part_rewritten(r, (enum script_id)id);
         }
         return;
     }
