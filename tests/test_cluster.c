@@ -408,17 +408,13 @@ START_TEST(kinds_refuse_each_other_in_a_cluster)
 {
     client = cluster_client(0);
     client2 = cluster_client(1);
-    struct hilock_lock *r = NULL;
-    struct hilock_semaphore *s = NULL;
-    tu_assert_status(hilock_rwlock_new(client, "ckind", 5, 1, HILOCK_READ,
-                                       &r),
-                     0);
+    struct hilock_lock *r = tu_rwlock(client, "ckind", 1, HILOCK_READ);
     tu_assert_status(tu_acquire(r, 0, 20000, NULL), 0);
     struct hilock_lock *l = tu_lock(client2, "ckind", 1);
     tu_assert_status(tu_acquire(l, 0, 20000, NULL), HILOCK_EWRONGKIND);
     tu_assert_status(tu_query(hilock_lock_query_held, l, NULL),
                      HILOCK_EWRONGKIND);
-    tu_assert_status(hilock_semaphore_new(client2, "ckind", 5, &s), 0);
+    struct hilock_semaphore *s = tu_semaphore(client2, "ckind");
     struct tu_result taken = {0};
     tu_assert_status(
         hilock_semaphore_acquire(s, 1, 0, tu_record_sem, &taken), 0);
