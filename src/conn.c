@@ -313,7 +313,12 @@ void req_move(struct req *r, struct conn *dst, int asking)
 
 void req_submit(struct req *r, uint32_t timeout_ms)
 {
-    r->sent_us = clock_now_us(); /* one clock read for both */
+    req_submit_at(r, timeout_ms, clock_now_us());
+}
+
+void req_submit_at(struct req *r, uint32_t timeout_ms, uint64_t now_us)
+{
+    r->sent_us = now_us;
     r->sent_ms = r->sent_us / 1000;
     stats_request_sent(r->conn->cfg->stats);
     if (r->cmd.failed) {

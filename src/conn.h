@@ -51,7 +51,10 @@ enum req_where { REQ_NOWHERE = 0, REQ_QUEUED, REQ_SENT, REQ_ORPHAN };
  * deadlines in order (conn->due), or on the request's own timer. */
 enum req_due { REQ_DUE_NONE = 0, REQ_DUE_LIST, REQ_DUE_TIMER };
 
-#define REQ_INLINE_CMD 256
+/* Room for a command inside its request: a plain release (MULTI, HDEL of
+ * three fields, PUBLISH, EXEC) of a name of a few dozen bytes takes about
+ * 330, and a command that does not fit costs a malloc, a copy and a free. */
+#define REQ_INLINE_CMD 512
 
 TAILQ_HEAD(req_list, req);
 
@@ -236,6 +239,9 @@ struct req *req_new(struct conn *conn, req_done_fn *done);
  * A command whose encoding failed completes with HILOCK_ENOMEM on the
  * loop. */
 void req_submit(struct req *req, uint32_t timeout_ms);
+/* The same, with now_us the monotonic time now (clock_now_us), read once
+ * by a caller that submits several. */
+void req_submit_at(struct req *req, uint32_t timeout_ms, uint64_t now_us);
 /* Complete a request early with status (e.g. HILOCK_ECANCELED): its done
  * fires now; a reply that still arrives goes to late. No-op if completed. */
 void req_complete(struct req *req, int status);
