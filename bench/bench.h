@@ -148,6 +148,7 @@ int sc_readmostly(struct bench *b);
 int sc_semaphore(struct bench *b);
 int sc_torture(struct bench *b);
 int sc_guarded(struct bench *b);
+int sc_scripts(struct bench *b);
 
 /* ---- time and process figures (sysstat.c) ----------------------------- */
 

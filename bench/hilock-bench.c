@@ -141,6 +141,9 @@ static const struct scenario scenarios[] = {
      "  --inflight K   writes in flight (64)\n"
      "  --seconds S    length of one phase (2)\n"
      "  --rounds R     phases of each kind, alternating (2)\n"},
+    {"scripts", "each lock script alone: Redis us per call by queue size",
+     0, sc_scripts,
+     "  (no options: 1, 10, 100 and 1000 queued, 2000 calls per case)\n"},
 };
 
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))

@@ -1029,22 +1029,66 @@ static int serial_run(const char *host, int port, double secs,
     return ok ? 0 : -1;
 }
 
-/* Script calls (EVALSHA and EVAL) the server has served so far, or -1. */
-static long long script_calls(redisContext *rc)
+/* The commands hilock sends about a lock, as INFO commandstats names
+ * them: script calls, the fast path (RESTORE; its HDEL and PUBLISH go in
+ * MULTI/EXEC), subscriptions, and what a connection sends when it comes
+ * up or waits for replicas. A command that a script or an EXEC runs is
+ * counted in its own line too, and in the script's or EXEC's: those lines
+ * (HDEL, PUBLISH, TIME...) are not added again; the handshake's TIME is
+ * left out with them. The first two are the script calls. */
+static const char *const lock_cmds[] = {
+    "evalsha", "eval", "restore", "multi", "exec", "subscribe",
+    "unsubscribe", "ssubscribe", "sunsubscribe", "ping", "wait",
+    "script|load"};
+#define NLOCK_CMDS (sizeof(lock_cmds) / sizeof(lock_cmds[0]))
+
+/* Calls and usec of each lock command so far (INFO commandstats), and
+ * the server process's CPU time (INFO cpu, s). */
+struct cmdstats {
+    int ok;
+    long long calls[NLOCK_CMDS], usec[NLOCK_CMDS];
+    double cpu_s;
+};
+
+/* The value after key in an INFO text, or 0. */
+static double info_num(const char *text, const char *key)
 {
-    long long sha = 0, eval = 0;
-    if (!rc || bench_cmdstat(rc, "evalsha", &sha, NULL) != 0 ||
-        bench_cmdstat(rc, "eval", &eval, NULL) != 0)
-        return -1;
-    return sha + eval;
+    const char *p = strstr(text, key);
+    return p ? strtod(p + strlen(key), NULL) : 0;
 }
 
-/* The measured window: script calls counted from t0 to t1 (taken by the
+/* Read them all from one INFO commandstats (absent: 0). ok is 0 when the
+ * command failed. */
+static void cmdstats_read(redisContext *rc, struct cmdstats *st)
+{
+    redisReply *r = rc ? bench_cmd(rc, "INFO", "commandstats", NULL) : NULL;
+    memset(st, 0, sizeof(*st));
+    st->ok = r && r->type == REDIS_REPLY_STRING;
+    for (size_t i = 0; st->ok && i < NLOCK_CMDS; i++) {
+        char needle[64];
+        snprintf(needle, sizeof needle, "cmdstat_%s:calls=", lock_cmds[i]);
+        const char *p = strstr(r->str, needle);
+        const char *u = p ? strstr(p, ",usec=") : NULL;
+        st->calls[i] = p ? strtoll(p + strlen(needle), NULL, 10) : 0;
+        st->usec[i] = u ? strtoll(u + 6, NULL, 10) : 0;
+    }
+    if (r)
+        freeReplyObject(r);
+    r = st->ok ? bench_cmd(rc, "INFO", "cpu", NULL) : NULL;
+    st->ok = r && r->type == REDIS_REPLY_STRING;
+    if (st->ok)
+        st->cpu_s = info_num(r->str, "used_cpu_user:") +
+                    info_num(r->str, "used_cpu_sys:");
+    if (r)
+        freeReplyObject(r);
+}
+
+/* The measured window: lock commands counted from t0 to t1 (taken by the
  * parent while the workers run). */
 struct cwindow {
     const struct contend_cfg *cfg;
     int64_t t0, t1;
-    long long calls0, calls1;
+    struct cmdstats s0, s1;
 };
 
 static void contended_during(struct bench *b, int64_t t_go, int64_t t_end,
@@ -1053,12 +1097,63 @@ static void contended_during(struct bench *b, int64_t t_go, int64_t t_end,
     struct cwindow *w = arg;
     redisContext *rc = bench_connect_at(w->cfg->host, w->cfg->port, 2000);
     w->t0 = now_ns();
-    w->calls0 = script_calls(rc);
+    cmdstats_read(rc, &w->s0);
     contend_progress(b, w->cfg, t_go, t_end);
     w->t1 = now_ns();
-    w->calls1 = w->calls0 < 0 ? -1 : script_calls(rc);
+    cmdstats_read(rc, &w->s1);
     if (rc)
         redisFree(rc);
+}
+
+/* Script calls (EVALSHA and EVAL) in the window, and their usec; both -1
+ * when INFO failed. */
+static long long window_scripts(const struct cwindow *w, long long *usec)
+{
+    if (!w->s0.ok || !w->s1.ok) {
+        *usec = -1;
+        return -1;
+    }
+    *usec = 0;
+    long long calls = 0;
+    for (int i = 0; i < 2; i++) {
+        calls += w->s1.calls[i] - w->s0.calls[i];
+        *usec += w->s1.usec[i] - w->s0.usec[i];
+    }
+    return calls;
+}
+
+/* usec of every lock command in the window, or -1. */
+static long long window_lock_usec(const struct cwindow *w)
+{
+    long long usec = 0;
+    if (!w->s0.ok || !w->s1.ok)
+        return -1;
+    for (size_t i = 0; i < NLOCK_CMDS; i++)
+        usec += w->s1.usec[i] - w->s0.usec[i];
+    return usec;
+}
+
+/* Print the lock commands of the window with their share per CS, and the
+ * server's CPU time per CS: the time a script waited for the CPU while
+ * other processes ran counts in commandstats, not here (here the
+ * sections' commands and the network count too). */
+static void window_print(const struct cwindow *w, size_t cs)
+{
+    if (!w->s0.ok || !w->s1.ok || cs == 0)
+        return;
+    printf("Redis process CPU per critical section (INFO cpu, every "
+           "command and the network included): %.2f us\n",
+           (w->s1.cpu_s - w->s0.cpu_s) * 1e6 / (double)cs);
+    printf("lock commands in the window (INFO commandstats), per critical "
+           "section:\n");
+    for (size_t i = 0; i < NLOCK_CMDS; i++) {
+        long long n = w->s1.calls[i] - w->s0.calls[i];
+        long long us = w->s1.usec[i] - w->s0.usec[i];
+        if (n > 0)
+            printf("  %-12s %7.3f calls  %7.2f us  (%.2f us per call)\n",
+                   lock_cmds[i], (double)n / (double)cs,
+                   (double)us / (double)cs, (double)us / (double)n);
+    }
 }
 
 /* Acquisitions within [t0, t1]. */
@@ -1102,8 +1197,10 @@ static int ceiling_print(struct bench *b, struct cfigures *f,
     int64_t hand = samples_pct(&f->other, 50);
     int64_t wait99 = samples_pct(&f->wait, 99);
     size_t cs = acquired_within(res, w->t0, w->t1);
-    long long calls = w->calls0 >= 0 && w->calls1 >= 0 ? w->calls1 - w->calls0
-                                                       : -1;
+    long long script_us, lock_us = window_lock_usec(w);
+    long long calls = window_scripts(w, &script_us);
+    double us_call = calls > 0 ? (double)script_us / (double)calls : -1;
+    double us_cs = cs && lock_us >= 0 ? (double)lock_us / (double)cs : -1;
     /* In fair mode every waiter still queued when the run stopped made its
      * acquire call and, canceled, a leave call, for no section: those are
      * the stop's, not the sections'. */
@@ -1148,6 +1245,14 @@ static int ceiling_print(struct bench *b, struct cfigures *f,
     met = per_cs >= 0 && per_cs <= 2.0;
     figure_row(&t, "lock script calls per CS", v, "<= 2", met);
     missed += !met;
+    snprintf(v, sizeof v, "%.2f", us_call);
+    met = us_call >= 0 && us_call <= 8.0;
+    figure_row(&t, "Redis us per script call", v, "<= 8", met);
+    missed += !met;
+    snprintf(v, sizeof v, "%.2f (every lock command)", us_cs);
+    met = us_cs >= 0 && us_cs <= (cfg->fair ? 15.0 : 30.0);
+    figure_row(&t, "Redis us per CS", v, cfg->fair ? "<= 15" : "<= 30", met);
+    missed += !met;
     if (spread > 0)
         snprintf(v, sizeof v, "%.2f (%zu..%zu per waiter)", spread,
                  f->per_min, f->per_max);
@@ -1158,6 +1263,7 @@ static int ceiling_print(struct bench *b, struct cfigures *f,
     figure_row(&t, "acquisitions per waiter max / min", v, "<= 1.5", met);
     missed += !met;
     table_print(&t, stdout);
+    window_print(w, cs);
     json_obj(b->json, "perfect_lock");
     json_num(b->json, "serial_seconds", sr->secs);
     json_int(b->json, "serial_loops", (int64_t)sr->loops);
@@ -1168,6 +1274,12 @@ static int ceiling_print(struct bench *b, struct cfigures *f,
     json_int(b->json, "script_calls", calls);
     json_int(b->json, "script_calls_window_cs", (int64_t)cs);
     json_num(b->json, "script_calls_per_cs", per_cs);
+    json_num(b->json, "redis_usec_per_script_call", us_call);
+    json_num(b->json, "redis_usec_per_cs", us_cs);
+    json_num(b->json, "redis_cpu_usec_per_cs",
+             w->s0.ok && w->s1.ok && cs
+                 ? (w->s1.cpu_s - w->s0.cpu_s) * 1e6 / (double)cs
+                 : -1);
     json_int(b->json, "acquisitions_per_waiter_min", (int64_t)f->per_min);
     json_int(b->json, "acquisitions_per_waiter_max", (int64_t)f->per_max);
     json_int(b->json, "waiters_never_served", none);
@@ -1194,7 +1306,8 @@ int sc_contended(struct bench *b)
         samples_free(&sr.ping);
         return 1;
     }
-    win = (struct cwindow){&cfg, 0, 0, -1, -1};
+    memset(&win, 0, sizeof win);
+    win.cfg = &cfg;
     if (contend_run(b, &cfg, &res, contended_during, &win) != 0) {
         fprintf(stderr, "contended: the workers could not be started\n");
         samples_free(&sr.ping);

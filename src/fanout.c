@@ -339,19 +339,25 @@ static void decode(struct fanout *op, size_t i, int status, int plain,
 }
 
 /* The operation is decided: on several masters the requests of an
- * acquire still out are not sent again when their connection drops
- * (their late handler hears NULL instead). One resent then would run
- * after whatever the submitter sent since and not resent alike (after
- * the release of the lock it took: the lock would come back on that
- * master). A release, a renewal or a fence is harmless to resend. */
+ * acquire still out are not sent again as they were when their
+ * connection drops (their late handler hears NULL instead). One resent
+ * then would run after whatever the submitter sent since and not resent
+ * alike (after the release of the lock it took: the lock would come back
+ * on that master). A release, a renewal or a fence is harmless to resend.
+ * A failed attempt with an undo by request id goes again as that undo
+ * (part_refresh): a grant its lost reply carried is dropped there at
+ * once, not left to block that master for the lease; the undo drops
+ * nothing that the attempt did not take. A successful one's grant is
+ * part of the hold, which the release ends everywhere. */
 static void parts_final(struct fanout *op)
 {
     if (op->n == 1 ||
         (op->kind != OP_KIND_ACQUIRE && op->kind != OP_KIND_MULTI_ACQUIRE))
         return;
+    int undo = op->undo && op->status != 0 && op->kind == OP_KIND_ACQUIRE;
     for (size_t i = 0; i < op->n; i++)
         if (op->part[i])
-            op->part[i]->retry = 0;
+            op->part[i]->retry = (uint8_t)undo;
 }
 
 /* Decide with status and result res (NULL: completed early). */

@@ -73,6 +73,18 @@ int grant_fence(struct hilock_lock *lock, struct fanout *op,
     return 0;
 }
 
+/* How long an undo of lock's attempt may wait for its node: as long as
+ * the hold it drops may last, at least the request timeout. A node that
+ * is down (a master killed, its replica not yet promoted) would otherwise
+ * fail it at the request deadline, and the grant it should drop, carried
+ * to the replica, would hold the lock there for its lease. Going late is
+ * harmless: the undo drops nothing that the attempt did not take. */
+static uint32_t undo_deadline_ms(const struct hilock_lock *lock)
+{
+    uint32_t lease = handle_acquire_lease(lock);
+    return lease > lock->eng->opts->request_timeout_ms ? lease : 0;
+}
+
 /* Undo the hold that acquire op's request to node i took (it granted
  * it): only that request's own hold, if still there, never one a later
  * attempt or a hand-off began after it (src/lua/undo.lua and the kinds'
@@ -94,7 +106,7 @@ static void send_undo(struct hilock_lock *lock, const struct fanout *op,
     u->drop = 1;
     lock->kind->encode_undo(lock, u, op->rids[i], ++eng->seq);
     handle_attach(lock, u);
-    fanout_submit(u, 0);
+    fanout_submit(u, undo_deadline_ms(lock));
 }
 
 void grant_undo_partial(struct hilock_lock *lock, struct fanout *op)

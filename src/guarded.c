@@ -54,24 +54,15 @@ void guarded_encode(struct resp_buf *b, const char *sha,
     }
     wire_evalsha(b, SCRIPT_GUARDED, sha, nkeys, nargs);
     keys_lock(b, &k);
-    if (l->kind == KIND_PERMIT)
-        keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL);
-    else
-        keys_fence(b, &k);
+    l->kind->guard_key(b, l);
     keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
     for (size_t i = 0; i < ncmds; i++)
         for (size_t j = 0; j < cmds[i].nkeys; j++) {
             size_t a = cmds[i].keys[j];
             resp_arg(b, cmds[i].argv[a], cmds[i].argvlen[a]);
         }
-    static const char kinds[] = {[KIND_MUTEX] = 'm', [KIND_READ] = 'r',
-                                 [KIND_WRITE] = 'w', [KIND_SEM] = 'p',
-                                 [KIND_PERMIT] = 'p'};
-    resp_arg(b, &kinds[l->kind], 1);
-    if (l->kind == KIND_PERMIT)
-        resp_arg(b, l->member, sizeof(l->member));
-    else
-        keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
+    resp_arg(b, &l->kind->type, 1);
+    l->kind->holder(b, l);
     resp_arg_u64(b, token > 0 ? (unsigned long long)token : 0);
     keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_BASE_TAIL);
     resp_arg_u64(b, keep_ms);
@@ -300,7 +291,7 @@ int hilock_lock_guarded(struct hilock_lock *lock,
                         const struct hilock_guarded_cmd *cmds, size_t ncmds,
                         unsigned flags, hilock_guarded_cb *cb, void *arg)
 {
-    if (lock && lock->kind == &kind_permit)
+    if (lock && lock->kind->api == KIND_API_PERMIT)
         return HILOCK_EINVAL; /* hilock_permit_guarded */
     return guarded_start(lock, cmds, ncmds, flags,
                          (struct guarded){.cb = cb, .arg = arg});
@@ -312,7 +303,7 @@ int hilock_permit_guarded(struct hilock_permit *permit,
                           void *arg)
 {
     struct hilock_lock *lock = handle_of_permit(permit);
-    if (lock && lock->kind != &kind_permit)
+    if (lock && lock->kind->api != KIND_API_PERMIT)
         return HILOCK_EINVAL;
     return guarded_start(lock, cmds, ncmds, flags,
                          (struct guarded){.permit_cb = cb, .arg = arg});

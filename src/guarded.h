@@ -11,7 +11,8 @@
 #include "resp.h"
 #include "wire.h"
 
-/* Encode the EVALSHA of the guarded script (sha) for lock l: the fencing
+/* Encode the EVALSHA of the guarded script (sha) for lock l, whose kind
+ * says how its hold is checked (l->kind: guard_key, holder): the fencing
  * token to require (0: none), keep_ms for the request ids it writes, the
  * commands, and request id rid last (wire_rid can change it). */
 void guarded_encode(struct resp_buf *b, const char *sha,

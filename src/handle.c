@@ -131,7 +131,7 @@ struct wire_lock handle_wire(const struct hilock_lock *lock)
                           .client_id = eng->id,
                           .owner_tag = lock->owner_tag,
                           .suffix = lock->kind->field_suffix,
-                          .kind = lock->kind->id};
+                          .kind = lock->kind->wire};
     if (!lock->kind->owned) { /* the handle's own id */
         memcpy(w.member, eng->permit_prefix, 8);
         put_be32(w.member + 8, (uint32_t)lock->owner_tag);
@@ -175,6 +175,14 @@ void handle_hold_end(struct hilock_lock *lock)
     lock->twinned = 0;
 }
 
+/* Whether h is of lock's name and owner. */
+static int same_owner(const struct hilock_lock *h,
+                      const struct hilock_lock *lock)
+{
+    return h->owner_tag == lock->owner_tag && h->name_len == lock->name_len &&
+           memcmp(h->name, lock->name, lock->name_len) == 0;
+}
+
 /* The next handle from table node n on that holds lock's name for lock's
  * owner as kind, or NULL. */
 static struct hilock_lock *holder_from(struct table_node *n,
@@ -183,9 +191,7 @@ static struct hilock_lock *holder_from(struct table_node *n,
 {
     for (; n; n = table_next(n)) {
         struct hilock_lock *h = TABLE_ENTRY(n, struct hilock_lock, owner_node);
-        if (h->owner_tag == lock->owner_tag && h->kind == kind &&
-            h->name_len == lock->name_len &&
-            memcmp(h->name, lock->name, lock->name_len) == 0)
+        if (h->kind == kind && same_owner(h, lock))
             return h;
     }
     return NULL;
@@ -198,11 +204,16 @@ static struct hilock_lock *twin_from(struct table_node *n,
     return holder_from(n, lock, lock->kind);
 }
 
-int handle_owner_holds_as(const struct hilock_lock *lock,
-                          const struct kind_ops *kind)
+int handle_field_shared(const struct hilock_lock *lock)
 {
-    return holder_from(table_first(&lock->eng->owners, owner_hash(lock)),
-                       lock, kind) != NULL;
+    struct table_node *n = table_first(&lock->eng->owners, owner_hash(lock));
+    for (; n; n = table_next(n)) {
+        struct hilock_lock *h = TABLE_ENTRY(n, struct hilock_lock, owner_node);
+        if (h->kind != lock->kind && h->kind->bare_field &&
+            same_owner(h, lock))
+            return 1;
+    }
+    return 0;
 }
 
 int handle_owner_holds(const struct hilock_lock *lock)

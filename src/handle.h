@@ -171,9 +171,10 @@ int handle_hold_begin(struct hilock_lock *lock);
 void handle_hold_end(struct hilock_lock *lock);
 /* Nonzero when some handle of lock's name and owner holds. */
 int handle_owner_holds(const struct hilock_lock *lock);
-/* Nonzero when a handle of lock's name and owner holds it as kind. */
-int handle_owner_holds_as(const struct hilock_lock *lock,
-                          const struct kind_ops *kind);
+/* Nonzero when a handle of lock's name and owner holds it as another
+ * kind whose hold is the owner's bare field too (kind_ops.bare_field: a
+ * reader's, in the read-write hash of that name). */
+int handle_field_shared(const struct hilock_lock *lock);
 /* Most twins handled at once. */
 #define HANDLE_TWINS_MAX 64
 /* The holding handles of lock's name and owner (lock too, if it holds),

@@ -6,8 +6,10 @@
  * expiring permit (kind_permit.c). Each fills in a struct kind_ops: the
  * scripts its acquire, release, leave and undo run and how their arguments
  * are encoded, what a hold of it means, which channel its waiters hear and
- * which calls apply to it. The engine calls the table and never asks which
- * kind a handle is. */
+ * which calls apply to it. Its scripts' arguments are encoded by its wire
+ * file (wire_mutex.c, wire_rw.c, wire_sem.c), whose struct wire_kind the
+ * table points to. The engine calls the table and never asks which kind a
+ * handle is. */
 #ifndef HILOCK_KIND_H
 #define HILOCK_KIND_H
 
@@ -19,8 +21,24 @@
 
 struct hilock_lock;
 
+/* The kinds as the constructors name them (kind_of). */
+enum lock_kind {
+    KIND_MUTEX = 0,
+    KIND_READ,
+    KIND_WRITE,
+    KIND_SEM,
+    KIND_PERMIT
+};
+
+/* The public type of a kind's handles (hilock.h): struct hilock_lock,
+ * hilock_semaphore or hilock_permit. */
+enum kind_api { KIND_API_LOCK = 0, KIND_API_SEMAPHORE, KIND_API_PERMIT };
+
 struct kind_ops {
-    enum lock_kind id;       /* as the wire format and the scripts name it */
+    enum kind_api api;       /* the public type its handles are */
+    /* How the scripts every kind shares (renew, query, guarded) see it;
+     * NULL for a kind that takes part in none of them. */
+    const struct wire_kind *wire;
     enum sub_kind channel;   /* the release messages its waiters hear */
     unsigned shared : 1;     /* several owners may hold it at once */
     unsigned leased : 1;     /* a hold has a lease: its grant is checked,
@@ -32,8 +50,11 @@ struct kind_ops {
     unsigned nested : 1;     /* an owner's holds nest, counted in Redis */
     unsigned single : 1;     /* one hold per handle at most */
     unsigned queries : 1;    /* hilock_lock_query_* apply */
-    unsigned guarded : 1;    /* hilock_lock_guarded applies */
+    unsigned guarded : 1;    /* guarded commands apply */
     unsigned fair : 1;       /* taken in fair mode when the client is */
+    unsigned bare_field : 1; /* a hold is the owner's field, with no
+                                suffix, in the name's hash: a lock's
+                                plain release (HDEL) would end it */
     uint32_t busy_retry_ms;  /* a waiting attempt found busy tries again
                                 this soon at the latest (0: when a release
                                 is heard or the holder's lease ends) */

@@ -95,7 +95,8 @@ static void mutex_repair(struct hilock_lock *lock, struct fanout *op)
 }
 
 const struct kind_ops kind_mutex = {
-    .id = KIND_MUTEX,
+    .api = KIND_API_LOCK,
+    .wire = &wire_kind_mutex,
     .channel = SUB_RELEASE,
     .leased = 1,
     .owned = 1,
@@ -103,6 +104,7 @@ const struct kind_ops kind_mutex = {
     .queries = 1,
     .guarded = 1,
     .fair = 1,
+    .bare_field = 1,
     .encode_acquire = mutex_acquire,
     .encode_release = mutex_release,
     .encode_leave = mutex_leave,

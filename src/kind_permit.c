@@ -36,7 +36,8 @@ static void permit_release(struct hilock_lock *lock, struct fanout *op,
 }
 
 const struct kind_ops kind_permit = {
-    .id = KIND_PERMIT,
+    .api = KIND_API_PERMIT,
+    .wire = &wire_kind_permit,
     .channel = SUB_SEM,
     .shared = 1,
     .leased = 1,

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kind_rw.c -- the two sides of a read-write lock (hilock_rwlock_new):
  * Redisson's RReadWriteLock hash with its mode field; readers share it,
- * a writer holds it alone, both re-entrant with a lease (src/lua/lib/rw.lua).
- * A waiting writer leaves a mark that keeps new readers off, which it
- * takes back when it gives up. */
+ * a writer holds it alone, both re-entrant with a lease
+ * (src/lua/lib/rw.lua). A waiting writer leaves a mark that keeps new
+ * readers off, which it takes back when it gives up. Each side's
+ * functions hand wire_rw.c its side (struct wire_rw_side): its scripts
+ * and what tells it apart in their arguments. */
 #include "kind.h"
 
 #include <stdint.h>
@@ -13,8 +15,8 @@
 #include "handle.h"
 
 /* How long a waiting writer's mark keeps new readers off (see
- * src/lua/lib/rw.lua), and how often at least the writer retries (which renews
- * the mark) while it waits. A writer that dies while waiting keeps
+ * src/lua/lib/rw.lua), and how often at least the writer retries (which
+ * renews the mark) while it waits. A writer that dies while waiting keeps
  * readers off for this long at most. */
 #define RW_WRITER_MARK_MS 3000
 #define RW_WRITER_RETRY_MS (RW_WRITER_MARK_MS / 3)
@@ -30,38 +32,52 @@ static uint32_t writer_mark_ms(const struct hilock_lock *lock)
 
 /* The undo of what the attempt with request id attempt took, as rid,
  * into cmd (read_undo.lua, write_undo.lua: only a hold that attempt
- * began). Returns its script. */
-static enum script_id rw_undo_into(struct hilock_lock *lock,
-                                   struct resp_buf *cmd, uint64_t attempt,
-                                   uint64_t rid)
+ * began). */
+static void rw_undo_into(struct hilock_lock *lock,
+                         const struct wire_rw_side *side,
+                         struct resp_buf *cmd, uint64_t attempt, uint64_t rid)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
-    enum script_id id = lock->kind->id == KIND_WRITE ? SCRIPT_WRITE_UNDO
-                                                      : SCRIPT_READ_UNDO;
-    wire_rw_undo(cmd, eng->scripts.sha[id], &w, attempt, rid,
+    wire_rw_undo(cmd, eng->scripts.sha[side->undo], &w, side, attempt, rid,
                  handle_hold_lease(lock), topo_publish(eng->topo));
-    return id;
 }
 
-/* op->undo of an attempt (see fanout.h): a decided attempt resent after a
- * drop undoes what its request id may have taken instead. */
-static int resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
+/* op->undo of an attempt of side (see fanout.h): a decided attempt resent
+ * after a drop undoes what its request id may have taken instead. */
+static int resend_undo(struct fanout *op, const struct wire_rw_side *side,
+                       struct resp_buf *cmd, uint64_t rid)
 {
     struct hilock_lock *lock = op->ctx;
     resp_reset(cmd);
-    return (int)rw_undo_into(lock, cmd, rid, ++lock->eng->seq);
+    rw_undo_into(lock, side, cmd, rid, ++lock->eng->seq);
+    return (int)side->undo;
 }
 
-/* An attempt of either side, running script id. */
+static int read_resend_undo(struct fanout *op, struct resp_buf *cmd,
+                            uint64_t rid)
+{
+    return resend_undo(op, &wire_rw_reader, cmd, rid);
+}
+
+static int write_resend_undo(struct fanout *op, struct resp_buf *cmd,
+                             uint64_t rid)
+{
+    return resend_undo(op, &wire_rw_writer, cmd, rid);
+}
+
+/* An attempt of side; a resend once it is decided goes as undo. */
 static void rw_acquire(struct hilock_lock *lock, struct fanout *op,
-                       enum script_id id, uint64_t rid)
+                       const struct wire_rw_side *side,
+                       int (*undo)(struct fanout *, struct resp_buf *,
+                                   uint64_t),
+                       uint64_t rid)
 {
     struct wire_lock w = handle_wire(lock);
-    op->undo = resend_undo;
-    fanout_eval(op, id);
-    wire_rw_acquire(fanout_cmd(op), lock->eng->scripts.sha[id], &w,
-                    handle_acquire_lease(lock),
+    op->undo = undo;
+    fanout_eval(op, side->acquire);
+    wire_rw_acquire(fanout_cmd(op), lock->eng->scripts.sha[side->acquire],
+                    &w, side, handle_acquire_lease(lock),
                     handle_wait_deadline(lock) != 0, writer_mark_ms(lock),
                     rid);
 }
@@ -70,7 +86,7 @@ static void read_acquire(struct hilock_lock *lock, struct fanout *op,
                          int first, uint64_t rid)
 {
     (void)first;
-    rw_acquire(lock, op, SCRIPT_READ_ACQUIRE, rid);
+    rw_acquire(lock, op, &wire_rw_reader, read_resend_undo, rid);
 }
 
 /* A waiting writer that finds the lock busy leaves its mark. */
@@ -79,38 +95,47 @@ static void write_acquire(struct hilock_lock *lock, struct fanout *op,
 {
     (void)first;
     lock->pending.queued |= handle_wait_deadline(lock) != 0;
-    rw_acquire(lock, op, SCRIPT_WRITE_ACQUIRE, rid);
+    rw_acquire(lock, op, &wire_rw_writer, write_resend_undo, rid);
 }
 
-/* A release of either side, running script id. */
+/* A release of side. */
 static void rw_release(struct hilock_lock *lock, struct fanout *op,
-                       enum script_id id, uint32_t drop, uint64_t rid)
+                       const struct wire_rw_side *side, uint32_t drop,
+                       uint64_t rid)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
-    fanout_eval(op, id);
-    wire_rw_release(fanout_cmd(op), eng->scripts.sha[id], &w, rid,
-                    handle_hold_lease(lock), drop, topo_publish(eng->topo));
+    fanout_eval(op, side->release);
+    wire_rw_release(fanout_cmd(op), eng->scripts.sha[side->release], &w,
+                    side, rid, handle_hold_lease(lock), drop,
+                    topo_publish(eng->topo));
 }
 
 static void read_release(struct hilock_lock *lock, struct fanout *op,
                          uint32_t drop, uint64_t rid)
 {
-    rw_release(lock, op, SCRIPT_READ_RELEASE, drop, rid);
+    rw_release(lock, op, &wire_rw_reader, drop, rid);
 }
 
 static void write_release(struct hilock_lock *lock, struct fanout *op,
                           uint32_t drop, uint64_t rid)
 {
-    rw_release(lock, op, SCRIPT_WRITE_RELEASE, drop, rid);
+    rw_release(lock, op, &wire_rw_writer, drop, rid);
 }
 
-/* The undo of either side's attempt, by its request id. */
-static void rw_undo(struct hilock_lock *lock, struct fanout *op,
-                    uint64_t attempt, uint64_t rid)
+/* The undo of an attempt, by its request id. */
+static void read_undo(struct hilock_lock *lock, struct fanout *op,
+                      uint64_t attempt, uint64_t rid)
 {
-    /* encoded first: its script is known once encoded */
-    fanout_eval(op, rw_undo_into(lock, fanout_cmd(op), attempt, rid));
+    fanout_eval(op, wire_rw_reader.undo);
+    rw_undo_into(lock, &wire_rw_reader, fanout_cmd(op), attempt, rid);
+}
+
+static void write_undo(struct hilock_lock *lock, struct fanout *op,
+                       uint64_t attempt, uint64_t rid)
+{
+    fanout_eval(op, wire_rw_writer.undo);
+    rw_undo_into(lock, &wire_rw_writer, fanout_cmd(op), attempt, rid);
 }
 
 /* A waiting writer gave up: its mark goes (sent after its last attempt,
@@ -124,7 +149,8 @@ static void write_leave(struct hilock_lock *lock, struct fanout *op)
 }
 
 const struct kind_ops kind_read = {
-    .id = KIND_READ,
+    .api = KIND_API_LOCK,
+    .wire = &wire_kind_read,
     .channel = SUB_RWLOCK,
     .shared = 1,
     .leased = 1,
@@ -132,13 +158,15 @@ const struct kind_ops kind_read = {
     .nested = 1,
     .queries = 1,
     .guarded = 1,
+    .bare_field = 1,
     .encode_acquire = read_acquire,
     .encode_release = read_release,
-    .encode_undo = rw_undo,
+    .encode_undo = read_undo,
 };
 
 const struct kind_ops kind_write = {
-    .id = KIND_WRITE,
+    .api = KIND_API_LOCK,
+    .wire = &wire_kind_write,
     .channel = SUB_RWLOCK,
     .leased = 1,
     .owned = 1,
@@ -150,5 +178,5 @@ const struct kind_ops kind_write = {
     .encode_acquire = write_acquire,
     .encode_release = write_release,
     .encode_leave = write_leave,
-    .encode_undo = rw_undo,
+    .encode_undo = write_undo,
 };

@@ -353,11 +353,11 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
 }
 
 /* Whether a handle is a lock (a mutex or a read-write side): what the
- * public struct hilock_lock is. The semaphore kinds have public types of
- * their own (semaphore.c). */
+ * public struct hilock_lock is, as its kind says (api). The semaphore
+ * kinds have public types of their own (semaphore.c). */
 static int is_lock(const struct hilock_lock *lock)
 {
-    return lock && lock->kind != &kind_sem && lock->kind != &kind_permit;
+    return lock && lock->kind->api == KIND_API_LOCK;
 }
 
 int hilock_lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,

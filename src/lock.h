@@ -10,6 +10,7 @@
 
 #include "callback.h"
 #include "engine.h"
+#include "kind.h"
 #include "quorum.h"
 #include "wire.h"
 

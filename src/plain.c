@@ -92,7 +92,7 @@ int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
     if (!plain_ok(lock) || drop != 1 || lock->hold.count != 1 ||
         lock->hold.unreleased || lock->twinned ||
         clock_now_ms() >= lock->wd.valid_until ||
-        handle_owner_holds_as(lock, &kind_read))
+        handle_field_shared(lock))
         return 0;
     op->again = plain_again;
     fanout_plain(op, wire_drop(fanout_cmd(op), w,

@@ -205,7 +205,7 @@ static void flush_batch(struct engine *c, struct renew_batch *b)
 static void batch_push(struct renew_batch *b, struct hilock_lock *lock)
 {
     b->locks[b->n++] = lock;
-    b->nargs += wire_renew_size(lock->kind->id);
+    b->nargs += lock->kind->wire->renew_size;
 }
 
 /* Put lock, keyed at its validity end already, into b, marked as having a

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* wire.c -- see wire.h. */
+/* wire.c -- what every kind's commands share (see wire.h): the EVALSHA
+ * framing and its contract check, the renew, query and fence calls,
+ * MultiLock, and the plain path's commands. */
 #include "wire.h"
 
 #include <string.h>
@@ -121,31 +123,6 @@ int wire_eval_body(struct resp_buf *b, const char *body, size_t len)
     return rc;
 }
 
-void wire_acquire(struct resp_buf *b, const char *sha,
-                  const struct wire_lock *l, uint32_t lease_ms, int fencing,
-                  uint64_t rid)
-{
-    struct key_src k = wire_key(l);
-    size_t nk = 1 + (fencing != 0) + (l->entry_ms ? 2 : 0);
-    wire_evalsha(b, SCRIPT_ACQUIRE, sha, nk, l->entry_ms ? 7 : 5);
-    keys_lock(b, &k);
-    if (fencing)
-        keys_fence(b, &k);
-    if (l->entry_ms) { /* the fair queue it may join, and its owners */
-        keys_queue(b, &k);
-        keys_tagged(b, &k, KEYS_QUEUE_HEAD, KEYS_OWNERS_TAIL);
-    }
-    resp_arg_u64(b, lease_ms);
-    keys_field(b, l->client_id, l->owner_tag);
-    resp_arg(b, fencing ? "1" : "0", 1);
-    keys_fence(b, &k);
-    if (l->entry_ms) { /* only a wait joins a queue */
-        keys_queue(b, &k);
-        resp_arg_u64(b, l->entry_ms);
-    }
-    resp_arg_u64_fixed(b, rid);
-}
-
 void wire_rid(struct resp_buf *b, uint64_t rid)
 {
     resp_u64_fixed(rid, b->data + b->len - RESP_U64_WIDTH - 2);
@@ -215,98 +192,47 @@ size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,
     return second;
 }
 
-/* The arguments both release scripts start with, after their keys: the
- * message, lease_ms, the owner field, drop, the publish command and the
- * channel. */
-static void release_args(struct resp_buf *b, const struct key_src *k,
-                         const struct wire_lock *l, uint32_t lease_ms,
-                         uint32_t drop, const char *publish)
-{
-    resp_arg(b, "0", 1);
-    resp_arg_u64(b, lease_ms);
-    keys_field(b, l->client_id, l->owner_tag);
-    resp_arg_u64(b, drop);
-    resp_arg(b, publish, strlen(publish));
-    keys_channel(b, k);
-}
-
-void wire_release(struct resp_buf *b, const char *sha,
-                  const struct wire_lock *l, uint64_t rid, uint32_t lease_ms,
-                  uint32_t drop, const char *publish)
+void wire_lock_key(struct resp_buf *b, const struct wire_lock *l)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, SCRIPT_RELEASE, sha, 1, 7);
     keys_lock(b, &k);
-    release_args(b, &k, l, lease_ms, drop, publish);
-    resp_arg_u64_fixed(b, rid);
 }
 
-void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
-               uint64_t attempt, uint64_t rid, const char *publish)
+void wire_fence_key(struct resp_buf *b, const struct wire_lock *l)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, SCRIPT_UNDO, sha, 1, 6);
-    keys_lock(b, &k);
-    resp_arg(b, "0", 1);
-    keys_field(b, l->client_id, l->owner_tag);
-    resp_arg(b, publish, strlen(publish));
-    keys_channel(b, &k);
-    resp_arg_u64(b, attempt);
-    resp_arg_u64_fixed(b, rid);
+    keys_fence(b, &k);
+}
+
+void wire_owner_field(struct resp_buf *b, const struct wire_lock *l)
+{
+    keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
+}
+
+void wire_owner_hold(struct resp_buf *b, const struct wire_lock *l)
+{
+    wire_lock_key(b, l);
+    wire_owner_field(b, l);
 }
 
 void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
                      uint32_t lease_ms, uint64_t deadline_ms,
                      const struct wire_lock *keyed)
 {
-    /* The keys its renewal reads first (wire_renew_lock); a reader's
-     * first hold moves with its lock. */
-    size_t nk = !keyed ? 0 : keyed->kind == KIND_READ ? 2 : 1;
+    size_t nk = keyed ? keyed->kind->renew_nkeys : 0;
     wire_evalsha(b, SCRIPT_RENEW, sha, nk, 2 + nargs);
-    if (keyed) {
-        struct key_src k = wire_key(keyed);
-        if (keyed->kind == KIND_PERMIT)
-            keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL);
-        else
-            keys_lock(b, &k);
-        if (keyed->kind == KIND_READ)
-            keys_read_hold(b, &k, keyed->client_id, keyed->owner_tag,
-                           keyed->suffix);
-    }
+    if (keyed)
+        keyed->kind->renew_keys(b, keyed);
     resp_arg_u64(b, lease_ms);
     resp_arg_u64(b, deadline_ms);
 }
 
-size_t wire_renew_size(enum lock_kind kind)
-{
-    return kind == KIND_READ ? 4 : 3;
-}
-
-/* A lock in a renew call: its type (see src/lua/renew.lua), then its keys and
- * field. */
+/* A lock in a renew call: its type (see src/lua/renew.lua), then what its
+ * kind says. */
 void wire_renew_lock(struct resp_buf *b, const struct wire_lock *l)
 {
-    struct key_src k = wire_key(l);
-    switch (l->kind) {
-    case KIND_PERMIT:
-        resp_arg(b, "p", 1);
-        keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL);
-        resp_arg(b, (const char *)l->member, sizeof(l->member));
-        return;
-    case KIND_READ:
-        resp_arg(b, "r", 1);
-        break;
-    case KIND_WRITE:
-        resp_arg(b, "w", 1);
-        break;
-    default:
-        resp_arg(b, "m", 1);
-        break;
-    }
-    keys_lock(b, &k);
-    keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
-    if (l->kind == KIND_READ)
-        keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_BASE_TAIL);
+    resp_arg(b, &l->kind->type, 1);
+    l->kind->renew_args(b, l);
 }
 
 void wire_fence(struct resp_buf *b, const char *sha,
@@ -352,112 +278,14 @@ void wire_multi_release(struct resp_buf *b, const char *sha,
     resp_arg_u64_fixed(b, rid);
 }
 
-/* The fair scripts' keys after the lock (see src/lua/fair_acquire.lua):
- * the queue, its owners hash and, when tokens are issued, the fencing
- * counter. Returns how many. */
-static size_t fair_keys(struct resp_buf *b, const struct key_src *k,
-                        int fencing)
-{
-    keys_queue(b, k);
-    keys_tagged(b, k, KEYS_QUEUE_HEAD, KEYS_OWNERS_TAIL);
-    if (fencing)
-        keys_fence(b, k);
-    return fencing ? 3 : 2;
-}
-
-void wire_fair_acquire(struct resp_buf *b, const char *sha,
-                       const struct wire_lock *l, uint32_t lease_ms,
-                       int fencing, enum wire_fair_mode mode,
-                       const struct wire_fair *f, uint64_t rid)
-{
-    struct key_src k = wire_key(l);
-    char m = (char)mode;
-    size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, SCRIPT_FAIR_ACQUIRE, sha, nk, 13);
-    keys_lock(b, &k);
-    fair_keys(b, &k, fencing);
-    resp_arg_u64(b, lease_ms);
-    keys_field(b, l->client_id, l->owner_tag);
-    resp_arg(b, fencing ? "1" : "0", 1);
-    keys_fence(b, &k);
-    keys_queue(b, &k);
-    resp_arg(b, &m, 1);
-    resp_arg_u64(b, f->entry_ms ? f->entry_ms : 1);
-    resp_arg(b, f->listener, strlen(f->listener));
-    resp_arg_u64(b, f->wait_id);
-    resp_arg(b, f->publish, strlen(f->publish));
-    keys_channel(b, &k);
-    resp_arg_u64(b, f->clock_ms);
-    resp_arg_u64_fixed(b, rid); /* last: wire_rid */
-}
-
-void wire_fair_release(struct resp_buf *b, const char *sha,
-                       const struct wire_lock *l, uint64_t rid,
-                       uint32_t lease_ms, uint32_t drop, int fencing,
-                       const struct wire_fair *f)
-{
-    struct key_src k = wire_key(l);
-    size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, SCRIPT_FAIR_RELEASE, sha, nk, 11);
-    keys_lock(b, &k);
-    fair_keys(b, &k, fencing);
-    release_args(b, &k, l, lease_ms, drop, f->publish);
-    keys_queue(b, &k);
-    resp_arg(b, fencing ? "1" : "0", 1);
-    keys_fence(b, &k);
-    resp_arg(b, f->listener, strlen(f->listener));
-    resp_arg_u64_fixed(b, rid);
-}
-
-void wire_fair_leave(struct resp_buf *b, const char *sha,
-                     const struct wire_lock *l, int fencing,
-                     const struct wire_fair *f)
-{
-    struct key_src k = wire_key(l);
-    size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, SCRIPT_FAIR_LEAVE, sha, nk, 8);
-    keys_lock(b, &k);
-    fair_keys(b, &k, fencing);
-    keys_field(b, l->client_id, l->owner_tag);
-    keys_queue(b, &k);
-    resp_arg(b, fencing ? "1" : "0", 1);
-    keys_fence(b, &k);
-    resp_arg(b, f->publish, strlen(f->publish));
-    keys_channel(b, &k);
-    resp_arg(b, "0", 1);
-    resp_arg_u64(b, f->wait_id);
-}
-
-void wire_fair_undo(struct resp_buf *b, const char *sha,
-                    const struct wire_lock *l, uint64_t attempt, uint64_t rid,
-                    int fencing, const struct wire_fair *f)
-{
-    struct key_src k = wire_key(l);
-    size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, SCRIPT_FAIR_UNDO, sha, nk, 10);
-    keys_lock(b, &k);
-    fair_keys(b, &k, fencing);
-    resp_arg(b, "0", 1);
-    keys_field(b, l->client_id, l->owner_tag);
-    resp_arg(b, f->publish, strlen(f->publish));
-    keys_channel(b, &k);
-    keys_queue(b, &k);
-    resp_arg(b, fencing ? "1" : "0", 1);
-    keys_fence(b, &k);
-    resp_arg(b, f->listener, strlen(f->listener));
-    resp_arg_u64(b, attempt);
-    resp_arg_u64_fixed(b, rid);
-}
-
 void wire_query(struct resp_buf *b, const char *sha, enum wire_query q,
                 const struct wire_lock *l)
 {
     static const char *const what[] = {"held", "count", "ttl"};
-    int rw = l->kind == KIND_READ || l->kind == KIND_WRITE;
-    struct key_src k = wire_key(l);
+    const char *layout = l->kind->query_layout;
     wire_evalsha(b, SCRIPT_QUERY, sha, 1, 3);
-    keys_lock(b, &k);
+    wire_lock_key(b, l);
     resp_arg(b, what[q], strlen(what[q]));
-    keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
-    resp_arg(b, rw ? "rwlock" : "lock", rw ? 6 : 4);
+    wire_owner_field(b, l);
+    resp_arg(b, layout, strlen(layout));
 }

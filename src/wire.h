@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* wire.h -- the commands hilock sends about a lock, defined once.
  *
- * Every script call and query is encoded here, with the argument lists the
- * scripts of src/lua/ expect: the engine, the CLI and the bench all speak
- * through these functions, so the wire format has one definition. */
+ * Every script call and query is encoded by these functions, with the
+ * argument lists the scripts of src/lua/ expect: the engine, the CLI and
+ * the bench all speak through them, so the wire format has one
+ * definition. wire.c holds what every kind shares (the EVALSHA framing,
+ * the renew, query and fence calls, MultiLock, the plain path's
+ * commands); each kind's own scripts are encoded in a file of its own
+ * (wire_mutex.c, wire_rw.c, wire_sem.c), which also defines its struct
+ * wire_kind: what the shared scripts need to know of it. */
 #ifndef HILOCK_WIRE_H
 #define HILOCK_WIRE_H
 
@@ -14,15 +19,7 @@
 #include "resp.h"
 #include "script.h"
 
-/* What a handle takes: a lock (hilock_lock_new), a side of a read-write
- * lock, permits of a counting semaphore, or one expiring permit. */
-enum lock_kind {
-    KIND_MUTEX = 0,
-    KIND_READ,
-    KIND_WRITE,
-    KIND_SEM,
-    KIND_PERMIT
-};
+struct wire_kind;
 
 /* One lock as the scripts see it. All pointers borrowed. */
 struct wire_lock {
@@ -33,7 +30,7 @@ struct wire_lock {
     const char *client_id; /* the owner field is <client_id>:<owner_tag> */
     uint64_t owner_tag;
     const char *suffix;    /* of the field (a writer's ":write"), or NULL */
-    uint8_t kind;          /* enum lock_kind */
+    const struct wire_kind *kind; /* NULL: a lock's own scripts only */
     unsigned char member[16]; /* an expiring permit's id */
     uint32_t entry_ms;     /* a waiting acquire's fair-queue entry lives
                               this long (ms); 0: it does not wait */
@@ -45,6 +42,41 @@ static inline struct key_src wire_key(const struct wire_lock *l)
     struct key_src k = {l->prefix, l->prefix_len, l->name, l->name_len};
     return k;
 }
+
+/* What the scripts every kind shares (renew, query, guarded) are told of
+ * a kind. Each hook writes words of l into b. A kind never renewed,
+ * queried nor guarded (a counting semaphore's permits) has none. */
+struct wire_kind {
+    char type;                /* as renew and guarded name it ('m', ...) */
+    const char *query_layout; /* as the query script names the key's
+                                 layout ("lock", "rwlock"); NULL: none */
+    uint8_t renew_size;       /* its words in a renew call, type included */
+    uint8_t renew_nkeys;      /* the keys a renew call of it alone declares */
+    /* Those keys (see wire_renew_head). */
+    void (*renew_keys)(struct resp_buf *b, const struct wire_lock *l);
+    /* Its words in a renew call after its type: where the hold is, who
+     * holds it, and what else its renewal reads. */
+    void (*renew_args)(struct resp_buf *b, const struct wire_lock *l);
+    /* The guarded script's second key: the fencing counter, or the key
+     * that holds the hold when that is not the lock key. */
+    void (*guard_key)(struct resp_buf *b, const struct wire_lock *l);
+    /* Who holds: the owner's field (with the kind's suffix), or the
+     * permit's id. */
+    void (*holder)(struct resp_buf *b, const struct wire_lock *l);
+};
+
+/* The kinds as the shared scripts see them (their wire_<kind>.c). */
+extern const struct wire_kind wire_kind_mutex;
+extern const struct wire_kind wire_kind_read;
+extern const struct wire_kind wire_kind_write;
+extern const struct wire_kind wire_kind_permit;
+
+/* Hooks several kinds share: l's lock key, its fencing counter, its
+ * owner's field (with l->suffix), and the lock key then that field. */
+void wire_lock_key(struct resp_buf *b, const struct wire_lock *l);
+void wire_fence_key(struct resp_buf *b, const struct wire_lock *l);
+void wire_owner_field(struct resp_buf *b, const struct wire_lock *l);
+void wire_owner_hold(struct resp_buf *b, const struct wire_lock *l);
 
 /* The start of a call of script id, whose digest sha is, with nkeys keys
  * and nargs arguments to follow: the array header, EVALSHA, the digest and
@@ -75,9 +107,10 @@ void wire_rid(struct resp_buf *b, uint64_t rid);
 /* The request id such a command carries now. */
 uint64_t wire_rid_of(const struct resp_buf *b);
 
-/* EVALSHA sha of the acquire script: take or re-enter l with lease_ms,
- * drawing a fencing token when fencing, as request id rid; a waiting
- * acquire (l->entry_ms) joins the name's fair queue when there is one. */
+/* A lock's own scripts (wire_mutex.c). EVALSHA sha of the acquire
+ * script: take or re-enter l with lease_ms, drawing a fencing token when
+ * fencing, as request id rid; a waiting acquire (l->entry_ms) joins the
+ * name's fair queue when there is one. */
 void wire_acquire(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint32_t lease_ms, int fencing,
                   uint64_t rid);
@@ -126,8 +159,11 @@ void wire_renew_head(struct resp_buf *b, const char *sha, size_t nargs,
                      const struct wire_lock *keyed);
 void wire_renew_lock(struct resp_buf *b, const struct wire_lock *l);
 
-/* The arguments a lock of kind takes in a renew call. */
-size_t wire_renew_size(enum lock_kind kind);
+/* The arguments l takes in a renew call. */
+static inline size_t wire_renew_size(const struct wire_lock *l)
+{
+    return l->kind->renew_size;
+}
 
 /* EVALSHA sha of the fence script: raise l's fencing counter to token. */
 void wire_fence(struct resp_buf *b, const char *sha,
@@ -142,7 +178,8 @@ void wire_multi_release(struct resp_buf *b, const char *sha,
                         const struct wire_lock *l, size_t n, uint64_t rid,
                         uint32_t lease_ms, const char *publish);
 
-/* Fair mode (see src/lua/lib/fair.lua). What a fair acquire is: */
+/* Fair mode (see src/lua/lib/fair.lua), a mode of the lock
+ * (wire_mutex.c). What a fair acquire is: */
 enum wire_fair_mode {
     WIRE_FAIR_WAIT = 'w',  /* queue when busy */
     WIRE_FAIR_TRY = 't',   /* try once */
@@ -179,29 +216,42 @@ void wire_fair_undo(struct resp_buf *b, const char *sha,
                     const struct wire_lock *l, uint64_t attempt, uint64_t rid,
                     int fencing, const struct wire_fair *f);
 
-/* Read-write locks (src/lua/lib/rw.lua). Take side l (KIND_READ or KIND_WRITE)
- * with lease_ms; a writer that will wait (wait nonzero) and finds the
- * lock busy keeps new readers off for intent_ms. */
+/* Read-write locks (src/lua/lib/rw.lua, wire_rw.c). What tells the two
+ * sides apart in their scripts and their arguments: */
+struct wire_rw_side {
+    enum script_id acquire, release, undo; /* its scripts */
+    const char *other;   /* the suffix of the owner's field on the other
+                            side (NULL: none) */
+    const char *message; /* its release message: a writer's ("1") lets
+                            every reader in */
+};
+extern const struct wire_rw_side wire_rw_reader;
+extern const struct wire_rw_side wire_rw_writer;
+/* Take l as side with lease_ms; a writer that will wait (wait nonzero)
+ * and finds the lock busy keeps new readers off for intent_ms. */
 void wire_rw_acquire(struct resp_buf *b, const char *sha,
-                     const struct wire_lock *l, uint32_t lease_ms, int wait,
-                     uint32_t intent_ms, uint64_t rid);
-/* Drop `drop` holds of side l, as wire_release. */
+                     const struct wire_lock *l,
+                     const struct wire_rw_side *side, uint32_t lease_ms,
+                     int wait, uint32_t intent_ms, uint64_t rid);
+/* Drop `drop` holds of l as side, as wire_release. */
 void wire_rw_release(struct resp_buf *b, const char *sha,
-                     const struct wire_lock *l, uint64_t rid,
+                     const struct wire_lock *l,
+                     const struct wire_rw_side *side, uint64_t rid,
                      uint32_t lease_ms, uint32_t drop, const char *publish);
 
-/* Undo the hold of side l that the acquire attempt with request id
+/* Undo the hold of l as side that the acquire attempt with request id
  * attempt took, if it is still there, as wire_undo (lease_ms: how long
  * the undo's own id is kept when holds remain). */
 void wire_rw_undo(struct resp_buf *b, const char *sha,
-                  const struct wire_lock *l, uint64_t attempt, uint64_t rid,
-                  uint32_t lease_ms, const char *publish);
+                  const struct wire_lock *l,
+                  const struct wire_rw_side *side, uint64_t attempt,
+                  uint64_t rid, uint32_t lease_ms, const char *publish);
 
 /* A waiting writer l gave up: its mark goes. */
 void wire_write_leave(struct resp_buf *b, const char *sha,
                       const struct wire_lock *l);
 
-/* Semaphores (src/lua/lib/sem_kind.lua). Take or give back permits of
+/* Semaphores (src/lua/lib/sem_kind.lua, wire_sem.c). Take or give back permits of
  * the counting semaphore l; the request ids applied are kept rid_ttl_ms. */
 void wire_sem_acquire(struct resp_buf *b, const char *sha,
                       const struct wire_lock *l, uint32_t permits,
@@ -226,7 +276,7 @@ void wire_sem_available(struct resp_buf *b, const char *sha,
 
 /* The queries, as the query script (sha, src/lua/query.lua): does l's
  * owner hold it, how many holds, the lease left whoever holds it; a key of
- * another kind than l's is refused. */
+ * another layout than l's kind (its query_layout) is refused. */
 enum wire_query { WIRE_QUERY_HELD, WIRE_QUERY_COUNT, WIRE_QUERY_TTL };
 void wire_query(struct resp_buf *b, const char *sha, enum wire_query q,
                 const struct wire_lock *l);

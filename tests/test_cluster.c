@@ -408,17 +408,13 @@ START_TEST(kinds_refuse_each_other_in_a_cluster)
 {
     client = cluster_client(0);
     client2 = cluster_client(1);
-    struct hilock_lock *r = NULL;
-    struct hilock_semaphore *s = NULL;
-    tu_assert_status(hilock_rwlock_new(client, "ckind", 5, 1, HILOCK_READ,
-                                       &r),
-                     0);
+    struct hilock_lock *r = tu_rwlock(client, "ckind", 1, HILOCK_READ);
     tu_assert_status(tu_acquire(r, 0, 20000, NULL), 0);
     struct hilock_lock *l = tu_lock(client2, "ckind", 1);
     tu_assert_status(tu_acquire(l, 0, 20000, NULL), HILOCK_EWRONGKIND);
     tu_assert_status(tu_query(hilock_lock_query_held, l, NULL),
                      HILOCK_EWRONGKIND);
-    tu_assert_status(hilock_semaphore_new(client2, "ckind", 5, &s), 0);
+    struct hilock_semaphore *s = tu_semaphore(client2, "ckind");
     struct tu_result taken = {0};
     tu_assert_status(
         hilock_semaphore_acquire(s, 1, 0, tu_record_sem, &taken), 0);
@@ -566,6 +562,54 @@ START_TEST(moved_after_a_slot_migration_is_followed)
     tu_assert_status(tu_acquire(l, 0, 5000, NULL), 0);
     ck_assert_int_eq(on_owner("moving", "EXISTS", NULL), 1);
     tu_assert_status(tu_release(l, NULL), 0);
+}
+END_TEST
+
+/* A waiter parked on a lock whose slot then moves to another master: the
+ * holder's release runs on the new master (during the migration through
+ * ASK, after it through MOVED) and publishes there, where the waiter was
+ * not subscribed. The old master ends the waiter's sharded subscription
+ * when the slot leaves it; the waiter subscribes on the new master and
+ * retries at once, long before the holder's 30 s lease would have ended
+ * its wait. Once with the release before the slot's last step (the
+ * message is missed: the retry makes up for it), once after. */
+static void waiter_follows(int release_before_finish)
+{
+    struct tu_result got = {0};
+    struct hilock_lock *holder = tu_lock(client, "drifting", 0);
+    struct hilock_lock *waiter = tu_lock(client2, "drifting", 0);
+    tu_assert_status(tu_acquire(holder, 0, 30000, NULL), 0);
+    ck_assert_int_eq(hilock_lock_acquire(waiter, 20000, 0, tu_record, &got),
+                     0);
+    struct subs_at s = {"drifting", 1, sharded_servers()};
+    ck_assert(tu_run_until(subscribed, &s, tu_ms(3000)));
+    int slot = rc_key_slot("drifting", 8);
+    int from = rc_slot_owner(cluster, slot), to = other_master(from);
+    ck_assert_int_eq(rc_migrate_begin(cluster, slot, from, to), 0);
+    ck_assert_int_eq(rc_migrate_keys(cluster, slot, from, to), 0);
+    if (release_before_finish) {
+        tu_assert_status(tu_release(holder, NULL), 0);
+        tu_run_for(200);
+    }
+    ck_assert_int_eq(rc_migrate_finish(cluster, slot, to), 0);
+    long long t0 = tu_now_ms();
+    if (!release_before_finish)
+        tu_assert_status(tu_release(holder, NULL), 0);
+    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(3000)));
+    tu_assert_status(got.status, 0);
+    ck_assert_int_lt(got.at_ms - t0, tu_ms(2000));
+    ck_assert_int_eq(rs_int(rc_server(cluster, to), "EXISTS", "drifting",
+                            (char *)NULL),
+                     1);
+    tu_assert_status(tu_release(waiter, NULL), 0);
+}
+
+START_TEST(waiter_follows_its_lock_to_a_new_master)
+{
+    client = cluster_client(0);
+    client2 = cluster_client(2);
+    waiter_follows(1);
+    waiter_follows(0);
 }
 END_TEST
 
@@ -911,6 +955,51 @@ START_TEST(killed_master_with_wait_keeps_exclusion)
 }
 END_TEST
 
+/* A grant that reached the replica while WAIT waited for its
+ * acknowledgement (the replica frozen): the master dies, so WAIT fails
+ * and the acquire with it (HILOCK_ENOREPLICA), and its undo has nowhere
+ * to go until the replica takes over -- later than the 1 s request
+ * deadline. The undo waits for the new master and drops the grant there:
+ * another client takes the lock soon after the failover, not when the
+ * 30 s lease of a hold nobody has runs out. */
+START_TEST(undo_of_an_unconfirmed_grant_outlasts_the_failover)
+{
+    struct hilock_options o;
+    cluster_options(&o, 0);
+    o.wait_replicas = 1;
+    o.wait_timeout_ms = 10000;
+    o.request_timeout_ms = 1000;
+    client = tu_client(&o);
+    tu_client_ready(client);
+    client2 = cluster_client(1);
+    struct hilock_lock *l = tu_lock(client, "orphan", 0);
+    struct hilock_lock *other = tu_lock(client2, "orphan", 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
+    tu_assert_status(tu_release(l, NULL), 0);
+    int slot = rc_key_slot("orphan", 6);
+    int master = rc_slot_owner(cluster, slot), replica = -1;
+    for (int i = 0; i < rc_count(cluster); i++)
+        if (i != master && rc_master_of(cluster, i) == master)
+            replica = i;
+    ck_assert_int_ge(replica, 0);
+    ck_assert_int_eq(rs_pause(rc_server(cluster, replica)), 0);
+    struct tu_result got = {0};
+    ck_assert_int_eq(hilock_lock_acquire(l, 0, 30000, tu_record, &got), 0);
+    tu_run_for(300); /* granted; WAIT waits for the frozen replica */
+    ck_assert_int_eq(got.calls, 0);
+    ck_assert_int_eq(rs_kill9(rc_server(cluster, master)), 0);
+    ck_assert_int_eq(rs_resume(rc_server(cluster, replica)), 0);
+    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(3000)));
+    ck_assert_int_ne(got.status, 0);
+    long long t0 = tu_now_ms();
+    while (rc_slot_owner(cluster, slot) != replica &&
+           tu_now_ms() - t0 < tu_ms(15000))
+        tu_run_for(100);
+    ck_assert_int_eq(rc_slot_owner(cluster, slot), replica);
+    tu_assert_status(tu_acquire(other, tu_ms(5000), 30000, NULL), 0);
+}
+END_TEST
+
 /* One slot resharded by hand (IMPORTING/MIGRATING, MIGRATE of its keys,
  * SETSLOT NODE) while six workers take and give back a fenced lock in it:
  * the MIGRATE finds no copy of the counter in its way, the workers go on
@@ -994,6 +1083,7 @@ int main(void)
     tcase_add_test(tc, waiter_is_woken_by_a_sharded_release);
     tcase_add_test(tc, moved_after_a_slot_migration_is_followed);
     tcase_add_test(tc, ask_during_a_migration_is_followed);
+    tcase_add_test(tc, waiter_follows_its_lock_to_a_new_master);
     tcase_add_test(tc, fencing_tokens_keep_rising_while_the_slot_migrates);
     tcase_add_test(tc, renewals_follow_ask_while_the_slot_migrates);
     tcase_add_test(tc, standalone_seed_is_refused_and_takes_no_lock);
@@ -1016,6 +1106,7 @@ int main(void)
     tcase_add_test(fo, manual_failover_while_contended_keeps_exclusion);
     tcase_add_test(fo, killed_master_with_wait_keeps_exclusion);
     tcase_add_test(fo, lock_lost_in_a_failover_is_reported_at_once);
+    tcase_add_test(fo, undo_of_an_unconfirmed_grant_outlasts_the_failover);
     suite_add_tcase(s, fo);
     return tu_main(s);
 }

@@ -29,6 +29,7 @@
 #define NAME "fair"
 #define QUEUE "hilock_queue:{" NAME "}"
 #define OWNERS QUEUE ":owners"
+#define FENCE "hilock_fence:{" NAME "}"
 #define LONG_MS 10000 /* a lease or wait no test reaches (before tu_ms) */
 
 static struct hilock_client *cl[4];
@@ -483,6 +484,7 @@ START_TEST(test_dead_waiters_cost_a_round_trip)
     /* the live waiter's channels are confirmed */
     ck_assert(tu_numsub_becomes(TU_CHANNEL(NAME), 1, tu_ms(2000)));
     tu_run_quiet();
+    long long token = rs_int(tu_srv, "GET", FENCE, (char *)NULL);
     long long t0 = tu_now_ms();
     release_held(h);
     ck_assert(tu_run_until_count(&live.r.calls, 1, tu_ms(1000)));
@@ -490,10 +492,16 @@ START_TEST(test_dead_waiters_cost_a_round_trip)
     ck_assert_int_le(live.r.at_ms - t0, tu_ms(100));
     ck_assert_int_eq(tu_holds(NAME, cl[2], 1), 1);
     ck_assert_int_eq(rs_int(tu_srv, "LLEN", QUEUE, (char *)NULL), DEAD);
+    /* the waiters passed over drew no token: the next one is the one
+     * handed */
+    ck_assert_int_eq(live.r.res.token, token + 1);
+    ck_assert_int_eq(rs_int(tu_srv, "GET", FENCE, (char *)NULL), token + 1);
     /* met deaf again: dropped, and with nobody live left the lock is
-     * free */
+     * free, and the counter as it was: a hand-off that went to nobody
+     * drew no token */
     release_held(live.r.lock);
     ck_assert_int_eq(tu_exists(NAME), 0);
+    ck_assert_int_eq(rs_int(tu_srv, "GET", FENCE, (char *)NULL), token + 1);
     ck_assert_int_eq(tu_exists(QUEUE), 0);
     ck_assert_int_eq(tu_exists(OWNERS), 0);
     ck_assert_int_eq(overlaps, 0);

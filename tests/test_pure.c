@@ -642,6 +642,108 @@ START_TEST(evalsha_becomes_eval_of_the_body)
 }
 END_TEST
 
+/* The command in b as hiredis reads it: one array of its words, with
+ * nothing after it. */
+static redisReply *command_words(const struct resp_buf *b)
+{
+    redisReader *r = redisReaderCreate();
+    void *cmd = NULL, *more = NULL;
+    redisReaderFeed(r, b->data, b->len);
+    ck_assert_int_eq(redisReaderGetReply(r, &cmd), REDIS_OK);
+    ck_assert_ptr_nonnull(cmd);
+    ck_assert_int_eq(redisReaderGetReply(r, &more), REDIS_OK);
+    ck_assert_ptr_null(more);
+    redisReaderFree(r);
+    ck_assert_int_eq(((redisReply *)cmd)->type, REDIS_REPLY_ARRAY);
+    return cmd;
+}
+
+/* Whether the words of cmd from first on are want[0..n-1]. */
+static void words_are(const redisReply *cmd, size_t first,
+                      const char *const *want, size_t n)
+{
+    ck_assert_uint_ge(cmd->elements, first + n);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(cmd->element[first + i]->len == strlen(want[i]) &&
+                          memcmp(cmd->element[first + i]->str, want[i],
+                                 strlen(want[i])) == 0,
+                      "word %zu: %s, not %s", first + i,
+                      cmd->element[first + i]->str, want[i]);
+}
+
+/* One renew call over a lock of every kind that renews, each written as
+ * its kind's struct wire_kind says (the renew script's contract: a type,
+ * then the key, the holder and what else it reads), and a call of one
+ * lock alone declaring the keys its kind names. */
+START_TEST(renew_calls_write_each_lock_as_its_kind_says)
+{
+    const char sha[41] = "0123456789abcdef0123456789abcdef01234567";
+    struct wire_lock m = {.prefix = "", .name = "inv", .name_len = 3,
+                          .client_id = "c1", .owner_tag = 42,
+                          .kind = &wire_kind_mutex};
+    struct wire_lock r = m, w = m, p = m;
+    r.kind = &wire_kind_read;
+    w.kind = &wire_kind_write;
+    w.suffix = ":write";
+    p.kind = &wire_kind_permit;
+    memcpy(p.member, "ABCDEFGHIJKLMNOP", sizeof p.member);
+    const struct wire_lock *all[4] = {&m, &r, &w, &p};
+    struct resp_buf b;
+    resp_init(&b, NULL, 0);
+    size_t nargs = 0;
+    for (int i = 0; i < 4; i++)
+        nargs += wire_renew_size(all[i]);
+    ck_assert_uint_eq(nargs, 13);
+    wire_renew_head(&b, sha, nargs, 30000, 0, NULL);
+    for (int i = 0; i < 4; i++)
+        wire_renew_lock(&b, all[i]);
+    redisReply *cmd = command_words(&b);
+    static const char *const batch[] = {
+        "0", "30000", "0",
+        "m", "inv", "c1:42",
+        "r", "inv", "c1:42", "{inv}:",
+        "w", "inv", "c1:42:write",
+        "p", "{inv}:timeout", "ABCDEFGHIJKLMNOP"};
+    ck_assert_uint_eq(cmd->elements, 2 + 16);
+    words_are(cmd, 2, batch, 16);
+    freeReplyObject(cmd);
+    /* alone: a reader declares its key and its first hold's key, a permit
+     * its sorted set, a writer its key */
+    static const char *const keyed[3][4] = {
+        {"2", "inv", "{inv}:c1:42:rwlock_timeout:1", "30000"},
+        {"1", "{inv}:timeout", "30000", "0"},
+        {"1", "inv", "30000", "0"}};
+    const struct wire_lock *alone[3] = {&r, &p, &w};
+    for (int i = 0; i < 3; i++) {
+        resp_reset(&b);
+        wire_renew_head(&b, sha, wire_renew_size(alone[i]), 30000, 0,
+                        alone[i]);
+        wire_renew_lock(&b, alone[i]);
+        cmd = command_words(&b);
+        ck_assert_uint_eq(cmd->elements,
+                          3 + (size_t)(keyed[i][0][0] - '0') + 2 +
+                              wire_renew_size(alone[i]));
+        words_are(cmd, 2, keyed[i], 4);
+        freeReplyObject(cmd);
+    }
+    /* the query names the key's layout of the kind asked about */
+    static const char *const query[2][4] = {
+        {"inv", "count", "c1:42", "lock"},
+        {"inv", "count", "c1:42:write", "rwlock"}};
+    const struct wire_lock *asked[2] = {&m, &w};
+    for (int i = 0; i < 2; i++) {
+        resp_reset(&b);
+        wire_query(&b, sha, WIRE_QUERY_COUNT, asked[i]);
+        cmd = command_words(&b);
+        ck_assert_uint_eq(cmd->elements, 7);
+        words_are(cmd, 2, (const char *const[]){"1"}, 1);
+        words_are(cmd, 3, query[i], 4);
+        freeReplyObject(cmd);
+    }
+    resp_free(&b);
+}
+END_TEST
+
 START_TEST(release_renew_and_integer_replies_decode)
 {
     int64_t v = -5, heard = -5;
@@ -906,6 +1008,7 @@ int main(void)
     tcase_add_test(tc, error_replies_map_to_distinct_codes);
     tcase_add_test(tc, evalsha_becomes_eval_of_the_body);
     tcase_add_test(tc, release_renew_and_integer_replies_decode);
+    tcase_add_test(tc, renew_calls_write_each_lock_as_its_kind_says);
     tcase_add_test(tc, fair_handoffs_decode_with_their_lease_end);
     suite_add_tcase(s, tc);
     tc = tcase_create("quorum");

@@ -1076,6 +1076,17 @@ static bool master_2_has(void *key)
     return master_has(2, key);
 }
 
+/* Whether the cut armed on proxy p came (a reply was dropped). */
+static bool cut_done(void *p)
+{
+    return !tp_cut_pending(p);
+}
+
+static bool master_1_has_not(void *key)
+{
+    return !master_has(1, key);
+}
+
 /* Acquire (20 s lease) and release l, or the MultiLock m when given. */
 static void take_and_give_back(struct hilock_lock *l, struct hilock_multi *m)
 {
@@ -1152,6 +1163,38 @@ START_TEST(release_cut_off_on_one_master_goes_again_there)
     tp_cut_all(proxies[2]);
     ck_assert_msg(none_left("rlz"), "left on %d master(s)",
                   masters_with("rlz"));
+}
+END_TEST
+
+/* An acquire that fails (masters 0 and 2 hold the lock for another
+ * owner) while master 1, frozen, has not run it yet: master 1 then grants
+ * it, and its reply is lost with the connection. The attempt is decided,
+ * but its request goes again on the new connection as the undo of its
+ * request id, so master 1 does not keep a hold nobody has for the lease
+ * (a minority of such leftovers makes every later vote a unanimous one). */
+START_TEST(failed_acquire_cut_off_on_one_master_is_undone_there)
+{
+    masters_start(3);
+    proxies_start();
+    client = redlock_client_timeout(scaled(2000));
+    struct hilock_lock *l = tu_lock(client, "rlf", 1);
+    warm_up(l);
+    for (int i = 0; i < 3; i += 2) {
+        ck_assert_int_eq(rs_int(masters[i], "HSET", "rlf", "other:1", "1",
+                                (char *)NULL),
+                         1);
+        ck_assert_int_eq(rs_int(masters[i], "PEXPIRE", "rlf", "30000",
+                                (char *)NULL),
+                         1);
+    }
+    master_pause(1);
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), HILOCK_EBUSY);
+    tp_cut_next_reply(proxies[1]);
+    master_resume(1);
+    ck_assert(tu_run_until(cut_done, proxies[1], scaled(2000)));
+    ck_assert_msg(tu_run_until(master_1_has_not, "rlf", scaled(2000)),
+                  "master 1 keeps the failed attempt's hold, PTTL %lld",
+                  rs_int(masters[1], "PTTL", "rlf", (char *)NULL));
 }
 END_TEST
 
@@ -1346,6 +1389,7 @@ static Suite *redlock_suite(void)
     tcase_add_test(tc, another_kind_on_a_majority_is_reported_as_such);
     tcase_add_test(tc, released_lock_does_not_come_back_on_a_minority_master);
     tcase_add_test(tc, release_cut_off_on_one_master_goes_again_there);
+    tcase_add_test(tc, failed_acquire_cut_off_on_one_master_is_undone_there);
     tcase_add_test(tc,
                    released_multilock_does_not_come_back_on_a_minority_master);
     tcase_add_test(tc, stale_holds_on_a_majority_give_no_old_token);

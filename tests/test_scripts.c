@@ -848,7 +848,8 @@ static void encoder_teardown(void)
 
 static const struct wire_lock mutex = {.prefix = "", .name = "inv",
                                        .name_len = 3, .client_id = "id",
-                                       .owner_tag = 4, .kind = KIND_MUTEX};
+                                       .owner_tag = 4,
+                                       .kind = &wire_kind_mutex};
 
 /* b holds a call of script id that keeps its contract; b is reset. */
 static void keeps(struct resp_buf *b, enum script_id id)
@@ -866,10 +867,10 @@ START_TEST(every_encoder_keeps_its_scripts_contract)
     const char *sha[SCRIPT_COUNT];
     for (int i = 0; i < SCRIPT_COUNT; i++)
         sha[i] = script_table[i].sha;
-    rd.kind = KIND_READ;
-    wr.kind = KIND_WRITE;
+    rd.kind = &wire_kind_read;
+    wr.kind = &wire_kind_write;
     wr.suffix = ":write";
-    sem.kind = KIND_PERMIT;
+    sem.kind = &wire_kind_permit;
     resp_init(&b, NULL, 0);
     for (int fencing = 0; fencing < 2; fencing++) {
         for (uint32_t entry = 0; entry < 2; entry++) {
@@ -907,19 +908,23 @@ START_TEST(every_encoder_keeps_its_scripts_contract)
         keeps(&b, SCRIPT_MULTI_RELEASE);
     }
     const struct wire_lock *side[2] = {&rd, &wr};
+    const struct wire_rw_side *how[2] = {&wire_rw_reader, &wire_rw_writer};
     for (int s = 0; s < 2; s++) {
         enum script_id acq = s ? SCRIPT_WRITE_ACQUIRE : SCRIPT_READ_ACQUIRE;
         enum script_id rel = s ? SCRIPT_WRITE_RELEASE : SCRIPT_READ_RELEASE;
-        wire_rw_acquire(&b, sha[acq], side[s], 30000, 1, 200, 8);
+        wire_rw_acquire(&b, sha[acq], side[s], how[s], 30000, 1, 200, 8);
         keeps(&b, acq);
-        wire_rw_release(&b, sha[rel], side[s], 9, 30000, 1, "publish");
+        wire_rw_release(&b, sha[rel], side[s], how[s], 9, 30000, 1,
+                        "publish");
         keeps(&b, rel);
     }
     wire_write_leave(&b, sha[SCRIPT_WRITE_LEAVE], &wr);
     keeps(&b, SCRIPT_WRITE_LEAVE);
-    wire_rw_undo(&b, sha[SCRIPT_WRITE_UNDO], &wr, 8, 9, 30000, "publish");
+    wire_rw_undo(&b, sha[SCRIPT_WRITE_UNDO], &wr, &wire_rw_writer, 8, 9,
+                 30000, "publish");
     keeps(&b, SCRIPT_WRITE_UNDO);
-    wire_rw_undo(&b, sha[SCRIPT_READ_UNDO], &rd, 8, 9, 30000, "publish");
+    wire_rw_undo(&b, sha[SCRIPT_READ_UNDO], &rd, &wire_rw_reader, 8, 9,
+                 30000, "publish");
     keeps(&b, SCRIPT_READ_UNDO);
     wire_sem_acquire(&b, sha[SCRIPT_SEM_ACQUIRE], &sem, 2, 60000, 10);
     keeps(&b, SCRIPT_SEM_ACQUIRE);
@@ -940,7 +945,7 @@ START_TEST(every_encoder_keeps_its_scripts_contract)
     for (int k = -1; k < 4; k++) {
         size_t nargs = 0;
         for (int i = 0; i < 4; i++)
-            nargs += wire_renew_size((enum lock_kind)all[i]->kind);
+            nargs += wire_renew_size(all[i]);
         wire_renew_head(&b, sha[SCRIPT_RENEW], nargs, 30000, 0,
                         k < 0 ? NULL : all[k]);
         for (int i = 0; i < 4; i++)

@@ -54,18 +54,23 @@
 -- connection covers the original write too (a connection that wrote
 -- nothing is confirmed by WAIT at once).
 --
--- The common case, a free lock, costs three calls.
+-- A free lock costs three calls (one more for a token, one more for a
+-- caller that waits): PTTL tells it free and is the reply for a held
+-- one, which costs two (PTTL and HMGET; three for a caller that waits).
 --@include lib/kind.lua
 local t = 0
-local rid = ARGV[2] .. ':rid'
-local f, id, q, wait = ARGV[2], ARGV[5], '', '0'
+local f = ARGV[2]
+local rid = f .. ':rid'
+local id, q, wait = ARGV[5], '', '0'
 if #ARGV == 7 then q, wait, id = ARGV[5], ARGV[6], ARGV[7] end
-local own = q .. ':owners'
-if redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hset', KEYS[1], f, 1, rid, id,
-             f .. ':first:rid', id)
+local p = redis.call('pttl', KEYS[1])
+-- no key: taken
+if p == -2 then
+  redis.call('hset', KEYS[1], f, 1, rid, id, f .. ':first:rid', id)
   redis.call('pexpire', KEYS[1], ARGV[1])
   if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end
+  -- the owners hash, declared last by a caller that waits
+  local own = KEYS[#KEYS]
   if wait ~= '0' and redis.call('exists', own) == 1 then
     if redis.call('hdel', own, f) == 1 then
       redis.call('lrem', q, 1, 'plain:' .. f)
@@ -74,28 +79,30 @@ if redis.call('exists', KEYS[1]) == 0 then
   end
   return {1, t}
 end
-local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid, 'mode')
+local v = redis.pcall('hmget', KEYS[1], f, rid, 'mode')
 if v.err or v[3] then return other_kind(KEYS[1], 'lock') or v end
 if not v[1] then
   if wait ~= '0' and redis.call('exists', q) == 1 then
-    local c, ms = redis.call('time'), tonumber(wait)
+    local c, ms, own = redis.call('time'), tonumber(wait), KEYS[#KEYS]
     if redis.call('hexists', own, f) == 0 then
       redis.call('rpush', q, 'plain:' .. f)
     end
     redis.call('hset', own, f, c[1] * 1000 + math.floor(c[2] / 1000) + ms)
-    for _, k in ipairs({q, own}) do
-      if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end
+    -- see lib/fair.lua: extended only when it would run out first
+    if redis.call('pttl', q) < ms then
+      redis.call('pexpire', q, 2 * ms)
+      redis.call('pexpire', own, 2 * ms)
     end
   end
-  return redis.call('pttl', KEYS[1])
+  return p
 end
 local n = tonumber(v[1])
 if tonumber(id) > tonumber(v[2] or '0') then
   n = n + 1
-  redis.call('hset', KEYS[1], ARGV[2], n, rid, id)
+  redis.call('hset', KEYS[1], f, n, rid, id)
   redis.call('pexpire', KEYS[1], ARGV[1])
--- a resend: its id field written again as it is (see above)
 else
+  -- a resend: written again as it is (see above)
   redis.call('hset', KEYS[1], rid, v[2])
 end
 if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end

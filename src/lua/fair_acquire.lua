@@ -40,76 +40,74 @@
 -- attempt's undo leaves it alone.
 --@include lib/kind.lua
 --@include lib/fair.lua
-local rid = ARGV[2] .. ':rid'
-local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid, 'hilock:handed',
-                      'mode')
+local f = ARGV[2]
+local rid = f .. ':rid'
+local v = redis.pcall('hmget', KEYS[1], f, rid, 'hilock:handed', 'mode')
 if v.err or v[4] then return other_kind(KEYS[1], 'lock') or v end
-local ht, hw = string.match(v[3] or '', '^(%d+):(%d+)$')
-if v[1] and hw == ARGV[9] then
-  redis.call('hdel', KEYS[1], 'hilock:handed')
-  redis.call('hset', KEYS[1], rid, ARGV[13],
-             ARGV[2] .. ':first:rid', ARGV[13])
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return {tonumber(v[1]), tonumber(ht)}
-end
 if v[1] then
+  local ht, hw
+  if v[3] then ht, hw = string.match(v[3], '^(%d+):(%d+)$') end
+  if hw == ARGV[9] then
+    redis.call('hdel', KEYS[1], 'hilock:handed')
+    redis.call('hset', KEYS[1], rid, ARGV[13], f .. ':first:rid', ARGV[13])
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {tonumber(v[1]), tonumber(ht)}
+  end
   local n = tonumber(v[1])
   if ARGV[6] ~= 'c' and tonumber(ARGV[13]) > tonumber(v[2] or '0') then
     n = n + 1
-    redis.call('hset', KEYS[1], ARGV[2], n, rid, ARGV[13])
+    redis.call('hset', KEYS[1], f, n, rid, ARGV[13])
     redis.call('pexpire', KEYS[1], ARGV[1])
   end
   local t = 0
   if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end
   return {n, t}
 end
-if ARGV[6] == 'c' then return redis.call('pttl', KEYS[1]) end
+local p = redis.call('pttl', KEYS[1])
+if ARGV[6] == 'c' then return p end
 local now = now_ms()
-local q = ARGV[5]
-local own = q .. ':owners'
-local turn = tonumber(redis.call('hget', own, 'hilock:turn') or '0')
-if redis.call('exists', KEYS[1]) == 0 and turn <= now then
-  local first, f, d
+local q, own = ARGV[5], KEYS[3]
+-- free: taken, or handed to the first live entry
+if p == -2 and
+   tonumber(redis.call('hget', own, 'hilock:turn') or '0') <= now then
+  local first, o, d
   while true do
     first = redis.call('lindex', q, 0)
     if not first then break end
-    f, d = owner_of(first)
+    o, d = owner_of(first)
     if d > now then break end
-    pop(q)
+    pop(q, own)
   end
-  if not first or f == ARGV[2] then
-    if first then pop(q) end
-    redis.call('hset', KEYS[1], ARGV[2], 1, rid, ARGV[13],
-               ARGV[2] .. ':first:rid', ARGV[13])
+  if not first or o == f then
+    if first then pop(q, own) end
+    redis.call('hset', KEYS[1], f, 1, rid, ARGV[13],
+               f .. ':first:rid', ARGV[13])
     redis.call('pexpire', KEYS[1], ARGV[1])
     local t = 0
     if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end
     return {1, t}
   end
-  local h = hand(KEYS[1], q, now, ARGV[3], ARGV[4], ARGV[10], ARGV[11],
-                 nil, ARGV[2])
+  local h = hand(KEYS[1], q, own, now, ARGV[3], ARGV[4], ARGV[10], ARGV[11],
+                 nil, f)
   if not h then
     redis.call(ARGV[10], ARGV[11], '0')
   -- past entries nobody heard, to the caller's own: it holds it now
-  elseif type(h) == 'table' and h[7] == ARGV[2] then
+  elseif type(h) == 'table' and h[7] == f then
     redis.call('hdel', KEYS[1], 'hilock:handed')
-    redis.call('hset', KEYS[1], rid, ARGV[13],
-               ARGV[2] .. ':first:rid', ARGV[13])
+    redis.call('hset', KEYS[1], rid, ARGV[13], f .. ':first:rid', ARGV[13])
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {1, h[4]}
   end
 end
 if ARGV[6] == 'w' then
-  local e = (now + tonumber(ARGV[7])) .. ':' .. ARGV[1] .. ':' ..
-            ARGV[8] .. ':' .. ARGV[9] .. ':' .. ARGV[12] .. ':' .. now ..
-            ':' .. ARGV[2]
+  local ms = tonumber(ARGV[7])
+  local e = (now + ms) .. ':' .. ARGV[1] .. ':' .. ARGV[8] .. ':' ..
+            ARGV[9] .. ':' .. ARGV[12] .. ':' .. now .. ':' .. f
   local at
-  local old = redis.call('hget', own, ARGV[2])
-  -- a retry: the entry keeps its place
-  if old then
-    for i, x in ipairs(redis.call('lrange', q, 0, -1)) do
-      if x == old then at = i - 1 break end
-    end
+  -- a retry keeps its place: its entry found with LPOS, a scan in C
+  if redis.call('hsetnx', own, f, e) == 0 then
+    at = redis.call('lpos', q, redis.call('hget', own, f))
+    redis.call('hset', own, f, e)
   end
   if at then
     redis.call('lset', q, at, e)
@@ -117,17 +115,18 @@ if ARGV[6] == 'w' then
   elseif redis.call('rpush', q, e) == 1 then
     redis.call(ARGV[10], ARGV[11], '0')
   end
-  redis.call('hset', own, ARGV[2], e)
-  for _, k in ipairs({q, own}) do
-    if redis.call('pttl', k) < tonumber(ARGV[7]) then
-      redis.call('pexpire', k, ARGV[7])
-    end
+  -- see lib/fair.lua: extended only when it would run out first
+  if redis.call('pttl', q) < ms then
+    redis.call('pexpire', q, 2 * ms)
+    redis.call('pexpire', own, 2 * ms)
   end
 end
-local p = redis.call('pttl', KEYS[1])
--- free: what is left of a turn for the others, or 1
+-- it was free: what a hand-off or a turn left
 if p == -2 then
-  turn = tonumber(redis.call('hget', own, 'hilock:turn') or '0')
-  p = math.max(turn - now, 1)
+  p = redis.call('pttl', KEYS[1])
+  if p == -2 then
+    local turn = tonumber(redis.call('hget', own, 'hilock:turn') or '0')
+    p = math.max(turn - now, 1)
+  end
 end
 return p

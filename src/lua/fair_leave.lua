@@ -18,7 +18,7 @@
 -- giving up (the hold it got: the lock moves on when the owner holds
 -- nothing else). Sent again, it finds nothing more to do.
 --@include lib/fair.lua
-local own = ARGV[2] .. ':owners'
+local own = KEYS[3]
 local mine = redis.call('hget', own, ARGV[1])
 if mine then
   redis.call('lrem', ARGV[2], 1, mine)
@@ -34,7 +34,7 @@ if tonumber(v[1]) > 1 then
   return 1
 end
 redis.call('del', KEYS[1])
-if not hand(KEYS[1], ARGV[2], now_ms(), ARGV[3], ARGV[4], ARGV[5],
+if not hand(KEYS[1], ARGV[2], own, now_ms(), ARGV[3], ARGV[4], ARGV[5],
             ARGV[6]) then
   redis.call(ARGV[5], ARGV[6], ARGV[7])
 end

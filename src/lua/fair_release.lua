@@ -37,8 +37,8 @@ end
 local e = may_publish(ARGV[5], ARGV[6])
 if e then return e end
 redis.call('del', KEYS[1])
-local h = hand(KEYS[1], ARGV[7], now_ms(), ARGV[8], ARGV[9], ARGV[5],
-               ARGV[6], ARGV[10])
+local h = hand(KEYS[1], ARGV[7], KEYS[3], now_ms(), ARGV[8], ARGV[9],
+               ARGV[5], ARGV[6], ARGV[10])
 if not h then return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])} end
 if type(h) == 'number' then return {0, h} end
 if h[1] == ARGV[10] then return {0, 0, h[2], h[3], h[4], h[5], h[6]} end

@@ -59,8 +59,8 @@ end
 local e = may_publish(ARGV[3], ARGV[4])
 if e then return e end
 redis.call('del', KEYS[1])
-local h = hand(KEYS[1], ARGV[5], now_ms(), ARGV[6], ARGV[7], ARGV[3],
-               ARGV[4], ARGV[8])
+local h = hand(KEYS[1], ARGV[5], KEYS[3], now_ms(), ARGV[6], ARGV[7],
+               ARGV[3], ARGV[4], ARGV[8])
 if not h then return {0, redis.call(ARGV[3], ARGV[4], ARGV[1])} end
 if type(h) == 'number' then return {0, h} end
 if h[1] == ARGV[8] then return {0, 0, h[2], h[3], h[4], h[5], h[6]} end

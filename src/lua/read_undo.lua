@@ -50,17 +50,8 @@ if n > 1 then
 end
 forget(ARGV[7], ARGV[3])
 if mode == 'write' then return {0, 0} end
-if prune(ARGV[6], ARGV[7]) > 0 then
-  local most = 0
-  local f = redis.call('hgetall', KEYS[1])
-  for i = 1, #f, 2 do
-    if f[i] ~= 'mode' then
-      local top = ARGV[6] .. f[i] .. ':rwlock_timeout:'
-      for j = 1, tonumber(f[i + 1]) or 0 do
-        most = math.max(most, redis.call('pttl', top .. j))
-      end
-    end
-  end
+local live, most = prune(ARGV[6], ARGV[7], 0)
+if live > 0 then
   if most > 0 then redis.call('pexpire', KEYS[1], most) end
   return {0, 0}
 end

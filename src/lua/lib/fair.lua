@@ -11,9 +11,13 @@
 -- the entry; written: the server's time (ms) when that request wrote it.
 -- An owner has one entry at most: the hash "hilock_queue:{name}:owners"
 -- maps each queued owner field to its entry, so that queueing, a retry
--- and leaving find it without reading the list (with a hundred waiters,
--- a scan of the list was most of what a fair acquire cost Redis). Both
--- expire with the last deadline.
+-- and leaving find it without reading the list into Lua (with a hundred
+-- waiters, a scan of the list was most of what a fair acquire cost
+-- Redis): a retry finds its place with LPOS, leaving with LREM, both
+-- scans in C. Both live until the last deadline at least and twice the
+-- longest wait past it at most: a waiter that queues extends them only
+-- when they would expire before its deadline, and then to twice its
+-- wait, so that most queueings cost one PTTL and no PEXPIRE.
 --
 -- A hand-off makes the first live entry the owner inside the script that
 -- frees the lock: its field = 1 and the marker field "hilock:handed" =
@@ -25,7 +29,10 @@
 -- before sent + span in the receiver's own clock (it sent the request
 -- before the server wrote the entry), so the receiver knows, when it
 -- reads the message, how much of the lease is left, however late that is
--- (see wait.c). The entry queued next hears "wake:<ms>" on its own
+-- (see wait.c). The token is drawn (INCR) before the first PUBLISH and
+-- given back (DECR) in the same call when no entry took the hold, so that
+-- the counter moves only for a hold handed. The entry queued next hears
+-- "wake:<ms>" on its own
 -- channel, the short lease, so that its client looks again when that
 -- ends (a hold handed to a waiter that died moves on then: nothing is
 -- published when a lease runs out). The new owner needs no more: its
@@ -72,9 +79,10 @@
 -- nobody can hear (0 subscribers of the lock's channel) is not given.
 --
 -- The functions: now_ms() the server's clock; parse(e) an entry's
--- fields; owner_of(e) its owner field and deadline; pop(q) the head
--- entry out of the queue and its owners hash; unskip(q, back) puts the
--- entries met deaf back at the head, marked "~"; turn(...) gives the
+-- fields; owner_of(e) its owner field and deadline; pop(q, own) the
+-- head entry out of the queue q and its owners hash own; unskip(q, own,
+-- back) puts the entries met deaf back at the head, marked "~"; turn(...)
+-- gives the
 -- waiters without fair mode a turn; hand(...) hands the free lock to the
 -- first live entry (see above): nil when none, a number (subscribers)
 -- for a turn, else {listener, owner tag, wait id, token, sent, span,
@@ -87,26 +95,26 @@ local function parse(e)
   return string.match(e, '^~?(%d+):(%d+):(%x+):(%d+):(%d+):(%d+):(.+)$')
 end
 local function owner_of(e)
-  local d, l, lt, w, s, wr, f = parse(e)
   if string.sub(e, 1, 6) == 'plain:' then return nil, math.huge end
+  local d, l, lt, w, s, wr, f = parse(e)
   return f, tonumber(d or '0')
 end
-local function pop(q)
+local function pop(q, own)
   local e = redis.call('lpop', q)
   if not e then return nil end
   local d, l, lt, w, s, wr, f = parse(e)
-  if f then redis.call('hdel', q .. ':owners', f) end
+  if f then redis.call('hdel', own, f) end
   return e, d, l, lt, w, s, wr, f
 end
-local function unskip(q, back)
+local function unskip(q, own, back)
   for i = #back, 1, -1 do
     local e = '~' .. back[i][1]
     redis.call('lpush', q, e)
-    redis.call('hset', q .. ':owners', back[i][2], e)
+    redis.call('hset', own, back[i][2], e)
   end
 end
-local function turn(q, now, pub, chan, e)
-  local own, f = q .. ':owners', string.sub(e, 7)
+local function turn(own, now, pub, chan, e)
+  local f = string.sub(e, 7)
   local d = tonumber(redis.call('hget', own, f) or '0')
   redis.call('hdel', own, f)
   if d <= now then return nil end
@@ -118,46 +126,45 @@ local function turn(q, now, pub, chan, e)
   end
   return n
 end
-local function hand(lock, q, now, fencing, fence, pub, chan, me, mine)
-  local deaf, back = {}, {}
+local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine)
+  local deaf, back, t, ts, r = {}, nil, nil, '0', nil
   while true do
-    local e, d, l, lt, w, s, wr, f = pop(q)
-    if not e then
-      unskip(q, back)
-      return nil
-    end
+    local e, d, l, lt, w, s, wr, f = pop(q, own)
+    if not e then break end
     if string.sub(e, 1, 6) == 'plain:' then
-      local n = turn(q, now, pub, chan, e)
-      if n then
-        unskip(q, back)
-        return n
-      end
+      r = turn(own, now, pub, chan, e)
+      if r then break end
     elseif d and tonumber(d) > now then
       if not deaf[lt] then
-        local t = 0
-        if fencing == '1' then
-          t = tonumber(redis.call('get', fence) or '0') + 1
+        if fencing == '1' and not t then
+          t = redis.call('incr', fence)
+          ts = tostring(t)
         end
         local tag = string.match(f, ':(%d+)$') or '0'
-        local ms = math.min(tonumber(l), 5000)
-        local span = now - tonumber(wr) + ms
-        local m = tag .. ':' .. w .. ':' .. t .. ':' .. s .. ':' .. span
+        local ms = tonumber(l) > 5000 and '5000' or l
+        local span = now - tonumber(wr) + tonumber(ms)
+        local m = tag .. ':' .. w .. ':' .. ts .. ':' .. s .. ':' .. span
         if redis.call(pub, chan .. ':' .. lt, m) > 0 or lt == me or
            f == mine then
-          if fencing == '1' then redis.call('incr', fence) end
-          redis.call('hset', lock, f, 1, 'hilock:handed', t .. ':' .. w)
+          redis.call('hset', lock, f, '1', 'hilock:handed', ts .. ':' .. w)
           redis.call('pexpire', lock, ms)
           local nx = redis.call('lindex', q, 0)
-          local nl = nx and select(3, parse(nx))
+          local nl = nx and string.match(nx, '^~?%d+:%d+:(%x+):')
           if nl and not deaf[nl] then
             redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms)
           end
-          unskip(q, back)
-          return {lt, tag, w, t, s, span, f}
+          r = {lt, tag, w, t or 0, s, span, f}
+          break
         end
         deaf[lt] = true
       end
-      if string.sub(e, 1, 1) ~= '~' then back[#back + 1] = {e, f} end
+      if string.sub(e, 1, 1) ~= '~' then
+        back = back or {}
+        back[#back + 1] = {e, f}
+      end
     end
   end
+  if back then unskip(q, own, back) end
+  if t and type(r) ~= 'table' then redis.call('decr', fence) end
+  return r
 end

@@ -32,9 +32,12 @@
 -- forget(rids, f)  removes owner f, its holds and its request ids (the
 --   last applied; the first of its hold, see read_acquire.lua and
 --   write_acquire.lua);
--- prune(base, rids)  drops the fields of readers whose every hold expired
---   (a reader's field is alive while its newest hold's key is; a
---   writer's always); returns how many holders are left.
+-- prune(base, rids, most)  drops the fields of readers whose every hold
+--   expired (a reader's field is alive while its newest hold's key is; a
+--   writer's always); returns how many holders are left, and, when given
+--   most (a number), the longest PTTL among their holds and most. One
+--   pass: a release that leaves readers reads each hold's PTTL once, not
+--   an EXISTS and then a PTTL of each in a second pass.
 --@include lib/kind.lua
 --@include lib/may_publish.lua
 local function longer(k, ms)
@@ -51,20 +54,31 @@ local function forget(rids, f)
   redis.call('hdel', KEYS[1], f)
   redis.call('hdel', rids, f, f .. ':first')
 end
-local function prune(base, rids)
+local function prune(base, rids, most)
   local f = redis.call('hgetall', KEYS[1])
   local live = 0
   for i = 1, #f, 2 do
     if f[i] ~= 'mode' then
       local top = base .. f[i] .. ':rwlock_timeout:'
       local c = tonumber(f[i + 1]) or 0
-      if (c > 0 and redis.call('exists', top .. c) == 1) or
-         string.find(f[i], ':write$') then
+      local p = -2
+      if c > 0 and most then
+        p = redis.call('pttl', top .. c)
+      elseif c > 0 and redis.call('exists', top .. c) == 1 then
+        p = -1
+      end
+      if p ~= -2 or string.find(f[i], ':write$') then
         live = live + 1
+        if most then
+          most = math.max(most, p)
+          for j = 1, c - 1 do
+            most = math.max(most, redis.call('pttl', top .. j))
+          end
+        end
       else
         forget(rids, f[i])
       end
     end
   end
-  return live
+  return live, most
 end

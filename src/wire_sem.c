@@ -1,98 +1,43 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* wire_rw_sem.c -- the commands about read-write locks and semaphores
- * (see wire.h; the scripts' arguments are listed in the contracts of
- * src/lua/). */
+/* wire_sem.c -- the commands of semaphores, counting and with expiring
+ * permits (see wire.h; the scripts' arguments are listed in the contracts
+ * of src/lua/), and how the shared scripts see an expiring permit. */
 #include <string.h>
 
 #include "wire.h"
 
-/* The script of side l: rd for a reader, wr for a writer. */
-static enum script_id rw_script(const struct wire_lock *l, enum script_id rd,
-                                enum script_id wr)
-{
-    return l->kind == KIND_WRITE ? wr : rd;
-}
-
-/* The field of l's owner on the other side of its read-write lock. */
-static void other_field(struct resp_buf *b, const struct wire_lock *l)
-{
-    keys_field_sfx(b, l->client_id, l->owner_tag,
-                   l->kind == KIND_READ ? ":write" : NULL);
-}
-
-void wire_rw_acquire(struct resp_buf *b, const char *sha,
-                     const struct wire_lock *l, uint32_t lease_ms, int wait,
-                     uint32_t intent_ms, uint64_t rid)
+/* The permits' sorted set. */
+static void permit_set(struct resp_buf *b, const struct wire_lock *l)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, rw_script(l, SCRIPT_READ_ACQUIRE, SCRIPT_WRITE_ACQUIRE),
-                 sha, 3, 9);
-    keys_lock(b, &k);
-    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
-    keys_tagged(b, &k, KEYS_WRITER_HEAD, KEYS_TAG_TAIL);
-    resp_arg_u64(b, lease_ms);
-    keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
-    other_field(b, l);
-    keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_BASE_TAIL);
-    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
-    keys_tagged(b, &k, KEYS_WRITER_HEAD, KEYS_TAG_TAIL);
-    resp_arg(b, wait ? "1" : "0", 1);
-    resp_arg_u64(b, intent_ms ? intent_ms : 1);
-    resp_arg_u64_fixed(b, rid);
+    keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_PERMITS_TAIL);
 }
 
-void wire_rw_release(struct resp_buf *b, const char *sha,
-                     const struct wire_lock *l, uint64_t rid,
-                     uint32_t lease_ms, uint32_t drop, const char *publish)
+/* The permit's id. */
+static void permit_id(struct resp_buf *b, const struct wire_lock *l)
 {
-    struct key_src k = wire_key(l);
-    wire_evalsha(b, rw_script(l, SCRIPT_READ_RELEASE, SCRIPT_WRITE_RELEASE),
-                 sha, 2, 9);
-    keys_lock(b, &k);
-    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
-    /* A writer's release lets every reader in: "1", as Redisson's. */
-    resp_arg(b, l->kind == KIND_WRITE ? "1" : "0", 1);
-    resp_arg_u64(b, lease_ms);
-    keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
-    resp_arg_u64(b, drop);
-    resp_arg(b, publish, strlen(publish));
-    keys_channel_of(b, &k, KEYS_RWLOCK_CHANNEL_HEAD);
-    keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_BASE_TAIL);
-    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
-    resp_arg_u64_fixed(b, rid);
+    resp_arg(b, (const char *)l->member, sizeof(l->member));
 }
 
-void wire_rw_undo(struct resp_buf *b, const char *sha,
-                  const struct wire_lock *l, uint64_t attempt, uint64_t rid,
-                  uint32_t lease_ms, const char *publish)
+/* In a renew call: the sorted set, then the permit. */
+static void permit_renew_args(struct resp_buf *b, const struct wire_lock *l)
 {
-    struct key_src k = wire_key(l);
-    wire_evalsha(b, rw_script(l, SCRIPT_READ_UNDO, SCRIPT_WRITE_UNDO), sha,
-                 2, 9);
-    keys_lock(b, &k);
-    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
-    /* as a release: a writer's lets every reader in */
-    resp_arg(b, l->kind == KIND_WRITE ? "1" : "0", 1);
-    resp_arg_u64(b, lease_ms);
-    keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
-    resp_arg(b, publish, strlen(publish));
-    keys_channel_of(b, &k, KEYS_RWLOCK_CHANNEL_HEAD);
-    keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_BASE_TAIL);
-    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
-    resp_arg_u64(b, attempt);
-    resp_arg_u64_fixed(b, rid);
+    permit_set(b, l);
+    permit_id(b, l);
 }
 
-void wire_write_leave(struct resp_buf *b, const char *sha,
-                      const struct wire_lock *l)
-{
-    struct key_src k = wire_key(l);
-    wire_evalsha(b, SCRIPT_WRITE_LEAVE, sha, 2, 2);
-    keys_lock(b, &k);
-    keys_tagged(b, &k, KEYS_WRITER_HEAD, KEYS_TAG_TAIL);
-    keys_tagged(b, &k, KEYS_WRITER_HEAD, KEYS_TAG_TAIL);
-    keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
-}
+/* An expiring permit as the shared scripts see it. A counting semaphore's
+ * permits are no one's: never renewed, queried nor guarded, they have no
+ * struct wire_kind. */
+const struct wire_kind wire_kind_permit = {
+    .type = 'p',
+    .renew_size = 3,
+    .renew_nkeys = 1,
+    .renew_keys = permit_set,
+    .renew_args = permit_renew_args,
+    .guard_key = permit_set,
+    .holder = permit_id,
+};
 
 /* The scripts here read their companion keys' names from ARGV; each of
  * them is declared too, after the lock key (KEYS[2..]), so that a cluster
