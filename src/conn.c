@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* conn.c -- the core of one hiredis async connection: its requests.
  *
- * The connection owns the requests sent on it. Each request has a deadline on
- * a libevent timer of ours (hiredis 0.14 has no request timeouts, and 1.x's
- * would close the connection), so a stalled server turns into ETIMEDOUT for
- * the caller while the connection itself stays up. Requests issued while the
+ * The connection owns the requests sent on it. Each request has a deadline
+ * of ours (hiredis 0.14 has no request timeouts, and 1.x's would close the
+ * connection), so a stalled server turns into ETIMEDOUT for the caller while
+ * the connection itself stays up. Most deadlines are the request timeout
+ * from when the request went: they come in order, so they wait in one list
+ * of the connection under one timer, armed for the first, instead of a
+ * libevent timer each (an add and a delete per request, a measurable part
+ * of an uncontended pair); a deadline of another length (a Redlock part's,
+ * a hurried one) takes the request's own timer. Requests issued while the
  * connection is down wait in a queue until it is ready again, within their
  * deadline; a request marked retry is queued again when the connection drops
  * under it. This file also holds what every state change of the connection
@@ -119,16 +124,75 @@ struct req *req_new(struct conn *conn, req_done_fn *done)
     memset(r, 0, offsetof(struct req, cmd));
     r->conn = conn;
     r->done = done;
-    evtimer_assign(&r->timer, conn->cfg->base, on_deadline, r);
     resp_init(&r->cmd, r->cmd_inline, sizeof(r->cmd_inline));
     return r;
+}
+
+/* Forget r's deadline, wherever it is kept. */
+static void due_clear(struct req *r)
+{
+    if (r->due == REQ_DUE_LIST)
+        TAILQ_REMOVE(&r->conn->due, r, due_link);
+    else if (r->due == REQ_DUE_TIMER)
+        evtimer_del(&r->timer);
+    r->due = REQ_DUE_NONE;
+}
+
+/* Arm the connection's deadline timer for the first deadline of its list,
+ * if any (now_us: the monotonic time now). */
+static void due_arm(struct conn *conn, uint64_t now_us)
+{
+    struct req *first = TAILQ_FIRST(&conn->due);
+    uint64_t wait_us;
+    struct timeval tv;
+    if (!first)
+        return;
+    wait_us = first->due_us > now_us ? first->due_us - now_us : 0;
+    tv.tv_sec = (time_t)(wait_us / 1000000u);
+    tv.tv_usec = (suseconds_t)(wait_us % 1000000u);
+    evtimer_add(&conn->due_timer, &tv);
+    conn->due_armed = 1;
+}
+
+/* Put r, whose due_us is set, in order in its connection's list: from the
+ * end, where a deadline of the request timeout from now belongs (a moved
+ * request may walk back further). Arms the timer when r comes first. */
+static void due_insert(struct req *r, uint64_t now_us)
+{
+    struct conn *conn = r->conn;
+    struct req *p = TAILQ_LAST(&conn->due, req_list);
+    while (p && p->due_us > r->due_us)
+        p = TAILQ_PREV(p, req_list, due_link);
+    if (p)
+        TAILQ_INSERT_AFTER(&conn->due, p, r, due_link);
+    else
+        TAILQ_INSERT_HEAD(&conn->due, r, due_link);
+    r->due = REQ_DUE_LIST;
+    if (!conn->due_armed || TAILQ_FIRST(&conn->due) == r)
+        due_arm(conn, now_us);
+}
+
+/* Give r a deadline ms after now_us, replacing the one it had: in the
+ * connection's list when ms is the request timeout, else on r's timer. */
+static void due_set(struct req *r, uint64_t now_us, uint32_t ms)
+{
+    due_clear(r);
+    if (ms == r->conn->cfg->opts->request_timeout_ms) {
+        r->due_us = now_us + (uint64_t)ms * 1000u;
+        due_insert(r, now_us);
+        return;
+    }
+    struct timeval tv = clock_tv(ms);
+    evtimer_assign(&r->timer, r->conn->cfg->base, on_deadline, r);
+    evtimer_add(&r->timer, &tv);
+    r->due = REQ_DUE_TIMER;
 }
 
 /* Give a finished request's memory back to the pool. */
 static void req_recycle(struct req *r)
 {
     struct conn *conn = r->conn;
-    evtimer_del(&r->timer); /* a resent completed request may have it armed */
+    due_clear(r); /* a resent completed request may have a deadline */
     if (r->fini)
         r->fini(r);
     resp_free(&r->cmd);
@@ -237,6 +301,11 @@ void conn_resend_later(struct conn *conn, struct req *r, uint32_t ms)
 
 void req_move(struct req *r, struct conn *dst, int asking)
 {
+    if (r->due == REQ_DUE_LIST && dst != r->conn) {
+        TAILQ_REMOVE(&r->conn->due, r, due_link);
+        r->conn = dst;
+        due_insert(r, clock_now_us());
+    }
     r->conn = dst;
     r->asking = (uint8_t)(asking != 0);
     send_now(dst, r);
@@ -244,7 +313,12 @@ void req_move(struct req *r, struct conn *dst, int asking)
 
 void req_submit(struct req *r, uint32_t timeout_ms)
 {
-    r->sent_us = clock_now_us(); /* one clock read for both */
+    req_submit_at(r, timeout_ms, clock_now_us());
+}
+
+void req_submit_at(struct req *r, uint32_t timeout_ms, uint64_t now_us)
+{
+    r->sent_us = now_us;
     r->sent_ms = r->sent_us / 1000;
     stats_request_sent(r->conn->cfg->stats);
     if (r->cmd.failed) {
@@ -254,12 +328,8 @@ void req_submit(struct req *r, uint32_t timeout_ms)
         r->enomem = (uint8_t)r->cmd.failed;
         timeout_ms = 1;
     }
-    if (timeout_ms == 0) {
-        evtimer_add(&r->timer, r->conn->cfg->req_timeout);
-    } else {
-        struct timeval tv = clock_tv(timeout_ms);
-        evtimer_add(&r->timer, &tv);
-    }
+    due_set(r, r->sent_us,
+            timeout_ms ? timeout_ms : r->conn->cfg->opts->request_timeout_ms);
     if (r->enomem) {
         r->where = REQ_QUEUED;
         TAILQ_INSERT_TAIL(&r->conn->queued, r, link);
@@ -273,7 +343,7 @@ static void finish(struct req *r, int status, redisReply *reply)
 {
     req_done_fn *done = r->done;
     r->done = NULL;
-    evtimer_del(&r->timer);
+    due_clear(r);
     stats_request_done(r->conn->cfg->stats, r->sent_us);
     done(r, status, reply);
 }
@@ -306,16 +376,14 @@ static int deadline_status(const struct req *r)
 
 void req_hurry(struct req *r, uint32_t ms)
 {
-    struct timeval tv = clock_tv(ms);
     if (r->done)
-        evtimer_add(&r->timer, &tv);
+        due_set(r, clock_now_us(), ms);
 }
 
-static void on_deadline(evutil_socket_t fd, short what, void *arg)
+/* r's deadline passed (and is forgotten): complete it, or give up on
+ * resending it. */
+static void deadline_passed(struct req *r)
 {
-    struct req *r = arg;
-    struct reentry *re = r->conn->cfg->reentry;
-    reentry_enter(re);
     if (r->done) {
         req_complete(r, deadline_status(r));
     } else if (r->where == REQ_QUEUED) {
@@ -326,6 +394,36 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
             r->late(r, NULL);
         req_recycle(r);
     }
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    struct req *r = arg;
+    struct reentry *re = r->conn->cfg->reentry;
+    (void)fd;
+    (void)what;
+    reentry_enter(re);
+    r->due = REQ_DUE_NONE;
+    deadline_passed(r);
+    reentry_leave(re);
+}
+
+void conn_on_due(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *conn = arg;
+    struct reentry *re = conn->cfg->reentry;
+    uint64_t now_us = clock_now_us();
+    struct req *r;
+    (void)fd;
+    (void)what;
+    reentry_enter(re);
+    conn->due_armed = 0;
+    while ((r = TAILQ_FIRST(&conn->due)) != NULL && r->due_us <= now_us) {
+        due_clear(r);
+        deadline_passed(r);
+    }
+    if (!conn->due_armed && conn->state != CONN_CLOSED)
+        due_arm(conn, now_us);
     reentry_leave(re);
 }
 
@@ -413,7 +511,7 @@ static void dropped(struct conn *conn, struct req *r)
 {
     if (r->retry && (r->done || r->late)) {
         if (!r->done)
-            evtimer_add(&r->timer, conn->cfg->req_timeout);
+            due_set(r, clock_now_us(), conn->cfg->opts->request_timeout_ms);
         if (r->refresh)
             r->refresh(r, REQ_AGAIN_DROPPED);
         r->resent = 1;
@@ -603,7 +701,7 @@ void conn_cancel_list(struct req_list *l)
             (*r->conn->cfg->wire)--;
         if (r->done)
             finish(r, HILOCK_ECANCELED, NULL);
-        evtimer_del(&r->timer);
+        due_clear(r);
         if (r->fini) {
             req_fini_fn *fini = r->fini;
             r->fini = NULL;

@@ -47,8 +47,14 @@ enum req_again {
 typedef void req_refresh_fn(struct req *req, enum req_again why);
 
 enum req_where { REQ_NOWHERE = 0, REQ_QUEUED, REQ_SENT, REQ_ORPHAN };
+/* Where a request's deadline is kept: nowhere, in its connection's list of
+ * deadlines in order (conn->due), or on the request's own timer. */
+enum req_due { REQ_DUE_NONE = 0, REQ_DUE_LIST, REQ_DUE_TIMER };
 
-#define REQ_INLINE_CMD 256
+/* Room for a command inside its request: a plain release (MULTI, HDEL of
+ * three fields, PUBLISH, EXEC) of a name of a few dozen bytes takes about
+ * 330, and a command that does not fit costs a malloc, a copy and a free. */
+#define REQ_INLINE_CMD 512
 
 TAILQ_HEAD(req_list, req);
 
@@ -58,7 +64,10 @@ struct req {
     /* The connection's (conn.c): where the request is and its deadline. */
     TAILQ_ENTRY(req) link;    /* in conn->queued, conn->sent or the pool */
     struct conn *conn;
-    struct event timer;       /* deadline */
+    struct event timer;       /* deadline, when not in conn->due (due) */
+    TAILQ_ENTRY(req) due_link; /* in conn->due */
+    uint64_t due_us;          /* deadline in conn->due (monotonic us) */
+    uint8_t due;              /* where the deadline is: enum req_due */
     uint64_t sent_ms;         /* when submitted (monotonic ms) */
     uint64_t sent_us;         /* the same in us; 0: never submitted */
     uint8_t where;            /* enum req_where */
@@ -188,6 +197,10 @@ struct conn {
     struct event flush_ev;            /* writes what was handed to hiredis
                                          (see conn.c) */
     uint8_t flush_pending;            /* flush_ev is active */
+    struct req_list due;              /* deadlines of the request timeout,
+                                         soonest first (see conn.c) */
+    struct event due_timer;           /* armed for the first of due */
+    uint8_t due_armed;                /* due_timer is pending */
     struct req_list queued;           /* waiting for a connection */
     struct req_list sent;             /* handed to hiredis */
     struct req_list pool;             /* recycled requests */
@@ -226,6 +239,9 @@ struct req *req_new(struct conn *conn, req_done_fn *done);
  * A command whose encoding failed completes with HILOCK_ENOMEM on the
  * loop. */
 void req_submit(struct req *req, uint32_t timeout_ms);
+/* The same, with now_us the monotonic time now (clock_now_us), read once
+ * by a caller that submits several. */
+void req_submit_at(struct req *req, uint32_t timeout_ms, uint64_t now_us);
 /* Complete a request early with status (e.g. HILOCK_ECANCELED): its done
  * fires now; a reply that still arrives goes to late. No-op if completed. */
 void req_complete(struct req *req, int status);

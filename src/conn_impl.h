@@ -44,6 +44,8 @@ void conn_cancel_list(struct req_list *l);
 /* The loop callbacks of flush_ev and later_timer (set up by conn_init). */
 void conn_on_flush(evutil_socket_t fd, short what, void *arg);
 void conn_on_later(evutil_socket_t fd, short what, void *arg);
+/* The loop callback of due_timer: the deadlines of conn->due that passed. */
+void conn_on_due(evutil_socket_t fd, short what, void *arg);
 
 /* handshake.c */
 

@@ -37,9 +37,11 @@ void conn_init(struct conn *conn, const struct conn_config *cfg,
     TAILQ_INIT(&conn->queued);
     TAILQ_INIT(&conn->sent);
     TAILQ_INIT(&conn->pool);
+    TAILQ_INIT(&conn->due);
     evtimer_assign(&conn->retry_timer, cfg->base, on_retry_timer, conn);
     evtimer_assign(&conn->later_timer, cfg->base, conn_on_later, conn);
     event_assign(&conn->flush_ev, cfg->base, -1, 0, conn_on_flush, conn);
+    evtimer_assign(&conn->due_timer, cfg->base, conn_on_due, conn);
 }
 
 void conn_restart(struct conn *conn)
@@ -190,6 +192,8 @@ void conn_close(struct conn *conn)
     conn->state = CONN_CLOSED;
     evtimer_del(&conn->retry_timer);
     evtimer_del(&conn->later_timer);
+    evtimer_del(&conn->due_timer);
+    conn->due_armed = 0;
     event_del(&conn->flush_ev);
     conn->flush_pending = 0;
     conn_cancel_list(&conn->queued);

@@ -7,6 +7,7 @@
  * alive while hiredis holds it, or while it waits to be resent). */
 #include "fanout.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,16 +63,41 @@ void fanout_pool_free(struct engine *eng)
     eng->fanout_pool_len = 0;
 }
 
-/* A zeroed operation, from the pool when it has one. */
+/* A zeroed operation, from the pool when it has one. Of its arrays by
+ * node only the entries of the client's nodes are zeroed (nothing reads
+ * past op->n): on one node the results of the eight others are most of
+ * the struct, and zeroing them costs more than the rest of fanout_new. */
+#define FANOUT_END(f) (offsetof(struct fanout, f) + sizeof(((struct fanout *)0)->f))
+_Static_assert(offsetof(struct fanout, res) - FANOUT_END(got) <
+                       _Alignof(struct op_result) &&
+                   FANOUT_END(res) == offsetof(struct fanout, part) &&
+                   FANOUT_END(part) == offsetof(struct fanout, handed),
+               "fanout_alloc zeroes every field but the arrays by node");
+
 static struct fanout *fanout_alloc(struct engine *eng)
 {
     struct fanout *op = eng->fanout_pool;
+    size_t n = eng->nnodes;
     if (!op)
         return calloc(1, sizeof(*op));
     eng->fanout_pool = op->data;
     eng->fanout_pool_len--;
-    memset(op, 0, sizeof(*op));
+    memset(op, 0, offsetof(struct fanout, got));
+    memset(op->got, 0, n * sizeof(op->got[0]));
+    memset(op->res, 0, n * sizeof(op->res[0]));
+    memset(op->part, 0, n * sizeof(op->part[0]));
+    memset(&op->handed, 0, sizeof(*op) - offsetof(struct fanout, handed));
     return op;
+}
+
+/* Node request r goes again as another command (node_eval): an ASK
+ * answered only the command it was sent for, so the new one goes without
+ * ASKING, and a node that imports the slot sends it to the slot's owner
+ * (MOVED), whose keys say where it runs. */
+static void part_rewritten(struct req *r, enum script_id id)
+{
+    r->asking = 0;
+    node_eval(r, id);
 }
 
 /* Marks a node request rewritten into an undo (req.submitter.data): its
@@ -91,7 +117,7 @@ static int part_undo(struct fanout *op, struct req *r)
     r->plain.split = 0;
     r->late = NULL;
     r->submitter.data = &part_undoing;
-    node_eval(r, (enum script_id)id);
+    part_rewritten(r, (enum script_id)id);
     return 1;
 }
 
@@ -115,7 +141,7 @@ static void part_refresh(struct req *r, enum req_again why)
             r->resent |= r->plain.split && why == REQ_AGAIN_NO_PLAIN;
             r->plain.active = 0;
             r->plain.split = 0;
-            node_eval(r, (enum script_id)id);
+            part_rewritten(r, (enum script_id)id);
         }
         return;
     }
@@ -249,7 +275,8 @@ void fanout_submit(struct fanout *op, uint32_t timeout_ms)
     struct req *first = first_part(op);
     struct req *parts[QUORUM_NODES_MAX];
     size_t m = 0;
-    op->sent_ms = clock_now_ms();
+    uint64_t now_us = clock_now_us(); /* one clock read for all */
+    op->sent_ms = now_us / 1000u;
     op->vote_ms =
         timeout_ms ? timeout_ms : op->eng->opts->request_timeout_ms;
     /* Copy first: a submit may complete a request (no memory) at once. */
@@ -269,7 +296,7 @@ void fanout_submit(struct fanout *op, uint32_t timeout_ms)
     }
     op->busy++;
     for (size_t i = 0; i < m; i++)
-        req_submit(parts[i], vote_ms(op, parts[i], timeout_ms));
+        req_submit_at(parts[i], vote_ms(op, parts[i], timeout_ms), now_us);
     op->busy--;
     fanout_maybe_free(op);
 }

@@ -65,6 +65,8 @@ struct lock_pending {
     unsigned unsure : 1;             /* an attempt of this acquire failed
                                         with no answer that counts: it may
                                         still take a hold, undone late */
+    unsigned wait_later : 1;         /* the wait's timer is armed only if
+                                        the first attempt fails (lock.c) */
 };
 
 /* The watchdog's (watchdog.c). */

@@ -84,6 +84,7 @@ static void finish_op(struct hilock_lock *lock, int status, int64_t value)
     int acquire = lock->pending.what == PENDING_ACQUIRE;
     stats_acquire_end(&lock->eng->stats, acquire, status);
     if (acquire) {
+        lock->pending.wait_later = 0;
         wait_end(lock);
         if (lock->pending.queued && status != 0)
             send_leave(lock);
@@ -232,6 +233,16 @@ static void split_vote(struct hilock_lock *lock, int status)
     wait_hold_off(lock, ms);
 }
 
+/* The acquire goes on past its first attempt: arm its wait's timer, when
+ * that was left for now (see lock_acquire). */
+static void wait_goes_on(struct hilock_lock *lock)
+{
+    if (lock->pending.wait_later) {
+        lock->pending.wait_later = 0;
+        wait_arm(lock);
+    }
+}
+
 /* An attempt's decision: a grant in time is the acquisition (after the
  * fence, on several masters with fencing); anything else is undone where
  * it was granted and waits on or is reported. */
@@ -248,8 +259,11 @@ static void acquire_done(struct fanout *op, int status,
         drop_unreleased(lock, res->count);
         if (!lock->pending.fanout) /* else the fence decides */
             acquired(lock, op->n > 1 ? op->token : res->token, op->sent_ms);
+        else
+            wait_goes_on(lock);
         return;
     }
+    wait_goes_on(lock);
     op->status = status; /* late successes are undone too */
     grant_undo_partial(lock, op);
     lock->pending.unsure |= status != HILOCK_EBUSY;
@@ -281,6 +295,23 @@ static void fence_done(struct fanout *f, int status,
     fanout_drop(op);
 }
 
+/* Arm the timer of the wait of wait_ms (0: none) whose first attempt goes
+ * now -- or leave it for when that attempt fails, when the attempt is
+ * decided before the wait's deadline anyway (one node, a wait no shorter
+ * than the request timeout, not fair): an acquire that succeeds at once
+ * then costs no timer (an add and a delete in libevent's heap of
+ * timers, which grows with the acquires in flight). */
+static void wait_first(struct hilock_lock *lock, uint64_t wait_ms)
+{
+    if (!wait_ms)
+        return;
+    if (lock->eng->nnodes == 1 && !fair_on(lock) &&
+        wait_ms >= lock->eng->opts->request_timeout_ms)
+        lock->pending.wait_later = 1;
+    else
+        wait_arm(lock);
+}
+
 int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
                  uint32_t lease_ms, uint32_t permits, struct user_cb cb)
 {
@@ -292,8 +323,8 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
         return HILOCK_EINVAL;
     if (lock->pending.what != PENDING_NONE)
         return HILOCK_EINPROGRESS;
-    if (wait_ms && (rc = wait_begin(lock, wait_ms)))
-        return rc;
+    if (wait_ms && (rc = wait_set_deadline(lock, clock_now_ms() + wait_ms + 1)))
+        return rc; /* + 1: the ms clock truncates; wait_ms must pass */
     lock->pending.what = PENDING_ACQUIRE;
     lock->pending.cb = cb;
     lock->pending.lease_ms = lease_ms;
@@ -305,12 +336,16 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
     /* In fair mode the queue in Redis keeps the order: every waiter
      * takes its place there at once. */
     if (wait_ms && !fair_on(lock) && !handle_owner_holds(lock) &&
-        wait_has_waiters(lock))
+        wait_has_waiters(lock)) {
+        wait_arm(lock);
         rc = wait_park(lock, -1); /* no barging past our own waiters, but a
                                      re-entry never waits */
-    else
+    } else {
+        wait_first(lock, wait_ms);
         rc = send_attempt(lock, 1);
+    }
     if (rc) {
+        lock->pending.wait_later = 0;
         wait_end(lock);
         lock->pending.what = PENDING_NONE;
     }

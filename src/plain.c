@@ -25,6 +25,14 @@
  *   PUBLISH (an ACL without the channel) applies nothing and the script
  *   then reports it, as it would have; a release message after nothing
  *   was removed only makes waiters look once more;
+ * - a release that a cluster refused (TRYAGAIN, a redirect) goes again
+ *   as the release script, with a new request id: inside a transaction
+ *   Redis counts SPUBLISH's channel as a key, one that no node holds, so
+ *   while the slot migrates the old master answers the transaction
+ *   TRYAGAIN as long as the lock's key is there, up to the end of the
+ *   migration; the script, whose one key is the lock, runs where that key
+ *   is (a command of the transaction redirected fails EXEC with
+ *   EXECABORT, which sends the script too);
  * - HDEL goes only while the hold is valid (its lease cannot have run
  *   out) and the owner holds no read lock of the name: a reader's field
  *   in a read-write hash is named as a lock's owner field, and such a key
@@ -56,8 +64,7 @@ static int plain_again(struct fanout *op, struct resp_buf *cmd,
     struct hilock_lock *lock = op->ctx;
     struct engine *eng = lock->eng;
     eng->plain_refused |= why == REQ_AGAIN_NO_PLAIN;
-    if (op->kind == OP_KIND_RELEASE &&
-        (why == REQ_AGAIN_DROPPED || why == REQ_AGAIN_REFUSED))
+    if (op->kind == OP_KIND_RELEASE && why == REQ_AGAIN_DROPPED)
         return -1; /* HDEL goes again as it is */
     struct wire_lock w = handle_wire(lock);
     if (op->kind == OP_KIND_RELEASE) {

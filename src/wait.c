@@ -352,6 +352,13 @@ int wait_begin(struct hilock_lock *lock, uint64_t wait_ms)
     return 0;
 }
 
+void wait_arm(struct hilock_lock *lock)
+{
+    uint64_t now = clock_now_ms(), deadline = lock->waiting->deadline;
+    struct timeval tv = clock_tv(deadline > now ? deadline - now : 0);
+    evtimer_add(&lock->waiting->timer, &tv);
+}
+
 /* Arm the fallback retry of the head at min(ttl_ms, its deadline), or
  * sooner while no release message can reach it. */
 static void arm_fallback(struct wait_queue *q, int64_t ttl_ms)

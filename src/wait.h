@@ -19,6 +19,9 @@ int wait_has_waiters(const struct hilock_lock *lock);
 /* Set the deadline of lock's wait to wait_ms from now and arm its timer
  * (eng->hooks.wait_expired fires then). Returns 0 or HILOCK_ENOMEM. */
 int wait_begin(struct hilock_lock *lock, uint64_t wait_ms);
+/* Arm the timer of lock's wait (its deadline set) for what is left of it:
+ * eng->hooks.wait_expired fires then. */
+void wait_arm(struct hilock_lock *lock);
 /* Set the deadline (ms) of a wait whose timer is someone else's (a
  * MultiLock member). Returns 0 or HILOCK_ENOMEM. */
 int wait_set_deadline(struct hilock_lock *lock, uint64_t deadline);

@@ -740,6 +740,73 @@ START_TEST(ask_during_a_migration_is_followed)
 }
 END_TEST
 
+/* Whether node i has key among the keys of its slot. */
+static bool has_key(int i, int slot, const char *key)
+{
+    char s[16];
+    snprintf(s, sizeof(s), "%d", slot);
+    redisReply *keys = rs_command_argv(
+        rc_server(cluster, i), 4,
+        (const char *[]){"CLUSTER", "GETKEYSINSLOT", s, "100"}, NULL);
+    ck_assert(keys && keys->type == REDIS_REPLY_ARRAY);
+    bool found = false;
+    for (size_t k = 0; k < keys->elements; k++)
+        found |= strcmp(keys->element[k]->str, key) == 0;
+    freeReplyObject(keys);
+    return found;
+}
+
+/* A lock of holder's client renewed and released while its slot migrates,
+ * its key still on the old master or already moved (MIGRATE): both
+ * succeed where the key is, another client is kept out before the release,
+ * the release leaves the lock nowhere, and the other client takes it at
+ * once. */
+static void release_while_migrating(struct hilock_client *holder,
+                                    const char *name, int moved)
+{
+    struct tu_result renewed = {0};
+    struct hilock_lock *l = tu_lock(holder, name, 0);
+    struct hilock_lock *other = tu_lock(client2, name, 0);
+    tu_assert_status(tu_acquire(l, 0, 30000, NULL), 0);
+    int slot = rc_key_slot(name, strlen(name));
+    int from = rc_slot_owner(cluster, slot), to = other_master(from);
+    ck_assert_int_eq(rc_migrate_begin(cluster, slot, from, to), 0);
+    if (moved)
+        ck_assert_int_eq(rc_migrate_keys(cluster, slot, from, to), 0);
+    ck_assert_int_eq(hilock_lock_renew(l, 30000, tu_record, &renewed), 0);
+    ck_assert(tu_run_until_count(&renewed.calls, 1, tu_ms(3000)));
+    tu_assert_status(renewed.status, 0);
+    /* Busy: RESTORE refused where the key is (after ASK when moved), then
+     * the acquire script, sent to the slot's owner again. */
+    int st = tu_acquire(other, 0, 0, NULL);
+    tu_assert_status(st, HILOCK_EBUSY);
+    st = tu_release(l, NULL);
+    tu_assert_status(st, 0);
+    ck_assert(!has_key(from, slot, name) && !has_key(to, slot, name));
+    st = tu_acquire(other, 0, 0, NULL);
+    tu_assert_status(st, 0);
+    tu_assert_status(tu_release(other, NULL), 0);
+    ck_assert_int_eq(rc_migrate_keys(cluster, slot, from, to), 0);
+    ck_assert_int_eq(rc_migrate_finish(cluster, slot, to), 0);
+}
+
+START_TEST(release_while_the_slot_migrates_frees_the_lock)
+{
+    client = cluster_client(0);
+    client2 = cluster_client(1);
+    release_while_migrating(client, "unmoved", 0);
+    release_while_migrating(client, "moved", 1);
+    struct hilock_options o;
+    cluster_options(&o, 0);
+    o.fencing = 1; /* scripts only */
+    hilock_client_free(client);
+    client = tu_client(&o);
+    tu_client_ready(client);
+    release_while_migrating(client, "fenced", 0);
+    release_while_migrating(client, "fenced-moved", 1);
+}
+END_TEST
+
 /* A write that did not survive a failover: the master is killed and its
  * replica promoted while the client's loop does not run, and the lock is
  * taken out of the new master (as if its write never reached the
@@ -1083,6 +1150,7 @@ int main(void)
     tcase_add_test(tc, waiter_is_woken_by_a_sharded_release);
     tcase_add_test(tc, moved_after_a_slot_migration_is_followed);
     tcase_add_test(tc, ask_during_a_migration_is_followed);
+    tcase_add_test(tc, release_while_the_slot_migrates_frees_the_lock);
     tcase_add_test(tc, waiter_follows_its_lock_to_a_new_master);
     tcase_add_test(tc, fencing_tokens_keep_rising_while_the_slot_migrates);
     tcase_add_test(tc, renewals_follow_ask_while_the_slot_migrates);

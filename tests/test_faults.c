@@ -437,6 +437,75 @@ START_TEST(frozen_server_times_requests_out_once_and_a_late_success_is_undone)
 }
 END_TEST
 
+/* Requests sent apart while the server is frozen time out each at its own
+ * deadline, the request timeout after it was sent: the later one is not
+ * failed with the earlier one, nor the earlier one late -- also when the
+ * connection's deadline timer was last armed for a request that got its
+ * reply. */
+START_TEST(requests_sent_apart_in_a_stall_each_time_out_at_its_own_deadline)
+{
+    struct hilock_lock *a = tu_lock(client, "apart-a", 1);
+    struct hilock_lock *b = tu_lock(client, "apart-b", 1);
+    settle(a); /* answered: its deadline was armed and is gone */
+    ck_assert_int_eq(rs_pause(tu_srv), 0);
+    long long t0 = tu_now_ms();
+    tu_assert_status(hilock_lock_query_held(a, tu_record, &res[0]), 0);
+    tu_run_for(req_ms / 2);
+    long long t1 = tu_now_ms();
+    tu_assert_status(hilock_lock_query_held(b, tu_record, &res[1]), 0);
+    bool done = tu_run_until(both_called, NULL, tu_ms(REQ_MS + 3000));
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+    ck_assert_msg(done, "no callback while the server was frozen");
+    long long sent[2] = {t0, t1};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(res[i].calls, 1);
+        tu_assert_status(res[i].status, HILOCK_ETIMEDOUT);
+        ck_assert_msg(res[i].at_ms - sent[i] >= req_ms - 50 &&
+                          res[i].at_ms - sent[i] < req_ms + tu_ms(1500),
+                      "request %d timed out after %lld ms (deadline %d ms)",
+                      i, res[i].at_ms - sent[i], req_ms);
+    }
+    tu_run_quiet();
+    ck_assert_int_eq(res[0].calls, 1);
+    ck_assert_int_eq(res[1].calls, 1);
+}
+END_TEST
+
+/* An acquire whose wait outlasts the request timeout, on a frozen server:
+ * its first attempt times out, the second is out when the wait ends, and
+ * the acquire ends then, once -- not when that attempt times out, three
+ * quarters of a request timeout later. */
+START_TEST(acquire_waiting_past_the_request_timeout_in_a_stall_ends_with_its_wait)
+{
+    struct hilock_lock *l = tu_lock(client, "stall-wait", 1);
+    int wait_ms = req_ms + req_ms / 4;
+    settle(l);
+    ck_assert_int_eq(rs_pause(tu_srv), 0);
+    long long t0 = tu_now_ms();
+    tu_assert_status(
+        hilock_lock_acquire(l, (uint64_t)wait_ms, 30000, tu_record, &res[0]),
+        0);
+    bool done = tu_run_until_count(&res[0].calls, 1, wait_ms + tu_ms(3000));
+    ck_assert_int_eq(rs_resume(tu_srv), 0);
+    ck_assert_msg(done, "the waiting acquire never ended");
+    tu_assert_status(res[0].status, HILOCK_ETIMEDOUT);
+    ck_assert_msg(res[0].at_ms - t0 >= wait_ms - 50 &&
+                      res[0].at_ms - t0 < wait_ms + req_ms / 2,
+                  "the acquire ended after %lld ms (wait %d ms)",
+                  res[0].at_ms - t0, wait_ms);
+    /* Redis runs the attempts it had buffered: each late success is
+     * undone, and the callback stays the one. */
+    long long deadline = tu_now_ms() + tu_ms(5000);
+    while (tu_exists("stall-wait") != 0 && tu_now_ms() < deadline)
+        tu_run_for(10);
+    ck_assert_msg(tu_exists("stall-wait") == 0,
+                  "a late attempt was left holding the lock");
+    tu_run_quiet();
+    ck_assert_int_eq(res[0].calls, 1);
+    ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
+}
+END_TEST
+
 /* on_lost is not called after a release: a release still without its
  * reply (the server frozen) when the lease runs out ends the hold through
  * its own callback, and on_lost stays silent. */
@@ -1256,6 +1325,8 @@ static Suite *faults_suite(void)
           resent_acquire_is_not_confirmed_by_a_wait_on_the_new_connection}},
         {"stalls",
          {frozen_server_times_requests_out_once_and_a_late_success_is_undone,
+          requests_sent_apart_in_a_stall_each_time_out_at_its_own_deadline,
+          acquire_waiting_past_the_request_timeout_in_a_stall_ends_with_its_wait,
           network_stall_longer_than_the_lease_reports_lost_before_expiry,
           refused_reconnects_longer_than_the_lease_report_lost_before_expiry,
           release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true,
