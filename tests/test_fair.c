@@ -898,6 +898,45 @@ START_TEST(test_no_restore_past_own_waiter)
 }
 END_TEST
 
+/* The same free lock with a live waiter queued, taken by a client that
+ * has no waiter on the name: its RESTORE takes it (as a client without
+ * fair mode would), and its fair release serves the queue: the waiter
+ * waits one hold longer at most. */
+START_TEST(test_restore_past_queue_serves_it_at_release)
+{
+    struct waiter w = {1, {0}}, late = {2, {0}};
+    char chan[128];
+    cl[0] = client_unfenced();
+    cl[1] = client_unfenced();
+    cl[2] = client_unfenced();
+    hold(cl[0], NULL);
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w, (uint64_t)tu_ms(LONG_MS),
+                0, 1);
+    queued_channel(0, chan, sizeof chan);
+    ck_assert(tu_numsub_becomes(chan, 1, tu_ms(2000)));
+    tu_run_quiet();
+    ck_assert_int_eq(rs_int(tu_srv, "DEL", NAME, (char *)NULL), 1);
+    holding = 0;
+    long long restores = rs_cmdstat_calls(tu_srv, "restore");
+    ck_assert_int_eq(hilock_lock_acquire(tu_lock(cl[2], NAME, 1),
+                                         (uint64_t)tu_ms(LONG_MS), 0,
+                                         on_acquired, &late),
+                     0);
+    ck_assert(tu_run_until_count(&late.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(late.r.status, 0);
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "restore") - restores, 1);
+    ck_assert_int_eq(w.r.calls, 0);
+    release_held(late.r.lock);
+    ck_assert(tu_run_until_count(&w.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(w.r.status, 0);
+    ck_assert_int_eq(tu_holds(NAME, cl[1], 1), 1);
+    release_held(w.r.lock);
+    ck_assert_int_eq(overlaps, 0);
+    ck_assert_int_eq(tu_exists(NAME), 0);
+    ck_assert_int_eq(tu_exists(QUEUE), 0);
+}
+END_TEST
+
 static Suite *fair_suite(void)
 {
     Suite *s = suite_create("fair");
@@ -922,6 +961,7 @@ static Suite *fair_suite(void)
     tcase_add_test(tc, test_default_waiters_not_starved_by_fair_workers);
     tcase_add_test(tc, test_free_name_taken_by_restore);
     tcase_add_test(tc, test_no_restore_past_own_waiter);
+    tcase_add_test(tc, test_restore_past_queue_serves_it_at_release);
     suite_add_tcase(s, tc);
     return s;
 }
