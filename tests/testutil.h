@@ -207,11 +207,16 @@ typedef int tu_permit_query_fn(struct hilock_permit *p, hilock_permit_cb *cb,
 int tu_permit_query(tu_permit_query_fn *fn, struct hilock_permit *p,
                     struct hilock_result *res);
 
-/* Fail unless status is expect, naming both codes. */
+/* Fail unless status is expect, naming both codes; each is evaluated once
+ * (status is often the call under test). */
 #define tu_assert_status(status, expect)                                      \
-    ck_assert_msg((status) == (expect), "status %s (%d), expected %s (%d)",   \
-                  hilock_err_name(status), (int)(status),                    \
-                  hilock_err_name(expect), (int)(expect))
+    do {                                                                       \
+        int tu_got_ = (status), tu_want_ = (expect);                           \
+        ck_assert_msg(tu_got_ == tu_want_,                                     \
+                      "status %s (%d), expected %s (%d)",                      \
+                      hilock_err_name(tu_got_), tu_got_,                       \
+                      hilock_err_name(tu_want_), tu_want_);                    \
+    } while (0)
 
 /* A suite name with one test case of the same name: the tests[0..n-1],
  * each run between setup and teardown (a checked fixture), timeout_s
