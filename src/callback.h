@@ -4,8 +4,9 @@
  * Every handle is a struct hilock_lock inside; the public types of the
  * kinds (struct hilock_semaphore, struct hilock_permit) are the same
  * pointer under another, incomplete, type, never dereferenced. A callback
- * is kept with the shape it was given in, so that it is always called
- * through a pointer of its own type, with the handle as that type. The
+ * is called through a pointer of its own type, with the handle as that
+ * type: the shape is the handle's public type (its kind says which), not
+ * stored with each callback, which keeps a held handle small. The
  * result handed to it is filled here from the one integer an operation
  * reports, by what that integer means. */
 #ifndef HILOCK_CALLBACK_H
@@ -33,10 +34,10 @@ static inline struct hilock_lock *handle_of_permit(struct hilock_permit *p)
     return (struct hilock_lock *)(void *)p;
 }
 
-/* Which public shape a callback has. */
-enum cb_shape { CB_NONE = 0, CB_LOCK, CB_SEMAPHORE, CB_PERMIT };
+/* The public type of a handle, which is the shape of its callbacks. */
+enum cb_shape { CB_LOCK = 0, CB_SEMAPHORE, CB_PERMIT };
 
-/* A user's callback, its shape and its argument. */
+/* A user's callback (of its handle's shape) and its argument. */
 struct user_cb {
     union {
         hilock_lock_cb *lock;
@@ -44,34 +45,43 @@ struct user_cb {
         hilock_permit_cb *permit;
     } fn;
     void *arg;
-    uint8_t shape; /* enum cb_shape; CB_NONE: no callback */
 };
 
 static inline struct user_cb cb_lock(hilock_lock_cb *fn, void *arg)
 {
-    struct user_cb cb = {{.lock = fn}, arg, fn ? CB_LOCK : CB_NONE};
+    struct user_cb cb = {{.lock = fn}, arg};
     return cb;
 }
 static inline struct user_cb cb_sem(hilock_semaphore_cb *fn, void *arg)
 {
-    struct user_cb cb = {{.sem = fn}, arg, fn ? CB_SEMAPHORE : CB_NONE};
+    struct user_cb cb = {{.sem = fn}, arg};
     return cb;
 }
 static inline struct user_cb cb_permit(hilock_permit_cb *fn, void *arg)
 {
-    struct user_cb cb = {{.permit = fn}, arg, fn ? CB_PERMIT : CB_NONE};
+    struct user_cb cb = {{.permit = fn}, arg};
     return cb;
 }
 
 /* Call cb (which is set) about handle lock, as its shape wants. */
-static inline void cb_call(const struct user_cb *cb, struct hilock_lock *lock,
-                           int status, const struct hilock_result *res)
+/* Whether cb holds a callback. */
+static inline int cb_set(const struct user_cb *cb)
 {
-    if (cb->shape == CB_SEMAPHORE)
+    return cb->fn.lock != NULL;
+}
+
+/* Call cb, if set, as the shape of lock's public type. */
+static inline void cb_call(const struct user_cb *cb, enum cb_shape shape,
+                           struct hilock_lock *lock, int status,
+                           const struct hilock_result *res)
+{
+    if (!cb_set(cb))
+        return;
+    if (shape == CB_SEMAPHORE)
         cb->fn.sem(public_sem(lock), status, res, cb->arg);
-    else if (cb->shape == CB_PERMIT)
+    else if (shape == CB_PERMIT)
         cb->fn.permit(public_permit(lock), status, res, cb->arg);
-    else if (cb->shape == CB_LOCK)
+    else
         cb->fn.lock(lock, status, res, cb->arg);
 }
 

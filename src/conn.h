@@ -98,7 +98,7 @@ struct req {
         uint8_t script;
         uint8_t reloaded;
     } node;
-    /* The plain path's (op.c, lock.c): a plain command standing in for a
+    /* The plain path's (fanout.c, plain.c): a plain command standing in for a
      * script, whose error reply other than a redirect makes it go again
      * through refresh (read by node.c); split, when nonzero, says cmd
      * holds two commands, the second from this offset on, sent as one

@@ -77,7 +77,7 @@ int fair_plain_ok(const struct hilock_lock *lock)
 void fair_begin_attempt(struct hilock_lock *lock, struct fanout *op)
 {
     op->undo = fair_resend_undo;
-    lock->fair.handed = 0;
+    lock->pending.handed = 0;
 }
 
 int fair_attempt_into(struct hilock_lock *lock, struct resp_buf *cmd,
@@ -189,7 +189,7 @@ int fair_take_handoff(struct hilock_lock *lock, uint64_t until_ms,
                       uint32_t *lease_ms)
 {
     if (lock->pending.fanout || until_ms == 0 || lock->pending.unsure) {
-        lock->fair.handed = 1;
+        lock->pending.handed = 1;
         return 0;
     }
     lock->eng->stats.handoffs++;

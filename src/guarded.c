@@ -291,7 +291,7 @@ int hilock_lock_guarded(struct hilock_lock *lock,
                         const struct hilock_guarded_cmd *cmds, size_t ncmds,
                         unsigned flags, hilock_guarded_cb *cb, void *arg)
 {
-    if (lock && lock->kind->api == KIND_API_PERMIT)
+    if (lock && lock->kind->api == CB_PERMIT)
         return HILOCK_EINVAL; /* hilock_permit_guarded */
     return guarded_start(lock, cmds, ncmds, flags,
                          (struct guarded){.cb = cb, .arg = arg});
@@ -303,7 +303,7 @@ int hilock_permit_guarded(struct hilock_permit *permit,
                           void *arg)
 {
     struct hilock_lock *lock = handle_of_permit(permit);
-    if (lock && lock->kind->api != KIND_API_PERMIT)
+    if (lock && lock->kind->api != CB_PERMIT)
         return HILOCK_EINVAL;
     return guarded_start(lock, cmds, ncmds, flags,
                          (struct guarded){.permit_cb = cb, .arg = arg});

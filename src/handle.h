@@ -36,14 +36,20 @@ struct waiting {
     TAILQ_ENTRY(waiting) link;       /* in queue->waiters */
 };
 
+/* The sub-structs below keep their flags in the bits their numbers leave
+ * free, so that a held handle stays small (a server may hold a million). */
+
 /* The handle's hold (lock.c, hold.c): what Redis gave this handle. */
 struct lock_hold {
-    uint32_t count;                  /* holds taken through this handle (a
-                                        counting semaphore: permits) */
-    uint32_t lease_ms;               /* lease of the current hold */
     int64_t token;                   /* its fencing token */
-    unsigned auto_renew : 1;         /* the watchdog renews the lease */
+    unsigned count : 30;             /* holds taken through this handle (a
+                                        counting semaphore: permits) */
     unsigned unreleased : 1;         /* a release of it got no answer */
+    unsigned renewing : 1;           /* the watchdog's renewal of its lease
+                                        is in flight */
+    unsigned lease_ms : 31;          /* lease of the current hold (at most
+                                        HILOCK_MS_MAX) */
+    unsigned auto_renew : 1;         /* the watchdog renews the lease */
 };
 
 /* The pending acquire or release (lock.c): the user's callback, the
@@ -56,8 +62,9 @@ struct lock_pending {
     uint32_t wait_id;                /* which acquire call this is (request
                                         ids, low 32 bits): fair queue
                                         entries, expiring permits' ids */
-    int8_t wait_err;                 /* last busy/no-quorum of the wait */
-    uint8_t splits;                  /* split votes in a row (Redlock) */
+    signed int wait_err : 8;         /* last busy/no-quorum of the wait */
+    unsigned splits : 4;             /* split votes in a row (Redlock), at
+                                        most 8 */
     unsigned what : 2;               /* enum pending_what */
     unsigned queued : 1;             /* a waiting attempt went out: in fair
                                         mode it may have a queue entry, a
@@ -67,19 +74,14 @@ struct lock_pending {
                                         still take a hold, undone late */
     unsigned wait_later : 1;         /* the wait's timer is armed only if
                                         the first attempt fails (lock.c) */
+    unsigned handed : 1;             /* fair mode (fair.c): handed over
+                                        while an attempt was in flight */
 };
 
 /* The watchdog's (watchdog.c). */
 struct lock_watch {
     struct heap_node node;           /* in eng->wd.heap */
     uint64_t valid_until;            /* ms: lease may run out after this */
-    unsigned renewing : 1;           /* a renewal is in flight */
-};
-
-/* Fair mode's (fair.c). */
-struct lock_fair {
-    unsigned handed : 1;             /* handed over while an attempt was in
-                                        flight */
 };
 
 /* A lock handle: its identity and memory (handle.c), then one sub-struct
@@ -98,16 +100,15 @@ struct hilock_lock {
     unsigned user_freed : 1;         /* hilock_lock_free() was called */
     unsigned in_owners : 1;          /* in eng->owners */
     unsigned twinned : 1;            /* a twin held while it held */
+    uint16_t name_len;               /* at most HILOCK_NAME_MAX */
+    uint16_t slot;                   /* of its keys, in a cluster */
     struct lock_hold hold;
     struct lock_pending pending;
     struct lock_watch wd;
-    struct lock_fair fair;
     struct user_cb on_lost;          /* hilock_lock_on_lost, ... */
     struct hilock_multi *multi;      /* the MultiLock it is a member of */
     struct waiting *waiting;         /* wait.c's, allocated on its first
                                         wait */
-    uint16_t name_len;               /* at most HILOCK_NAME_MAX */
-    uint16_t slot;                   /* of its keys, in a cluster */
     char name[];
 };
 

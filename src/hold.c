@@ -38,9 +38,9 @@ void hold_lost(struct hilock_lock *lock)
     int told = held && !lock->freeing && !handle_closing(lock);
     lock->eng->stats.lost += told;
     hold_end(lock);
-    if (told && cb.shape != CB_NONE) {
+    if (told && cb_set(&cb)) {
         struct hilock_result res = cb_result(CB_FIELD_NONE, 0);
-        cb_call(&cb, lock, HILOCK_ELOST, &res);
+        cb_call(&cb, lock->kind->api, lock, HILOCK_ELOST, &res);
     }
 }
 

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "callback.h"
 #include "fanout.h"
 #include "sub.h"
 #include "wire.h"
@@ -32,10 +33,9 @@ enum lock_kind {
 
 /* The public type of a kind's handles (hilock.h): struct hilock_lock,
  * hilock_semaphore or hilock_permit. */
-enum kind_api { KIND_API_LOCK = 0, KIND_API_SEMAPHORE, KIND_API_PERMIT };
 
 struct kind_ops {
-    enum kind_api api;       /* the public type its handles are */
+    enum cb_shape api;       /* the public type its handles are */
     /* How the scripts every kind shares (renew, query, guarded) see it;
      * NULL for a kind that takes part in none of them. */
     const struct wire_kind *wire;

@@ -100,7 +100,7 @@ static void mutex_repair(struct hilock_lock *lock, struct fanout *op)
 }
 
 const struct kind_ops kind_mutex = {
-    .api = KIND_API_LOCK,
+    .api = CB_LOCK,
     .wire = &wire_kind_mutex,
     .channel = SUB_RELEASE,
     .leased = 1,

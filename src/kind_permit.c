@@ -36,7 +36,7 @@ static void permit_release(struct hilock_lock *lock, struct fanout *op,
 }
 
 const struct kind_ops kind_permit = {
-    .api = KIND_API_PERMIT,
+    .api = CB_PERMIT,
     .wire = &wire_kind_permit,
     .channel = SUB_SEM,
     .shared = 1,

@@ -149,7 +149,7 @@ static void write_leave(struct hilock_lock *lock, struct fanout *op)
 }
 
 const struct kind_ops kind_read = {
-    .api = KIND_API_LOCK,
+    .api = CB_LOCK,
     .wire = &wire_kind_read,
     .channel = SUB_RWLOCK,
     .shared = 1,
@@ -165,7 +165,7 @@ const struct kind_ops kind_read = {
 };
 
 const struct kind_ops kind_write = {
-    .api = KIND_API_LOCK,
+    .api = CB_LOCK,
     .wire = &wire_kind_write,
     .channel = SUB_RWLOCK,
     .leased = 1,

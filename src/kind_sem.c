@@ -49,7 +49,7 @@ static void sem_release(struct hilock_lock *lock, struct fanout *op,
 }
 
 const struct kind_ops kind_sem = {
-    .api = KIND_API_SEMAPHORE,
+    .api = CB_SEMAPHORE,
     .channel = SUB_SEM,
     .shared = 1,
     .encode_acquire = sem_acquire,

@@ -90,7 +90,7 @@ static void finish_op(struct hilock_lock *lock, int status, int64_t value)
             send_leave(lock);
         lock->pending.queued = 0;
         lock->pending.unsure = 0;
-        lock->fair.handed = 0;
+        lock->pending.handed = 0;
     }
     lock->pending.what = PENDING_NONE;
     lock->pending.cb = cb_lock(NULL, NULL);
@@ -99,7 +99,7 @@ static void finish_op(struct hilock_lock *lock, int status, int64_t value)
         status = HILOCK_ECANCELED;
     struct hilock_result res =
         cb_result(status == HILOCK_ECANCELED ? CB_FIELD_NONE : field, value);
-    cb_call(&cb, lock, status, &res);
+    cb_call(&cb, lock->kind->api, lock, status, &res);
 }
 
 /* The pending acquire got a hold with lease_ms from sent_ms on: record
@@ -183,10 +183,10 @@ static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
         finish_op(lock, wait_failure(lock), 0);
         return;
     }
-    if (lock->fair.handed) {
+    if (lock->pending.handed) {
         /* Handed over while this attempt was on its way (it got there
          * first): the next one claims it. */
-        lock->fair.handed = 0;
+        lock->pending.handed = 0;
         if ((rc = send_attempt(lock, 0)) != 0)
             finish_op(lock, rc, 0);
         return;
@@ -318,7 +318,7 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
     int rc = handle_usable(lock);
     if (rc)
         return rc;
-    if (cb.shape == CB_NONE || wait_ms > HILOCK_MS_MAX ||
+    if (!cb_set(&cb) || wait_ms > HILOCK_MS_MAX ||
         (lock->kind->single && lock->hold.count > 0))
         return HILOCK_EINVAL;
     if (lock->pending.what != PENDING_NONE)
@@ -357,7 +357,7 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
  * kinds have public types of their own (semaphore.c). */
 static int is_lock(const struct hilock_lock *lock)
 {
-    return lock && lock->kind->api == KIND_API_LOCK;
+    return lock && lock->kind->api == CB_LOCK;
 }
 
 int hilock_lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
@@ -409,7 +409,7 @@ int lock_release(struct hilock_lock *lock, uint32_t drop, struct user_cb cb)
     int rc = handle_usable(lock);
     if (rc)
         return rc;
-    if (cb.shape == CB_NONE)
+    if (!cb_set(&cb))
         return HILOCK_EINVAL;
     if (lock->pending.what != PENDING_NONE)
         return HILOCK_EINPROGRESS;
@@ -546,7 +546,7 @@ int lock_renew(struct hilock_lock *lock, uint64_t lease_ms,
     int rc = handle_usable(lock);
     if (rc)
         return rc;
-    if (cb.shape == CB_NONE || lease_ms > HILOCK_MS_MAX ||
+    if (!cb_set(&cb) || lease_ms > HILOCK_MS_MAX ||
         lock->hold.count == 0 || !lock->kind->leased)
         return HILOCK_EINVAL;
     return watchdog_renew_now(lock, lease_ms ? (uint32_t)lease_ms

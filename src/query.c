@@ -25,7 +25,7 @@ static void query_done(struct fanout *op, int status,
     struct hilock_result r = cb_result(status ? CB_FIELD_NONE : q->field, v);
     free(q);
     op->data = NULL;
-    cb_call(&cb, lock, status, &r);
+    cb_call(&cb, lock->kind->api, lock, status, &r);
 }
 
 struct fanout *query_new(struct hilock_lock *lock, enum op_kind kind,
@@ -33,7 +33,7 @@ struct fanout *query_new(struct hilock_lock *lock, enum op_kind kind,
 {
     if ((*rc = handle_usable(lock)) != 0)
         return NULL;
-    if (cb.shape == CB_NONE) {
+    if (!cb_set(&cb)) {
         *rc = HILOCK_EINVAL;
         return NULL;
     }

@@ -18,20 +18,20 @@
 static struct hilock_lock *sem_of(struct hilock_semaphore *s)
 {
     struct hilock_lock *h = handle_of_sem(s);
-    return h && h->kind->api == KIND_API_SEMAPHORE ? h : NULL;
+    return h && h->kind->api == CB_SEMAPHORE ? h : NULL;
 }
 
 static struct hilock_lock *permit_of(struct hilock_permit *p)
 {
     struct hilock_lock *h = handle_of_permit(p);
-    return h && h->kind->api == KIND_API_PERMIT ? h : NULL;
+    return h && h->kind->api == CB_PERMIT ? h : NULL;
 }
 
 /* The same for a const public permit. */
 static const struct hilock_lock *permit_const(const struct hilock_permit *p)
 {
     const struct hilock_lock *h = (const struct hilock_lock *)(const void *)p;
-    return h && h->kind->api == KIND_API_PERMIT ? h : NULL;
+    return h && h->kind->api == CB_PERMIT ? h : NULL;
 }
 
 /* Send the semaphore script id (sem_init with permits, or sem_available)
@@ -110,7 +110,7 @@ uint32_t hilock_semaphore_permits_held(const struct hilock_semaphore *sem)
 {
     const struct hilock_lock *h =
         (const struct hilock_lock *)(const void *)sem;
-    return h && h->kind->api == KIND_API_SEMAPHORE ? h->hold.count : 0;
+    return h && h->kind->api == CB_SEMAPHORE ? h->hold.count : 0;
 }
 
 /* ---- expiring permits ---- */

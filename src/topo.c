@@ -166,6 +166,22 @@ void topo_fixed_init(struct topo_fixed *f, struct topo *t,
     }
 }
 
+int topo_fixed_new(struct topo *t, const struct hilock_endpoint *eps,
+                   size_t n)
+{
+    struct topo_fixed *f = calloc(1, sizeof(*f));
+    struct conn_endpoint ce[HILOCK_MASTERS_MAX];
+    if (!f)
+        return HILOCK_ENOMEM;
+    n = n < HILOCK_MASTERS_MAX ? n : HILOCK_MASTERS_MAX;
+    for (size_t i = 0; i < n; i++)
+        ce[i] = (struct conn_endpoint){eps[i].host, eps[i].port,
+                                       eps[i].unix_path};
+    t->impl = f;
+    topo_fixed_init(f, t, ce, n);
+    return 0;
+}
+
 void topo_fixed_start(struct topo *t)
 {
     struct topo_fixed *f = t->impl;

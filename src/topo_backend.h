@@ -62,6 +62,11 @@ struct topo_fixed {
  * reporting as members 0..n-1 of t. */
 void topo_fixed_init(struct topo_fixed *f, struct topo *t,
                      const struct conn_endpoint *eps, size_t n);
+/* t->impl becomes a struct topo_fixed (malloc'd) with one node per
+ * endpoint of eps[0..n-1] (at most HILOCK_MASTERS_MAX). 0 or
+ * HILOCK_ENOMEM. */
+int topo_fixed_new(struct topo *t, const struct hilock_endpoint *eps,
+                   size_t n);
 /* The fixed backends' operations, for a t->impl that is (or starts
  * with) a struct topo_fixed allocated with malloc: start every node, close
  * them and free t->impl, cancel, and route to member i's node whatever

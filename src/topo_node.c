@@ -3,22 +3,13 @@
  * server of the options (host and port, or a unix socket). When it is
  * down, requests wait for it within their deadlines and its connections
  * reconnect by themselves. */
-#include <stdlib.h>
-
 #include "topo_backend.h"
 
 /* The node of o's host and port (or unix socket). Returns 0 or
  * HILOCK_ENOMEM. */
 static int node_topo_init(struct topo *t, const struct hilock_options *o)
 {
-    struct topo_fixed *f = calloc(1, sizeof(*f));
-    if (!f)
-        return HILOCK_ENOMEM;
-    const struct conn_endpoint ep = {o->node.host, o->node.port,
-                                     o->node.unix_path};
-    t->impl = f;
-    topo_fixed_init(f, t, &ep, 1);
-    return 0;
+    return topo_fixed_new(t, &o->node, 1);
 }
 
 const struct topo_ops topo_node_ops = {

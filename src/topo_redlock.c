@@ -1,30 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* topo_redlock.c -- the Redlock topology: N independent masters, member
  * i being master i. The engine sends one request to each and counts the
- * votes (op.c, quorum.c); this backend only routes. A master that is
+ * votes (fanout.c, quorum.c); this backend only routes. A master that is
  * down fails its own requests (node_down, node_vote_ms let the engine
  * count it as a no at once) and reconnects by itself; the others go on. */
-#include <stdlib.h>
-
 #include "topo_backend.h"
 
 /* One node per master of o, in their order. Returns 0 or
  * HILOCK_ENOMEM. */
 static int redlock_init(struct topo *t, const struct hilock_options *o)
 {
-    struct topo_fixed *f = calloc(1, sizeof(*f));
-    struct conn_endpoint eps[HILOCK_MASTERS_MAX];
-    size_t n = o->redlock.count < HILOCK_MASTERS_MAX ? o->redlock.count
-                                                     : HILOCK_MASTERS_MAX;
-    if (!f)
-        return HILOCK_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        eps[i] = (struct conn_endpoint){o->redlock.masters[i].host,
-                                        o->redlock.masters[i].port,
-                                        o->redlock.masters[i].unix_path};
-    t->impl = f;
-    topo_fixed_init(f, t, eps, n);
-    return 0;
+    return topo_fixed_new(t, o->redlock.masters, o->redlock.count);
 }
 
 const struct topo_ops topo_redlock_ops = {

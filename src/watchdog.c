@@ -24,7 +24,7 @@
  * of one with the caller's callback. A batch goes to one node per member:
  * in a cluster, the master of its locks' slots. */
 struct renew_batch {
-    struct user_cb cb;    /* manual: the caller's; CB_NONE for the
+    struct user_cb cb;    /* manual: the caller's; no callback for the
                              watchdog */
     struct renew_batch *next; /* open batches of one timer run */
     const struct node *group; /* the node its locks' slots map to */
@@ -102,7 +102,7 @@ void watchdog_confirmed(struct hilock_lock *lock, uint64_t sent_ms)
 {
     struct engine *c = lock->eng;
     lock->wd.valid_until = sent_ms + lock->hold.lease_ms - lease_margin(lock->hold.lease_ms);
-    if (lock->wd.renewing || !lock->hold.auto_renew) {
+    if (lock->hold.renewing || !lock->hold.auto_renew) {
         schedule(lock, lock->wd.valid_until);
         return;
     }
@@ -120,7 +120,7 @@ void watchdog_confirmed(struct hilock_lock *lock, uint64_t sent_ms)
 void watchdog_forget(struct hilock_lock *lock)
 {
     heap_remove(&lock->eng->wd.heap, &lock->wd.node);
-    lock->wd.renewing = 0;
+    lock->hold.renewing = 0;
 }
 
 static void renew_done(struct fanout *op, int status,
@@ -165,7 +165,7 @@ static int send_batch(struct engine *c, struct renew_batch *b)
             node_clock_refresh(n);
         encode_batch(fanout_cmd_at(op, i), c->scripts.sha[SCRIPT_RENEW], n, b);
     }
-    if (b->cb.shape != CB_NONE) {
+    if (cb_set(&b->cb)) {
         handle_attach(b->locks[0], op);
     } else { /* b lives on for the answers after the decision */
         op->late = c->nnodes > 1 ? renew_late : NULL;
@@ -194,7 +194,7 @@ static void flush_batch(struct engine *c, struct renew_batch *b)
         return;
     for (size_t i = 0; i < b->n; i++) {
         struct hilock_lock *lock = b->locks[i];
-        lock->wd.renewing = 0;
+        lock->hold.renewing = 0;
         retry_soon(lock);
         handle_unref(lock);
     }
@@ -212,7 +212,7 @@ static void batch_push(struct renew_batch *b, struct hilock_lock *lock)
  * renewal in flight. */
 static void batch_add(struct renew_batch *b, struct hilock_lock *lock)
 {
-    lock->wd.renewing = 1;
+    lock->hold.renewing = 1;
     handle_ref(lock);
     batch_push(b, lock);
     if (lock->wd.valid_until < b->valid_min)
@@ -241,10 +241,10 @@ static struct renew_batch *batch_new(size_t cap, uint32_t lease_ms)
 static void renew_apply(struct hilock_lock *lock, int ok,
                         const struct renew_batch *b)
 {
-    if (lock->freeing || !lock->wd.renewing)
+    if (lock->freeing || !lock->hold.renewing)
         return; /* the hold ended while the renewal was out */
     lock->eng->stats.renewals_failed += ok != RENEW_OK;
-    lock->wd.renewing = 0;
+    lock->hold.renewing = 0;
     if (ok == RENEW_OK && b->lease_ms == 0) {
         schedule(lock, lock->wd.valid_until); /* checked, lease unchanged */
     } else if (ok == RENEW_OK) {
@@ -268,14 +268,14 @@ static void renew_manual(int status, int ok, const struct renew_batch *b)
         status = HILOCK_ELOST;
     } else if (status == 0 && ok == RENEW_UNKNOWN) {
         status = HILOCK_ENOQUORUM; /* neither held nor gone on a majority */
-    } else if (status == 0 && lock->hold.count > 0 && !lock->wd.renewing) {
+    } else if (status == 0 && lock->hold.count > 0 && !lock->hold.renewing) {
         lock->eng->hooks.renewed(lock, b->sent_ms, b->lease_ms);
     }
     if (lock->freeing || lock->eng->guard->closing)
         status = HILOCK_ECANCELED;
     struct hilock_result res =
         cb_result(status ? CB_FIELD_NONE : CB_FIELD_LEASE, b->lease_ms);
-    cb_call(&b->cb, lock, status, &res);
+    cb_call(&b->cb, lock->kind->api, lock, status, &res);
 }
 
 /* Lock k of renewal op was renewed on a majority: node i, if it said it
@@ -341,7 +341,7 @@ static void renew_done(struct fanout *op, int status,
     /* Only one node's answer says where a key is not (a Redlock's
      * unknown is a master that did not answer). */
     int reroute = ok && !b->keyed && op->n == 1;
-    if (b->cb.shape != CB_NONE) {
+    if (cb_set(&b->cb)) {
         renew_manual(status, ok ? ok[0] : RENEW_UNKNOWN, b);
         free(b);
     } else {
@@ -350,7 +350,7 @@ static void renew_done(struct fanout *op, int status,
             if (ok && ok[i] == RENEW_OK && b->lease_ms)
                 for (size_t j = 0; j < op->n; j++)
                     repair_node(op, j, i, lock);
-            if (reroute && ok[i] == RENEW_UNKNOWN && lock->wd.renewing &&
+            if (reroute && ok[i] == RENEW_UNKNOWN && lock->hold.renewing &&
                 !lock->freeing && renew_keyed(lock, b))
                 continue;
             renew_apply(lock, ok ? ok[i] : RENEW_UNKNOWN, b);
@@ -442,7 +442,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     while (!c->guard->closing && (top = heap_top(&c->wd.heap)) &&
            heap_top_key(&c->wd.heap) <= now) {
         struct hilock_lock *lock = lock_of(top);
-        if (lock->wd.renewing || !lock->hold.auto_renew || now >= lock->wd.valid_until) {
+        if (lock->hold.renewing || !lock->hold.auto_renew || now >= lock->wd.valid_until) {
             watchdog_forget(lock); /* out of the heap whatever the hook does */
             c->hooks.expired(lock);
             continue;
@@ -477,7 +477,7 @@ void watchdog_verify_all(struct engine *c)
         handle_ref(lock_of(all[i]));
     for (size_t i = 0; i < n; i++) {
         struct hilock_lock *lock = lock_of(all[i]);
-        if (lock->wd.renewing || lock->freeing ||
+        if (lock->hold.renewing || lock->freeing ||
             !heap_contains(&lock->wd.node))
             continue; /* in flight already, or its hold ended meanwhile */
         if (batch_put(c, &open,

@@ -859,6 +859,24 @@ START_TEST(test_free_name_taken_by_restore)
 }
 END_TEST
 
+/* cl[0] holds NAME while w, of cl[1], queues and hears its channel; then
+ * the key goes (as when the holder's lease runs out), leaving the lock
+ * free with w still queued. Returns the RESTORE calls counted so far. */
+static long long free_with_a_queued_waiter(struct waiter *w)
+{
+    char chan[128];
+    cl[0] = client_unfenced();
+    hold(cl[0], NULL);
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), w, (uint64_t)tu_ms(LONG_MS),
+                0, 1);
+    queued_channel(0, chan, sizeof chan);
+    ck_assert(tu_numsub_becomes(chan, 1, tu_ms(2000)));
+    tu_run_quiet();
+    ck_assert_int_eq(rs_int(tu_srv, "DEL", NAME, (char *)NULL), 1);
+    holding = 0;
+    return rs_cmdstat_calls(tu_srv, "restore");
+}
+
 /* The lock is free while a waiter of a fair client is queued (its
  * holder's lease ran out: here the key is deleted, and the waiter's next
  * look is the holder's lease away). That client's next acquire of the
@@ -867,18 +885,8 @@ END_TEST
 START_TEST(test_no_restore_past_own_waiter)
 {
     struct waiter w = {1, {0}}, late = {2, {0}};
-    char chan[128];
-    cl[0] = client_unfenced();
     cl[1] = client_unfenced();
-    hold(cl[0], NULL);
-    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w, (uint64_t)tu_ms(LONG_MS),
-                0, 1);
-    queued_channel(0, chan, sizeof chan);
-    ck_assert(tu_numsub_becomes(chan, 1, tu_ms(2000)));
-    tu_run_quiet();
-    ck_assert_int_eq(rs_int(tu_srv, "DEL", NAME, (char *)NULL), 1);
-    holding = 0;
-    long long restores = rs_cmdstat_calls(tu_srv, "restore");
+    long long restores = free_with_a_queued_waiter(&w);
     ck_assert_int_eq(hilock_lock_acquire(tu_lock(cl[1], NAME, 2),
                                          (uint64_t)tu_ms(LONG_MS), 0,
                                          on_acquired, &late),
@@ -905,19 +913,9 @@ END_TEST
 START_TEST(test_restore_past_queue_serves_it_at_release)
 {
     struct waiter w = {1, {0}}, late = {2, {0}};
-    char chan[128];
-    cl[0] = client_unfenced();
     cl[1] = client_unfenced();
     cl[2] = client_unfenced();
-    hold(cl[0], NULL);
-    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w, (uint64_t)tu_ms(LONG_MS),
-                0, 1);
-    queued_channel(0, chan, sizeof chan);
-    ck_assert(tu_numsub_becomes(chan, 1, tu_ms(2000)));
-    tu_run_quiet();
-    ck_assert_int_eq(rs_int(tu_srv, "DEL", NAME, (char *)NULL), 1);
-    holding = 0;
-    long long restores = rs_cmdstat_calls(tu_srv, "restore");
+    long long restores = free_with_a_queued_waiter(&w);
     ck_assert_int_eq(hilock_lock_acquire(tu_lock(cl[2], NAME, 1),
                                          (uint64_t)tu_ms(LONG_MS), 0,
                                          on_acquired, &late),
