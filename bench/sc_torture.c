@@ -317,7 +317,10 @@ static void check_dups(const struct tresults *res, struct written *vals,
  * may not have been applied), no acknowledged value is written twice, and
  * the final counter is not below the largest acknowledged write. A GET
  * answered after on_lost (its SET skipped) is not checked: that holder's
- * interval had ended, so its place in the order is not known. */
+ * interval had ended, so its place in the order is not known. A SET
+ * answered after its holder's on_lost (TR_LATE) may have run after the
+ * lease, after later holders' reads: like a write whose reply was lost,
+ * it widens what the next read may see instead of fixing it. */
 static void check_counter(const struct tresults *res, size_t from, size_t to,
                           long long final, struct tchecks *c)
 {
@@ -334,14 +337,17 @@ static void check_counter(const struct tresults *res, size_t from, size_t to,
             lo = hi = r->seen;
             last = i;
         }
+        int late = (r->flags & TR_LATE) != 0;
         if (w == TW_ACKED) {
-            lo = hi = r->seen + 1;
-            top = r->seen + 1 > top ? r->seen + 1 : top;
             c->acked++;
             if (vals)
                 vals[nv++] = (struct written){r->seen + 1, i};
-        } else if (w == TW_UNKNOWN && r->seen + 1 > hi) {
-            hi = r->seen + 1;
+        }
+        if (w == TW_ACKED && !late) {
+            lo = hi = r->seen + 1;
+            top = r->seen + 1 > top ? r->seen + 1 : top;
+        } else if ((w == TW_UNKNOWN || late) && r->seen + 1 > hi) {
+            hi = r->seen + 1; /* applied at some point, maybe later */
         }
     }
     if (vals)
