@@ -22,6 +22,7 @@
 -- one that the ACL refuses changes nothing.
 --@include lib/rw.lua
 --@include lib/rw_release.lua
+--@include lib/read_end.lua
 if not n then return nil end
 n = tonumber(n)
 if applied(ARGV[8], ARGV[3], ARGV[9]) then return {n, 0} end
@@ -38,13 +39,4 @@ if c > 0 then
   note(ARGV[8], ARGV[3], ARGV[9], tonumber(ARGV[2]))
   return {c, 0}
 end
-forget(ARGV[8], ARGV[3])
-if mode == 'write' then return {0, 0} end
-local live, most = prune(ARGV[7], ARGV[8], 0)
-if live > 0 then
-  if most > 0 then redis.call('pexpire', KEYS[1], most) end
-  return {0, 0}
-end
-local heard = redis.call(ARGV[5], ARGV[6], ARGV[1])
-redis.call('del', KEYS[1], ARGV[8])
-return {0, heard}
+return read_ended(ARGV[8], ARGV[7], ARGV[5], ARGV[6])

@@ -30,6 +30,7 @@
 -- read_release does.
 --@include lib/rw.lua
 --@include lib/rw_release.lua
+--@include lib/read_end.lua
 if not n then return nil end
 n = tonumber(n)
 local ids = redis.call('hmget', ARGV[7], ARGV[3], ARGV[3] .. ':first')
@@ -48,13 +49,4 @@ if n > 1 then
   note(ARGV[7], ARGV[3], ARGV[9], tonumber(ARGV[2]))
   return {n - 1, 0}
 end
-forget(ARGV[7], ARGV[3])
-if mode == 'write' then return {0, 0} end
-local live, most = prune(ARGV[6], ARGV[7], 0)
-if live > 0 then
-  if most > 0 then redis.call('pexpire', KEYS[1], most) end
-  return {0, 0}
-end
-local heard = redis.call(ARGV[4], ARGV[5], ARGV[1])
-redis.call('del', KEYS[1], ARGV[7])
-return {0, heard}
+return read_ended(ARGV[7], ARGV[6], ARGV[4], ARGV[5])

@@ -25,6 +25,7 @@
 -- the lock over to them: mode "read".
 --@include lib/rw.lua
 --@include lib/rw_release.lua
+--@include lib/write_end.lua
 if not n or mode ~= 'write' then return nil end
 n = tonumber(n)
 if applied(ARGV[8], ARGV[3], ARGV[9]) then return {n, 0} end
@@ -35,11 +36,4 @@ if c > 0 then
   longer(KEYS[1], tonumber(ARGV[2]))
   return {c, 0}
 end
-local heard = redis.call(ARGV[5], ARGV[6], ARGV[1])
-forget(ARGV[8], ARGV[3])
-if redis.call('hlen', KEYS[1]) == 1 then
-  redis.call('del', KEYS[1], ARGV[8])
-else
-  redis.call('hset', KEYS[1], 'mode', 'read')
-end
-return {0, heard}
+return write_ended(ARGV[8], ARGV[5], ARGV[6])

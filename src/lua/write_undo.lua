@@ -30,6 +30,7 @@
 -- lease stays as it is. A resend drops nothing a second time.
 --@include lib/rw.lua
 --@include lib/rw_release.lua
+--@include lib/write_end.lua
 if not n or mode ~= 'write' then return nil end
 n = tonumber(n)
 local ids = redis.call('hmget', ARGV[7], ARGV[3], ARGV[3] .. ':first')
@@ -43,11 +44,4 @@ if n > 1 then
   note(ARGV[7], ARGV[3], ARGV[9], tonumber(ARGV[2]))
   return {n - 1, 0}
 end
-local heard = redis.call(ARGV[4], ARGV[5], ARGV[1])
-forget(ARGV[7], ARGV[3])
-if redis.call('hlen', KEYS[1]) == 1 then
-  redis.call('del', KEYS[1], ARGV[7])
-else
-  redis.call('hset', KEYS[1], 'mode', 'read')
-end
-return {0, heard}
+return write_ended(ARGV[7], ARGV[4], ARGV[5])
