@@ -319,8 +319,14 @@ START_TEST(failover_is_followed_while_a_sentinel_is_frozen)
         }
         rc = tu_acquire(l, 0, 0, NULL);
         done = rc == 0 && exists_on(now, "followed") == 1;
-        if (rc == 0 && !done) /* the old master, not demoted yet */
-            tu_assert_status(tu_release(l, NULL), 0);
+        if (rc == 0 && !done) { /* the old master, not demoted yet */
+            /* The client may move to the new master before this release
+             * goes, which then does not find the hold taken on the old
+             * one: the failover lost it, which is the test's point. */
+            int rel = tu_release(l, NULL);
+            if (rel != HILOCK_ENOTOWNER)
+                tu_assert_status(rel, 0);
+        }
     }
     long long took = tu_now_ms() - t0;
     ck_assert_int_eq(rs_resume(rt_sentinel_server(dep, 0)), 0);
