@@ -115,7 +115,7 @@ static void acq(struct srun *s, long i, uint32_t entry_ms, int m)
     struct wire_lock w = who(s, i, NAME, &wire_kind_mutex);
     w.entry_ms = entry_ms;
     wire_acquire(&s->cmd, s->set.sha[SCRIPT_ACQUIRE], &w, LEASE_MS, 1,
-                 ++s->rid);
+                 "publish", ++s->rid);
     push(s, SCRIPT_ACQUIRE, m);
 }
 

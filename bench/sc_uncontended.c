@@ -355,7 +355,8 @@ static int c_send_acquire(struct uslot *s)
     struct resp_buf cmd;
     resp_init(&cmd, inline_cmd, sizeof inline_cmd);
     if (!c_plain(s) || wire_take(&cmd, &s->wire, u->lease_ms, ++u->seq) != 0)
-        wire_acquire(&cmd, u->sha_acq, &s->wire, u->lease_ms, 0, ++u->seq);
+        wire_acquire(&cmd, u->sha_acq, &s->wire, u->lease_ms, 0, "publish",
+                     ++u->seq);
     s->pair++;
     s->acq.ok = s->acq.bad = s->acq.done = 0;
     s->rel.ok = s->rel.bad = s->rel.done = 0;

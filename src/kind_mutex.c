@@ -45,7 +45,8 @@ static void mutex_acquire(struct hilock_lock *lock, struct fanout *op,
     }
     fanout_eval(op, SCRIPT_ACQUIRE);
     wire_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
-                 handle_acquire_lease(lock), eng->opts->fencing, rid);
+                 handle_acquire_lease(lock), eng->opts->fencing,
+                 topo_publish(eng->topo), rid);
 }
 
 static void mutex_release(struct hilock_lock *lock, struct fanout *op,
@@ -96,7 +97,8 @@ static void mutex_repair(struct hilock_lock *lock, struct fanout *op)
     struct wire_lock w = handle_wire(lock);
     fanout_eval(op, SCRIPT_ACQUIRE);
     wire_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
-                 handle_hold_lease(lock), eng->opts->fencing, 0);
+                 handle_hold_lease(lock), eng->opts->fencing,
+                 topo_publish(eng->topo), 0);
 }
 
 const struct kind_ops kind_mutex = {

@@ -5,12 +5,12 @@
  * handle's owner holds nothing and this is the acquire's first attempt,
  * and a single hold (not in fair mode) is given back with HDEL and the
  * release message: Redis runs no script for the common uncontended pair.
- * In fair mode the key exists while a holder's waiters are queued (a
- * release hands the lock on at once), so a RESTORE that succeeds passed
- * no hand-off; a client with waiters of its own parked on the name sends
- * the fair script instead (the key may be absent with them queued: a
- * lease ran out), and a refused or resent RESTORE goes as the fair
- * script. The hash is the one the scripts write (Redisson's
+ * While waiters queue on the name the key exists, with the queue's
+ * marker when no one holds it (src/lua/lib/fair.lua), so a RESTORE that
+ * succeeds passed nobody in line; a fair client with waiters of its own
+ * parked on the name sends the fair script instead (the key may be
+ * absent with them queued: a lease ran out), and a refused or resent
+ * RESTORE goes as the fair script. The hash is the one the scripts write (Redisson's
  * layout with the request id field), so both paths mix freely:
  * - RESTORE refused (BUSYKEY: the key exists) goes again as the acquire
  *   script, with a new request id (it was not applied), and the script
@@ -84,7 +84,7 @@ static int plain_again(struct fanout *op, struct resp_buf *cmd,
     if (fair_on(lock))
         return fair_attempt_into(lock, cmd, op->rid);
     wire_acquire(cmd, eng->scripts.sha[SCRIPT_ACQUIRE], &w, op->lease_ms, 0,
-                 op->rid);
+                 topo_publish(eng->topo), op->rid);
     return SCRIPT_ACQUIRE;
 }
 

@@ -110,10 +110,11 @@ uint64_t wire_rid_of(const struct resp_buf *b);
 /* A lock's own scripts (wire_mutex.c). EVALSHA sha of the acquire
  * script: take or re-enter l with lease_ms, drawing a fencing token when
  * fencing, as request id rid; a waiting acquire (l->entry_ms) joins the
- * name's fair queue when there is one. */
+ * name's fair queue when there is one, and may hand the lock on to it
+ * with publish ("publish" or "spublish"). */
 void wire_acquire(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint32_t lease_ms, int fencing,
-                  uint64_t rid);
+                  const char *publish, uint64_t rid);
 
 /* EVALSHA sha of the release script: drop `drop` holds of l's owner as
  * request id rid; lease_ms is set again when holds remain; the release

@@ -20,11 +20,11 @@ const struct wire_kind wire_kind_mutex = {
 
 void wire_acquire(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint32_t lease_ms, int fencing,
-                  uint64_t rid)
+                  const char *publish, uint64_t rid)
 {
     struct key_src k = wire_key(l);
     size_t nk = 1 + (fencing != 0) + (l->entry_ms ? 2 : 0);
-    wire_evalsha(b, SCRIPT_ACQUIRE, sha, nk, l->entry_ms ? 7 : 5);
+    wire_evalsha(b, SCRIPT_ACQUIRE, sha, nk, l->entry_ms ? 9 : 5);
     keys_lock(b, &k);
     if (fencing)
         keys_fence(b, &k);
@@ -36,9 +36,11 @@ void wire_acquire(struct resp_buf *b, const char *sha,
     keys_field(b, l->client_id, l->owner_tag);
     resp_arg(b, fencing ? "1" : "0", 1);
     keys_fence(b, &k);
-    if (l->entry_ms) { /* only a wait joins a queue */
+    if (l->entry_ms) { /* only a wait joins a queue, or serves it */
         keys_queue(b, &k);
         resp_arg_u64(b, l->entry_ms);
+        resp_arg(b, publish, strlen(publish));
+        keys_channel(b, &k);
     }
     resp_arg_u64_fixed(b, rid);
 }

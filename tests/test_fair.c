@@ -700,7 +700,7 @@ struct mix_worker {
     int loop;     /* takes the lock again after each release */
 };
 static struct mix_worker mix[MIX_WORKERS];
-static int mix_total, mix_errors, mix_defaults_done, mix_stop;
+static int mix_total, mix_errors, mix_defaults_done, mix_stop, mix_idle;
 
 static void mix_acquire(struct mix_worker *w);
 
@@ -713,6 +713,8 @@ static void mix_released(struct hilock_lock *lock, int status,
     mix_errors += status != 0;
     if (w->loop && !mix_stop)
         mix_acquire(w);
+    else
+        mix_idle++;
 }
 
 static void mix_acquired(struct hilock_lock *lock, int status,
@@ -748,7 +750,7 @@ START_TEST(test_default_waiters_not_starved_by_fair_workers)
 {
     struct hilock_client *c[MIX_WORKERS];
     memset(mix, 0, sizeof mix);
-    mix_total = mix_errors = mix_defaults_done = mix_stop = 0;
+    mix_total = mix_errors = mix_defaults_done = mix_stop = mix_idle = 0;
     for (int i = 0; i < MIX_WORKERS; i++) {
         c[i] = client(i < MIX_FAIR, 0);
         mix[i].lock = tu_lock(c[i], NAME, 1);
@@ -770,6 +772,57 @@ START_TEST(test_default_waiters_not_starved_by_fair_workers)
                       "waiter %d got the lock after %d acquisitions of "
                       "others", i, mix[i].longest);
     ck_assert_int_eq(mix_errors, 0);
+    for (int i = 0; i < MIX_WORKERS; i++)
+        hilock_client_free(c[i]);
+}
+END_TEST
+
+/* A ready client without fencing, fair or not: its first attempt on a
+ * free name goes as the plain RESTORE, its release as HDEL (plain.c). */
+static struct hilock_client *client_plain(int fair)
+{
+    struct hilock_options o;
+    tu_options(&o);
+    o.fair = fair;
+    struct hilock_client *c = tu_client(&o);
+    tu_client_ready(c);
+    return c;
+}
+
+/* Three fair and three default workers, each on its own client and all
+ * on the plain path, take one name again and again. A release without a
+ * script (HDEL) leaves the name free with waiters queued, and a first
+ * attempt (RESTORE) must not take it past them: no waiter of either mode
+ * waits through more acquisitions of others than its place in line and
+ * a pass of slack, however long the run. */
+START_TEST(test_no_waiter_passed_on_a_free_name)
+{
+    enum { RUN = 600 };
+    struct hilock_client *c[MIX_WORKERS];
+    memset(mix, 0, sizeof mix);
+    mix_total = mix_errors = mix_defaults_done = mix_stop = mix_idle = 0;
+    for (int i = 0; i < MIX_WORKERS; i++) {
+        c[i] = client_plain(i < MIX_FAIR);
+        mix[i].lock = tu_lock(c[i], NAME, 1);
+        mix[i].loop = 1;
+    }
+    for (int i = 0; i < MIX_WORKERS; i++)
+        mix_acquire(&mix[i]);
+    ck_assert_msg(tu_run_until_count(&mix_total, RUN, tu_ms(20000)),
+                  "%d of %d acquisitions", mix_total, RUN);
+    mix_stop = 1;
+    ck_assert(tu_run_until_count(&mix_idle, MIX_WORKERS, tu_ms(10000)));
+    ck_assert_int_eq(mix_errors, 0);
+    for (int i = 0; i < MIX_WORKERS; i++) {
+        ck_assert_int_gt(mix[i].got, 0);
+        ck_assert_msg(mix[i].longest <= 2 * MIX_WORKERS + 2,
+                      "%s worker %d waited through %d acquisitions of "
+                      "others", i < MIX_FAIR ? "fair" : "default", i,
+                      mix[i].longest);
+    }
+    tu_run_quiet();
+    ck_assert_int_eq(tu_exists(NAME), 0);
+    ck_assert_int_eq(tu_exists(QUEUE), 0);
     for (int i = 0; i < MIX_WORKERS; i++)
         hilock_client_free(c[i]);
 }
@@ -957,6 +1010,7 @@ static Suite *fair_suite(void)
     tcase_add_test(tc, test_default_waiter_served_in_its_place);
     tcase_add_test(tc, test_gone_default_waiter_costs_a_turn);
     tcase_add_test(tc, test_default_waiters_not_starved_by_fair_workers);
+    tcase_add_test(tc, test_no_waiter_passed_on_a_free_name);
     tcase_add_test(tc, test_free_name_taken_by_restore);
     tcase_add_test(tc, test_no_restore_past_own_waiter);
     tcase_add_test(tc, test_restore_past_queue_serves_it_at_release);

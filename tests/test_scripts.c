@@ -13,6 +13,7 @@
 #include "testutil.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -490,6 +491,116 @@ START_TEST(fair_leave_takes_the_entry_and_passes_a_raced_hand_off_on)
 }
 END_TEST
 
+/* A default acquire that waits (may join the queue): owner f. */
+static redisReply *acquire_waiting(const char *f, const char *rid)
+{
+    return call(SCRIPT_ACQUIRE, 3, LK, QUEUE, OWNERS, "30000", f, "0",
+                "fence", QUEUE, "30000", "publish", "ch", rid, NULL);
+}
+
+static long long marked(void)
+{
+    return rs_int(tu_srv, "HEXISTS", LK, "hilock:queued", (char *)NULL);
+}
+
+/* What the plain release does: HDEL of the owner's fields. */
+static void plain_release(const char *f)
+{
+    char rid[64], first[64];
+    snprintf(rid, sizeof rid, "%s:rid", f);
+    snprintf(first, sizeof first, "%s:first:rid", f);
+    ck_assert_int_eq(rs_int(tu_srv, "HDEL", LK, f, rid, first, (char *)NULL),
+                     3);
+}
+
+/* Whether a RESTORE of LK is refused (BUSYKEY: the key is there). */
+static int restore_refused(void)
+{
+    redisContext *c = rs_connect(tu_srv);
+    ck_assert_ptr_nonnull(c);
+    freeReplyObject(redisCommand(c, "HSET {lk}:tmp c:9 1"));
+    redisReply *d = redisCommand(c, "DUMP {lk}:tmp");
+    ck_assert_int_eq(d->type, REDIS_REPLY_STRING);
+    redisReply *r = redisCommand(c, "RESTORE %s 30000 %b", LK, d->str,
+                                 (size_t)d->len);
+    int busy = r->type == REDIS_REPLY_ERROR && strstr(r->str, "BUSYKEY");
+    freeReplyObject(r);
+    freeReplyObject(d);
+    redisFree(c);
+    return busy;
+}
+
+/* While anyone queues, the lock keeps the marker: a plain release leaves
+ * the key (a RESTORE is refused), one that does not wait finds it busy,
+ * a default waiter hands it to the first in line and queues; a turn of a
+ * default waiter is its own; the last one out takes the marker along. */
+START_TEST(queue_marker_keeps_a_released_name_for_the_first_in_line)
+{
+    load_all();
+    redisContext *sub = rs_connect(tu_srv);
+    ck_assert_ptr_nonnull(sub);
+    freeReplyObject(redisCommand(sub, "SUBSCRIBE ch:bb ch"));
+    is_pair(fair("c:1", "t", "aa", "1", "1"), 1, 0);
+    ck_assert_int_eq(marked(), 0); /* nobody queues: nothing more */
+    ck_assert_int_eq(fair("c:2", "w", "bb", "7", "1")->type,
+                     REDIS_REPLY_INTEGER);
+    ck_assert_int_eq(marked(), 1);
+    plain_release("c:1");
+    ck_assert_int_eq(rs_int(tu_srv, "HLEN", LK, (char *)NULL), 1);
+    ck_assert(restore_refused());
+    ck_assert_int_eq(acquire("c:3", "1", "30000")->type, REDIS_REPLY_INTEGER);
+    /* a default waiter serves the first in line, and queues */
+    ck_assert_int_eq(acquire_waiting("c:3", "2")->type, REDIS_REPLY_INTEGER);
+    ck_assert_int_eq(hget(LK, "c:2"), 1);
+    ck_assert_int_eq(hget(LK, "c:3"), RS_NIL);
+    ck_assert_int_eq(marked(), 1);
+    is_pair(fair("c:2", "c", "bb", "7", "2"), 1, 0);
+    /* its release gives the default waiter its turn: the marker alone */
+    is_pair(fair_release("c:2", "bb", "3"), 0, 1);
+    ck_assert_int_eq(rs_int(tu_srv, "HLEN", LK, (char *)NULL), 1);
+    ck_assert(restore_refused());
+    ck_assert_int_eq(fair("c:4", "t", "dd", "1", "1")->type,
+                     REDIS_REPLY_INTEGER);
+    ck_assert_int_eq(acquire("c:5", "1", "30000")->type, REDIS_REPLY_INTEGER);
+    is_pair(acquire_waiting("c:3", "3"), 1, 0);
+    ck_assert_int_eq(marked(), 0);
+    ck_assert_int_eq(exists(QUEUE), 0);
+    is_pair(release("c:3", "1", "4"), 0, 1);
+    ck_assert_int_eq(exists(LK), 0);
+    redisFree(sub);
+}
+END_TEST
+
+/* Waiters that nobody hears (their process died) hold a free name with
+ * the marker for one pass at most: the first caller that finds it so
+ * takes it; the script release keeps the marker for what is left, and
+ * the next finds the queue empty and takes the marker along. The last
+ * leave out takes it too. */
+START_TEST(queue_marker_goes_with_dead_waiters_and_the_last_leave)
+{
+    load_all();
+    is_pair(fair("c:1", "t", "aa", "1", "1"), 1, 0);
+    fair("c:2", "w", "ee", "7", "1");
+    plain_release("c:1");
+    is_pair(acquire_waiting("c:3", "1"), 1, 0);
+    ck_assert_int_eq(marked(), 1); /* the deaf one keeps its place once */
+    is_pair(release("c:3", "1", "2"), 0, 0);
+    ck_assert_int_eq(rs_int(tu_srv, "HLEN", LK, (char *)NULL), 1);
+    long long ttl = rs_int(tu_srv, "PTTL", LK, (char *)NULL);
+    ck_assert(ttl > 0 && ttl <= 5000);
+    is_pair(acquire_waiting("c:5", "1"), 1, 0);
+    ck_assert_int_eq(marked(), 0);
+    ck_assert_int_eq(exists(QUEUE), 0);
+    is_pair(release("c:5", "1", "2"), 0, 0);
+    ck_assert_int_eq(exists(LK), 0);
+    is_pair(fair("c:1", "t", "aa", "1", "3"), 1, 0);
+    fair("c:2", "w", "ee", "8", "2");
+    ck_assert_int_eq(marked(), 1);
+    is_int(fair_leave("c:2", "8"), 0);
+    ck_assert_int_eq(marked(), 0);
+}
+END_TEST
+
 static redisReply *fair_undo(const char *f, const char *l,
                              const char *attempt, const char *rid)
 {
@@ -875,7 +986,8 @@ START_TEST(every_encoder_keeps_its_scripts_contract)
     for (int fencing = 0; fencing < 2; fencing++) {
         for (uint32_t entry = 0; entry < 2; entry++) {
             l.entry_ms = entry * 3000;
-            wire_acquire(&b, sha[SCRIPT_ACQUIRE], &l, 30000, fencing, 1);
+            wire_acquire(&b, sha[SCRIPT_ACQUIRE], &l, 30000, fencing,
+                         "publish", 1);
             keeps(&b, SCRIPT_ACQUIRE);
         }
         for (int m = 0; m < 3; m++) {
@@ -1013,6 +1125,8 @@ int main(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, every_body_loads_under_the_digest_the_build_computed);
     tcase_add_test(tc, acquire_counts_a_request_once_and_refuses_another_owner);
+    tcase_add_test(tc, queue_marker_keeps_a_released_name_for_the_first_in_line);
+    tcase_add_test(tc, queue_marker_goes_with_dead_waiters_and_the_last_leave);
     tcase_add_test(tc, acquire_after_the_lease_ran_out_begins_a_new_hold);
     tcase_add_test(tc, acquire_refuses_other_kinds_and_leaves_them);
     tcase_add_test(tc, release_drops_holds_once_and_ends_with_the_message);

@@ -1,7 +1,7 @@
 -- acquire -- take or re-enter a lock.
 --
 -- keys: 1..4
--- args: 5..7
+-- args: 5..9
 --
 -- KEYS[1]  the lock
 -- KEYS[2]  the fencing counter, when tokens are issued
@@ -11,8 +11,10 @@
 -- ARGV[2]  owner field "<client-uuid>:<owner-tag>"
 -- ARGV[3]  "1" to issue fencing tokens, else "0"
 -- ARGV[4]  the fencing counter's name
--- ARGV[5]  for a caller that waits (7 arguments): the fair queue's name
+-- ARGV[5]  for a caller that waits (9 arguments): the fair queue's name
 -- ARGV[6]  for a caller that waits: ms its queue entry stays live
+-- ARGV[7]  for a caller that waits: the publish command
+-- ARGV[8]  for a caller that waits: the lock's channel
 -- ARGV[#]  last: the request id (fixed across resends of one acquire)
 --
 -- Replies: the holder's PTTL (integer) when another owner holds the lock;
@@ -31,7 +33,14 @@
 -- on the name joins their queue (lib/fair.lua): an entry
 -- "plain:<owner field>" at the tail, its deadline in the owners hash. Its
 -- acquisition takes the entry out again and ends a turn it was given.
--- Nothing of this runs for a caller that does not wait, nor when the
+-- While anyone queues, the lock hash keeps the field "hilock:queued", so
+-- that a release leaves the key (and a RESTORE is refused). Such a lock
+-- that holds the marker alone, or no key with a queue, is free for the
+-- first in line: a caller that waits takes it when its own entry is the
+-- first live one, or when the turn is its own; else it hands the lock on
+-- as a fair release would (to the first live entry, or a turn for the
+-- first waiter without fair mode) and joins the queue. A caller that
+-- does not wait finds such a lock busy. Nothing of this runs when the
 -- name has no queue.
 --
 -- A request whose reply was lost is sent again with the same request id.
@@ -57,53 +66,94 @@
 -- A free lock costs three calls (one more for a token, one more for a
 -- caller that waits): PTTL tells it free and is the reply for a held
 -- one, which costs two (PTTL and HMGET; three for a caller that waits).
+-- The queue's functions are defined only where a queue is met.
 --@include lib/kind.lua
 local t = 0
 local f = ARGV[2]
 local rid = f .. ':rid'
-local id, q, wait = ARGV[5], '', '0'
-if #ARGV == 7 then q, wait, id = ARGV[5], ARGV[6], ARGV[7] end
+local id, q, wait = ARGV[5], nil, nil
+if #ARGV == 9 then q, wait, id = ARGV[5], tonumber(ARGV[6]), ARGV[9] end
 local p = redis.call('pttl', KEYS[1])
--- no key: taken
-if p == -2 then
+local v = {}
+if p ~= -2 then
+  v = redis.pcall('hmget', KEYS[1], f, rid, 'mode', 'hilock:queued')
+  if v.err or v[3] then return other_kind(KEYS[1], 'lock') or v end
+elseif not q or redis.call('exists', q) == 0 then
+  -- no key, no queue: taken
   redis.call('hset', KEYS[1], f, 1, rid, id, f .. ':first:rid', id)
   redis.call('pexpire', KEYS[1], ARGV[1])
   if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end
-  -- the owners hash, declared last by a caller that waits
-  local own = KEYS[#KEYS]
-  if wait ~= '0' and redis.call('exists', own) == 1 then
+  return {1, t}
+end
+if v[1] then
+  local n = tonumber(v[1])
+  if tonumber(id) > tonumber(v[2] or '0') then
+    n = n + 1
+    redis.call('hset', KEYS[1], f, n, rid, id)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+  else
+    -- a resend: written again as it is (see above)
+    redis.call('hset', KEYS[1], rid, v[2])
+  end
+  if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end
+  return {n, t}
+end
+if not q or (p ~= -2 and not v[4] and redis.call('exists', q) == 0) then
+  return p
+end
+-- a queue: the owners hash is declared last
+local own = KEYS[#KEYS]
+--@include lib/fair.lua
+local now = now_ms()
+local free = free_of(KEYS[1], p, v[4])
+if free then
+  -- free for the first in line: the caller, or whom it hands the lock to
+  local tu, tf = turn_of(own)
+  local mine = tu > now and tf == f
+  if tu <= now then
+    local first
+    while true do
+      first = redis.call('lindex', q, 0)
+      if not first then break end
+      local o, d = owner_of(first)
+      if not o then
+        o = string.sub(first, 7)
+        d = tonumber(redis.call('hget', own, o) or '0')
+      end
+      if d > now then break end
+      redis.call('lpop', q)
+      redis.call('hdel', own, o)
+    end
+    mine = not first or first == 'plain:' .. f
+    if not mine then
+      local h = hand(KEYS[1], q, own, now, ARGV[3], ARGV[4], ARGV[7],
+                     ARGV[8], nil, nil)
+      tu, tf = turn_of(own)
+      mine = not h or (type(h) == 'number' and tf == f)
+    end
+  end
+  if mine then
+    redis.call('hset', KEYS[1], f, 1, rid, id, f .. ':first:rid', id)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end
     if redis.call('hdel', own, f) == 1 then
       redis.call('lrem', q, 1, 'plain:' .. f)
     end
     redis.call('hdel', own, 'hilock:turn')
+    mark(KEYS[1], q)
+    return {1, t}
   end
-  return {1, t}
+  p = tu > now and tu - now or redis.call('pttl', KEYS[1])
 end
-local v = redis.pcall('hmget', KEYS[1], f, rid, 'mode')
-if v.err or v[3] then return other_kind(KEYS[1], 'lock') or v end
-if not v[1] then
-  if wait ~= '0' and redis.call('exists', q) == 1 then
-    local c, ms, own = redis.call('time'), tonumber(wait), KEYS[#KEYS]
-    if redis.call('hexists', own, f) == 0 then
-      redis.call('rpush', q, 'plain:' .. f)
-    end
-    redis.call('hset', own, f, c[1] * 1000 + math.floor(c[2] / 1000) + ms)
-    -- see lib/fair.lua: extended only when it would run out first
-    if redis.call('pttl', q) < ms then
-      redis.call('pexpire', q, 2 * ms)
-      redis.call('pexpire', own, 2 * ms)
-    end
-  end
-  return p
+-- held, or served to another first: the caller joins the queue
+if redis.call('hexists', own, f) == 0 then
+  redis.call('rpush', q, 'plain:' .. f)
 end
-local n = tonumber(v[1])
-if tonumber(id) > tonumber(v[2] or '0') then
-  n = n + 1
-  redis.call('hset', KEYS[1], f, n, rid, id)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-else
-  -- a resend: written again as it is (see above)
-  redis.call('hset', KEYS[1], rid, v[2])
+redis.call('hset', own, f, now + wait)
+queued(KEYS[1])
+-- see lib/fair.lua: extended only when it would run out first
+if redis.call('pttl', q) < wait then
+  redis.call('pexpire', q, 2 * wait)
+  redis.call('pexpire', own, 2 * wait)
 end
-if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end
-return {n, t}
+return p

@@ -42,7 +42,8 @@
 --@include lib/fair.lua
 local f = ARGV[2]
 local rid = f .. ':rid'
-local v = redis.pcall('hmget', KEYS[1], f, rid, 'hilock:handed', 'mode')
+local v = redis.pcall('hmget', KEYS[1], f, rid, 'hilock:handed', 'mode',
+                      'hilock:queued')
 if v.err or v[4] then return other_kind(KEYS[1], 'lock') or v end
 if v[1] then
   local ht, hw
@@ -67,9 +68,14 @@ local p = redis.call('pttl', KEYS[1])
 if ARGV[6] == 'c' then return p end
 local now = now_ms()
 local q, own = ARGV[5], KEYS[3]
--- free: taken, or handed to the first live entry
-if p == -2 and
-   tonumber(redis.call('hget', own, 'hilock:turn') or '0') <= now then
+-- free (no key, or the queue's marker alone): taken, or handed to the
+-- first live entry; left alone during a turn
+local free, left = free_of(KEYS[1], p, v[5]), nil
+if free then
+  local tu = turn_of(own)
+  if tu > now then left = tu - now end
+end
+if free and not left then
   local first, o, d
   while true do
     first = redis.call('lindex', q, 0)
@@ -83,6 +89,7 @@ if p == -2 and
     redis.call('hset', KEYS[1], f, 1, rid, ARGV[13],
                f .. ':first:rid', ARGV[13])
     redis.call('pexpire', KEYS[1], ARGV[1])
+    mark(KEYS[1], q)
     local t = 0
     if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end
     return {1, t}
@@ -91,12 +98,15 @@ if p == -2 and
                  nil, f)
   if not h then
     redis.call(ARGV[10], ARGV[11], '0')
+    left = 1
   -- past entries nobody heard, to the caller's own: it holds it now
   elseif type(h) == 'table' and h[7] == f then
     redis.call('hdel', KEYS[1], 'hilock:handed')
     redis.call('hset', KEYS[1], rid, ARGV[13], f .. ':first:rid', ARGV[13])
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {1, h[4]}
+  elseif type(h) == 'number' then
+    left = 500
   end
 end
 if ARGV[6] == 'w' then
@@ -115,6 +125,8 @@ if ARGV[6] == 'w' then
   elseif redis.call('rpush', q, e) == 1 then
     redis.call(ARGV[10], ARGV[11], '0')
   end
+  -- the lock keeps the queue's marker while anyone queues
+  if not v[5] or free then queued(KEYS[1]) end
   -- see lib/fair.lua: extended only when it would run out first
   if redis.call('pttl', q) < ms then
     redis.call('pexpire', q, 2 * ms)
@@ -122,11 +134,6 @@ if ARGV[6] == 'w' then
   end
 end
 -- it was free: what a hand-off or a turn left
-if p == -2 then
-  p = redis.call('pttl', KEYS[1])
-  if p == -2 then
-    local turn = tonumber(redis.call('hget', own, 'hilock:turn') or '0')
-    p = math.max(turn - now, 1)
-  end
-end
+if left then return left end
+if free then return redis.call('pttl', KEYS[1]) end
 return p

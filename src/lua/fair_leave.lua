@@ -23,6 +23,10 @@ local mine = redis.call('hget', own, ARGV[1])
 if mine then
   redis.call('lrem', ARGV[2], 1, mine)
   redis.call('hdel', own, ARGV[1])
+  -- the last entry out takes the queue's marker with it
+  if redis.call('exists', ARGV[2]) == 0 then
+    redis.call('hdel', KEYS[1], 'hilock:queued')
+  end
 end
 local v = redis.call('hmget', KEYS[1], ARGV[1], 'hilock:handed')
 if not v[1] or string.match(v[2] or '', ':(%d+)$') ~= ARGV[8] then

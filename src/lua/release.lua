@@ -23,10 +23,13 @@
 -- it twice, takes as done. The owner's last hold deletes the whole hash:
 -- a lock has one owner. Nothing is left behind. Three calls, as acquire.
 -- The message goes out before the delete: a PUBLISH that an ACL refuses
--- ends the script before it wrote anything.
+-- ends the script before it wrote anything. While waiters queue on the
+-- name (the marker "hilock:queued", lib/fair.lua) only the owner's
+-- fields go: the marker keeps the name from being taken past them, and
+-- the waiters that the message wakes serve the first in line.
 --@include lib/kind.lua
 local rid = ARGV[3] .. ':rid'
-local v = redis.pcall('hmget', KEYS[1], ARGV[3], rid, 'mode')
+local v = redis.pcall('hmget', KEYS[1], ARGV[3], rid, 'mode', 'hilock:queued')
 if v.err or v[3] then return other_kind(KEYS[1], 'lock') or v end
 if not v[1] then return nil end
 if tonumber(ARGV[7]) <= tonumber(v[2] or '0') then
@@ -39,5 +42,12 @@ if n > 0 then
   return {n, 0}
 end
 local heard = redis.call(ARGV[5], ARGV[6], ARGV[1])
-redis.call('del', KEYS[1])
+if v[4] then
+  -- waiters queue: the marker stays, for the first of them (see above)
+  redis.call('hdel', KEYS[1], ARGV[3], rid, ARGV[3] .. ':first:rid',
+             'hilock:handed')
+  redis.call('pexpire', KEYS[1], 5000)
+else
+  redis.call('del', KEYS[1])
+end
 return {0, heard}

@@ -27,7 +27,7 @@
 --@include lib/kind.lua
 local rid = ARGV[2] .. ':rid'
 local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid,
-                      ARGV[2] .. ':first:rid', 'mode')
+                      ARGV[2] .. ':first:rid', 'mode', 'hilock:queued')
 if v.err or v[4] then return other_kind(KEYS[1], 'lock') or v end
 if not v[1] then return nil end
 local n = tonumber(v[1])
@@ -41,5 +41,12 @@ if n > 1 then
   return {n - 1, 0}
 end
 local heard = redis.call(ARGV[3], ARGV[4], ARGV[1])
-redis.call('del', KEYS[1])
+if v[5] then
+  -- waiters queue: the marker stays, as release.lua leaves it
+  redis.call('hdel', KEYS[1], ARGV[2], rid, ARGV[2] .. ':first:rid',
+             'hilock:handed')
+  redis.call('pexpire', KEYS[1], 5000)
+else
+  redis.call('del', KEYS[1])
+end
 return {0, heard}

@@ -47,6 +47,20 @@
 -- a hold that ran out, or one released by a client without fair mode,
 -- moves on too). Stale entries are dropped where they are met.
 --
+-- While anyone queues, the lock hash keeps the field "hilock:queued"
+-- (the queue's marker): every release drops only the owner's fields, so
+-- the key stays, a plain RESTORE is refused, and every script sees a
+-- hash with the marker alone as a free lock with a queue, reserved for
+-- the first in line (a plain release's message wakes the waiters, and
+-- the first that looks serves the head). A script that queues a waiter
+-- writes the marker (a key of the marker alone gets a 5 s lease: it
+-- must not outlive the queue by much); the hand-off, acquisition or
+-- leave that empties the queue takes it away, the key with it when the
+-- marker was all that was left. Nobody queued, no marker: the
+-- uncontended path costs nothing more. A key that vanishes whole (a
+-- lease ran out, Redisson's release deletes it) loses the marker until
+-- the next waiter queues or looks.
+--
 -- A hand-off that nobody received goes to the next entry in the same
 -- call: PUBLISH counts the connections subscribed to the waiter's
 -- client's channel, and 0 proves that nobody will act on that message
@@ -71,19 +85,24 @@
 -- themselves: one that waits and finds the lock held and a queue started
 -- adds "plain:<owner field>" (see acquire.lua), and a fair waiter that
 -- starts a queue publishes a release so that they look again. A hand-off
--- that meets such a live entry gives those waiters a turn instead: the
--- lock stays free, the release is published on the lock's channel, and
--- fair acquirers leave it alone until "hilock:turn" in the owners hash
--- has passed (at most 500 ms, the turn's length written below) or a
--- waiter without fair mode took it (its acquire ends the turn). A turn
--- nobody can hear (0 subscribers of the lock's channel) is not given.
+-- that meets such a live entry gives that waiter a turn instead: the
+-- lock stays free (the marker alone), the release is published on the
+-- lock's channel, and everyone else leaves it alone until "hilock:turn"
+-- in the owners hash ("<end>:<owner field>") has passed (at most 500 ms,
+-- the turn's length written below) or that waiter took it (its acquire
+-- ends the turn). A turn nobody can hear (0 subscribers of the lock's
+-- channel) is not given.
 --
 -- The functions: now_ms() the server's clock; parse(e) an entry's
 -- fields; owner_of(e) its owner field and deadline; pop(q, own) the
 -- head entry out of the queue q and its owners hash own; unskip(q, own,
 -- back) puts the entries met deaf back at the head, marked "~"; turn(...)
--- gives the
--- waiters without fair mode a turn; hand(...) hands the free lock to the
+-- gives a waiter without fair mode its turn, turn_of(own) the turn's end
+-- (0: none) and owner; mark(lock, q) puts the marker on a held lock, or
+-- takes it away, as q is queued or empty; queued(lock) puts it on for a
+-- waiter that queues; free_of(lock, pttl, marker) whether the lock is
+-- free for the queue (no key, or the marker alone); hand(...) hands the
+-- free lock to the
 -- first live entry (see above): nil when none, a number (subscribers)
 -- for a turn, else {listener, owner tag, wait id, token, sent, span,
 -- owner field}.
@@ -120,11 +139,33 @@ local function turn(own, now, pub, chan, e)
   if d <= now then return nil end
   local n = redis.call(pub, chan, '0')
   if n == 0 then return nil end
-  redis.call('hset', own, 'hilock:turn', now + 500)
+  redis.call('hset', own, 'hilock:turn', (now + 500) .. ':' .. f)
   if redis.call('pttl', own) < 500 then
     redis.call('pexpire', own, 500)
   end
   return n
+end
+local function turn_of(own)
+  local v = redis.call('hget', own, 'hilock:turn')
+  if not v then return 0, nil end
+  local u, f = string.match(v, '^(%d+):(.*)$')
+  return tonumber(u or v), f
+end
+local function mark(lock, q)
+  if redis.call('exists', q) == 1 then
+    redis.call('hset', lock, 'hilock:queued', '1')
+  else
+    redis.call('hdel', lock, 'hilock:queued')
+  end
+end
+local function queued(lock)
+  if redis.call('hset', lock, 'hilock:queued', '1') == 1 and
+     redis.call('hlen', lock) == 1 then
+    redis.call('pexpire', lock, 5000)
+  end
+end
+local function free_of(lock, p, marked)
+  return p == -2 or (marked and redis.call('hlen', lock) == 1)
 end
 local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine)
   local deaf, back, t, ts, r = {}, nil, nil, '0', nil
@@ -166,5 +207,13 @@ local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine)
   end
   if back then unskip(q, own, back) end
   if t and type(r) ~= 'table' then redis.call('decr', fence) end
+  if type(r) == 'table' then
+    mark(lock, q)
+  elseif redis.call('exists', q) == 1 or r then
+    redis.call('hset', lock, 'hilock:queued', '1')
+    redis.call('pexpire', lock, 5000)
+  else
+    redis.call('hdel', lock, 'hilock:queued')
+  end
   return r
 end
