@@ -67,7 +67,6 @@
 -- caller that waits): PTTL tells it free and is the reply for a held
 -- one, which costs two (PTTL and HMGET; three for a caller that waits).
 -- The queue's functions are defined only where a queue is met.
---@include lib/kind.lua
 local t = 0
 local f = ARGV[2]
 local rid = f .. ':rid'
@@ -77,7 +76,10 @@ local p = redis.call('pttl', KEYS[1])
 local v = {}
 if p ~= -2 then
   v = redis.pcall('hmget', KEYS[1], f, rid, 'mode', 'hilock:queued')
-  if v.err or v[3] then return other_kind(KEYS[1], 'lock') or v end
+  if v.err or v[3] then
+    --@include lib/kind.lua
+    return other_kind(KEYS[1], 'lock') or v
+  end
 elseif not q or redis.call('exists', q) == 0 then
   -- no key, no queue: taken
   redis.call('hset', KEYS[1], f, 1, rid, id, f .. ':first:rid', id)
@@ -103,11 +105,12 @@ if not q or (p ~= -2 and not v[4] and redis.call('exists', q) == 0) then
 end
 -- a queue: the owners hash is declared last
 local own = KEYS[#KEYS]
---@include lib/fair.lua
-local now = now_ms()
-local free = free_of(KEYS[1], p, v[4])
+local c = redis.call('time')
+local now = c[1] * 1000 + math.floor(c[2] / 1000)
+local free = p == -2 or (v[4] and redis.call('hlen', KEYS[1]) == 1)
 if free then
   -- free for the first in line: the caller, or whom it hands the lock to
+  --@include lib/fair.lua
   local tu, tf = turn_of(own)
   local mine = tu > now and tf == f
   if tu <= now then
@@ -127,7 +130,7 @@ if free then
     mine = not first or first == 'plain:' .. f
     if not mine then
       local h = hand(KEYS[1], q, own, now, ARGV[3], ARGV[4], ARGV[7],
-                     ARGV[8], nil, nil)
+                     ARGV[8], nil, nil, v[4])
       tu, tf = turn_of(own)
       mine = not h or (type(h) == 'number' and tf == f)
     end
@@ -150,7 +153,13 @@ if redis.call('hexists', own, f) == 0 then
   redis.call('rpush', q, 'plain:' .. f)
 end
 redis.call('hset', own, f, now + wait)
-queued(KEYS[1])
+-- the lock keeps the queue's marker (a key of the marker alone with a
+-- lease of its own)
+if (not v[4] or free) and
+   redis.call('hset', KEYS[1], 'hilock:queued', '1') == 1 and
+   redis.call('hlen', KEYS[1]) == 1 then
+  redis.call('pexpire', KEYS[1], 5000)
+end
 -- see lib/fair.lua: extended only when it would run out first
 if redis.call('pttl', q) < wait then
   redis.call('pexpire', q, 2 * wait)

@@ -38,13 +38,14 @@
 -- PTTL. A hold that begins here (a free lock taken, a hand-off claimed)
 -- keeps its request id as the first, as acquire does, so that a late
 -- attempt's undo leaves it alone.
---@include lib/kind.lua
---@include lib/fair.lua
 local f = ARGV[2]
 local rid = f .. ':rid'
 local v = redis.pcall('hmget', KEYS[1], f, rid, 'hilock:handed', 'mode',
                       'hilock:queued')
-if v.err or v[4] then return other_kind(KEYS[1], 'lock') or v end
+if v.err or v[4] then
+  --@include lib/kind.lua
+  return other_kind(KEYS[1], 'lock') or v
+end
 if v[1] then
   local ht, hw
   if v[3] then ht, hw = string.match(v[3], '^(%d+):(%d+)$') end
@@ -66,47 +67,51 @@ if v[1] then
 end
 local p = redis.call('pttl', KEYS[1])
 if ARGV[6] == 'c' then return p end
-local now = now_ms()
+local c = redis.call('time')
+local now = c[1] * 1000 + math.floor(c[2] / 1000)
 local q, own = ARGV[5], KEYS[3]
 -- free (no key, or the queue's marker alone): taken, or handed to the
 -- first live entry; left alone during a turn
-local free, left = free_of(KEYS[1], p, v[5]), nil
+local free = p == -2 or (v[5] and redis.call('hlen', KEYS[1]) == 1)
+local left
 if free then
+  --@include lib/fair.lua
   local tu = turn_of(own)
   if tu > now then left = tu - now end
-end
-if free and not left then
-  local first, o, d
-  while true do
-    first = redis.call('lindex', q, 0)
-    if not first then break end
-    o, d = owner_of(first)
-    if d > now then break end
-    pop(q, own)
-  end
-  if not first or o == f then
-    if first then pop(q, own) end
-    redis.call('hset', KEYS[1], f, 1, rid, ARGV[13],
-               f .. ':first:rid', ARGV[13])
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    mark(KEYS[1], q)
-    local t = 0
-    if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end
-    return {1, t}
-  end
-  local h = hand(KEYS[1], q, own, now, ARGV[3], ARGV[4], ARGV[10], ARGV[11],
-                 nil, f)
-  if not h then
-    redis.call(ARGV[10], ARGV[11], '0')
-    left = 1
-  -- past entries nobody heard, to the caller's own: it holds it now
-  elseif type(h) == 'table' and h[7] == f then
-    redis.call('hdel', KEYS[1], 'hilock:handed')
-    redis.call('hset', KEYS[1], rid, ARGV[13], f .. ':first:rid', ARGV[13])
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return {1, h[4]}
-  elseif type(h) == 'number' then
-    left = 500
+  if not left then
+    local first, o, d
+    while true do
+      first = redis.call('lindex', q, 0)
+      if not first then break end
+      o, d = owner_of(first)
+      if d > now then break end
+      pop(q, own)
+    end
+    if not first or o == f then
+      if first then pop(q, own) end
+      redis.call('hset', KEYS[1], f, 1, rid, ARGV[13],
+                 f .. ':first:rid', ARGV[13])
+      redis.call('pexpire', KEYS[1], ARGV[1])
+      mark(KEYS[1], q)
+      local t = 0
+      if ARGV[3] == '1' then t = redis.call('incr', ARGV[4]) end
+      return {1, t}
+    end
+    local h = hand(KEYS[1], q, own, now, ARGV[3], ARGV[4], ARGV[10],
+                   ARGV[11], nil, f, v[5])
+    if not h then
+      redis.call(ARGV[10], ARGV[11], '0')
+      left = 1
+    -- past entries nobody heard, to the caller's own: it holds it now
+    elseif type(h) == 'table' and h[7] == f then
+      redis.call('hdel', KEYS[1], 'hilock:handed')
+      redis.call('hset', KEYS[1], rid, ARGV[13], f .. ':first:rid',
+                 ARGV[13])
+      redis.call('pexpire', KEYS[1], ARGV[1])
+      return {1, h[4]}
+    elseif type(h) == 'number' then
+      left = 500
+    end
   end
 end
 if ARGV[6] == 'w' then
@@ -125,8 +130,13 @@ if ARGV[6] == 'w' then
   elseif redis.call('rpush', q, e) == 1 then
     redis.call(ARGV[10], ARGV[11], '0')
   end
-  -- the lock keeps the queue's marker while anyone queues
-  if not v[5] or free then queued(KEYS[1]) end
+  -- the lock keeps the queue's marker while anyone queues (a key of the
+  -- marker alone with a lease of its own)
+  if (not v[5] or free) and
+     redis.call('hset', KEYS[1], 'hilock:queued', '1') == 1 and
+     redis.call('hlen', KEYS[1]) == 1 then
+    redis.call('pexpire', KEYS[1], 5000)
+  end
   -- see lib/fair.lua: extended only when it would run out first
   if redis.call('pttl', q) < ms then
     redis.call('pexpire', q, 2 * ms)

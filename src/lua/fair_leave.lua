@@ -39,7 +39,7 @@ if tonumber(v[1]) > 1 then
 end
 redis.call('del', KEYS[1])
 if not hand(KEYS[1], ARGV[2], own, now_ms(), ARGV[3], ARGV[4], ARGV[5],
-            ARGV[6]) then
+            ARGV[6], nil, nil, false) then
   redis.call(ARGV[5], ARGV[6], ARGV[7])
 end
 return 1

@@ -37,13 +37,14 @@
 -- Only a successful attempt is undone, and a success leaves no queue
 -- entry of its own (a fresh take pops the caller's entry, a hand-off
 -- popped it), so the queue is not touched but to hand the lock on.
---@include lib/kind.lua
 --@include lib/may_publish.lua
---@include lib/fair.lua
 local rid = ARGV[2] .. ':rid'
 local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid,
                       ARGV[2] .. ':first:rid', 'mode')
-if v.err or v[4] then return other_kind(KEYS[1], 'lock') or v end
+if v.err or v[4] then
+  --@include lib/kind.lua
+  return other_kind(KEYS[1], 'lock') or v
+end
 if not v[1] then return nil end
 local n = tonumber(v[1])
 local last = tonumber(v[2] or '0')
@@ -59,8 +60,9 @@ end
 local e = may_publish(ARGV[3], ARGV[4])
 if e then return e end
 redis.call('del', KEYS[1])
+--@include lib/fair.lua
 local h = hand(KEYS[1], ARGV[5], KEYS[3], now_ms(), ARGV[6], ARGV[7],
-               ARGV[3], ARGV[4], ARGV[8])
+               ARGV[3], ARGV[4], ARGV[8], nil, false)
 if not h then return {0, redis.call(ARGV[3], ARGV[4], ARGV[1])} end
 if type(h) == 'number' then return {0, h} end
 if h[1] == ARGV[8] then return {0, 0, h[2], h[3], h[4], h[5], h[6]} end

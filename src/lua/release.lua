@@ -27,10 +27,12 @@
 -- name (the marker "hilock:queued", lib/fair.lua) only the owner's
 -- fields go: the marker keeps the name from being taken past them, and
 -- the waiters that the message wakes serve the first in line.
---@include lib/kind.lua
 local rid = ARGV[3] .. ':rid'
 local v = redis.pcall('hmget', KEYS[1], ARGV[3], rid, 'mode', 'hilock:queued')
-if v.err or v[3] then return other_kind(KEYS[1], 'lock') or v end
+if v.err or v[3] then
+  --@include lib/kind.lua
+  return other_kind(KEYS[1], 'lock') or v
+end
 if not v[1] then return nil end
 if tonumber(ARGV[7]) <= tonumber(v[2] or '0') then
   return {tonumber(v[1]), 0}

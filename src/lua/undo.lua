@@ -24,11 +24,13 @@
 -- out, or was released, in between): nothing is dropped. So it also
 -- serves an attempt whose reply was lost with its connection. The lease
 -- stays as it is: it belongs to the holds that remain.
---@include lib/kind.lua
 local rid = ARGV[2] .. ':rid'
 local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid,
                       ARGV[2] .. ':first:rid', 'mode', 'hilock:queued')
-if v.err or v[4] then return other_kind(KEYS[1], 'lock') or v end
+if v.err or v[4] then
+  --@include lib/kind.lua
+  return other_kind(KEYS[1], 'lock') or v
+end
 if not v[1] then return nil end
 local n = tonumber(v[1])
 local last = tonumber(v[2] or '0')

@@ -93,19 +93,18 @@
 -- ends the turn). A turn nobody can hear (0 subscribers of the lock's
 -- channel) is not given.
 --
--- The functions: now_ms() the server's clock; parse(e) an entry's
--- fields; owner_of(e) its owner field and deadline; pop(q, own) the
--- head entry out of the queue q and its owners hash own; unskip(q, own,
--- back) puts the entries met deaf back at the head, marked "~"; turn(...)
--- gives a waiter without fair mode its turn, turn_of(own) the turn's end
--- (0: none) and owner; mark(lock, q) puts the marker on a held lock, or
--- takes it away, as q is queued or empty; queued(lock) puts it on for a
--- waiter that queues; free_of(lock, pttl, marker) whether the lock is
--- free for the queue (no key, or the marker alone); hand(...) hands the
--- free lock to the
--- first live entry (see above): nil when none, a number (subscribers)
--- for a turn, else {listener, owner tag, wait id, token, sent, span,
--- owner field}.
+-- The functions, defined only by the scripts' paths that meet a queue (a
+-- definition costs Redis on every call that runs it): now_ms() the
+-- server's clock; parse(e) an entry's fields; owner_of(e) its owner
+-- field and deadline; pop(q, own) the head entry out of the queue q and
+-- its owners hash own; turn_of(own) the turn's end (0: none) and owner;
+-- mark(lock, q) puts the marker on a held lock, or takes it away, as q
+-- is queued or empty; hand(...) hands the free lock to the first live
+-- entry (see above), gives a waiter without fair mode its turn, puts the
+-- entries met deaf back at the head marked "~", and leaves the marker as
+-- the queue is (marked: whether the lock has it now): nil when nobody
+-- took it, a number (subscribers) for a turn, else {listener, owner tag,
+-- wait id, token, sent, span, owner field}.
 local function now_ms()
   local t = redis.call('time')
   return t[1] * 1000 + math.floor(t[2] / 1000)
@@ -125,26 +124,6 @@ local function pop(q, own)
   if f then redis.call('hdel', own, f) end
   return e, d, l, lt, w, s, wr, f
 end
-local function unskip(q, own, back)
-  for i = #back, 1, -1 do
-    local e = '~' .. back[i][1]
-    redis.call('lpush', q, e)
-    redis.call('hset', own, back[i][2], e)
-  end
-end
-local function turn(own, now, pub, chan, e)
-  local f = string.sub(e, 7)
-  local d = tonumber(redis.call('hget', own, f) or '0')
-  redis.call('hdel', own, f)
-  if d <= now then return nil end
-  local n = redis.call(pub, chan, '0')
-  if n == 0 then return nil end
-  redis.call('hset', own, 'hilock:turn', (now + 500) .. ':' .. f)
-  if redis.call('pttl', own) < 500 then
-    redis.call('pexpire', own, 500)
-  end
-  return n
-end
 local function turn_of(own)
   local v = redis.call('hget', own, 'hilock:turn')
   if not v then return 0, nil end
@@ -158,23 +137,28 @@ local function mark(lock, q)
     redis.call('hdel', lock, 'hilock:queued')
   end
 end
-local function queued(lock)
-  if redis.call('hset', lock, 'hilock:queued', '1') == 1 and
-     redis.call('hlen', lock) == 1 then
-    redis.call('pexpire', lock, 5000)
-  end
-end
-local function free_of(lock, p, marked)
-  return p == -2 or (marked and redis.call('hlen', lock) == 1)
-end
-local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine)
-  local deaf, back, t, ts, r = {}, nil, nil, '0', nil
+local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine,
+                    marked)
+  local deaf, back, t, ts, r, nx = {}, nil, nil, '0', nil, nil
   while true do
     local e, d, l, lt, w, s, wr, f = pop(q, own)
     if not e then break end
-    if string.sub(e, 1, 6) == 'plain:' then
-      r = turn(own, now, pub, chan, e)
-      if r then break end
+    if not f and string.sub(e, 1, 6) == 'plain:' then
+      -- a waiter without fair mode: a turn, if it is live and heard
+      local pf = string.sub(e, 7)
+      local pd = tonumber(redis.call('hget', own, pf) or '0')
+      redis.call('hdel', own, pf)
+      if pd > now then
+        local n = redis.call(pub, chan, '0')
+        if n > 0 then
+          redis.call('hset', own, 'hilock:turn', (now + 500) .. ':' .. pf)
+          if redis.call('pttl', own) < 500 then
+            redis.call('pexpire', own, 500)
+          end
+          r = n
+          break
+        end
+      end
     elseif d and tonumber(d) > now then
       if not deaf[lt] then
         if fencing == '1' and not t then
@@ -189,7 +173,7 @@ local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine)
            f == mine then
           redis.call('hset', lock, f, '1', 'hilock:handed', ts .. ':' .. w)
           redis.call('pexpire', lock, ms)
-          local nx = redis.call('lindex', q, 0)
+          nx = redis.call('lindex', q, 0)
           local nl = nx and string.match(nx, '^~?%d+:%d+:(%x+):')
           if nl and not deaf[nl] then
             redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms)
@@ -205,14 +189,24 @@ local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine)
       end
     end
   end
-  if back then unskip(q, own, back) end
+  if back then
+    for i = #back, 1, -1 do
+      local e = '~' .. back[i][1]
+      redis.call('lpush', q, e)
+      redis.call('hset', own, back[i][2], e)
+    end
+  end
   if t and type(r) ~= 'table' then redis.call('decr', fence) end
   if type(r) == 'table' then
-    mark(lock, q)
-  elseif redis.call('exists', q) == 1 or r then
+    if (nx or back) and not marked then
+      redis.call('hset', lock, 'hilock:queued', '1')
+    elseif marked and not (nx or back) then
+      redis.call('hdel', lock, 'hilock:queued')
+    end
+  elseif r or redis.call('exists', q) == 1 then
     redis.call('hset', lock, 'hilock:queued', '1')
     redis.call('pexpire', lock, 5000)
-  else
+  elseif marked then
     redis.call('hdel', lock, 'hilock:queued')
   end
   return r

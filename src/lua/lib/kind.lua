@@ -6,7 +6,8 @@
 -- lock, one with it a read-write lock, a number a semaphore. A key of no
 -- lock kind (a list, a string that is no number) is nil too, left to the
 -- command that meets it (WRONGTYPE). Scripts call it where a key is not
--- what they expect, not on their common path.
+-- what they expect, not on their common path, and include it inside that
+-- branch: a definition costs Redis on every call that runs it.
 local function other_kind(k, mine)
   local t, found = redis.call('type', k).ok, nil
   if t == 'hash' then
