@@ -103,16 +103,22 @@ void fair_encode_attempt(struct hilock_lock *lock, struct fanout *op,
     fair_begin_attempt(lock, op);
 }
 
-void fair_encode_release(struct hilock_lock *lock, struct fanout *op,
-                         uint32_t drop, uint64_t rid)
+int fair_release_into(struct hilock_lock *lock, struct resp_buf *cmd,
+                      uint32_t drop, uint64_t rid)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
     struct wire_fair f = fair_args(lock);
+    wire_fair_release(cmd, eng->scripts.sha[SCRIPT_FAIR_RELEASE], &w, rid,
+                      handle_hold_lease(lock), drop, eng->opts->fencing, &f);
+    return SCRIPT_FAIR_RELEASE;
+}
+
+void fair_encode_release(struct hilock_lock *lock, struct fanout *op,
+                         uint32_t drop, uint64_t rid)
+{
     fanout_eval(op, SCRIPT_FAIR_RELEASE);
-    wire_fair_release(fanout_cmd(op), eng->scripts.sha[SCRIPT_FAIR_RELEASE],
-                      &w, rid, handle_hold_lease(lock), drop,
-                      eng->opts->fencing, &f);
+    fair_release_into(lock, fanout_cmd(op), drop, rid);
 }
 
 void fair_encode_undo(struct hilock_lock *lock, struct fanout *op,

@@ -31,11 +31,16 @@ void fair_begin_attempt(struct hilock_lock *lock, struct fanout *op);
 /* op->undo of a fair attempt (see fanout.h): a decided attempt resent
  * after a drop undoes what its request id rid may have taken instead. */
 int fair_resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid);
-/* Whether lock's first attempt may go as the plain RESTORE as far as fair
- * mode goes: not in fair mode, or no waiter of this client is parked on
- * the name (it is queued in Redis, and RESTORE would pass it when the key
- * is absent; see plain.c). */
+/* Whether lock's first attempt may go as the plain RESTORE, or its
+ * release as the plain HDEL, as far as fair mode goes: not in fair mode,
+ * or no waiter of this client is parked on the name (it is queued in
+ * Redis: RESTORE would pass it when the key is absent, and the fair
+ * release script hands it the lock at once; see plain.c). */
 int fair_plain_ok(const struct hilock_lock *lock);
+/* The fair release of drop holds alone, as rid, into cmd (a plain one
+ * going again as the script). Returns its script id. */
+int fair_release_into(struct hilock_lock *lock, struct resp_buf *cmd,
+                      uint32_t drop, uint64_t rid);
 /* Encode a fair release of drop holds into op, as rid: the last one hands
  * the lock to the head of the queue. */
 void fair_encode_release(struct hilock_lock *lock, struct fanout *op,

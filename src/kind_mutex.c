@@ -54,12 +54,12 @@ static void mutex_release(struct hilock_lock *lock, struct fanout *op,
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
+    if (plain_drop(lock, &w, op, drop))
+        return;
     if (fair_on(lock)) {
         fair_encode_release(lock, op, drop, rid);
         return;
     }
-    if (plain_drop(lock, &w, op, drop))
-        return;
     fanout_eval(op, SCRIPT_RELEASE);
     wire_release(fanout_cmd(op), eng->scripts.sha[SCRIPT_RELEASE], &w, rid,
                  handle_hold_lease(lock), drop, topo_publish(eng->topo));

@@ -3,8 +3,11 @@
  *
  * A lock (no fencing token, one node) is taken with RESTORE when its
  * handle's owner holds nothing and this is the acquire's first attempt,
- * and a single hold (not in fair mode) is given back with HDEL and the
- * release message: Redis runs no script for the common uncontended pair.
+ * and a single hold is given back with HDEL and the release message
+ * (in fair mode only by a client with no waiter of its own parked on the
+ * name, whose release would hand the lock on at once; the HDEL takes the
+ * hand-off marker too): Redis runs no script for the common uncontended
+ * pair.
  * While waiters queue on the name the key exists, with the queue's
  * marker when no one holds it (src/lua/lib/fair.lua), so a RESTORE that
  * succeeds passed nobody in line; a fair client with waiters of its own
@@ -48,8 +51,7 @@
 #include "fanout.h"
 
 /* Whether the client may use the plain commands for a lock: one node, no
- * fencing token, and no refusal of them so far (a release in fair mode
- * never asks: it is the fair script). */
+ * fencing token, and no refusal of them so far. */
 static int plain_ok(const struct hilock_lock *lock)
 {
     const struct engine *eng = lock->eng;
@@ -67,6 +69,10 @@ static int plain_again(struct fanout *op, struct resp_buf *cmd,
     if (op->kind == OP_KIND_RELEASE && why == REQ_AGAIN_DROPPED)
         return -1; /* HDEL goes again as it is */
     struct wire_lock w = handle_wire(lock);
+    if (op->kind == OP_KIND_RELEASE && fair_on(lock)) {
+        resp_reset(cmd);
+        return fair_release_into(lock, cmd, 1, ++eng->seq);
+    }
     if (op->kind == OP_KIND_RELEASE) {
         resp_reset(cmd);
         wire_release(cmd, eng->scripts.sha[SCRIPT_RELEASE], &w, ++eng->seq,
@@ -109,10 +115,11 @@ int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
     if (!plain_ok(lock) || drop != 1 || lock->hold.count != 1 ||
         lock->hold.unreleased || lock->twinned ||
         clock_now_ms() >= lock->wd.valid_until ||
-        handle_field_shared(lock))
+        handle_field_shared(lock) || !fair_plain_ok(lock))
         return 0;
+    const char *publish = topo_publish(lock->eng->topo);
     op->again = plain_again;
-    fanout_plain(op, wire_drop(fanout_cmd(op), w,
-                               topo_publish(lock->eng->topo)));
+    fanout_plain(op, fair_on(lock) ? wire_fair_drop(fanout_cmd(op), w, publish)
+                                   : wire_drop(fanout_cmd(op), w, publish));
     return 1;
 }

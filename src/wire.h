@@ -206,6 +206,12 @@ void wire_fair_release(struct resp_buf *b, const char *sha,
                        const struct wire_lock *l, uint64_t rid,
                        uint32_t lease_ms, uint32_t drop, int fencing,
                        const struct wire_fair *f);
+/* wire_drop in fair mode: the HDEL takes the hand-off marker
+ * "hilock:handed" too (a hold handed to the owner keeps it until it ends;
+ * the key still exists only for the queue's marker); returns where the
+ * release message starts. */
+size_t wire_fair_drop(struct resp_buf *b, const struct wire_lock *l,
+                      const char *publish);
 /* EVALSHA sha of fair_leave: l's owner leaves the queue. */
 void wire_fair_leave(struct resp_buf *b, const char *sha,
                      const struct wire_lock *l, int fencing,

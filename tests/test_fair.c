@@ -912,6 +912,45 @@ START_TEST(test_free_name_taken_by_restore)
 }
 END_TEST
 
+/* A fair client's release of its only hold, with no waiter of its own
+ * parked on the name, is the plain HDEL and the release message (no
+ * script), also for a hold handed to it: the HDEL takes the hand-off
+ * marker along and leaves the queue's marker, and the waiter still
+ * queued, woken by the message, takes the lock at its retry. */
+START_TEST(test_fair_release_without_own_waiters_is_plain)
+{
+    struct waiter w1 = {1, {0}}, w0 = {0, {0}};
+    cl[0] = client_unfenced();
+    cl[1] = client_unfenced();
+    struct hilock_lock *h = hold(cl[0], NULL);
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w1, (uint64_t)tu_ms(LONG_MS),
+                0, 1);
+    wait_queued(cl[0], tu_lock(cl[0], NAME, 2), &w0, (uint64_t)tu_ms(LONG_MS),
+                0, 2);
+    /* cl[0] has a waiter parked: its release is the script, a hand-off */
+    long long execs = rs_cmdstat_calls(tu_srv, "exec");
+    release_held(h);
+    ck_assert(tu_run_until_count(&w1.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(w1.r.status, 0);
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "exec") - execs, 0);
+    ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", NAME, "hilock:handed",
+                            (char *)NULL),
+                     1);
+    /* cl[1] has none: HDEL, and the waiter left queued takes it */
+    release_held(w1.r.lock);
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "exec") - execs, 1);
+    ck_assert(tu_run_until_count(&w0.r.calls, 1, tu_ms(1000)));
+    tu_assert_status(w0.r.status, 0);
+    ck_assert_int_eq(tu_holds(NAME, cl[0], 2), 1);
+    release_held(w0.r.lock);
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "exec") - execs, 2);
+    ck_assert_int_eq(overlaps, 0);
+    ck_assert_int_eq(tu_exists(NAME), 0);
+    ck_assert_int_eq(tu_exists(QUEUE), 0);
+    ck_assert_int_eq(tu_exists(OWNERS), 0);
+}
+END_TEST
+
 /* cl[0] holds NAME while w, of cl[1], queues and hears its channel; then
  * the key goes (as when the holder's lease runs out), leaving the lock
  * free with w still queued. Returns the RESTORE calls counted so far. */
@@ -1012,6 +1051,7 @@ static Suite *fair_suite(void)
     tcase_add_test(tc, test_default_waiters_not_starved_by_fair_workers);
     tcase_add_test(tc, test_no_waiter_passed_on_a_free_name);
     tcase_add_test(tc, test_free_name_taken_by_restore);
+    tcase_add_test(tc, test_fair_release_without_own_waiters_is_plain);
     tcase_add_test(tc, test_no_restore_past_own_waiter);
     tcase_add_test(tc, test_restore_past_queue_serves_it_at_release);
     suite_add_tcase(s, tc);
