@@ -10,12 +10,7 @@
 const struct wire_kind wire_kind_mutex = {
     .type = 'm',
     .query_layout = "lock",
-    .renew_size = 3,
-    .renew_nkeys = 1,
-    .renew_keys = wire_lock_key,
-    .renew_args = wire_owner_hold,
-    .guard_key = wire_fence_key,
-    .holder = wire_owner_field,
+    WIRE_OWNER_FIELD_HOOKS,
 };
 
 void wire_acquire(struct resp_buf *b, const char *sha,
