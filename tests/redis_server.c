@@ -673,6 +673,22 @@ redisContext *rs_connect(const struct rs_server *srv)
     return rs_connect_timeout(srv, 2000);
 }
 
+redisContext *rs_subscriber(const struct rs_server *srv, const char *channel)
+{
+    redisContext *c = rs_connect(srv);
+    if (!c)
+        return NULL;
+    redisReply *r = redisCommand(c, "SUBSCRIBE %s", channel);
+    bool ok = r && r->type == REDIS_REPLY_ARRAY;
+    if (r)
+        freeReplyObject(r);
+    if (!ok) {
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
 int rs_ping(const struct rs_server *srv, int timeout_ms)
 {
     redisContext *c = rs_connect_timeout(srv, timeout_ms);
