@@ -679,14 +679,16 @@ redisContext *rs_subscriber(const struct rs_server *srv, const char *channel)
     if (!c)
         return NULL;
     redisReply *r = redisCommand(c, "SUBSCRIBE %s", channel);
-    bool ok = r && r->type == REDIS_REPLY_ARRAY;
+    if (r && r->type == REDIS_REPLY_ARRAY) {
+        freeReplyObject(r);
+        return c;
+    }
+    fprintf(stderr, "rs: SUBSCRIBE %s on port %d: %s\n", channel, srv->port,
+            r ? "not confirmed" : c->errstr);
     if (r)
         freeReplyObject(r);
-    if (!ok) {
-        redisFree(c);
-        return NULL;
-    }
-    return c;
+    redisFree(c);
+    return NULL;
 }
 
 int rs_ping(const struct rs_server *srv, int timeout_ms)
