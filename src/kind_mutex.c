@@ -64,12 +64,6 @@ static void mutex_release(struct hilock_lock *lock, struct fanout *op,
                  handle_hold_lease(lock), drop, topo_publish(eng->topo));
 }
 
-/* Only a fair wait queues. */
-static void mutex_leave(struct hilock_lock *lock, struct fanout *op)
-{
-    fair_encode_leave(lock, op);
-}
-
 /* The undo script, by the attempt's request id; in fair mode its fair
  * twin, which hands the lock on when it ends the hold. */
 static void mutex_undo(struct hilock_lock *lock, struct fanout *op,
@@ -105,7 +99,7 @@ const struct kind_ops kind_mutex = {
     .bare_field = 1,
     .encode_acquire = mutex_acquire,
     .encode_release = mutex_release,
-    .encode_leave = mutex_leave,
+    .encode_leave = fair_encode_leave, /* only a fair wait queues */
     .encode_undo = mutex_undo,
     .encode_repair = mutex_repair,
 };
