@@ -302,11 +302,8 @@ START_TEST(release_drops_holds_once_and_ends_with_the_message)
     is_pair(release("c:1", "1", "3"), 1, 0); /* sent again: nothing more */
     ck_assert_int_eq(hget(LK, "c:1"), 1);
     /* the last hold: the release message goes out, the key goes */
-    redisContext *sub = rs_connect(tu_srv);
+    redisContext *sub = rs_subscriber(tu_srv, "ch");
     ck_assert_ptr_nonnull(sub);
-    redisReply *s = redisCommand(sub, "SUBSCRIBE ch");
-    ck_assert_ptr_nonnull(s);
-    freeReplyObject(s);
     is_pair(release("c:1", "1", "4"), 0, 1);
     ck_assert_int_eq(exists(LK), 0);
     redisFree(sub);
@@ -537,9 +534,8 @@ static int restore_refused(void)
 START_TEST(queue_marker_keeps_a_released_name_for_the_first_in_line)
 {
     load_all();
-    redisContext *sub = rs_connect(tu_srv);
-    ck_assert_ptr_nonnull(sub);
-    freeReplyObject(redisCommand(sub, "SUBSCRIBE ch:bb ch"));
+    redisContext *hears = rs_subscriber(tu_srv, "ch:bb");
+    redisContext *sub = rs_subscriber(tu_srv, "ch");
     is_pair(fair("c:1", "t", "aa", "1", "1"), 1, 0);
     ck_assert_int_eq(marked(), 0); /* nobody queues: nothing more */
     ck_assert_int_eq(fair("c:2", "w", "bb", "7", "1")->type,
@@ -567,6 +563,7 @@ START_TEST(queue_marker_keeps_a_released_name_for_the_first_in_line)
     ck_assert_int_eq(exists(QUEUE), 0);
     is_pair(release("c:3", "1", "4"), 0, 1);
     ck_assert_int_eq(exists(LK), 0);
+    redisFree(hears);
     redisFree(sub);
 }
 END_TEST
@@ -1150,9 +1147,5 @@ int main(void)
     tcase_add_test(tc, query_answers_for_the_owner_and_refuses_other_kinds);
     tcase_add_test(tc, guarded_runs_once_and_only_for_the_holder);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_main(s);
 }
