@@ -434,8 +434,22 @@ START_TEST(fair_acquire_queues_once_and_release_hands_the_lock_on)
     ck_assert_int_eq(hget(LK, "c:1"), 1);
     redisReply *busy = fair("c:2", "w", "bb", "7", "1");
     ck_assert_int_eq(busy->type, REDIS_REPLY_INTEGER);
+    char *e1 = rs_str(tu_srv, "LINDEX", QUEUE, "0", (char *)NULL);
+    rs_sleep_ms(2);
     fair("c:2", "w", "bb", "7", "2"); /* a retry keeps its one entry */
     ck_assert_int_eq(rs_int(tu_srv, "LLEN", QUEUE, (char *)NULL), 1);
+    /* as it is, while it lives long enough; another wait's replaces it */
+    char *e2 = rs_str(tu_srv, "LINDEX", QUEUE, "0", (char *)NULL);
+    ck_assert_str_eq(e2, e1);
+    free(e2);
+    fair("c:2", "w", "bb", "8", "3");
+    ck_assert_int_eq(rs_int(tu_srv, "LLEN", QUEUE, (char *)NULL), 1);
+    e2 = rs_str(tu_srv, "LINDEX", QUEUE, "0", (char *)NULL);
+    ck_assert_str_ne(e2, e1);
+    ck_assert_ptr_nonnull(strstr(e2, ":8:"));
+    free(e1);
+    free(e2);
+    fair("c:2", "w", "bb", "7", "4"); /* back to wait 7 for what follows */
     ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", OWNERS, "c:2", (char *)NULL),
                      1);
     is_nil(fair_release("c:3", "cc", "1")); /* not the owner */

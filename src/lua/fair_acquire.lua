@@ -118,13 +118,23 @@ if ARGV[6] == 'w' then
   local ms = tonumber(ARGV[7])
   local e = (now + ms) .. ':' .. ARGV[1] .. ':' .. ARGV[8] .. ':' ..
             ARGV[9] .. ':' .. ARGV[12] .. ':' .. now .. ':' .. f
-  local at
-  -- a retry keeps its place: its entry found with LPOS, a scan in C
+  local at, keep
+  -- a retry keeps its place: its entry found with LPOS, a scan in C; one
+  -- of the same wait that lives at least half its time more is left as
+  -- it is (see above: its sent and written times still bound the hold)
   if redis.call('hsetnx', own, f, e) == 0 then
-    at = redis.call('lpos', q, redis.call('hget', own, f))
-    redis.call('hset', own, f, e)
+    local old = redis.call('hget', own, f)
+    local d, l, lt, w = string.match(old, '^(%d+):(%d+):(%x+):(%d+):')
+    keep = w == ARGV[9] and l == ARGV[1] and lt == ARGV[8] and
+           tonumber(d) >= now + ms / 2
+    if not keep then
+      at = redis.call('lpos', q, old)
+      redis.call('hset', own, f, e)
+    end
   end
-  if at then
+  if keep then
+    at = nil
+  elseif at then
     redis.call('lset', q, at, e)
   -- else a new entry; the first one starts the queue (a release published)
   elseif redis.call('rpush', q, e) == 1 then

@@ -13,8 +13,11 @@
 -- maps each queued owner field to its entry, so that queueing, a retry
 -- and leaving find it without reading the list into Lua (with a hundred
 -- waiters, a scan of the list was most of what a fair acquire cost
--- Redis): a retry finds its place with LPOS, leaving with LREM, both
--- scans in C. Both live until the last deadline at least and twice the
+-- Redis): a retry of the same wait leaves its entry as it is while the
+-- entry lives at least half its time more (the sent and written times it
+-- keeps still bound a hand-off's lease, see below), else finds its place
+-- with LPOS and refreshes it there; leaving uses LREM; both scans in C.
+-- So most retries cost the same in a queue of any length. Both live until the last deadline at least and twice the
 -- longest wait past it at most: a waiter that queues extends them only
 -- when they would expire before its deadline, and then to twice its
 -- wait, so that most queueings cost one PTTL and no PEXPIRE.
