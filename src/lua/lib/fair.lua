@@ -67,7 +67,8 @@
 -- A hand-off that nobody received goes to the next entry in the same
 -- call: PUBLISH counts the connections subscribed to the waiter's
 -- client's channel, and 0 proves that nobody will act on that message
--- (the releasing client's own waiter learns it from the reply instead).
+-- (the releasing client's own waiter learns it from the reply instead,
+-- and is sent no message).
 -- It does not prove the waiter dead: one client's waiters share one
 -- subscriber connection, which may be reconnecting, or may not have
 -- confirmed the subscription yet right after queueing. So a waiter that
@@ -172,7 +173,8 @@ local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine,
         local ms = tonumber(l) > 5000 and '5000' or l
         local span = now - tonumber(wr) + tonumber(ms)
         local m = tag .. ':' .. w .. ':' .. ts .. ':' .. s .. ':' .. span
-        if redis.call(pub, chan .. ':' .. lt, m) > 0 or lt == me or
+        -- the caller's own client learns it from the reply: no message
+        if lt == me or redis.call(pub, chan .. ':' .. lt, m) > 0 or
            f == mine then
           redis.call('hset', lock, f, '1', 'hilock:handed', ts .. ':' .. w)
           redis.call('pexpire', lock, ms)
