@@ -147,8 +147,9 @@ if ARGV[6] == 'w' then
      redis.call('hlen', KEYS[1]) == 1 then
     redis.call('pexpire', KEYS[1], 5000)
   end
-  -- see lib/fair.lua: extended only when it would run out first
-  if redis.call('pttl', q) < ms then
+  -- see lib/fair.lua: extended only when it would run out first (an
+  -- entry left as it is was covered when it was written)
+  if not keep and redis.call('pttl', q) < ms then
     redis.call('pexpire', q, 2 * ms)
     redis.call('pexpire', own, 2 * ms)
   end
