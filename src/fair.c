@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "fanout.h"
 #include "hold.h"
+#include "topo.h"
 #include "wait.h"
 
 /* The longest a queue entry stays live without a retry of its waiter
@@ -43,6 +44,12 @@ static struct wire_fair fair_args(const struct hilock_lock *lock)
 struct wire_lock fair_attempt_wire(const struct hilock_lock *lock)
 {
     struct wire_lock w = handle_wire(lock);
+    /* A try that does not wait declares the queue too, to serve it past
+     * dead waiters: a plain HDEL leaves a key with the queue's marker and
+     * the old holder's lease. Not on Redlock (no plain path there), nor in
+     * a cluster, where more keys would make a try wait out its slot's
+     * migration (TRYAGAIN while the keys are split). */
+    w.queue = lock->eng->nnodes == 1 && !topo_slotted(lock->eng->topo);
     if (handle_wait_deadline(lock))
         w.entry_ms = entry_ms(lock, clock_now_ms());
     return w;

@@ -14,7 +14,9 @@
 /* Whether lock is taken in fair mode. */
 int fair_on(const struct hilock_lock *lock);
 /* lock's wire view for an attempt of its acquire: a waiting one (fair or
- * not) joins the fair queue of its name if there is one (script.c). */
+ * not) joins the fair queue of its name if there is one; on one node (not
+ * a cluster), one that does not wait declares the queue to serve it
+ * (src/lua/acquire.lua). */
 struct wire_lock fair_attempt_wire(const struct hilock_lock *lock);
 /* Encode an attempt of lock's pending acquire as a fair one into op, as
  * request id rid: a waiting one queues when the lock is busy. */

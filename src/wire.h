@@ -34,6 +34,9 @@ struct wire_lock {
     unsigned char member[16]; /* an expiring permit's id */
     uint32_t entry_ms;     /* a waiting acquire's fair-queue entry lives
                               this long (ms); 0: it does not wait */
+    unsigned char queue;   /* a lock's acquire: declares the fair queue,
+                              which one that does not wait serves on a
+                              free name but never joins */
 };
 
 /* The keys of l. */

@@ -18,12 +18,13 @@ void wire_acquire(struct resp_buf *b, const char *sha,
                   const char *publish, uint64_t rid)
 {
     struct key_src k = wire_key(l);
-    size_t nk = 1 + (fencing != 0) + (l->entry_ms ? 2 : 0);
-    wire_evalsha(b, SCRIPT_ACQUIRE, sha, nk, l->entry_ms ? 9 : 5);
+    int queue = l->entry_ms || l->queue;
+    size_t nk = 1 + (fencing != 0) + (queue ? 2 : 0);
+    wire_evalsha(b, SCRIPT_ACQUIRE, sha, nk, queue ? 9 : 5);
     keys_lock(b, &k);
     if (fencing)
         keys_fence(b, &k);
-    if (l->entry_ms) { /* the fair queue it may join, and its owners */
+    if (queue) { /* the fair queue it may serve or join, and its owners */
         keys_queue(b, &k);
         keys_tagged(b, &k, KEYS_QUEUE_HEAD, KEYS_OWNERS_TAIL);
     }
@@ -31,7 +32,7 @@ void wire_acquire(struct resp_buf *b, const char *sha,
     keys_field(b, l->client_id, l->owner_tag);
     resp_arg(b, fencing ? "1" : "0", 1);
     keys_fence(b, &k);
-    if (l->entry_ms) { /* only a wait joins a queue, or serves it */
+    if (queue) { /* only a wait joins the queue */
         keys_queue(b, &k);
         resp_arg_u64(b, l->entry_ms);
         resp_arg(b, publish, strlen(publish));

@@ -1029,6 +1029,35 @@ START_TEST(test_restore_past_queue_serves_it_at_release)
 }
 END_TEST
 
+/* Every waiter queued on the name was killed, and the holder released
+ * with the queue's marker left in the hash: an acquire that does not wait
+ * finds nobody live in line and takes the lock at once, instead of being
+ * refused until the old lease runs out. */
+START_TEST(test_try_past_dead_waiters_takes_the_lock)
+{
+    struct waiter dead = {1, {0}};
+    char chan[128];
+    cl[0] = client(0, 0);
+    cl[1] = client(1, 1);
+    cl[2] = client(0, 0);
+    struct hilock_lock *h = hold(cl[0], NULL);
+    wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &dead,
+                (uint64_t)tu_ms(LONG_MS), 0, 1);
+    queued_channel(0, chan, sizeof chan);
+    kill_client(1);
+    tp_cut_all(proxy);
+    ck_assert(tu_numsub_becomes(chan, 0, tu_ms(2000)));
+    release_held(h);
+    ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", NAME, "hilock:queued",
+                            (char *)NULL),
+                     1);
+    struct hilock_lock *t = tu_lock(cl[2], NAME, 1);
+    tu_assert_status(tu_acquire(t, 0, 0, NULL), 0);
+    ck_assert_int_eq(tu_holds(NAME, cl[2], 1), 1);
+    tu_assert_status(tu_release(t, NULL), 0);
+}
+END_TEST
+
 static Suite *fair_suite(void)
 {
     Suite *s = suite_create("fair");
@@ -1056,6 +1085,7 @@ static Suite *fair_suite(void)
     tcase_add_test(tc, test_fair_release_without_own_waiters_is_plain);
     tcase_add_test(tc, test_no_restore_past_own_waiter);
     tcase_add_test(tc, test_restore_past_queue_serves_it_at_release);
+    tcase_add_test(tc, test_try_past_dead_waiters_takes_the_lock);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -5,16 +5,17 @@
 --
 -- KEYS[1]  the lock
 -- KEYS[2]  the fencing counter, when tokens are issued
--- KEYS[n]  for a caller that waits: the fair queue, then its owners hash
---          (last two keys)
+-- KEYS[n]  for a lock's acquire (9 arguments): the fair queue, then its
+--          owners hash (last two keys)
 -- ARGV[1]  lease ms
 -- ARGV[2]  owner field "<client-uuid>:<owner-tag>"
 -- ARGV[3]  "1" to issue fencing tokens, else "0"
 -- ARGV[4]  the fencing counter's name
--- ARGV[5]  for a caller that waits (9 arguments): the fair queue's name
--- ARGV[6]  for a caller that waits: ms its queue entry stays live
--- ARGV[7]  for a caller that waits: the publish command
--- ARGV[8]  for a caller that waits: the lock's channel
+-- ARGV[5]  with the queue (9 arguments): the fair queue's name
+-- ARGV[6]  with the queue: ms a waiting caller's entry stays live; 0 for
+--          a caller that does not wait (it never queues)
+-- ARGV[7]  with the queue: the publish command
+-- ARGV[8]  with the queue: the lock's channel
 -- ARGV[#]  last: the request id (fixed across resends of one acquire)
 --
 -- Replies: the holder's PTTL (integer) when another owner holds the lock;
@@ -40,8 +41,12 @@
 -- first live one, or when the turn is its own; else it hands the lock on
 -- as a fair release would (to the first live entry, or a turn for the
 -- first waiter without fair mode) and joins the queue. A caller that
--- does not wait finds such a lock busy. Nothing of this runs when the
--- name has no queue.
+-- does not wait serves the queue the same way and takes the lock only
+-- when nobody live is in line (their process died: nobody hears the
+-- hand-off); else it finds the lock busy and does not queue. Nothing of
+-- this runs when the name has no queue; a caller that does not wait
+-- looks for one only where the marker is (a key whose lease ran out
+-- took the marker along, and the lock is free to it as to a RESTORE).
 --
 -- A request whose reply was lost is sent again with the same request id.
 -- The highest request id applied for an owner (acquire or release) is
@@ -80,7 +85,7 @@ if p ~= -2 then
     --@include lib/kind.lua
     return other_kind(KEYS[1], 'lock') or v
   end
-elseif not q or redis.call('exists', q) == 0 then
+elseif not q or wait == 0 or redis.call('exists', q) == 0 then
   -- no key, no queue: taken
   redis.call('hset', KEYS[1], f, 1, rid, id, f .. ':first:rid', id)
   redis.call('pexpire', KEYS[1], ARGV[1])
@@ -100,7 +105,8 @@ if v[1] then
   if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end
   return {n, t}
 end
-if not q or (p ~= -2 and not v[4] and redis.call('exists', q) == 0) then
+if not q or (p ~= -2 and not v[4] and
+              (wait == 0 or redis.call('exists', q) == 0)) then
   return p
 end
 -- a queue: the owners hash is declared last
@@ -148,7 +154,8 @@ if free then
   end
   p = tu > now and tu - now or redis.call('pttl', KEYS[1])
 end
--- held, or served to another first: the caller joins the queue
+-- held, or served to another first: a caller that waits joins the queue
+if wait == 0 then return p end
 if redis.call('hexists', own, f) == 0 then
   redis.call('rpush', q, 'plain:' .. f)
 end
