@@ -264,7 +264,6 @@ void req_submit(struct req *r, uint32_t timeout_ms)
 void req_submit_at(struct req *r, uint32_t timeout_ms, uint64_t now_us)
 {
     r->sent_us = now_us;
-    r->sent_ms = r->sent_us / 1000;
     stats_request_sent(r->conn->cfg->stats);
     if (r->cmd.failed) {
         /* Encoding failed (out of memory, or a script call that broke its
@@ -289,7 +288,8 @@ static void finish(struct req *r, int status, redisReply *reply)
     req_done_fn *done = r->done;
     r->done = NULL;
     due_clear(r);
-    stats_request_done(r->conn->cfg->stats, r->sent_us);
+    r->done_us = clock_now_us();
+    stats_request_done(r->conn->cfg->stats, r->sent_us, r->done_us);
     done(r, status, reply);
 }
 

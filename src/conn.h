@@ -68,8 +68,9 @@ struct req {
     TAILQ_ENTRY(req) due_link; /* in conn->due */
     uint64_t due_us;          /* deadline in conn->due (monotonic us) */
     uint8_t due;              /* where the deadline is: enum req_due */
-    uint64_t sent_ms;         /* when submitted (monotonic ms) */
-    uint64_t sent_us;         /* the same in us; 0: never submitted */
+    uint64_t sent_us;         /* when submitted (monotonic us); 0: never */
+    uint64_t done_us;         /* when it completed (monotonic us): the
+                                 clock read its done may use as now */
     uint8_t where;            /* enum req_where */
     uint8_t enomem;           /* encoding failed (RESP_NOMEM: complete
                                  with ENOMEM; RESP_BROKEN: EPROTO) */
