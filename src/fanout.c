@@ -273,10 +273,17 @@ static void part_health(const struct fanout *op, size_t i, int status)
 
 void fanout_submit(struct fanout *op, uint32_t timeout_ms)
 {
+    fanout_submit_at(op, timeout_ms, 0);
+}
+
+void fanout_submit_at(struct fanout *op, uint32_t timeout_ms,
+                      uint64_t now_us)
+{
     struct req *first = first_part(op);
     struct req *parts[QUORUM_NODES_MAX];
     size_t m = 0;
-    uint64_t now_us = clock_now_us(); /* one clock read for all */
+    if (!now_us)
+        now_us = clock_now_us(); /* one clock read for all */
     op->sent_ms = now_us / 1000u;
     op->vote_ms =
         timeout_ms ? timeout_ms : op->eng->opts->request_timeout_ms;
