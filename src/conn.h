@@ -67,9 +67,8 @@ struct req {
     TAILQ_ENTRY(req) due_link; /* in conn->due */
     uint64_t due_us;          /* deadline in conn->due (monotonic us) */
     uint8_t due;              /* where the deadline is: enum req_due */
-    uint64_t sent_us;         /* when submitted (monotonic us); 0: never */
-    uint64_t done_us;         /* when it completed (monotonic us): the
-                                 clock read its done may use as now */
+    uint64_t sent_ms;         /* when submitted (monotonic ms) */
+    uint64_t sent_us;         /* the same in us; 0: never submitted */
     uint8_t where;            /* enum req_where */
     uint8_t enomem;           /* encoding failed (RESP_NOMEM: complete
                                  with ENOMEM; RESP_BROKEN: EPROTO) */
@@ -200,6 +199,9 @@ struct conn {
     struct event flush_ev;            /* writes what was handed to hiredis
                                          (see conn.c) */
     uint8_t flush_pending;            /* flush_ev is active */
+    uint64_t arrival_us;              /* when the replies hiredis hands out
+                                         now were read (monotonic us); 0:
+                                         unknown (see conn.c) */
     struct req_list due;              /* deadlines of the request timeout,
                                          soonest first (see conn.c) */
     struct event due_timer;           /* armed for the first of due */

@@ -442,7 +442,7 @@ static int refused(const struct fanout *op, size_t i)
  * never as a yes; a grant it still sends goes to late, to be undone. */
 static void hurry_rest(struct fanout *op)
 {
-    uint64_t spent = fanout_heard_ms(op) - op->sent_ms;
+    uint64_t spent = clock_now_ms() - op->sent_ms;
     uint64_t grace = spent * 2 > OP_SPLIT_GRACE_MS ? spent * 2
                                                    : OP_SPLIT_GRACE_MS;
     size_t yes = 0, no = 0;
@@ -496,7 +496,6 @@ static void wait_done(struct req *w, int status, redisReply *reply)
     struct fanout *op = w->submitter.ctx;
     size_t i = (size_t)(uintptr_t)w->submitter.data;
     int64_t acks = -1;
-    op->heard_ms = w->done_us / 1000u;
     if (status == 0)
         reply_integer(reply, -1, &acks);
     if (acks >= (int64_t)op->eng->opts->wait_replicas) {
@@ -584,7 +583,6 @@ static void part_done(struct req *r, int status, redisReply *reply)
 {
     struct fanout *op = r->submitter.ctx;
     size_t i = part_index(op, r);
-    op->heard_ms = r->done_us / 1000u;
     part_health(op, i, status);
     if (r->submitter.data == &part_undoing)
         status = HILOCK_ECONN; /* the acquire's own reply was lost */
@@ -649,11 +647,6 @@ void fanout_drop(struct fanout *op)
 {
     op->busy--;
     fanout_maybe_free(op);
-}
-
-uint64_t fanout_heard_ms(const struct fanout *op)
-{
-    return op->heard_ms ? op->heard_ms : clock_now_ms();
 }
 
 int fanout_node_ok(const struct fanout *op, size_t i)

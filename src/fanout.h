@@ -45,8 +45,6 @@ struct fanout {
     TAILQ_ENTRY(fanout) ctx_link;
     void *data;
     uint64_t sent_ms;         /* when submitted (monotonic ms) */
-    uint64_t heard_ms;        /* when a node answer last came (monotonic
-                                 ms; 0: none yet): see fanout_heard_ms */
     uint32_t vote_ms;         /* its node requests' deadline */
     uint8_t hurried;          /* split: the rest's deadline brought in */
     int64_t token;            /* the submitter's: an acquire's decided
@@ -127,10 +125,6 @@ void fanout_complete(struct fanout *op, int status);
 /* Keep op's memory past its decision until fanout_drop (fanout_hold nests). */
 void fanout_hold(struct fanout *op);
 void fanout_drop(struct fanout *op);
-/* When op's last node answer came (monotonic ms): what a decision made
- * by that answer is checked against, read as it came in (not a clock
- * read more); the clock now when none came. */
-uint64_t fanout_heard_ms(const struct fanout *op);
 /* Whether node i's answer made it into the decision; its result. */
 int fanout_node_ok(const struct fanout *op, size_t i);
 /* A renewal: node i's answer for lock k (RENEW_*). */

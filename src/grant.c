@@ -2,6 +2,7 @@
 /* grant.c -- see grant.h. */
 #include "grant.h"
 
+#include "clock.h"
 #include "fanout.h"
 #include "hold.h"
 #include "quorum.h"
@@ -10,11 +11,11 @@
 static void cleanup_done(struct fanout *op, int status,
                          const struct op_result *res);
 
-int grant_in_time(const struct hilock_lock *lock, const struct fanout *op,
-                  uint64_t now_ms)
+int grant_in_time(const struct hilock_lock *lock, const struct fanout *op)
 {
     if (!lock->kind->leased ||
-        quorum_grant_left(handle_acquire_lease(lock), op->sent_ms, now_ms) > 0)
+        quorum_grant_left(handle_acquire_lease(lock), op->sent_ms,
+                          clock_now_ms()) > 0)
         return 0;
     return lock->eng->nnodes > 1 ? HILOCK_ENOQUORUM : HILOCK_ETIMEDOUT;
 }

@@ -12,13 +12,11 @@
 
 #include "handle.h"
 
-/* Whether the grant of acquire op, read at now_ms (when the answer that
- * decided it came: fanout_heard_ms), is within its lease (less the drift
- * allowance): 0, else how it failed -- HILOCK_ETIMEDOUT on one node,
- * HILOCK_ENOQUORUM on several masters (a wait goes on through both).
- * Holds without a lease (permits) always are. */
-int grant_in_time(const struct hilock_lock *lock, const struct fanout *op,
-                  uint64_t now_ms);
+/* Whether the grant of acquire op, read now, is within its lease (less
+ * the drift allowance): 0, else how it failed -- HILOCK_ETIMEDOUT on one
+ * node, HILOCK_ENOQUORUM on several masters (a wait goes on through
+ * both). Holds without a lease (permits) always are. */
+int grant_in_time(const struct hilock_lock *lock, const struct fanout *op);
 /* Whether some master granted acquire op (it failed as a whole). */
 int grant_somewhere(const struct fanout *op);
 /* A quorum granted acquire op (res: the combined result). On several

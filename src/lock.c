@@ -254,7 +254,7 @@ static void acquire_done(struct fanout *op, int status,
     int64_t ttl = res && status == HILOCK_EBUSY ? res->ttl_ms : -1;
     lock->pending.fanout = NULL;
     if (status == 0)
-        status = grant_in_time(lock, op, fanout_heard_ms(op));
+        status = grant_in_time(lock, op);
     if (status == 0 && (status = grant_fence(lock, op, res, fence_done,
                                              part_timeout(lock))) == 0) {
         drop_unreleased(lock, res->count);
@@ -284,8 +284,8 @@ static void fence_done(struct fanout *f, int status,
     struct fanout *op = f->data;
     (void)res;
     lock->pending.fanout = NULL;
-    if (status == 0) /* read when the fence's answer came */
-        status = grant_in_time(lock, op, fanout_heard_ms(f));
+    if (status == 0)
+        status = grant_in_time(lock, op);
     if (status == 0) {
         acquired(lock, op->token, op->sent_ms);
     } else {

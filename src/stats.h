@@ -6,8 +6,8 @@
  * reaches it through conn_config.stats, so that no lower layer calls up to
  * count. Everything here is a plain increment on the loop's thread: no
  * lock, no allocation. The one cost beyond that is two clock reads per
- * wait (a request's submit and completion times are reads the connection
- * takes anyway). */
+ * wait (a request's submit time is the read req_submit takes anyway, its
+ * reply's one the connection takes per batch of replies). */
 #ifndef HILOCK_STATS_H
 #define HILOCK_STATS_H
 
@@ -53,7 +53,8 @@ static inline void stats_request_done(struct hilock_stats *s,
     if (!sent_us)
         return;
     s->requests_inflight--;
-    stats_hist_add(s->request_us, &s->request_us_sum, now_us - sent_us);
+    stats_hist_add(s->request_us, &s->request_us_sum,
+                   now_us > sent_us ? now_us - sent_us : 0);
 }
 
 /* An acquire (or, when acquire is 0, a release) reported status to its
