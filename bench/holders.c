@@ -14,6 +14,17 @@
 
 /* ---- worker ------------------------------------------------------------ */
 
+/* A callback name of handle type type that passes its call on to fn, a
+ * callback of another handle type that reads no handle: the semaphores'
+ * callbacks are the lock's, or the counting semaphore's. */
+#define FORWARD_CB(name, type, fn)                                         \
+    static void name(struct type *h, int status,                           \
+                     const struct hilock_result *res, void *arg)           \
+    {                                                                      \
+        (void)h;                                                           \
+        fn(NULL, status, res, arg);                                        \
+    }
+
 struct hproc;
 
 struct holder {
@@ -74,19 +85,9 @@ static void on_released(struct hilock_lock *lock, int status,
 }
 
 /* The semaphores' callbacks: as the lock's. */
-static void on_sem_released(struct hilock_semaphore *s, int status,
-                            const struct hilock_result *res, void *arg)
-{
-    (void)s;
-    on_released(NULL, status, res, arg);
-}
+FORWARD_CB(on_sem_released, hilock_semaphore, on_released)
 
-static void on_permit_released(struct hilock_permit *pm, int status,
-                               const struct hilock_result *res, void *arg)
-{
-    (void)pm;
-    on_released(NULL, status, res, arg);
-}
+FORWARD_CB(on_permit_released, hilock_permit, on_released)
 
 /* Keep the section's record; records that find no memory count as
  * errors. */
@@ -156,19 +157,9 @@ static void on_acquired(struct hilock_lock *lock, int status,
     }
 }
 
-static void on_sem_acquired(struct hilock_semaphore *s, int status,
-                            const struct hilock_result *res, void *arg)
-{
-    (void)s;
-    on_acquired(NULL, status, res, arg);
-}
+FORWARD_CB(on_sem_acquired, hilock_semaphore, on_acquired)
 
-static void on_permit_acquired(struct hilock_permit *pm, int status,
-                               const struct hilock_result *res, void *arg)
-{
-    (void)pm;
-    on_acquired(NULL, status, res, arg);
-}
+FORWARD_CB(on_permit_acquired, hilock_permit, on_acquired)
 
 /* Acquire again, or stop once the time is up. */
 static void holder_next(struct holder *h)
@@ -203,12 +194,7 @@ static void on_lost(struct hilock_lock *lock, int status,
     h->p->st.lost++;
 }
 
-static void on_permit_lost(struct hilock_permit *pm, int status,
-                           const struct hilock_result *res, void *arg)
-{
-    (void)pm;
-    on_lost(NULL, status, res, arg);
-}
+FORWARD_CB(on_permit_lost, hilock_permit, on_lost)
 
 /* A handle of the group's kind on the name, owner tag id + 1, told of its
  * loss (a counting semaphore's permits are never lost). */
@@ -245,12 +231,7 @@ static void on_init(struct hilock_semaphore *sem, int status,
     event_base_loopexit(p->base, NULL);
 }
 
-static void on_permit_init(struct hilock_permit *pm, int status,
-                           const struct hilock_result *res, void *arg)
-{
-    (void)pm;
-    on_init(NULL, status, res, arg);
-}
+FORWARD_CB(on_permit_init, hilock_permit, on_init)
 
 /* Set the semaphore's permits if none are (the first worker to ask does
  * it): runs the loop until the answer, 5 s at most. 0 or -1. */

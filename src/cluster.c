@@ -41,6 +41,7 @@ struct cnode {
     struct node node;
     struct cluster *cl;
     struct node_events events;
+    uint16_t index;               /* in cl->nodes, where it stays */
     uint8_t up;
     uint8_t standalone;           /* not in cluster mode: never used */
     int port;
@@ -48,6 +49,7 @@ struct cnode {
 };
 
 struct cluster {
+    struct topo *topo;            /* whose backend this is */
     const struct conn_config *cfg;
     const struct topo_events *ev;
     const char *prefix;
@@ -73,14 +75,6 @@ struct cluster {
 };
 
 static void refresh_soon(struct cluster *cl);
-
-static size_t index_of(const struct cluster *cl, const struct cnode *c)
-{
-    size_t i = 0;
-    while (cl->nodes[i] != c)
-        i++;
-    return i;
-}
 
 static void cn_up(void *arg, int reconnected, const char *addr)
 {
@@ -123,7 +117,7 @@ static int cn_redirect(void *arg, struct req *r, int ask,
         return 0;
     r->cluster.hops++;
     if (!ask) {
-        cl->owner[to->slot] = (uint16_t)(index_of(cl, d) + 1);
+        cl->owner[to->slot] = (uint16_t)(d->index + 1);
         refresh_soon(cl);
     }
     node_req_moved(r);
@@ -131,33 +125,15 @@ static int cn_redirect(void *arg, struct req *r, int ask,
     return 1;
 }
 
-static void cn_release(void *arg, enum sub_kind kind, const char *name,
-                       size_t len)
-{
-    struct cnode *c = arg;
-    c->cl->ev->on_release(c->cl->ev->arg, kind, name, len);
-}
-
-static void cn_message(void *arg, enum sub_kind kind, const char *name,
-                       size_t len, const char *msg, size_t mlen)
-{
-    struct cnode *c = arg;
-    topo_message(c->cl->ev, kind, name, len, msg, mlen);
-}
-
-static void cn_pubsub(void *arg, int up, int err, const char *addr)
-{
-    struct cnode *c = arg;
-    c->cl->ev->on_pubsub(c->cl->ev->arg, up, err, addr);
-}
-
+/* A server dropped a subscription: arg is the topology (topo_sub_events). */
 static void cn_evicted(void *arg, const char *name, size_t len)
 {
-    struct cnode *c = arg;
+    struct topo *t = arg;
+    struct cluster *cl = t->impl;
     (void)name;
     (void)len;
-    c->cl->evicted = 1;
-    refresh_soon(c->cl); /* then the name is subscribed where it lives */
+    cl->evicted = 1;
+    refresh_soon(cl); /* then the name is subscribed where it lives */
 }
 
 /* The node at host:port, made (and started) when new; NULL without
@@ -185,13 +161,12 @@ static struct cnode *cnode_get(struct cluster *cl, const char *host,
     memcpy(c->host, host, len + 1);
     c->port = port;
     c->cl = cl;
-    c->events = (struct node_events){
-        c, cn_up, cn_down, cn_redirect,
-        {c, cn_message, cn_release, cn_pubsub, cn_evicted,
-         cl->ev->listener}};
+    c->events = (struct node_events){c, cn_up, cn_down, cn_redirect,
+                                     topo_sub_events(cl->topo, cn_evicted)};
     struct conn_endpoint ep = {c->host, port, NULL};
     node_init(&c->node, cl->cfg, &ep, cl->prefix, cl->prefix_len, &c->events);
     c->node.subs.conn.sharded = cl->sharded;
+    c->index = (uint16_t)cl->n;
     cl->nodes[cl->n++] = c;
     node_start(&c->node);
     return c;
@@ -322,7 +297,7 @@ static int map_apply(struct cluster *cl, const redisReply *r,
             continue;
         down |= !m->up;
         for (long long s = from; s <= to; s++)
-            owner[s] = (uint16_t)(index_of(cl, m) + 1);
+            owner[s] = (uint16_t)(m->index + 1);
     }
     int changed = memcmp(owner, cl->owner, sizeof(cl->owner)) != 0;
     memcpy(cl->owner, owner, sizeof(cl->owner));
@@ -459,7 +434,7 @@ static void refresh_now(struct cluster *cl)
         no_cluster(cl);
         return;
     }
-    cl->asked = index_of(cl, c) + 1;
+    cl->asked = (size_t)c->index + 1;
     if (!cl->probed)
         ask_node(cl, c, "PUBSUB", "SHARDNUMSUB", on_probe, NULL);
     ask_node(cl, c, "CLUSTER", "SLOTS", on_slots, &cl->map_req);
@@ -497,6 +472,7 @@ static int cluster_init(struct topo *t, const struct hilock_options *o)
     struct cluster *cl = calloc(1, sizeof(*cl));
     if (!cl)
         return HILOCK_ENOMEM;
+    cl->topo = t;
     cl->cfg = t->cfg;
     cl->ev = t->ev;
     cl->prefix = t->prefix;
@@ -593,15 +569,18 @@ static void cluster_unwant(struct topo *t, size_t member, const char *name,
         node_unwant(&cl->nodes[i]->node, name, len, kind);
 }
 
-const struct topo_ops topo_cluster_ops = {
-    .name = "cluster",
+static const struct topo_route cluster_route = {
     .slotted = 1,
-    .init = cluster_init,
-    .start = cluster_start,
-    .close = cluster_close,
     .cancel = cluster_cancel,
     .request = cluster_request,
     .node = cluster_node,
     .publish = cluster_publish,
     .unwant = cluster_unwant,
+};
+
+const struct topo_ops topo_cluster_ops = {
+    .init = cluster_init,
+    .start = cluster_start,
+    .close = cluster_close,
+    .route = &cluster_route,
 };

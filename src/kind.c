@@ -15,6 +15,16 @@ const struct kind_ops *kind_of(enum lock_kind id)
     return table[id];
 }
 
+struct kind_call kind_call(struct hilock_lock *lock, struct fanout *op,
+                           enum script_id id)
+{
+    struct engine *eng = lock->eng;
+    struct kind_call c = {handle_wire(lock), fanout_cmd(op),
+                          eng->scripts.sha[id], topo_publish(eng->topo)};
+    fanout_eval(op, id);
+    return c;
+}
+
 struct fanout *kind_release_new(struct hilock_lock *lock, uint32_t drop,
                                 int node, fanout_done_fn *done)
 {

@@ -80,11 +80,34 @@ struct kind_ops {
     void (*encode_repair)(struct hilock_lock *lock, struct fanout *op);
 };
 
+/* What the kinds whose handles are struct hilock_lock (a lock, the read
+ * and the write side) have in common in their tables: a hold is its
+ * owner's, re-entrant, with a lease, and the queries and guarded commands
+ * apply. */
+#define KIND_LOCK_SIDE                                                     \
+    .api = CB_LOCK, .leased = 1, .owned = 1, .nested = 1, .queries = 1,    \
+    .guarded = 1
+
 extern const struct kind_ops kind_mutex;
 extern const struct kind_ops kind_read;
 extern const struct kind_ops kind_write;
 extern const struct kind_ops kind_sem;
 extern const struct kind_ops kind_permit;
+
+/* A script call a kind's encoder writes: the lock as the scripts see it,
+ * where the command goes, the script's digest and the release message
+ * command. */
+struct kind_call {
+    struct wire_lock w;
+    struct resp_buf *cmd;
+    const char *sha;
+    const char *publish;
+};
+
+/* op marked as a call of script id (fanout_eval) about lock, and what to
+ * encode it with. */
+struct kind_call kind_call(struct hilock_lock *lock, struct fanout *op,
+                           enum script_id id);
 
 /* The table of kind id. */
 const struct kind_ops *kind_of(enum lock_kind id);

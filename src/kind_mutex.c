@@ -64,12 +64,6 @@ static void mutex_release(struct hilock_lock *lock, struct fanout *op,
                  handle_hold_lease(lock), drop, topo_publish(eng->topo));
 }
 
-/* Only a fair wait queues. */
-static void mutex_leave(struct hilock_lock *lock, struct fanout *op)
-{
-    fair_encode_leave(lock, op);
-}
-
 /* The undo script, by the attempt's request id; in fair mode its fair
  * twin, which hands the lock on when it ends the hold. */
 static void mutex_undo(struct hilock_lock *lock, struct fanout *op,
@@ -92,27 +86,20 @@ static void mutex_undo(struct hilock_lock *lock, struct fanout *op,
  * behind. */
 static void mutex_repair(struct hilock_lock *lock, struct fanout *op)
 {
-    struct engine *eng = lock->eng;
-    struct wire_lock w = handle_wire(lock);
-    fanout_eval(op, SCRIPT_ACQUIRE);
-    wire_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
-                 handle_hold_lease(lock), eng->opts->fencing, 0);
+    struct kind_call c = kind_call(lock, op, SCRIPT_ACQUIRE);
+    wire_acquire(c.cmd, c.sha, &c.w, handle_hold_lease(lock),
+                 lock->eng->opts->fencing, 0);
 }
 
 const struct kind_ops kind_mutex = {
-    .api = CB_LOCK,
+    KIND_LOCK_SIDE,
     .wire = &wire_kind_mutex,
     .channel = SUB_RELEASE,
-    .leased = 1,
-    .owned = 1,
-    .nested = 1,
-    .queries = 1,
-    .guarded = 1,
     .fair = 1,
     .bare_field = 1,
     .encode_acquire = mutex_acquire,
     .encode_release = mutex_release,
-    .encode_leave = mutex_leave,
+    .encode_leave = fair_encode_leave, /* only a fair wait queues */
     .encode_undo = mutex_undo,
     .encode_repair = mutex_repair,
 };

@@ -12,27 +12,19 @@
 static void permit_acquire(struct hilock_lock *lock, struct fanout *op,
                            int first, uint64_t rid)
 {
-    struct engine *eng = lock->eng;
-    struct wire_lock w = handle_wire(lock);
+    struct kind_call c = kind_call(lock, op, SCRIPT_PERMIT_ACQUIRE);
     (void)first;
-    fanout_eval(op, SCRIPT_PERMIT_ACQUIRE);
-    wire_permit_acquire(fanout_cmd(op),
-                        eng->scripts.sha[SCRIPT_PERMIT_ACQUIRE], &w,
-                        handle_acquire_lease(lock), topo_publish(eng->topo),
-                        rid);
+    wire_permit_acquire(c.cmd, c.sha, &c.w, handle_acquire_lease(lock),
+                        c.publish, rid);
 }
 
 /* The permit goes back whole (drop is always its one hold). */
 static void permit_release(struct hilock_lock *lock, struct fanout *op,
                            uint32_t drop, uint64_t rid)
 {
-    struct engine *eng = lock->eng;
-    struct wire_lock w = handle_wire(lock);
+    struct kind_call c = kind_call(lock, op, SCRIPT_PERMIT_RELEASE);
     (void)drop;
-    fanout_eval(op, SCRIPT_PERMIT_RELEASE);
-    wire_permit_release(fanout_cmd(op),
-                        eng->scripts.sha[SCRIPT_PERMIT_RELEASE], &w,
-                        topo_publish(eng->topo), rid);
+    wire_permit_release(c.cmd, c.sha, &c.w, c.publish, rid);
 }
 
 const struct kind_ops kind_permit = {

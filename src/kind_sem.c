@@ -28,24 +28,19 @@ static uint32_t sem_rid_ttl(const struct engine *eng)
 static void sem_acquire(struct hilock_lock *lock, struct fanout *op,
                         int first, uint64_t rid)
 {
-    struct engine *eng = lock->eng;
-    struct wire_lock w = handle_wire(lock);
+    struct kind_call c = kind_call(lock, op, SCRIPT_SEM_ACQUIRE);
     (void)first;
-    fanout_eval(op, SCRIPT_SEM_ACQUIRE);
-    wire_sem_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_SEM_ACQUIRE],
-                     &w, lock->pending.permits, sem_rid_ttl(eng), rid);
+    wire_sem_acquire(c.cmd, c.sha, &c.w, lock->pending.permits,
+                     sem_rid_ttl(lock->eng), rid);
 }
 
 /* Give back drop permits. */
 static void sem_release(struct hilock_lock *lock, struct fanout *op,
                         uint32_t drop, uint64_t rid)
 {
-    struct engine *eng = lock->eng;
-    struct wire_lock w = handle_wire(lock);
-    fanout_eval(op, SCRIPT_SEM_RELEASE);
-    wire_sem_release(fanout_cmd(op), eng->scripts.sha[SCRIPT_SEM_RELEASE],
-                     &w, drop, sem_rid_ttl(eng), topo_publish(eng->topo),
-                     rid);
+    struct kind_call c = kind_call(lock, op, SCRIPT_SEM_RELEASE);
+    wire_sem_release(c.cmd, c.sha, &c.w, drop, sem_rid_ttl(lock->eng),
+                     c.publish, rid);
 }
 
 const struct kind_ops kind_sem = {

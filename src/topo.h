@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* topo.h -- the topology: which node a lock operation goes to.
  *
- *  - one node (topo_node.c);
- *  - Redlock: all N masters at once, one member each (topo_redlock.c; the
- *    engine decides by quorum over the members);
+ *  - one node (topo_fixed.c);
+ *  - Redlock: all N masters at once, one member each (topo_fixed.c too;
+ *    the engine decides by quorum over the members);
  *  - Sentinel: one node whose address the sentinels give
  *    (topo_sentinel.c, sentinel.h);
  *  - Cluster: the master owning the slot of the lock key (cluster.c).

@@ -89,15 +89,10 @@ static void sentinel_topo_close(struct topo *t, uint32_t drain_ms)
     sentinel_free(resolver);
 }
 
+/* Routed as the fixed nodes are: to the one node. */
 const struct topo_ops topo_sentinel_ops = {
-    .name = "sentinel",
-    .slotted = 0,
     .init = sentinel_topo_init,
     .start = sentinel_topo_start,
     .close = sentinel_topo_close,
-    .cancel = topo_fixed_cancel,
-    .request = topo_fixed_request,
-    .node = topo_fixed_node,
-    .publish = topo_fixed_publish,
-    .unwant = topo_fixed_unwant,
+    .route = &topo_fixed_route,
 };

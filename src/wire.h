@@ -65,6 +65,15 @@ struct wire_kind {
     void (*holder)(struct resp_buf *b, const struct wire_lock *l);
 };
 
+/* The hooks of a hold that is its owner's field in the lock hash (a
+ * lock's, a writer's): renewed with the lock key and that field, guarded
+ * by the fencing counter. The rest of such a kind's struct wire_kind is
+ * its type and query layout. */
+#define WIRE_OWNER_FIELD_HOOKS                                             \
+    .renew_size = 3, .renew_nkeys = 1, .renew_keys = wire_lock_key,       \
+    .renew_args = wire_owner_hold, .guard_key = wire_fence_key,            \
+    .holder = wire_owner_field
+
 /* The kinds as the shared scripts see them (their wire_<kind>.c). */
 extern const struct wire_kind wire_kind_mutex;
 extern const struct wire_kind wire_kind_read;

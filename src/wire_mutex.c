@@ -10,12 +10,7 @@
 const struct wire_kind wire_kind_mutex = {
     .type = 'm',
     .query_layout = "lock",
-    .renew_size = 3,
-    .renew_nkeys = 1,
-    .renew_keys = wire_lock_key,
-    .renew_args = wire_owner_hold,
-    .guard_key = wire_fence_key,
-    .holder = wire_owner_field,
+    WIRE_OWNER_FIELD_HOOKS,
 };
 
 void wire_acquire(struct resp_buf *b, const char *sha,
@@ -84,17 +79,18 @@ void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
     resp_arg_u64_fixed(b, rid);
 }
 
-/* The fair scripts' keys after the lock (see src/lua/fair_acquire.lua):
- * the queue, its owners hash and, when tokens are issued, the fencing
- * counter. Returns how many. */
-static size_t fair_keys(struct resp_buf *b, const struct key_src *k,
-                        int fencing)
+/* The start of a call of fair script id with nargs arguments: its keys
+ * (see src/lua/fair_acquire.lua), the lock, the queue, its owners hash
+ * and, when tokens are issued, the fencing counter. */
+static void fair_head(struct resp_buf *b, enum script_id id, const char *sha,
+                      size_t nargs, const struct key_src *k, int fencing)
 {
+    wire_evalsha(b, id, sha, fencing ? 4 : 3, nargs);
+    keys_lock(b, k);
     keys_queue(b, k);
     keys_tagged(b, k, KEYS_QUEUE_HEAD, KEYS_OWNERS_TAIL);
     if (fencing)
         keys_fence(b, k);
-    return fencing ? 3 : 2;
 }
 
 void wire_fair_acquire(struct resp_buf *b, const char *sha,
@@ -104,10 +100,7 @@ void wire_fair_acquire(struct resp_buf *b, const char *sha,
 {
     struct key_src k = wire_key(l);
     char m = (char)mode;
-    size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, SCRIPT_FAIR_ACQUIRE, sha, nk, 13);
-    keys_lock(b, &k);
-    fair_keys(b, &k, fencing);
+    fair_head(b, SCRIPT_FAIR_ACQUIRE, sha, 13, &k, fencing);
     resp_arg_u64(b, lease_ms);
     keys_field(b, l->client_id, l->owner_tag);
     resp_arg(b, fencing ? "1" : "0", 1);
@@ -129,10 +122,7 @@ void wire_fair_release(struct resp_buf *b, const char *sha,
                        const struct wire_fair *f)
 {
     struct key_src k = wire_key(l);
-    size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, SCRIPT_FAIR_RELEASE, sha, nk, 11);
-    keys_lock(b, &k);
-    fair_keys(b, &k, fencing);
+    fair_head(b, SCRIPT_FAIR_RELEASE, sha, 11, &k, fencing);
     release_args(b, &k, l, lease_ms, drop, f->publish);
     keys_queue(b, &k);
     resp_arg(b, fencing ? "1" : "0", 1);
@@ -146,10 +136,7 @@ void wire_fair_leave(struct resp_buf *b, const char *sha,
                      const struct wire_fair *f)
 {
     struct key_src k = wire_key(l);
-    size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, SCRIPT_FAIR_LEAVE, sha, nk, 8);
-    keys_lock(b, &k);
-    fair_keys(b, &k, fencing);
+    fair_head(b, SCRIPT_FAIR_LEAVE, sha, 8, &k, fencing);
     keys_field(b, l->client_id, l->owner_tag);
     keys_queue(b, &k);
     resp_arg(b, fencing ? "1" : "0", 1);
@@ -165,10 +152,7 @@ void wire_fair_undo(struct resp_buf *b, const char *sha,
                     int fencing, const struct wire_fair *f)
 {
     struct key_src k = wire_key(l);
-    size_t nk = fencing ? 4 : 3;
-    wire_evalsha(b, SCRIPT_FAIR_UNDO, sha, nk, 10);
-    keys_lock(b, &k);
-    fair_keys(b, &k, fencing);
+    fair_head(b, SCRIPT_FAIR_UNDO, sha, 10, &k, fencing);
     resp_arg(b, "0", 1);
     keys_field(b, l->client_id, l->owner_tag);
     resp_arg(b, f->publish, strlen(f->publish));

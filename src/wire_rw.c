@@ -55,12 +55,7 @@ const struct wire_kind wire_kind_read = {
 const struct wire_kind wire_kind_write = {
     .type = 'w',
     .query_layout = "rwlock",
-    .renew_size = 3,
-    .renew_nkeys = 1,
-    .renew_keys = wire_lock_key,
-    .renew_args = wire_owner_hold,
-    .guard_key = wire_fence_key,
-    .holder = wire_owner_field,
+    WIRE_OWNER_FIELD_HOOKS,
 };
 
 void wire_rw_acquire(struct resp_buf *b, const char *sha,
@@ -84,42 +79,53 @@ void wire_rw_acquire(struct resp_buf *b, const char *sha,
     resp_arg_u64_fixed(b, rid);
 }
 
-void wire_rw_release(struct resp_buf *b, const char *sha,
+/* What a release and an undo (script id) of side start with: the lock
+ * key and the owner's request ids, the side's release message, lease_ms
+ * and the owner's field. */
+static void end_head(struct resp_buf *b, enum script_id id, const char *sha,
                      const struct wire_lock *l,
-                     const struct wire_rw_side *side, uint64_t rid,
-                     uint32_t lease_ms, uint32_t drop, const char *publish)
+                     const struct wire_rw_side *side, uint32_t lease_ms)
 {
     struct key_src k = wire_key(l);
-    wire_evalsha(b, side->release, sha, 2, 9);
+    wire_evalsha(b, id, sha, 2, 9);
     keys_lock(b, &k);
     keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
     resp_arg(b, side->message, strlen(side->message));
     resp_arg_u64(b, lease_ms);
     keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
-    resp_arg_u64(b, drop);
+}
+
+/* And what they go on with: how the release message goes out, and where
+ * the owner's hold keys and request ids are. */
+static void end_tail(struct resp_buf *b, const struct wire_lock *l,
+                     const char *publish)
+{
+    struct key_src k = wire_key(l);
     resp_arg(b, publish, strlen(publish));
     keys_channel_of(b, &k, KEYS_RWLOCK_CHANNEL_HEAD);
     keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_BASE_TAIL);
     keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
+}
+
+void wire_rw_release(struct resp_buf *b, const char *sha,
+                     const struct wire_lock *l,
+                     const struct wire_rw_side *side, uint64_t rid,
+                     uint32_t lease_ms, uint32_t drop, const char *publish)
+{
+    end_head(b, side->release, sha, l, side, lease_ms);
+    resp_arg_u64(b, drop);
+    end_tail(b, l, publish);
     resp_arg_u64_fixed(b, rid);
 }
 
+/* As a release (its message too), with the attempt it undoes. */
 void wire_rw_undo(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l,
                   const struct wire_rw_side *side, uint64_t attempt,
                   uint64_t rid, uint32_t lease_ms, const char *publish)
 {
-    struct key_src k = wire_key(l);
-    wire_evalsha(b, side->undo, sha, 2, 9);
-    keys_lock(b, &k);
-    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
-    resp_arg(b, side->message, strlen(side->message)); /* as a release */
-    resp_arg_u64(b, lease_ms);
-    keys_field_sfx(b, l->client_id, l->owner_tag, l->suffix);
-    resp_arg(b, publish, strlen(publish));
-    keys_channel_of(b, &k, KEYS_RWLOCK_CHANNEL_HEAD);
-    keys_tagged(b, &k, KEYS_SUFFIX_HEAD, KEYS_BASE_TAIL);
-    keys_tagged(b, &k, KEYS_RID_HEAD, KEYS_TAG_TAIL);
+    end_head(b, side->undo, sha, l, side, lease_ms);
+    end_tail(b, l, publish);
     resp_arg_u64(b, attempt);
     resp_arg_u64_fixed(b, rid);
 }

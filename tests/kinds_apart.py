@@ -13,21 +13,17 @@ import subprocess
 import sys
 import tempfile
 
+# A callback of each handle type, named after it, that does nothing.
+CALLBACKS = "".join(
+    "static void %s_cb(struct hilock_%s *h, int s,\n"
+    "                  const struct hilock_result *r, void *a)\n"
+    "{ (void)h, (void)s, (void)r, (void)a; }\n" % (name, kind)
+    for name, kind in (("lock", "lock"), ("sem", "semaphore"),
+                       ("permit", "permit"), ("multi", "multi")))
+
 HEAD = """#include <stddef.h>
 #include <hilock/hilock.h>
-static void lock_cb(struct hilock_lock *l, int s,
-                    const struct hilock_result *r, void *a)
-{ (void)l, (void)s, (void)r, (void)a; }
-static void sem_cb(struct hilock_semaphore *h, int s,
-                   const struct hilock_result *r, void *a)
-{ (void)h, (void)s, (void)r, (void)a; }
-static void permit_cb(struct hilock_permit *h, int s,
-                      const struct hilock_result *r, void *a)
-{ (void)h, (void)s, (void)r, (void)a; }
-static void multi_cb(struct hilock_multi *h, int s,
-                     const struct hilock_result *r, void *a)
-{ (void)h, (void)s, (void)r, (void)a; }
-int f(struct hilock_lock *lock, struct hilock_semaphore *sem,
+""" + CALLBACKS + """int f(struct hilock_lock *lock, struct hilock_semaphore *sem,
       struct hilock_permit *permit, struct hilock_multi *multi);
 int f(struct hilock_lock *lock, struct hilock_semaphore *sem,
       struct hilock_permit *permit, struct hilock_multi *multi)

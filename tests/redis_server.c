@@ -673,6 +673,24 @@ redisContext *rs_connect(const struct rs_server *srv)
     return rs_connect_timeout(srv, 2000);
 }
 
+redisContext *rs_subscriber(const struct rs_server *srv, const char *channel)
+{
+    redisContext *c = rs_connect(srv);
+    if (!c)
+        return NULL;
+    redisReply *r = redisCommand(c, "SUBSCRIBE %s", channel);
+    if (r && r->type == REDIS_REPLY_ARRAY) {
+        freeReplyObject(r);
+        return c;
+    }
+    fprintf(stderr, "rs: SUBSCRIBE %s on port %d: %s\n", channel, srv->port,
+            r ? "not confirmed" : c->errstr);
+    if (r)
+        freeReplyObject(r);
+    redisFree(c);
+    return NULL;
+}
+
 int rs_ping(const struct rs_server *srv, int timeout_ms)
 {
     redisContext *c = rs_connect_timeout(srv, timeout_ms);

@@ -121,6 +121,10 @@ redisContext *rs_connect(const struct rs_server *srv);
 /* The same with a timeout of timeout_ms for connect and for each reply. */
 redisContext *rs_connect_timeout(const struct rs_server *srv, int timeout_ms);
 
+/* A connection as rs_connect's, subscribed to channel (the server
+ * confirmed it), or NULL. Free with redisFree(). */
+redisContext *rs_subscriber(const struct rs_server *srv, const char *channel);
+
 /* 0 when the server answers PING with PONG within timeout_ms, else -1. */
 int rs_ping(const struct rs_server *srv, int timeout_ms);
 

@@ -235,6 +235,28 @@ static bool subscribed(void *arg)
     return shard_subscribers(s->name, s->sharded) == s->n;
 }
 
+/* A holder (client) of a lock and a waiter (client2) for it, whose
+ * result goes to got. */
+struct contest {
+    struct hilock_lock *holder, *waiter;
+    struct tu_result got;
+};
+
+/* The holder takes name for 30 s, the waiter waits for it up to 20 s:
+ * returns once the waiter listens for its release (on the sharded channel
+ * or not). */
+static void contest_begin(struct contest *c, const char *name, bool sharded)
+{
+    struct subs_at s = {name, 1, sharded};
+    c->got = (struct tu_result){0};
+    c->holder = tu_lock(client, name, 0);
+    c->waiter = tu_lock(client2, name, 0);
+    tu_assert_status(tu_acquire(c->holder, 0, 30000, NULL), 0);
+    ck_assert_int_eq(
+        hilock_lock_acquire(c->waiter, 20000, 0, tu_record, &c->got), 0);
+    ck_assert(tu_run_until(subscribed, &s, tu_ms(3000)));
+}
+
 /* A waiter subscribes on the master of its channel's slot (SSUBSCRIBE)
  * and is woken by the release, long before the holder's lease runs out;
  * a release published by another library (DEL, then SPUBLISH, as a
@@ -242,20 +264,15 @@ static bool subscribed(void *arg)
  * sharded pub/sub: the same with plain SUBSCRIBE and PUBLISH. */
 static void woken_by_a_release(bool sharded)
 {
-    struct tu_result got = {0};
-    struct hilock_lock *holder = tu_lock(client, "woken", 0);
-    struct hilock_lock *waiter = tu_lock(client2, "woken", 0);
-    tu_assert_status(tu_acquire(holder, 0, 30000, NULL), 0);
-    ck_assert_int_eq(hilock_lock_acquire(waiter, 20000, 0, tu_record, &got),
-                     0);
+    struct contest c;
+    contest_begin(&c, "woken", sharded);
     struct subs_at s = {"woken", 1, sharded};
-    ck_assert(tu_run_until(subscribed, &s, tu_ms(3000)));
     long long t0 = tu_now_ms();
-    tu_assert_status(tu_release(holder, NULL), 0);
-    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(2000)));
-    tu_assert_status(got.status, 0);
-    ck_assert_int_lt(got.at_ms - t0, 1000); /* the lease was 30 s */
-    tu_assert_status(tu_release(waiter, NULL), 0);
+    tu_assert_status(tu_release(c.holder, NULL), 0);
+    ck_assert(tu_run_until_count(&c.got.calls, 1, tu_ms(2000)));
+    tu_assert_status(c.got.status, 0);
+    ck_assert_int_lt(c.got.at_ms - t0, 1000); /* the lease was 30 s */
+    tu_assert_status(tu_release(c.waiter, NULL), 0);
 
     /* Another library holds it (its own owner field), then releases. */
     int node = rc_slot_owner(cluster, rc_key_slot("woken", 5));
@@ -264,22 +281,22 @@ static void woken_by_a_release(bool sharded)
                      1);
     ck_assert_int_eq(rs_int(srv, "PEXPIRE", "woken", "30000", (char *)NULL),
                      1);
-    got.calls = 0;
-    ck_assert_int_eq(hilock_lock_acquire(waiter, 20000, 0, tu_record, &got),
-                     0);
+    c.got.calls = 0;
+    ck_assert_int_eq(
+        hilock_lock_acquire(c.waiter, 20000, 0, tu_record, &c.got), 0);
     ck_assert(tu_run_until(subscribed, &s, tu_ms(3000)));
     tu_run_quiet();
-    ck_assert_int_eq(got.calls, 0);
+    ck_assert_int_eq(c.got.calls, 0);
     t0 = tu_now_ms();
     ck_assert_int_eq(rs_int(srv, "DEL", "woken", (char *)NULL), 1);
     ck_assert_int_eq(rs_int(srv, sharded ? "SPUBLISH" : "PUBLISH",
                             "redisson_lock__channel:{woken}", "0",
                             (char *)NULL),
                      1);
-    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(2000)));
-    tu_assert_status(got.status, 0);
-    ck_assert_int_lt(got.at_ms - t0, 1000);
-    tu_assert_status(tu_release(waiter, NULL), 0);
+    ck_assert(tu_run_until_count(&c.got.calls, 1, tu_ms(2000)));
+    tu_assert_status(c.got.status, 0);
+    ck_assert_int_lt(c.got.at_ms - t0, 1000);
+    tu_assert_status(tu_release(c.waiter, NULL), 0);
 }
 
 START_TEST(waiter_is_woken_by_a_sharded_release)
@@ -575,33 +592,27 @@ END_TEST
  * message is missed: the retry makes up for it), once after. */
 static void waiter_follows(int release_before_finish)
 {
-    struct tu_result got = {0};
-    struct hilock_lock *holder = tu_lock(client, "drifting", 0);
-    struct hilock_lock *waiter = tu_lock(client2, "drifting", 0);
-    tu_assert_status(tu_acquire(holder, 0, 30000, NULL), 0);
-    ck_assert_int_eq(hilock_lock_acquire(waiter, 20000, 0, tu_record, &got),
-                     0);
-    struct subs_at s = {"drifting", 1, sharded_servers()};
-    ck_assert(tu_run_until(subscribed, &s, tu_ms(3000)));
+    struct contest c;
+    contest_begin(&c, "drifting", sharded_servers());
     int slot = rc_key_slot("drifting", 8);
     int from = rc_slot_owner(cluster, slot), to = other_master(from);
     ck_assert_int_eq(rc_migrate_begin(cluster, slot, from, to), 0);
     ck_assert_int_eq(rc_migrate_keys(cluster, slot, from, to), 0);
     if (release_before_finish) {
-        tu_assert_status(tu_release(holder, NULL), 0);
+        tu_assert_status(tu_release(c.holder, NULL), 0);
         tu_run_for(200);
     }
     ck_assert_int_eq(rc_migrate_finish(cluster, slot, to), 0);
     long long t0 = tu_now_ms();
     if (!release_before_finish)
-        tu_assert_status(tu_release(holder, NULL), 0);
-    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(3000)));
-    tu_assert_status(got.status, 0);
-    ck_assert_int_lt(got.at_ms - t0, tu_ms(2000));
+        tu_assert_status(tu_release(c.holder, NULL), 0);
+    ck_assert(tu_run_until_count(&c.got.calls, 1, tu_ms(3000)));
+    tu_assert_status(c.got.status, 0);
+    ck_assert_int_lt(c.got.at_ms - t0, tu_ms(2000));
     ck_assert_int_eq(rs_int(rc_server(cluster, to), "EXISTS", "drifting",
                             (char *)NULL),
                      1);
-    tu_assert_status(tu_release(waiter, NULL), 0);
+    tu_assert_status(tu_release(c.waiter, NULL), 0);
 }
 
 START_TEST(waiter_follows_its_lock_to_a_new_master)

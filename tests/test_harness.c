@@ -119,11 +119,8 @@ START_TEST(sync_helpers_return_ints_strings_and_nil)
     ck_assert_int_eq(rs_int(srv, "DBSIZE", (char *)NULL), 3);
 
     ck_assert_int_eq(rs_numsub(srv, "ch"), 0);
-    redisContext *sub = rs_connect(srv);
+    redisContext *sub = rs_subscriber(srv, "ch");
     ck_assert_ptr_nonnull(sub);
-    redisReply *ack = redisCommand(sub, "SUBSCRIBE ch");
-    ck_assert_ptr_nonnull(ack);
-    freeReplyObject(ack);
     ck_assert_int_eq(rs_numsub(srv, "ch"), 1);
     redisFree(sub);
 }

@@ -70,11 +70,8 @@ START_TEST(free_lock_taken_and_given_back_without_a_script)
     struct hilock_lock *l = tu_lock(a, "inv", 7);
     tu_client_ready(a);
     /* a subscriber of the release channel, as a waiter elsewhere */
-    redisContext *sub = rs_connect(tu_srv);
+    redisContext *sub = rs_subscriber(tu_srv, "redisson_lock__channel:{inv}");
     ck_assert_ptr_nonnull(sub);
-    redisReply *r = redisCommand(sub, "SUBSCRIBE redisson_lock__channel:{inv}");
-    ck_assert_ptr_nonnull(r);
-    freeReplyObject(r);
     long long sha = calls("evalsha"), rst = calls("restore");
     long long hdel = calls("hdel");
 
@@ -98,7 +95,7 @@ START_TEST(free_lock_taken_and_given_back_without_a_script)
     ck_assert_int_eq(tu_exists("inv"), 0);
     ck_assert_uint_eq(hilock_lock_hold_count(l), 0);
     /* the release message went out: Redisson's "0" */
-    r = NULL;
+    redisReply *r = NULL;
     ck_assert_int_eq(redisGetReply(sub, (void **)&r), REDIS_OK);
     ck_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
     ck_assert_str_eq(r->element[1]->str, "redisson_lock__channel:{inv}");

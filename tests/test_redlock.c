@@ -145,6 +145,21 @@ static void warm_up(struct hilock_lock *l)
     ck_assert_int_eq(held.held, 0);
 }
 
+/* Three masters (behind proxies when proxied), a client over them whose
+ * requests time out after request_ms, and lock name on it, once every
+ * master has answered. */
+static struct hilock_lock *three_masters(const char *name, int request_ms,
+                                         bool proxied)
+{
+    masters_start(3);
+    if (proxied)
+        proxies_start();
+    client = redlock_client_timeout(request_ms);
+    struct hilock_lock *l = tu_lock(client, name, 1);
+    warm_up(l);
+    return l;
+}
+
 /* Whether master i (running) has key. */
 static bool master_has(int i, const char *key)
 {
@@ -277,10 +292,7 @@ END_TEST
  * both: the lock is not left behind on it. */
 START_TEST(paused_master_delays_nothing_and_keeps_nothing)
 {
-    masters_start(3);
-    client = redlock_client_timeout(scaled(3000));
-    struct hilock_lock *l = tu_lock(client, "rlp", 1);
-    warm_up(l);
+    struct hilock_lock *l = three_masters("rlp", scaled(3000), false);
     master_pause(2);
     long long t0 = tu_now_ms();
     tu_assert_status(tu_acquire(l, 0, 60000, NULL), 0);
@@ -318,11 +330,7 @@ static bool scripts_done_key_gone(void *arg)
  * the acquire and then the release. */
 START_TEST(blackholed_master_delays_nothing_and_keeps_nothing)
 {
-    masters_start(3);
-    proxies_start();
-    client = redlock_client_timeout(scaled(3000));
-    struct hilock_lock *l = tu_lock(client, "rlb", 1);
-    warm_up(l);
+    struct hilock_lock *l = three_masters("rlb", scaled(3000), true);
     long long before = scripts_run(2);
     tp_blackhole(proxies[2], true);
     long long t0 = tu_now_ms();
@@ -364,10 +372,7 @@ END_TEST
  * ones make once they thaw (after the decision). */
 START_TEST(two_of_three_paused_is_enoquorum_and_late_grants_are_undone)
 {
-    masters_start(3);
-    client = redlock_client_timeout(scaled(300));
-    struct hilock_lock *l = tu_lock(client, "rl5", 1);
-    warm_up(l);
+    struct hilock_lock *l = three_masters("rl5", scaled(300), false);
     master_pause(1);
     master_pause(2);
     long long t0 = tu_now_ms();
@@ -395,10 +400,7 @@ END_TEST
 static struct tu_result wait_without_quorum(const char *name, int deadline_ms,
                                             int wait_ms, long long *took)
 {
-    masters_start(3);
-    client = redlock_client_timeout(deadline_ms);
-    struct hilock_lock *l = tu_lock(client, name, 1);
-    warm_up(l);
+    struct hilock_lock *l = three_masters(name, deadline_ms, false);
     master_down(1);
     master_down(2);
     struct tu_result r;
@@ -432,10 +434,7 @@ END_TEST
  * (most runs see several). */
 START_TEST(waiting_acquire_parked_at_its_deadline_ends_enoquorum)
 {
-    masters_start(3);
-    client = redlock_client_timeout(1000);
-    struct hilock_lock *l = tu_lock(client, "rl7", 1);
-    warm_up(l);
+    struct hilock_lock *l = three_masters("rl7", 1000, false);
     master_down(1);
     master_down(2);
     for (int i = 0; i < 200; i++) {
@@ -863,10 +862,7 @@ END_TEST
  * then grants. */
 START_TEST(grant_after_a_failed_decision_is_undone)
 {
-    masters_start(3);
-    client = redlock_client_timeout(scaled(3000));
-    struct hilock_lock *l = tu_lock(client, "rlg", 1);
-    warm_up(l);
+    struct hilock_lock *l = three_masters("rlg", scaled(3000), false);
     master_set(1, "rlg", "x");
     master_set(2, "rlg", "x");
     struct scripts_goal g = {0, scripts_run(0) + 2, "rlg"};
@@ -990,12 +986,8 @@ static void split_votes_with_one_master_out(void (*fault)(int), bool multi)
     static const char *const names[2] = {"rls", "rlt"};
     static const size_t lens[2] = {3, 3};
     struct hilock_multi *m = NULL;
-    masters_start(3);
-    if (fault == master_mute)
-        proxies_start();
-    client = redlock_client_timeout(scaled(500));
-    struct hilock_lock *l = tu_lock(client, "rls", 1);
-    warm_up(l);
+    struct hilock_lock *l =
+        three_masters("rls", scaled(500), fault == master_mute);
     if (multi)
         tu_assert_status(hilock_multi_new(client, names, lens, 2, 2, &m), 0);
     fault(2);
@@ -1150,11 +1142,7 @@ static void released_stays_released(bool multi)
  * that master does not keep the lock for its lease. */
 START_TEST(release_cut_off_on_one_master_goes_again_there)
 {
-    masters_start(3);
-    proxies_start();
-    client = redlock_client_timeout(scaled(2000));
-    struct hilock_lock *l = tu_lock(client, "rlz", 1);
-    warm_up(l);
+    struct hilock_lock *l = three_masters("rlz", scaled(2000), true);
     tu_assert_status(tu_acquire(l, 0, 20000, NULL), 0);
     ck_assert(tu_run_until(every_master_has, "rlz", scaled(2000)));
     tp_blackhole(proxies[2], true);
@@ -1174,11 +1162,7 @@ END_TEST
  * (a minority of such leftovers makes every later vote a unanimous one). */
 START_TEST(failed_acquire_cut_off_on_one_master_is_undone_there)
 {
-    masters_start(3);
-    proxies_start();
-    client = redlock_client_timeout(scaled(2000));
-    struct hilock_lock *l = tu_lock(client, "rlf", 1);
-    warm_up(l);
+    struct hilock_lock *l = three_masters("rlf", scaled(2000), true);
     for (int i = 0; i < 3; i += 2) {
         ck_assert_int_eq(rs_int(masters[i], "HSET", "rlf", "other:1", "1",
                                 (char *)NULL),

@@ -301,11 +301,8 @@ START_TEST(release_drops_holds_once_and_ends_with_the_message)
     is_pair(release("c:1", "1", "3"), 1, 0); /* sent again: nothing more */
     ck_assert_int_eq(hget(LK, "c:1"), 1);
     /* the last hold: the release message goes out, the key goes */
-    redisContext *sub = rs_connect(tu_srv);
+    redisContext *sub = rs_subscriber(tu_srv, "ch");
     ck_assert_ptr_nonnull(sub);
-    redisReply *s = redisCommand(sub, "SUBSCRIBE ch");
-    ck_assert_ptr_nonnull(s);
-    freeReplyObject(s);
     is_pair(release("c:1", "1", "4"), 0, 1);
     ck_assert_int_eq(exists(LK), 0);
     redisFree(sub);
@@ -1056,9 +1053,5 @@ int main(void)
     tcase_add_test(tc, query_answers_for_the_owner_and_refuses_other_kinds);
     tcase_add_test(tc, guarded_runs_once_and_only_for_the_holder);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_main(s);
 }

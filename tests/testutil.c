@@ -504,10 +504,14 @@ static struct tu_result *fresh_result(void)
     return r;
 }
 
-/* Run until r has been called; fail the test after timeout_ms. */
-static int finish(struct tu_result *r, struct hilock_result *res,
-                  long long timeout_ms, const char *what)
+/* The call what, which may wait up to wait_ms, returned rc, which must be
+ * 0 (it started): run until its callback r has been called; fail the test
+ * when it has not TU_MARGIN_MS after wait_ms. */
+static int finish(int rc, struct tu_result *r, struct hilock_result *res,
+                  uint64_t wait_ms, const char *what)
 {
+    long long timeout_ms = (long long)wait_ms + tu_ms(TU_MARGIN_MS);
+    tu_assert_status(rc, 0);
     if (timeout_ms > tu_ms(60000))
         timeout_ms = tu_ms(60000); /* a test never waits longer than this */
     ck_assert_msg(tu_run_until_count(&r->calls, 1, (int)timeout_ms),
@@ -523,26 +527,21 @@ int tu_acquire(struct hilock_lock *lock, uint64_t wait_ms, uint64_t lease_ms,
 {
     struct tu_result *r = fresh_result();
     int rc = hilock_lock_acquire(lock, wait_ms, lease_ms, tu_record, r);
-    tu_assert_status(rc, 0);
-    return finish(r, res, (long long)wait_ms + tu_ms(TU_MARGIN_MS),
-                  "acquire");
+    return finish(rc, r, res, wait_ms, "acquire");
 }
 
 int tu_release(struct hilock_lock *lock, struct hilock_result *res)
 {
     struct tu_result *r = fresh_result();
     int rc = hilock_lock_release(lock, tu_record, r);
-    tu_assert_status(rc, 0);
-    return finish(r, res, tu_ms(TU_MARGIN_MS), "release");
+    return finish(rc, r, res, 0, "release");
 }
 
 int tu_query(tu_query_fn *fn, struct hilock_lock *lock,
              struct hilock_result *res)
 {
     struct tu_result *r = fresh_result();
-    int rc = fn(lock, tu_record, r);
-    tu_assert_status(rc, 0);
-    return finish(r, res, tu_ms(TU_MARGIN_MS), "query");
+    return finish(fn(lock, tu_record, r), r, res, 0, "query");
 }
 
 int tu_sem_acquire(struct hilock_semaphore *s, uint32_t permits,
@@ -550,9 +549,7 @@ int tu_sem_acquire(struct hilock_semaphore *s, uint32_t permits,
 {
     struct tu_result *r = fresh_result();
     int rc = hilock_semaphore_acquire(s, permits, wait_ms, tu_record_sem, r);
-    tu_assert_status(rc, 0);
-    return finish(r, res, (long long)wait_ms + tu_ms(TU_MARGIN_MS),
-                  "semaphore acquire");
+    return finish(rc, r, res, wait_ms, "semaphore acquire");
 }
 
 int tu_sem_release(struct hilock_semaphore *s, uint32_t permits,
@@ -560,8 +557,7 @@ int tu_sem_release(struct hilock_semaphore *s, uint32_t permits,
 {
     struct tu_result *r = fresh_result();
     int rc = hilock_semaphore_release(s, permits, tu_record_sem, r);
-    tu_assert_status(rc, 0);
-    return finish(r, res, tu_ms(TU_MARGIN_MS), "semaphore release");
+    return finish(rc, r, res, 0, "semaphore release");
 }
 
 int tu_permit_acquire(struct hilock_permit *p, uint64_t wait_ms,
@@ -569,35 +565,28 @@ int tu_permit_acquire(struct hilock_permit *p, uint64_t wait_ms,
 {
     struct tu_result *r = fresh_result();
     int rc = hilock_permit_acquire(p, wait_ms, lease_ms, tu_record_permit, r);
-    tu_assert_status(rc, 0);
-    return finish(r, res, (long long)wait_ms + tu_ms(TU_MARGIN_MS),
-                  "permit acquire");
+    return finish(rc, r, res, wait_ms, "permit acquire");
 }
 
 int tu_permit_release(struct hilock_permit *p, struct hilock_result *res)
 {
     struct tu_result *r = fresh_result();
     int rc = hilock_permit_release(p, tu_record_permit, r);
-    tu_assert_status(rc, 0);
-    return finish(r, res, tu_ms(TU_MARGIN_MS), "permit release");
+    return finish(rc, r, res, 0, "permit release");
 }
 
 int tu_sem_query(tu_sem_query_fn *fn, struct hilock_semaphore *sem,
                  struct hilock_result *res)
 {
     struct tu_result *r = fresh_result();
-    int rc = fn(sem, tu_record_sem, r);
-    tu_assert_status(rc, 0);
-    return finish(r, res, tu_ms(TU_MARGIN_MS), "semaphore query");
+    return finish(fn(sem, tu_record_sem, r), r, res, 0, "semaphore query");
 }
 
 int tu_permit_query(tu_permit_query_fn *fn, struct hilock_permit *p,
                     struct hilock_result *res)
 {
     struct tu_result *r = fresh_result();
-    int rc = fn(p, tu_record_permit, r);
-    tu_assert_status(rc, 0);
-    return finish(r, res, tu_ms(TU_MARGIN_MS), "permit query");
+    return finish(fn(p, tu_record_permit, r), r, res, 0, "permit query");
 }
 
 Suite *tu_suite(const char *name, SFun setup, SFun teardown, int timeout_s,

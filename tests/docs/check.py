@@ -107,6 +107,15 @@ def check_man(hilock, page_path):
     return errors
 
 
+# A callback of each handle type that does nothing, by the names the
+# fragments may use.
+NOOP_CALLBACKS = "".join(
+    "static void %s(struct hilock_%s *h, int status,\n"
+    "               const struct hilock_result *res, void *arg)\n"
+    "{\n    (void)h, (void)status, (void)res, (void)arg;\n}\n\n" % cb
+    for cb in (("on_done", "lock"), ("on_multi_done", "multi"),
+               ("on_sem_done", "semaphore"), ("on_permit_done", "permit")))
+
 FRAGMENT_FRAME = """\
 #include <errno.h>
 #include <signal.h>
@@ -117,31 +126,7 @@ FRAGMENT_FRAME = """\
 #include <event2/event.h>
 #include <hilock/hilock.h>
 
-static void on_done(struct hilock_lock *lock, int status,
-                    const struct hilock_result *res, void *arg)
-{
-    (void)lock, (void)status, (void)res, (void)arg;
-}
-
-static void on_multi_done(struct hilock_multi *multi, int status,
-                          const struct hilock_result *res, void *arg)
-{
-    (void)multi, (void)status, (void)res, (void)arg;
-}
-
-static void on_sem_done(struct hilock_semaphore *sem, int status,
-                        const struct hilock_result *res, void *arg)
-{
-    (void)sem, (void)status, (void)res, (void)arg;
-}
-
-static void on_permit_done(struct hilock_permit *permit, int status,
-                           const struct hilock_result *res, void *arg)
-{
-    (void)permit, (void)status, (void)res, (void)arg;
-}
-
-void frame(struct event_base *base, struct hilock_client *client,
+""" + NOOP_CALLBACKS + """void frame(struct event_base *base, struct hilock_client *client,
            struct hilock_lock *lock);
 void frame(struct event_base *base, struct hilock_client *client,
            struct hilock_lock *lock)
