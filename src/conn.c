@@ -194,9 +194,34 @@ void conn_on_flush(evutil_socket_t fd, short what, void *arg)
     (void)what;
     reentry_enter(re);
     conn->flush_pending = 0;
+    conn->arrival_us = 0; /* the batch of replies was read before */
     if (conn->state == CONN_READY && conn->ac)
         redisAsyncHandleWrite(conn->ac); /* may drop the connection */
     reentry_leave(re);
+}
+
+/* Make flush_ev run once the callbacks running now are done. */
+static void flush_soon(struct conn *conn)
+{
+    if (!conn->flush_pending) {
+        conn->flush_pending = 1;
+        event_active(&conn->flush_ev, 0, 1);
+    }
+}
+
+/* When the replies hiredis is handing out now were read: the clock as the
+ * first of them found it, kept until flush_ev runs after this read's
+ * callbacks -- one clock read per batch of replies, not one per reply.
+ * Later replies of the batch get a time from before the callbacks of the
+ * earlier ones ran: it times a reply's arrival (the request's latency),
+ * and nothing that checks a lease reads it. */
+static uint64_t arrival_us(struct conn *conn)
+{
+    if (!conn->arrival_us) {
+        conn->arrival_us = clock_now_us();
+        flush_soon(conn);
+    }
+    return conn->arrival_us;
 }
 
 /* Hand r to hiredis; when the context refuses (going down), queue it. */
@@ -206,10 +231,7 @@ static void send_now(struct conn *conn, struct req *r)
         r->where = REQ_SENT;
         TAILQ_INSERT_TAIL(&conn->sent, r, link);
         (*conn->cfg->wire)++;
-        if (!conn->flush_pending) {
-            conn->flush_pending = 1;
-            event_active(&conn->flush_ev, 0, 1);
-        }
+        flush_soon(conn);
     } else {
         r->where = REQ_QUEUED;
         TAILQ_INSERT_TAIL(&conn->queued, r, link);
@@ -283,13 +305,17 @@ void req_submit_at(struct req *r, uint32_t timeout_ms, uint64_t now_us)
     send_now(r->conn, r);
 }
 
-/* Run the request's done once with status and reply. */
-static void finish(struct req *r, int status, redisReply *reply)
+/* Run the request's done once with status and reply, which came at now_us
+ * (0: now). */
+static void finish(struct req *r, int status, redisReply *reply,
+                   uint64_t now_us)
 {
     req_done_fn *done = r->done;
     r->done = NULL;
     due_clear(r);
-    stats_request_done(r->conn->cfg->stats, r->sent_us);
+    if (r->sent_us) /* else there is nothing to time */
+        stats_request_done(r->conn->cfg->stats, r->sent_us,
+                           now_us ? now_us : clock_now_us());
     done(r, status, reply);
 }
 
@@ -301,7 +327,7 @@ void req_complete(struct req *r, int status)
         TAILQ_REMOVE(&r->conn->queued, r, link);
         r->where = REQ_NOWHERE;
     }
-    finish(r, status, NULL);
+    finish(r, status, NULL, 0);
     if (r->where == REQ_NOWHERE)
         req_recycle(r);
 }
@@ -465,7 +491,7 @@ static void dropped(struct conn *conn, struct req *r)
         return;
     }
     if (r->done)
-        finish(r, HILOCK_ECONN, NULL);
+        finish(r, HILOCK_ECONN, NULL, 0);
     else if (r->late)
         r->late(r, NULL);
     req_recycle(r);
@@ -503,13 +529,13 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         req_recycle(r);
     } else if (((redisReply *)reply)->type != REDIS_REPLY_ERROR) {
         conn_proven(conn);
-        finish(r, 0, reply);
+        finish(r, 0, reply, arrival_us(conn));
         req_recycle(r);
     } else if (!conn->hooks->on_error ||
                !conn->hooks->on_error(conn, r, reply)) {
         if (!r->quiet)
             log_error_reply(conn, reply);
-        finish(r, 0, reply);
+        finish(r, 0, reply, arrival_us(conn));
         req_recycle(r);
     }
     reentry_leave(re);
@@ -605,7 +631,7 @@ void conn_fail_queued(struct conn *conn, int err)
         TAILQ_REMOVE(&conn->queued, r, link);
         r->where = REQ_NOWHERE;
         if (r->done)
-            finish(r, err, NULL);
+            finish(r, err, NULL, 0);
         else if (r->late)
             r->late(r, NULL);
         req_recycle(r);
@@ -645,7 +671,7 @@ void conn_cancel_list(struct req_list *l)
         if (r->where == REQ_SENT)
             (*r->conn->cfg->wire)--;
         if (r->done)
-            finish(r, HILOCK_ECANCELED, NULL);
+            finish(r, HILOCK_ECANCELED, NULL, 0);
         due_clear(r);
         if (r->fini) {
             req_fini_fn *fini = r->fini;

@@ -64,7 +64,6 @@ struct req {
     /* The connection's (conn.c): where the request is and its deadline. */
     TAILQ_ENTRY(req) link;    /* in conn->queued, conn->sent or the pool */
     struct conn *conn;
-    struct event timer;       /* deadline, when not in conn->due (due) */
     TAILQ_ENTRY(req) due_link; /* in conn->due */
     uint64_t due_us;          /* deadline in conn->due (monotonic us) */
     uint8_t due;              /* where the deadline is: enum req_due */
@@ -114,7 +113,10 @@ struct req {
         void *ctx;
         void *data;
     } submitter;
+    /* Not cleared by req_new: each user sets it up first. */
     struct resp_buf cmd;
+    struct event timer;       /* deadline, when not in conn->due (due):
+                                 assigned as it is armed (due_set) */
     char cmd_inline[REQ_INLINE_CMD];
 };
 
@@ -197,6 +199,9 @@ struct conn {
     struct event flush_ev;            /* writes what was handed to hiredis
                                          (see conn.c) */
     uint8_t flush_pending;            /* flush_ev is active */
+    uint64_t arrival_us;              /* when the replies hiredis hands out
+                                         now were read (monotonic us); 0:
+                                         unknown (see conn.c) */
     struct req_list due;              /* deadlines of the request timeout,
                                          soonest first (see conn.c) */
     struct event due_timer;           /* armed for the first of due */

@@ -114,6 +114,10 @@ void fanout_plain(struct fanout *op, size_t split);
 /* Send it to its nodes, each with a deadline of timeout_ms (0: the
  * request timeout). */
 void fanout_submit(struct fanout *op, uint32_t timeout_ms);
+/* The same, sent as of now_us, a monotonic clock read (us) the caller
+ * took since it last let other code run (0: read the clock). */
+void fanout_submit_at(struct fanout *op, uint32_t timeout_ms,
+                      uint64_t now_us);
 /* Decide it now with status (HILOCK_ECANCELED, HILOCK_ETIMEDOUT): its done
  * fires with res NULL; requests already sent stay in flight and their
  * replies go to late. No-op when decided. */

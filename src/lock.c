@@ -142,8 +142,9 @@ static uint32_t part_timeout(const struct hilock_lock *lock)
 /* Send one attempt of the pending acquire to every node, as the kind
  * encodes it, with one request id (a resend is applied once; a NOSCRIPT
  * resend takes a new id, see fanout.c); first: the acquire's first
- * attempt. Returns 0 or ENOMEM. */
-static int send_attempt(struct hilock_lock *lock, int first)
+ * attempt; now_us: the clock as the caller read it (0: not read). Returns
+ * 0 or ENOMEM. */
+static int send_attempt(struct hilock_lock *lock, int first, uint64_t now_us)
 {
     struct engine *eng = lock->eng;
     struct fanout *op =
@@ -154,7 +155,7 @@ static int send_attempt(struct hilock_lock *lock, int first)
     lock->kind->encode_acquire(lock, op, first, ++eng->seq);
     handle_attach(lock, op);
     lock->pending.fanout = op;
-    fanout_submit(op, part_timeout(lock));
+    fanout_submit_at(op, part_timeout(lock), now_us);
     return 0;
 }
 
@@ -187,7 +188,7 @@ static void acquire_failed(struct hilock_lock *lock, int status, int64_t ttl)
         /* Handed over while this attempt was on its way (it got there
          * first): the next one claims it. */
         lock->pending.handed = 0;
-        if ((rc = send_attempt(lock, 0)) != 0)
+        if ((rc = send_attempt(lock, 0, 0)) != 0)
             finish_op(lock, rc, 0);
         return;
     }
@@ -323,7 +324,10 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
         return HILOCK_EINVAL;
     if (lock->pending.what != PENDING_NONE)
         return HILOCK_EINPROGRESS;
-    if (wait_ms && (rc = wait_set_deadline(lock, clock_now_ms() + wait_ms + 1)))
+    /* One clock read for the deadline and the first attempt's send. */
+    uint64_t now_us = wait_ms ? clock_now_us() : 0;
+    if (wait_ms &&
+        (rc = wait_set_deadline(lock, now_us / 1000u + wait_ms + 1)))
         return rc; /* + 1: the ms clock truncates; wait_ms must pass */
     lock->pending.what = PENDING_ACQUIRE;
     lock->pending.cb = cb;
@@ -342,7 +346,7 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
                                      re-entry never waits */
     } else {
         wait_first(lock, wait_ms);
-        rc = send_attempt(lock, 1);
+        rc = send_attempt(lock, 1, now_us);
     }
     if (rc) {
         lock->pending.wait_later = 0;
@@ -374,7 +378,7 @@ static void hook_attempt(struct hilock_lock *lock)
 {
     if (lock->pending.fanout)
         return;
-    int rc = send_attempt(lock, 0);
+    int rc = send_attempt(lock, 0, 0);
     if (rc)
         finish_op(lock, rc, 0);
 }

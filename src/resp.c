@@ -23,12 +23,16 @@ void resp_init(struct resp_buf *b, char *inline_data, size_t inline_cap)
     b->inline_cap = inline_cap;
     b->len = 0;
     b->failed = 0;
+    b->words = 0;
+    b->declared = 0;
 }
 
 void resp_reset(struct resp_buf *b)
 {
     b->len = 0;
     b->failed = 0;
+    b->words = 0;
+    b->declared = 0;
 }
 
 void resp_free(struct resp_buf *b)
@@ -38,6 +42,8 @@ void resp_free(struct resp_buf *b)
     b->data = b->inline_data;
     b->cap = b->inline_cap;
     b->len = 0;
+    b->words = 0;
+    b->declared = 0;
 }
 
 /* Make room for n more bytes plus the terminating NUL; on failure mark the
@@ -100,6 +106,7 @@ static void put_line(struct resp_buf *b, char c, size_t v)
 void resp_array(struct resp_buf *b, size_t argc)
 {
     put_line(b, '*', argc);
+    b->declared += (uint32_t)argc;
 }
 
 void resp_arg_parts(struct resp_buf *b, size_t n, const struct resp_part *p)
@@ -111,6 +118,7 @@ void resp_arg_parts(struct resp_buf *b, size_t n, const struct resp_part *p)
     for (size_t i = 0; i < n; i++)
         put(b, p[i].ptr, p[i].len);
     put(b, "\r\n", 2);
+    b->words++;
 }
 
 void resp_arg(struct resp_buf *b, const void *ptr, size_t len)
@@ -153,4 +161,6 @@ void resp_copy(struct resp_buf *dst, const struct resp_buf *src)
         return;
     }
     put(dst, src->data, src->len);
+    dst->words = src->words;
+    dst->declared = src->declared;
 }

@@ -4,6 +4,7 @@
 #define HILOCK_RESP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* A growable output buffer, always NUL-terminated after len. Starts on
  * caller-provided inline storage and moves to the heap only when a command
@@ -15,6 +16,12 @@ struct resp_buf {
     char *inline_data; /* storage that must not be freed */
     size_t inline_cap;
     int failed;        /* nonzero: the content is unusable (RESP_*) */
+    /* Counted as they are appended, so that a command's shape is checked
+     * without parsing it (wire_check): the bulk strings written by
+     * resp_arg*, and the sum of the counts of the array headers. Bytes
+     * appended by resp_raw are the caller's to count. */
+    uint32_t words;
+    uint32_t declared;
 };
 
 /* One piece of an argument; an argument may be several pieces joined. */
@@ -43,9 +50,10 @@ void resp_arg(struct resp_buf *b, const void *ptr, size_t len);
 /* Append one bulk string holding the decimal form of v. */
 void resp_arg_u64(struct resp_buf *b, unsigned long long v);
 
-/* Append n bytes that are RESP already (a part of another command). */
+/* Append n bytes that are RESP already (a part of another command); the
+ * counts (words, declared) are left as they were. */
 void resp_raw(struct resp_buf *b, const void *p, size_t n);
-/* Make dst a copy of src's content (failed too). */
+/* Make dst a copy of src's content (failed and the counts too). */
 void resp_copy(struct resp_buf *dst, const struct resp_buf *src);
 /* Append one bulk string holding v as RESP_U64_WIDTH decimal digits with
  * leading zeros, so that it can be rewritten in place (resp_u64_fixed). */

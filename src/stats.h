@@ -5,9 +5,9 @@
  * One struct hilock_stats per client, in its engine; the connection layer
  * reaches it through conn_config.stats, so that no lower layer calls up to
  * count. Everything here is a plain increment on the loop's thread: no
- * lock, no allocation. The one cost beyond that is a monotonic clock read
- * when a request completes (its submit time is the read req_submit takes
- * anyway) and two per wait. */
+ * lock, no allocation. The one cost beyond that is two clock reads per
+ * wait (a request's submit time is the read req_submit takes anyway, its
+ * reply's one the connection takes per batch of replies). */
 #ifndef HILOCK_STATS_H
 #define HILOCK_STATS_H
 
@@ -45,16 +45,16 @@ static inline void stats_request_sent(struct hilock_stats *s)
     s->requests_inflight++;
 }
 
-/* A request submitted at sent_us completed (0: it never was submitted, a
- * request given up while being built). */
+/* A request submitted at sent_us completed at now_us (sent_us 0: it never
+ * was submitted, a request given up while being built). */
 static inline void stats_request_done(struct hilock_stats *s,
-                                      uint64_t sent_us)
+                                      uint64_t sent_us, uint64_t now_us)
 {
     if (!sent_us)
         return;
     s->requests_inflight--;
     stats_hist_add(s->request_us, &s->request_us_sum,
-                   clock_now_us() - sent_us);
+                   now_us > sent_us ? now_us - sent_us : 0);
 }
 
 /* An acquire (or, when acquire is 0, a release) reported status to its

@@ -68,12 +68,17 @@ static int names_script(const struct script_info *s, int body, const char *w,
     return len == 40 && memcmp(w, s->sha, 40) == 0;
 }
 
+/* The check is O(1) but for an EVAL's body: the words were counted as
+ * they were appended (resp.h), so only the header, the script's name and
+ * the number of keys are read. A header whose count is not the words
+ * written, or a second command after the first, fails it. */
 int wire_check(const struct resp_buf *b, enum script_id id)
 {
     const struct script_info *s = &script_table[id];
     const char *p = b->data, *end = b->data + b->len, *w;
     size_t argc, len, nkeys = 0;
     if (b->failed || read_count(&p, end, '*', &argc) != 0 || argc < 3 ||
+        argc != b->declared || argc != b->words ||
         read_bulk(&p, end, &w, &len) != 0)
         return -1;
     int body = len == 4 && memcmp(w, "EVAL", 4) == 0;
@@ -86,10 +91,7 @@ int wire_check(const struct resp_buf *b, enum script_id id)
             return -1;
         nkeys = nkeys * 10 + (size_t)(w[i] - '0');
     }
-    for (size_t i = 3; i < argc; i++)
-        if (read_bulk(&p, end, &w, &len) != 0)
-            return -1;
-    if (p != end || nkeys > argc - 3)
+    if (nkeys > argc - 3)
         return -1;
     return within(nkeys, s->keys_min, s->keys_max) &&
                    within(argc - 3 - nkeys, s->args_min, s->args_max)
@@ -114,6 +116,8 @@ int wire_eval_body(struct resp_buf *b, const char *body, size_t len)
     resp_arg(&t, "EVAL", 4);
     resp_arg(&t, body, len);
     resp_raw(&t, b->data + rest, b->len - rest);
+    t.words = b->words; /* the same words: the digest's place is the body's */
+    t.declared = b->declared;
     int rc = t.failed ? -1 : 0;
     if (rc == 0) {
         resp_copy(b, &t);

@@ -1110,6 +1110,26 @@ START_TEST(a_miscounted_encode_is_refused)
         resp_arg(&b, "x", 1);
     ck_assert_int_eq(wire_check(&b, SCRIPT_RELEASE), -1);
     resp_reset(&b);
+    /* a whole call, then a second command after it: not one call */
+    wire_release(&b, sha, &mutex, 4, 30000, 1, "publish");
+    ck_assert_int_eq(wire_check(&b, SCRIPT_RELEASE), 0);
+    resp_array(&b, 1);
+    resp_arg(&b, "PING", 4);
+    ck_assert_int_eq(wire_check(&b, SCRIPT_RELEASE), -1);
+    resp_reset(&b);
+    /* the copy a second node sends is checked alike */
+    struct resp_buf c;
+    resp_init(&c, NULL, 0);
+    wire_evalsha(&b, SCRIPT_RELEASE, sha, 1, 7);
+    for (int i = 0; i < 7; i++)
+        resp_arg(&b, "x", 1);
+    resp_copy(&c, &b);
+    ck_assert_int_eq(wire_check(&c, SCRIPT_RELEASE), -1);
+    resp_arg(&b, "x", 1);
+    resp_copy(&c, &b);
+    ck_assert_int_eq(wire_check(&c, SCRIPT_RELEASE), 0);
+    resp_free(&c);
+    resp_reset(&b);
     /* another script's digest, or its body, is not this script */
     wire_release(&b, sha, &mutex, 4, 30000, 1, "publish");
     ck_assert_int_eq(wire_check(&b, SCRIPT_RELEASE), 0);
