@@ -78,7 +78,7 @@ int fair_resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
 
 int fair_plain_ok(const struct hilock_lock *lock)
 {
-    return !fair_on(lock) || !wait_has_waiters(lock);
+    return !fair_on(lock) || (!wait_has_waiters(lock) && !lock->waited);
 }
 
 void fair_begin_attempt(struct hilock_lock *lock, struct fanout *op)

@@ -37,7 +37,10 @@ int fair_resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid);
  * release as the plain HDEL, as far as fair mode goes: not in fair mode,
  * or no waiter of this client is parked on the name (it is queued in
  * Redis: RESTORE would pass it when the key is absent, and the fair
- * release script hands it the lock at once; see plain.c). */
+ * release script hands it the lock at once; see plain.c), and the hold
+ * did not come through a wait (others were in line then, most likely
+ * still are: the script hands the lock to the next at once, where the
+ * HDEL's message would wake every client waiting on the name to look). */
 int fair_plain_ok(const struct hilock_lock *lock);
 /* The fair release of drop holds alone, as rid, into cmd (a plain one
  * going again as the script). Returns its script id. */

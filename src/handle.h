@@ -100,6 +100,10 @@ struct hilock_lock {
     unsigned user_freed : 1;         /* hilock_lock_free() was called */
     unsigned in_owners : 1;          /* in eng->owners */
     unsigned twinned : 1;            /* a twin held while it held */
+    unsigned waited : 1;             /* its hold came through a wait that
+                                        went out (fair mode: it is given
+                                        back by the fair script, which
+                                        hands the lock to those in line) */
     uint16_t name_len;               /* at most HILOCK_NAME_MAX */
     uint16_t slot;                   /* of its keys, in a cluster */
     struct lock_hold hold;

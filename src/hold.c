@@ -10,6 +10,7 @@ int hold_grant(struct hilock_lock *lock, uint64_t sent_ms, int watchdog,
                uint32_t lease_ms)
 {
     int again = lock->hold.count++ > 0 || handle_hold_begin(lock);
+    lock->waited |= lock->pending.queued;
     lock->hold.auto_renew |= watchdog != 0;
     hold_share_lease(lock, sent_ms, lease_ms);
     return again;
@@ -28,6 +29,7 @@ void hold_end(struct hilock_lock *lock)
     lock->hold.count = 0;
     lock->hold.token = 0;
     lock->hold.auto_renew = 0;
+    lock->waited = 0;
 }
 
 void hold_lost(struct hilock_lock *lock)

@@ -19,10 +19,11 @@ void wire_acquire(struct resp_buf *b, const char *sha,
 {
     struct key_src k = wire_key(l);
     int queue = l->entry_ms || l->queue;
-    size_t nk = 1 + (fencing != 0) + (queue ? 2 : 0);
+    int fence = fencing || queue; /* a hand-off to a fair waiter draws */
+    size_t nk = 1 + (fence != 0) + (queue ? 2 : 0);
     wire_evalsha(b, SCRIPT_ACQUIRE, sha, nk, queue ? 9 : 5);
     keys_lock(b, &k);
-    if (fencing)
+    if (fence)
         keys_fence(b, &k);
     if (queue) { /* the fair queue it may serve or join, and its owners */
         keys_queue(b, &k);

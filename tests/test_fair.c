@@ -700,9 +700,12 @@ struct mix_worker {
     int longest;  /* most acquisitions by others during one of its waits */
     int got;
     int loop;     /* takes the lock again after each release */
+    int fenced;   /* its client draws fencing tokens */
 };
 static struct mix_worker mix[MIX_WORKERS];
 static int mix_total, mix_errors, mix_defaults_done, mix_stop, mix_idle;
+static int mix_bad_tokens;
+static int64_t mix_last_token;
 
 static void mix_acquire(struct mix_worker *w);
 
@@ -732,6 +735,10 @@ static void mix_acquired(struct hilock_lock *lock, int status,
         w->longest = mix_total - w->since;
     mix_total++;
     w->got++;
+    if (w->fenced) { /* the fenced workers' tokens grow, whoever handed */
+        mix_bad_tokens += res->token <= mix_last_token;
+        mix_last_token = res->token;
+    }
     mix_defaults_done += !w->loop;
     ck_assert_int_eq(hilock_lock_release(lock, mix_released, w), 0);
 }
@@ -830,6 +837,36 @@ START_TEST(test_no_waiter_passed_on_a_free_name)
 }
 END_TEST
 
+/* Fair workers that draw fencing tokens beside workers without fair mode
+ * or fencing: whoever frees the name or hands it on, each fair holder's
+ * token is larger than the one before. */
+START_TEST(test_fair_tokens_grow_beside_default_clients)
+{
+    enum { RUN = 300 };
+    struct hilock_client *c[MIX_WORKERS];
+    memset(mix, 0, sizeof mix);
+    mix_total = mix_errors = mix_defaults_done = mix_stop = mix_idle = 0;
+    mix_bad_tokens = 0;
+    mix_last_token = 0;
+    for (int i = 0; i < MIX_WORKERS; i++) {
+        c[i] = i < MIX_FAIR ? client(1, 0) : client_plain(0);
+        mix[i].lock = tu_lock(c[i], NAME, 1);
+        mix[i].loop = 1;
+        mix[i].fenced = i < MIX_FAIR;
+    }
+    for (int i = 0; i < MIX_WORKERS; i++)
+        mix_acquire(&mix[i]);
+    ck_assert_msg(tu_run_until_count(&mix_total, RUN, tu_ms(20000)),
+                  "%d of %d acquisitions", mix_total, RUN);
+    mix_stop = 1;
+    ck_assert(tu_run_until_count(&mix_idle, MIX_WORKERS, tu_ms(10000)));
+    ck_assert_int_eq(mix_errors, 0);
+    ck_assert_int_eq(mix_bad_tokens, 0);
+    for (int i = 0; i < MIX_WORKERS; i++)
+        hilock_client_free(c[i]);
+}
+END_TEST
+
 /* A waiter without fair mode that went away after joining the queue costs
  * the fair waiter behind it at most the short turn it is given. */
 START_TEST(test_gone_default_waiter_costs_a_turn)
@@ -914,11 +951,13 @@ START_TEST(test_free_name_taken_by_restore)
 }
 END_TEST
 
-/* A fair client's release of its only hold, with no waiter of its own
- * parked on the name, is the plain HDEL and the release message (no
- * script), also for a hold handed to it: the HDEL takes the hand-off
- * marker along and leaves the queue's marker, and the waiter still
- * queued, woken by the message, takes the lock at its retry. */
+/* A fair client's release of its only hold, taken without a wait and
+ * with no waiter of its own parked on the name, is the plain HDEL and the
+ * release message (no script): it leaves the queue's marker, and the
+ * waiter queued meanwhile, woken by the message, takes the lock at its
+ * retry. A hold that came through a wait (others were in line, and most
+ * likely still are) goes back by the fair script, which hands the lock to
+ * the next at once instead of waking every client on the name. */
 START_TEST(test_fair_release_without_own_waiters_is_plain)
 {
     struct waiter w1 = {1, {0}}, w0 = {0, {0}};
@@ -927,25 +966,22 @@ START_TEST(test_fair_release_without_own_waiters_is_plain)
     struct hilock_lock *h = hold(cl[0], NULL);
     wait_queued(cl[1], tu_lock(cl[1], NAME, 1), &w1, (uint64_t)tu_ms(LONG_MS),
                 0, 1);
-    wait_queued(cl[0], tu_lock(cl[0], NAME, 2), &w0, (uint64_t)tu_ms(LONG_MS),
-                0, 2);
-    /* cl[0] has a waiter parked: its release is the script, a hand-off */
     long long execs = rs_cmdstat_calls(tu_srv, "exec");
     release_held(h);
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "exec") - execs, 1);
     ck_assert(tu_run_until_count(&w1.r.calls, 1, tu_ms(1000)));
     tu_assert_status(w1.r.status, 0);
-    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "exec") - execs, 0);
-    ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", NAME, "hilock:handed",
-                            (char *)NULL),
-                     1);
-    /* cl[1] has none: HDEL, and the waiter left queued takes it */
+    ck_assert_int_eq(tu_holds(NAME, cl[1], 1), 1);
+    wait_queued(cl[0], tu_lock(cl[0], NAME, 2), &w0, (uint64_t)tu_ms(LONG_MS),
+                0, 1);
+    /* w1 waited for its hold: the script hands it to w0 */
     release_held(w1.r.lock);
-    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "exec") - execs, 1);
     ck_assert(tu_run_until_count(&w0.r.calls, 1, tu_ms(1000)));
     tu_assert_status(w0.r.status, 0);
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "exec") - execs, 1);
     ck_assert_int_eq(tu_holds(NAME, cl[0], 2), 1);
     release_held(w0.r.lock);
-    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "exec") - execs, 2);
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "exec") - execs, 1);
     ck_assert_int_eq(overlaps, 0);
     ck_assert_int_eq(tu_exists(NAME), 0);
     ck_assert_int_eq(tu_exists(QUEUE), 0);
@@ -1081,6 +1117,7 @@ static Suite *fair_suite(void)
     tcase_add_test(tc, test_gone_default_waiter_costs_a_turn);
     tcase_add_test(tc, test_default_waiters_not_starved_by_fair_workers);
     tcase_add_test(tc, test_no_waiter_passed_on_a_free_name);
+    tcase_add_test(tc, test_fair_tokens_grow_beside_default_clients);
     tcase_add_test(tc, test_free_name_taken_by_restore);
     tcase_add_test(tc, test_fair_release_without_own_waiters_is_plain);
     tcase_add_test(tc, test_no_restore_past_own_waiter);

@@ -509,6 +509,13 @@ static redisReply *acquire_waiting(const char *f, const char *rid)
                 "fence", QUEUE, "30000", "publish", "ch", rid, NULL);
 }
 
+/* A default acquire that does not wait, with the queue declared. */
+static redisReply *acquire_trying(const char *f, const char *rid)
+{
+    return call(SCRIPT_ACQUIRE, 4, LK, "fence", QUEUE, OWNERS, "30000", f, "0",
+                "fence", QUEUE, "0", "publish", "ch", rid, NULL);
+}
+
 static long long marked(void)
 {
     return rs_int(tu_srv, "HEXISTS", LK, "hilock:queued", (char *)NULL);
@@ -564,7 +571,8 @@ START_TEST(queue_marker_keeps_a_released_name_for_the_first_in_line)
     ck_assert_int_eq(hget(LK, "c:2"), 1);
     ck_assert_int_eq(hget(LK, "c:3"), RS_NIL);
     ck_assert_int_eq(marked(), 1);
-    is_pair(fair("c:2", "c", "bb", "7", "2"), 1, 0);
+    /* handed with a token, although the default caller issues none */
+    is_pair(fair("c:2", "c", "bb", "7", "2"), 1, 1);
     /* its release gives the default waiter its turn: the marker alone */
     is_pair(fair_release("c:2", "bb", "3"), 0, 1);
     ck_assert_int_eq(rs_int(tu_srv, "HLEN", LK, (char *)NULL), 1);
@@ -609,6 +617,34 @@ START_TEST(queue_marker_goes_with_dead_waiters_and_the_last_leave)
     ck_assert_int_eq(marked(), 1);
     is_int(fair_leave("c:2", "8"), 0);
     ck_assert_int_eq(marked(), 0);
+}
+END_TEST
+
+/* A caller that does not wait and finds a released name kept by the
+ * marker hands it to the first live waiter, and is refused without
+ * queueing; with nobody live in line (a killed process's waiters) it
+ * takes the lock at once instead of waiting out the old lease. */
+START_TEST(queue_marker_serves_the_line_for_a_caller_that_does_not_wait)
+{
+    load_all();
+    redisContext *hears = rs_subscriber(tu_srv, "ch:bb");
+    is_pair(fair("c:1", "t", "aa", "1", "1"), 1, 0);
+    fair("c:2", "w", "bb", "7", "1");
+    plain_release("c:1");
+    ck_assert_int_eq(acquire_trying("c:3", "1")->type, REDIS_REPLY_INTEGER);
+    ck_assert_int_eq(hget(LK, "c:2"), 1);
+    ck_assert_int_eq(hget(LK, "c:3"), RS_NIL);
+    ck_assert_int_eq(hget(OWNERS, "c:3"), RS_NIL);
+    is_pair(fair("c:2", "c", "bb", "7", "2"), 1, 1);
+    redisFree(hears);
+    fair("c:4", "w", "dd", "3", "1"); /* nobody hears dd */
+    plain_release("c:2");
+    ck_assert_int_eq(marked(), 1);
+    is_pair(acquire_trying("c:3", "2"), 1, 0);
+    ck_assert_int_eq(hget(OWNERS, "c:3"), RS_NIL);
+    /* held: refused at once, without queueing */
+    ck_assert_int_eq(acquire_trying("c:5", "1")->type, REDIS_REPLY_INTEGER);
+    ck_assert_int_eq(hget(OWNERS, "c:5"), RS_NIL);
 }
 END_TEST
 
@@ -1158,6 +1194,8 @@ int main(void)
     tcase_add_test(tc, acquire_counts_a_request_once_and_refuses_another_owner);
     tcase_add_test(tc, queue_marker_keeps_a_released_name_for_the_first_in_line);
     tcase_add_test(tc, queue_marker_goes_with_dead_waiters_and_the_last_leave);
+    tcase_add_test(tc,
+                   queue_marker_serves_the_line_for_a_caller_that_does_not_wait);
     tcase_add_test(tc, acquire_after_the_lease_ran_out_begins_a_new_hold);
     tcase_add_test(tc, acquire_refuses_other_kinds_and_leaves_them);
     tcase_add_test(tc, release_drops_holds_once_and_ends_with_the_message);

@@ -4,7 +4,8 @@
 -- args: 5..9
 --
 -- KEYS[1]  the lock
--- KEYS[2]  the fencing counter, when tokens are issued
+-- KEYS[2]  the fencing counter, when tokens are issued or the queue is
+--          declared (a hand-off to a fair waiter draws a token for it)
 -- KEYS[n]  for a lock's acquire (9 arguments): the fair queue, then its
 --          owners hash (last two keys)
 -- ARGV[1]  lease ms
@@ -135,7 +136,9 @@ if free then
     end
     mine = not first or first == 'plain:' .. f
     if not mine then
-      local h = hand(KEYS[1], q, own, now, ARGV[3], ARGV[4], ARGV[7],
+      -- a fair waiter it hands the lock to gets a token whatever this
+      -- caller issues: the counter is declared with the queue
+      local h = hand(KEYS[1], q, own, now, '1', ARGV[4], ARGV[7],
                      ARGV[8], nil, nil, v[4])
       tu, tf = turn_of(own)
       mine = not h or (type(h) == 'number' and tf == f)
