@@ -178,22 +178,41 @@ int wire_take(struct resp_buf *b, const struct wire_lock *l, uint32_t lease_ms,
     return 0;
 }
 
-size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,
-                 const char *publish)
+/* The plain path's release (wire_drop, wire_fair_drop): HDEL of the
+ * owner's field and request ids, and of the hand-off marker too when
+ * handed, then the release message with publish; returns where that
+ * second command starts. */
+static size_t drop(struct resp_buf *b, const struct wire_lock *l,
+                   const char *publish, int handed)
 {
+    static const char marker[] = "hilock:handed";
     struct key_src k = wire_key(l);
-    resp_array(b, 5);
+    resp_array(b, handed ? 6 : 5);
     resp_arg(b, "HDEL", 4);
     keys_lock(b, &k);
     keys_field(b, l->client_id, l->owner_tag);
     keys_field_sfx(b, l->client_id, l->owner_tag, KEYS_RID_SUFFIX);
     keys_field_sfx(b, l->client_id, l->owner_tag, KEYS_FIRST_RID_SUFFIX);
+    if (handed)
+        resp_arg(b, marker, sizeof marker - 1);
     size_t second = b->len;
     resp_array(b, 3);
     resp_arg(b, publish, strlen(publish));
     keys_channel(b, &k);
     resp_arg(b, "0", 1);
     return second;
+}
+
+size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,
+                 const char *publish)
+{
+    return drop(b, l, publish, 0);
+}
+
+size_t wire_fair_drop(struct resp_buf *b, const struct wire_lock *l,
+                      const char *publish)
+{
+    return drop(b, l, publish, 1);
 }
 
 void wire_lock_key(struct resp_buf *b, const struct wire_lock *l)

@@ -135,26 +135,6 @@ void wire_fair_release(struct resp_buf *b, const char *sha,
     resp_arg_u64_fixed(b, rid);
 }
 
-size_t wire_fair_drop(struct resp_buf *b, const struct wire_lock *l,
-                      const char *publish)
-{
-    static const char handed[] = "hilock:handed";
-    struct key_src k = wire_key(l);
-    resp_array(b, 6);
-    resp_arg(b, "HDEL", 4);
-    keys_lock(b, &k);
-    keys_field(b, l->client_id, l->owner_tag);
-    keys_field_sfx(b, l->client_id, l->owner_tag, KEYS_RID_SUFFIX);
-    keys_field_sfx(b, l->client_id, l->owner_tag, KEYS_FIRST_RID_SUFFIX);
-    resp_arg(b, handed, sizeof handed - 1);
-    size_t second = b->len;
-    resp_array(b, 3);
-    resp_arg(b, publish, strlen(publish));
-    keys_channel(b, &k);
-    resp_arg(b, "0", 1);
-    return second;
-}
-
 void wire_fair_leave(struct resp_buf *b, const char *sha,
                      const struct wire_lock *l, int fencing,
                      const struct wire_fair *f)

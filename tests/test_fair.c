@@ -149,6 +149,25 @@ static void release_held(struct hilock_lock *lock)
     tu_assert_status(tu_release(lock, NULL), 0);
 }
 
+/* The waiter w, of client cl[c] on owner tag tag, is granted NAME within
+ * a second. */
+static void granted(struct waiter *w, int c, int tag)
+{
+    ck_assert(tu_run_until_count(&w->r.calls, 1, tu_ms(1000)));
+    tu_assert_status(w->r.status, 0);
+    ck_assert_int_eq(tu_holds(NAME, cl[c], tag), 1);
+}
+
+/* No two holds overlapped, and nothing of NAME is left: the lock, its
+ * queue and the queue's owners. */
+static void nothing_left(void)
+{
+    ck_assert_int_eq(overlaps, 0);
+    ck_assert_int_eq(tu_exists(NAME), 0);
+    ck_assert_int_eq(tu_exists(QUEUE), 0);
+    ck_assert_int_eq(tu_exists(OWNERS), 0);
+}
+
 /* Take NAME on a new handle of client c, without waiting, as the holder
  * the test's waiters queue behind; its token in *token (may be NULL). */
 static struct hilock_lock *hold(struct hilock_client *c, int64_t *token)
@@ -940,14 +959,9 @@ START_TEST(test_free_name_taken_by_restore)
                 0, 1);
     tu_run_quiet();
     release_held(a);
-    ck_assert(tu_run_until_count(&w.r.calls, 1, tu_ms(1000)));
-    tu_assert_status(w.r.status, 0);
-    ck_assert_int_eq(tu_holds(NAME, cl[1], 1), 1);
+    granted(&w, 1, 1);
     release_held(w.r.lock);
-    ck_assert_int_eq(overlaps, 0);
-    ck_assert_int_eq(tu_exists(NAME), 0);
-    ck_assert_int_eq(tu_exists(QUEUE), 0);
-    ck_assert_int_eq(tu_exists(OWNERS), 0);
+    nothing_left();
 }
 END_TEST
 
@@ -969,23 +983,16 @@ START_TEST(test_fair_release_without_own_waiters_is_plain)
     long long execs = rs_cmdstat_calls(tu_srv, "exec");
     release_held(h);
     ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "exec") - execs, 1);
-    ck_assert(tu_run_until_count(&w1.r.calls, 1, tu_ms(1000)));
-    tu_assert_status(w1.r.status, 0);
-    ck_assert_int_eq(tu_holds(NAME, cl[1], 1), 1);
+    granted(&w1, 1, 1);
     wait_queued(cl[0], tu_lock(cl[0], NAME, 2), &w0, (uint64_t)tu_ms(LONG_MS),
                 0, 1);
     /* w1 waited for its hold: the script hands it to w0 */
     release_held(w1.r.lock);
-    ck_assert(tu_run_until_count(&w0.r.calls, 1, tu_ms(1000)));
-    tu_assert_status(w0.r.status, 0);
+    granted(&w0, 0, 2);
     ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "exec") - execs, 1);
-    ck_assert_int_eq(tu_holds(NAME, cl[0], 2), 1);
     release_held(w0.r.lock);
     ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "exec") - execs, 1);
-    ck_assert_int_eq(overlaps, 0);
-    ck_assert_int_eq(tu_exists(NAME), 0);
-    ck_assert_int_eq(tu_exists(QUEUE), 0);
-    ck_assert_int_eq(tu_exists(OWNERS), 0);
+    nothing_left();
 }
 END_TEST
 
@@ -1021,18 +1028,15 @@ START_TEST(test_no_restore_past_own_waiter)
                                          (uint64_t)tu_ms(LONG_MS), 0,
                                          on_acquired, &late),
                      0);
-    ck_assert(tu_run_until_count(&w.r.calls, 1, tu_ms(1000)));
-    tu_assert_status(w.r.status, 0);
+    granted(&w, 1, 1);
     ck_assert_int_eq(late.r.calls, 0);
     ck_assert_int_eq(order[0], 1);
     ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "restore") - restores, 0);
     release_held(w.r.lock);
-    ck_assert(tu_run_until_count(&late.r.calls, 1, tu_ms(1000)));
-    tu_assert_status(late.r.status, 0);
+    granted(&late, 1, 2);
     ck_assert_int_eq(order[1], 2);
     release_held(late.r.lock);
-    ck_assert_int_eq(overlaps, 0);
-    ck_assert_int_eq(tu_exists(NAME), 0);
+    nothing_left();
 }
 END_TEST
 
@@ -1050,18 +1054,13 @@ START_TEST(test_restore_past_queue_serves_it_at_release)
                                          (uint64_t)tu_ms(LONG_MS), 0,
                                          on_acquired, &late),
                      0);
-    ck_assert(tu_run_until_count(&late.r.calls, 1, tu_ms(1000)));
-    tu_assert_status(late.r.status, 0);
+    granted(&late, 2, 1);
     ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "restore") - restores, 1);
     ck_assert_int_eq(w.r.calls, 0);
     release_held(late.r.lock);
-    ck_assert(tu_run_until_count(&w.r.calls, 1, tu_ms(1000)));
-    tu_assert_status(w.r.status, 0);
-    ck_assert_int_eq(tu_holds(NAME, cl[1], 1), 1);
+    granted(&w, 1, 1);
     release_held(w.r.lock);
-    ck_assert_int_eq(overlaps, 0);
-    ck_assert_int_eq(tu_exists(NAME), 0);
-    ck_assert_int_eq(tu_exists(QUEUE), 0);
+    nothing_left();
 }
 END_TEST
 

@@ -741,11 +741,34 @@ START_TEST(readers_share_a_waiting_writer_keeps_new_ones_off)
 }
 END_TEST
 
-static redisReply *write_undo(const char *f, const char *attempt,
-                              const char *rid)
+/* read_undo (write 0) or write_undo (write 1) of owner field f: undoes
+ * the attempt by request id attempt, itself request id rid. */
+static redisReply *rw_undo(int write, const char *f, const char *attempt,
+                           const char *rid)
 {
-    return call(SCRIPT_WRITE_UNDO, 2, LK, RIDS, "1", "30000", f, "publish",
-                "ch", BASE, RIDS, attempt, rid, NULL);
+    return call(write ? SCRIPT_WRITE_UNDO : SCRIPT_READ_UNDO, 2, LK, RIDS,
+                write ? "1" : "0", "30000", f, "publish", "ch", BASE, RIDS,
+                attempt, rid, NULL);
+}
+
+#define WRITE_UNDO(f, attempt, rid) rw_undo(1, f, attempt, rid)
+#define READ_UNDO(f, attempt, rid) rw_undo(0, f, attempt, rid)
+
+/* What both undo scripts keep, for owner field f (o: its other side)
+ * holding nothing, the request ids below 6 used: a hold begun after the
+ * attempt, or one the attempt never reached, stays; a re-entry the
+ * attempt made goes, once, and the hold keeps its first request id. */
+static void undo_only_its_attempt(int write, const char *f, const char *o)
+{
+    char first[64];
+    snprintf(first, sizeof first, "%s:first", f);
+    is_pair(write ? WRITE(f, o, "0", "6") : READ(f, o, "6"), 1, 0);
+    is_pair(rw_undo(write, f, "5", "7"), 1, 0);
+    is_pair(rw_undo(write, f, "9", "10"), 1, 0);
+    is_pair(write ? WRITE(f, o, "0", "11") : READ(f, o, "11"), 2, 0);
+    ck_assert_int_eq(hget(RIDS, first), 6);
+    is_pair(rw_undo(write, f, "11", "12"), 1, 0);
+    is_pair(rw_undo(write, f, "11", "12"), 1, 0);
 }
 
 START_TEST(write_undo_drops_only_the_hold_its_attempt_began)
@@ -753,33 +776,19 @@ START_TEST(write_undo_drops_only_the_hold_its_attempt_began)
     load_all();
     is_pair(WRITE("c:2:write", "c:2", "0", "3"), 1, 0);
     ck_assert_int_eq(hget(RIDS, "c:2:write:first"), 3);
-    is_pair(write_undo("c:2:write", "3", "4"), 0, 0);
+    is_pair(WRITE_UNDO("c:2:write", "3", "4"), 0, 0);
     ck_assert_int_eq(exists(LK) + exists(RIDS), 0);
-    is_nil(write_undo("c:2:write", "3", "5")); /* nothing held */
-    /* a hold begun after the attempt, or one the attempt never reached */
-    is_pair(WRITE("c:2:write", "c:2", "0", "6"), 1, 0);
-    is_pair(write_undo("c:2:write", "5", "7"), 1, 0);
-    is_pair(write_undo("c:2:write", "9", "10"), 1, 0);
-    /* a re-entry the attempt made goes, once */
-    is_pair(WRITE("c:2:write", "c:2", "0", "11"), 2, 0);
-    is_pair(write_undo("c:2:write", "11", "12"), 1, 0);
-    is_pair(write_undo("c:2:write", "11", "12"), 1, 0);
+    is_nil(WRITE_UNDO("c:2:write", "3", "5")); /* nothing held */
+    undo_only_its_attempt(1, "c:2:write", "c:2");
     ck_assert_int_eq(hget(LK, "c:2:write"), 1);
     /* a reader is not the writer; a release forgets the first id */
-    is_nil(write_undo("c:5:write", "1", "2"));
+    is_nil(WRITE_UNDO("c:5:write", "1", "2"));
     is_pair(rw_release(SCRIPT_WRITE_RELEASE, "c:2:write", "1", "13"), 0, 0);
     ck_assert_int_eq(hget(RIDS, "c:2:write:first"), RS_NIL);
     plant_lock(LK);
-    is_error(write_undo("c:7:write", "1", "2"), "WRONGKIND lock");
+    is_error(WRITE_UNDO("c:7:write", "1", "2"), "WRONGKIND lock");
 }
 END_TEST
-
-static redisReply *read_undo(const char *f, const char *attempt,
-                             const char *rid)
-{
-    return call(SCRIPT_READ_UNDO, 2, LK, RIDS, "0", "30000", f, "publish",
-                "ch", BASE, RIDS, attempt, rid, NULL);
-}
 
 START_TEST(read_undo_drops_only_the_hold_its_attempt_began)
 {
@@ -788,21 +797,14 @@ START_TEST(read_undo_drops_only_the_hold_its_attempt_began)
     is_pair(READ("c:3", "c:3:write", "1"), 1, 0);
     ck_assert_int_eq(hget(RIDS, "c:1:first"), 3);
     /* its own hold goes; the other reader keeps the lock */
-    is_pair(read_undo("c:1", "3", "4"), 0, 0);
+    is_pair(READ_UNDO("c:1", "3", "4"), 0, 0);
     ck_assert_int_eq(exists(BASE "c:1:rwlock_timeout:1"), 0);
     ck_assert_int_eq(hget(LK, "c:1"), RS_NIL);
     ck_assert_int_eq(hget(RIDS, "c:1:first"), RS_NIL);
     ck_assert_int_eq(hget(LK, "c:3"), 1);
-    is_nil(read_undo("c:1", "3", "5")); /* nothing held */
-    /* a hold begun after the attempt, or one the attempt never reached */
-    is_pair(READ("c:1", "c:1:write", "6"), 1, 0);
-    is_pair(read_undo("c:1", "5", "7"), 1, 0);
-    is_pair(read_undo("c:1", "9", "10"), 1, 0);
-    /* a re-entry the attempt made goes, once: the newest hold */
-    is_pair(READ("c:1", "c:1:write", "11"), 2, 0);
-    ck_assert_int_eq(hget(RIDS, "c:1:first"), 6);
-    is_pair(read_undo("c:1", "11", "12"), 1, 0);
-    is_pair(read_undo("c:1", "11", "12"), 1, 0);
+    is_nil(READ_UNDO("c:1", "3", "5")); /* nothing held */
+    undo_only_its_attempt(0, "c:1", "c:1:write");
+    /* the re-entry's hold went: the newest */
     ck_assert_int_eq(exists(BASE "c:1:rwlock_timeout:2"), 0);
     ck_assert_int_eq(exists(BASE "c:1:rwlock_timeout:1"), 1);
     /* a hold after the newest ran out begins anew: its id is the first */
@@ -812,15 +814,15 @@ START_TEST(read_undo_drops_only_the_hold_its_attempt_began)
     await_gone(BASE "c:1:rwlock_timeout:1");
     is_pair(READ("c:1", "c:1:write", "13"), 2, 0);
     ck_assert_int_eq(hget(RIDS, "c:1:first"), 13);
-    is_pair(read_undo("c:1", "11", "14"), 2, 0);
+    is_pair(READ_UNDO("c:1", "11", "14"), 2, 0);
     /* the last reader's undo frees the lock */
     is_pair(rw_release(SCRIPT_READ_RELEASE, "c:3", "1", "2"), 0, 0);
     ck_assert_int_eq(rs_int(tu_srv, "DEL", LK, RIDS, (char *)NULL), 2);
     is_pair(READ("c:1", "c:1:write", "15"), 1, 0);
-    is_pair(read_undo("c:1", "15", "16"), 0, 0);
+    is_pair(READ_UNDO("c:1", "15", "16"), 0, 0);
     ck_assert_int_eq(exists(LK) + exists(RIDS), 0);
     plant_lock(LK);
-    is_error(read_undo("c:7", "1", "2"), "WRONGKIND lock");
+    is_error(READ_UNDO("c:7", "1", "2"), "WRONGKIND lock");
 }
 END_TEST
 

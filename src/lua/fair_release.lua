@@ -21,22 +21,8 @@
 -- queued (lib/fair.lua): its last hold is freed as release frees it, at
 -- its cost.
 --@include lib/may_publish.lua
-local rid = ARGV[3] .. ':rid'
-local v = redis.pcall('hmget', KEYS[1], ARGV[3], rid, 'mode', 'hilock:queued')
-if v.err or v[3] then
-  --@include lib/kind.lua
-  return other_kind(KEYS[1], 'lock') or v
-end
-if not v[1] then return nil end
-if tonumber(ARGV[11]) <= tonumber(v[2] or '0') then
-  return {tonumber(v[1]), 0}
-end
-local n = tonumber(v[1]) - tonumber(ARGV[4])
-if n > 0 then
-  redis.call('hset', KEYS[1], ARGV[3], n, rid, ARGV[11])
-  redis.call('pexpire', KEYS[1], ARGV[2])
-  return {n, 0}
-end
+local req = ARGV[11]
+--@include lib/release_hold.lua
 local e = may_publish(ARGV[5], ARGV[6])
 if e then return e end
 -- no marker, nobody queued: freed as release frees it
@@ -48,10 +34,6 @@ end
 -- the owner's fields go, the marker stays for the queue
 redis.call('hdel', KEYS[1], ARGV[3], rid, ARGV[3] .. ':first:rid',
            'hilock:handed')
---@include lib/fair.lua
-local h = hand(KEYS[1], ARGV[7], KEYS[3], now_ms(), ARGV[8], ARGV[9],
-               ARGV[5], ARGV[6], ARGV[10], nil, true)
-if not h then return {0, redis.call(ARGV[5], ARGV[6], ARGV[1])} end
-if type(h) == 'number' then return {0, h} end
-if h[1] == ARGV[10] then return {0, 0, h[2], h[3], h[4], h[5], h[6]} end
-return {0, 0, 0}
+local q, fencing, fence, me = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+local pub, chan, marked = ARGV[5], ARGV[6], true
+--@include lib/fair_end.lua

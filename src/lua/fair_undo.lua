@@ -38,32 +38,13 @@
 -- entry of its own (a fresh take pops the caller's entry, a hand-off
 -- popped it), so the queue is not touched but to hand the lock on.
 --@include lib/may_publish.lua
-local rid = ARGV[2] .. ':rid'
-local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid,
-                      ARGV[2] .. ':first:rid', 'mode')
-if v.err or v[4] then
-  --@include lib/kind.lua
-  return other_kind(KEYS[1], 'lock') or v
-end
-if not v[1] then return nil end
-local n = tonumber(v[1])
-local last = tonumber(v[2] or '0')
-local attempt = tonumber(ARGV[9])
-if tonumber(ARGV[10]) <= last or last < attempt or not v[3] or
-   tonumber(v[3]) > attempt then
-  return {n, 0}
-end
-if n > 1 then
-  redis.call('hset', KEYS[1], ARGV[2], n - 1, rid, ARGV[10])
-  return {n - 1, 0}
-end
+local own, attempt, req = ARGV[2], tonumber(ARGV[9]), ARGV[10]
+local rid, unfirst = own .. ':rid', math.huge
+local v = redis.pcall('hmget', KEYS[1], own, rid, own .. ':first:rid', 'mode')
+--@include lib/undo_hold.lua
 local e = may_publish(ARGV[3], ARGV[4])
 if e then return e end
 redis.call('del', KEYS[1])
---@include lib/fair.lua
-local h = hand(KEYS[1], ARGV[5], KEYS[3], now_ms(), ARGV[6], ARGV[7],
-               ARGV[3], ARGV[4], ARGV[8], nil, false)
-if not h then return {0, redis.call(ARGV[3], ARGV[4], ARGV[1])} end
-if type(h) == 'number' then return {0, h} end
-if h[1] == ARGV[8] then return {0, 0, h[2], h[3], h[4], h[5], h[6]} end
-return {0, 0, 0}
+local q, fencing, fence, me = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local pub, chan, marked = ARGV[3], ARGV[4], false
+--@include lib/fair_end.lua

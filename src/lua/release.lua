@@ -27,29 +27,7 @@
 -- name (the marker "hilock:queued", lib/fair.lua) only the owner's
 -- fields go: the marker keeps the name from being taken past them, and
 -- the waiters that the message wakes serve the first in line.
-local rid = ARGV[3] .. ':rid'
-local v = redis.pcall('hmget', KEYS[1], ARGV[3], rid, 'mode', 'hilock:queued')
-if v.err or v[3] then
-  --@include lib/kind.lua
-  return other_kind(KEYS[1], 'lock') or v
-end
-if not v[1] then return nil end
-if tonumber(ARGV[7]) <= tonumber(v[2] or '0') then
-  return {tonumber(v[1]), 0}
-end
-local n = tonumber(v[1]) - tonumber(ARGV[4])
-if n > 0 then
-  redis.call('hset', KEYS[1], ARGV[3], n, rid, ARGV[7])
-  redis.call('pexpire', KEYS[1], ARGV[2])
-  return {n, 0}
-end
-local heard = redis.call(ARGV[5], ARGV[6], ARGV[1])
-if v[4] then
-  -- waiters queue: the marker stays, for the first of them (see above)
-  redis.call('hdel', KEYS[1], ARGV[3], rid, ARGV[3] .. ':first:rid',
-             'hilock:handed')
-  redis.call('pexpire', KEYS[1], 5000)
-else
-  redis.call('del', KEYS[1])
-end
-return {0, heard}
+local req = ARGV[7]
+--@include lib/release_hold.lua
+local pub, chan, own, queued = ARGV[5], ARGV[6], ARGV[3], v[4]
+--@include lib/lock_end.lua

@@ -24,31 +24,10 @@
 -- out, or was released, in between): nothing is dropped. So it also
 -- serves an attempt whose reply was lost with its connection. The lease
 -- stays as it is: it belongs to the holds that remain.
-local rid = ARGV[2] .. ':rid'
-local v = redis.pcall('hmget', KEYS[1], ARGV[2], rid,
-                      ARGV[2] .. ':first:rid', 'mode', 'hilock:queued')
-if v.err or v[4] then
-  --@include lib/kind.lua
-  return other_kind(KEYS[1], 'lock') or v
-end
-if not v[1] then return nil end
-local n = tonumber(v[1])
-local last = tonumber(v[2] or '0')
-if tonumber(ARGV[6]) <= last or last < tonumber(ARGV[5]) or
-   tonumber(v[3] or '0') > tonumber(ARGV[5]) then
-  return {n, 0}
-end
-if n > 1 then
-  redis.call('hset', KEYS[1], ARGV[2], n - 1, rid, ARGV[6])
-  return {n - 1, 0}
-end
-local heard = redis.call(ARGV[3], ARGV[4], ARGV[1])
-if v[5] then
-  -- waiters queue: the marker stays, as release.lua leaves it
-  redis.call('hdel', KEYS[1], ARGV[2], rid, ARGV[2] .. ':first:rid',
-             'hilock:handed')
-  redis.call('pexpire', KEYS[1], 5000)
-else
-  redis.call('del', KEYS[1])
-end
-return {0, heard}
+local own, attempt, req, unfirst = ARGV[2], tonumber(ARGV[5]), ARGV[6], '0'
+local rid = own .. ':rid'
+local v = redis.pcall('hmget', KEYS[1], own, rid, own .. ':first:rid', 'mode',
+                      'hilock:queued')
+--@include lib/undo_hold.lua
+local pub, chan, queued = ARGV[3], ARGV[4], v[5]
+--@include lib/lock_end.lua

@@ -32,13 +32,7 @@
 --@include lib/rw_release.lua
 --@include lib/write_end.lua
 if not n or mode ~= 'write' then return nil end
-n = tonumber(n)
-local ids = redis.call('hmget', ARGV[7], ARGV[3], ARGV[3] .. ':first')
-local last, attempt = tonumber(ids[1] or '0'), tonumber(ARGV[8])
-if tonumber(ARGV[9]) <= last or last < attempt or not ids[2] or
-   tonumber(ids[2]) > attempt then
-  return {n, 0}
-end
+--@include lib/rw_undo.lua
 if n > 1 then
   redis.call('hset', KEYS[1], ARGV[3], n - 1)
   note(ARGV[7], ARGV[3], ARGV[9], tonumber(ARGV[2]))
