@@ -31,18 +31,19 @@ static void mutex_acquire(struct hilock_lock *lock, struct fanout *op,
                           int first, uint64_t rid)
 {
     struct engine *eng = lock->eng;
-    struct wire_lock w = fair_attempt_wire(lock);
     int fair = fair_on(lock);
     if (fair)
         fair_begin_attempt(lock, op);
     else
         op->undo = resend_undo;
-    if (first && plain_take(lock, &w, op, rid))
+    if (first && plain_take(lock, op, rid))
         return;
     if (fair) {
         fair_encode_attempt(lock, op, rid);
         return;
     }
+    /* only the script needs the wait's entry time (a clock read) */
+    struct wire_lock w = fair_attempt_wire(lock);
     fanout_eval(op, SCRIPT_ACQUIRE);
     wire_acquire(fanout_cmd(op), eng->scripts.sha[SCRIPT_ACQUIRE], &w,
                  handle_acquire_lease(lock), eng->opts->fencing,

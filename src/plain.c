@@ -5,8 +5,8 @@
  * handle's owner holds nothing and this is the acquire's first attempt,
  * and a single hold is given back with HDEL and the release message
  * (in fair mode only by a client with no waiter of its own parked on the
- * name, whose release would hand the lock on at once; the HDEL takes the
- * hand-off marker too): Redis runs no script for the common uncontended
+ * name, whose release would hand the lock on at once, and for a hold taken
+ * without a wait; the HDEL takes the hand-off marker too): Redis runs no script for the common uncontended
  * pair.
  * While waiters queue on the name the key exists, with the queue's
  * marker when no one holds it (src/lua/lib/fair.lua), so a RESTORE that
@@ -94,15 +94,15 @@ static int plain_again(struct fanout *op, struct resp_buf *cmd,
     return SCRIPT_ACQUIRE;
 }
 
-int plain_take(struct hilock_lock *lock, const struct wire_lock *w,
-               struct fanout *op, uint64_t rid)
+int plain_take(struct hilock_lock *lock, struct fanout *op, uint64_t rid)
 {
     if (!plain_ok(lock) || lock->hold.count > 0 ||
         handle_owner_holds(lock) || !fair_plain_ok(lock))
         return 0;
+    struct wire_lock w = handle_wire(lock);
     op->rid = rid;
     op->lease_ms = handle_acquire_lease(lock);
-    if (wire_take(fanout_cmd(op), w, op->lease_ms, op->rid) != 0)
+    if (wire_take(fanout_cmd(op), &w, op->lease_ms, op->rid) != 0)
         return 0; /* nothing written: the script goes */
     op->again = plain_again;
     fanout_plain(op, 0);

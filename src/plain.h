@@ -8,11 +8,10 @@
 
 #include "handle.h"
 
-/* Encode the first attempt of lock's acquire (wire view w) into op as
- * RESTORE, as request id rid, when it may go plain. Returns 1 when it
- * did, 0 when nothing was written (the script goes). */
-int plain_take(struct hilock_lock *lock, const struct wire_lock *w,
-               struct fanout *op, uint64_t rid);
+/* Encode the first attempt of lock's acquire into op as RESTORE, as
+ * request id rid, when it may go plain. Returns 1 when it did, 0 when
+ * nothing was written (the script goes). */
+int plain_take(struct hilock_lock *lock, struct fanout *op, uint64_t rid);
 /* Encode a release of drop holds of lock w into op as HDEL and the
  * release message when it may go plain: the owner's only hold. Returns 1
  * when it did, 0 when nothing was written. */
