@@ -57,22 +57,19 @@ static int within(size_t n, uint32_t lo, uint32_t hi)
     return n >= lo && (hi == SCRIPT_UNBOUNDED || n <= hi);
 }
 
-/* EVALSHA of script id: nkeys keys, then its arguments, all given as
- * strings ending with NULL. The counts must keep the script's contract.
- * Returns the reply (kept until teardown); fails the test on I/O errors. */
-static redisReply *call(enum script_id id, size_t nkeys, ...)
+/* EVALSHA of script id: nkeys keys, then the arguments in ap, strings
+ * ending with NULL. The counts must keep the script's contract. Returns
+ * the reply, the caller's; fails the test on I/O errors. */
+static redisReply *call_ap(enum script_id id, size_t nkeys, va_list ap)
 {
     const struct script_info *s = &script_table[id];
     const char *argv[64] = {"EVALSHA", s->sha, NULL};
     char num[16];
     size_t argc = 3;
-    va_list ap;
-    va_start(ap, nkeys);
     for (const char *a; (a = va_arg(ap, const char *)) != NULL;) {
         ck_assert_uint_lt(argc, 64);
         argv[argc++] = a;
     }
-    va_end(ap);
     ck_assert_msg(within(nkeys, s->keys_min, s->keys_max) &&
                       within(argc - 3 - nkeys, s->args_min, s->args_max),
                   "%s: %zu keys, %zu args break its contract", s->name,
@@ -81,6 +78,16 @@ static redisReply *call(enum script_id id, size_t nkeys, ...)
     argv[2] = num;
     redisReply *r = rs_command_argv(tu_srv, (int)argc, argv, NULL);
     ck_assert_ptr_nonnull(r);
+    return r;
+}
+
+/* call_ap with the arguments given; the reply is kept until teardown. */
+static redisReply *call(enum script_id id, size_t nkeys, ...)
+{
+    va_list ap;
+    va_start(ap, nkeys);
+    redisReply *r = call_ap(id, nkeys, ap);
+    va_end(ap);
     ck_assert_uint_lt(nkept, sizeof kept / sizeof kept[0]);
     kept[nkept++] = r;
     return r;
@@ -502,6 +509,132 @@ START_TEST(fair_leave_takes_the_entry_and_passes_a_raced_hand_off_on)
 }
 END_TEST
 
+/* call_ap for the many calls of a long queue: the reply is not kept. */
+static redisReply *call_once(enum script_id id, size_t nkeys, ...)
+{
+    va_list ap;
+    va_start(ap, nkeys);
+    redisReply *r = call_ap(id, nkeys, ap);
+    va_end(ap);
+    return r;
+}
+
+/* Owner c:i queues as wait id w, listening as "bb" (a release by a client
+ * listening so hands it the lock in its reply). */
+static void queue_quiet(long i, long w)
+{
+    char f[32], wid[32];
+    snprintf(f, sizeof f, "c:%ld", i);
+    snprintf(wid, sizeof wid, "%ld", w);
+    redisReply *r =
+        call_once(SCRIPT_FAIR_ACQUIRE, 3, LK, QUEUE, OWNERS, "30000", f, "0",
+                  "fence", QUEUE, "w", "30000", "bb", wid, "publish", "ch",
+                  "5", "1", NULL);
+    ck_assert_int_eq(r->type, REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+}
+
+/* Owner c:i's fair release: the wait id its hand-off went to (the
+ * releasing client's own, in the reply), -1 when it went to nobody. */
+static long long release_quiet(long i)
+{
+    char f[32];
+    snprintf(f, sizeof f, "c:%ld", i);
+    redisReply *r = call_once(SCRIPT_FAIR_RELEASE, 3, LK, QUEUE, OWNERS, "0",
+                              "30000", f, "1", "publish", "ch", QUEUE, "0",
+                              "fence", "bb", "2", NULL);
+    ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+    long long w = r->elements == 7 ? elem(r, 3) : -1;
+    freeReplyObject(r);
+    return w;
+}
+
+static long long queue_len(void)
+{
+    return rs_int(tu_srv, "LLEN", QUEUE, (char *)NULL);
+}
+
+/* The queue's marker on the lock ("n": nothing left behind in the list),
+ * into buf. */
+static const char *marker(char *buf, size_t size)
+{
+    char *m = rs_str(tu_srv, "HGET", LK, "hilock:queued", (char *)NULL);
+    snprintf(buf, size, "%s", m ? m : "(none)");
+    free(m);
+    return buf;
+}
+
+/* A waiter that gives up in the middle of a long queue leaves its entry
+ * behind, out of the owners hash, at a cost that does not grow with the
+ * queue; the hand-offs pass it over and keep the order, and the same
+ * owner queued again waits at the tail, not in its old place. One at
+ * either end goes out of the list at once. */
+START_TEST(fair_leave_in_the_middle_keeps_a_long_queue_in_order)
+{
+    enum { N = 1000 };
+    char m[16];
+    load_all();
+    is_pair(fair("c:0", "t", "aa", "1", "1"), 1, 0);
+    for (long i = 1; i <= N; i++)
+        queue_quiet(i, i);
+    ck_assert_int_eq(queue_len(), N);
+    ck_assert_str_eq(marker(m, sizeof m), "n");
+    is_int(fair_leave("c:500", "500"), 0);
+    ck_assert_int_eq(queue_len(), N);
+    ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", OWNERS, "c:500", (char *)NULL),
+                     0);
+    ck_assert_str_eq(marker(m, sizeof m), "1"); /* pops look now */
+    is_int(fair_leave("c:1000", "1000"), 0);
+    ck_assert_int_eq(queue_len(), N - 1);
+    is_int(fair_leave("c:1", "1"), 0);
+    ck_assert_int_eq(queue_len(), N - 2);
+    queue_quiet(500, 5000);
+    ck_assert_int_eq(queue_len(), N - 1);
+    long holder = 0;
+    for (long i = 2; i < N; i++) {
+        if (i == 500)
+            continue;
+        ck_assert_int_eq(release_quiet(holder), i);
+        holder = i;
+    }
+    ck_assert_int_eq(release_quiet(holder), 5000);
+    ck_assert_int_eq(hget(LK, "c:500"), 1);
+    ck_assert_int_eq(release_quiet(500), -1); /* nobody left: freed */
+    ck_assert_int_eq(exists(LK) + exists(QUEUE) + exists(OWNERS), 0);
+}
+END_TEST
+
+/* Entries left behind never outnumber the live ones by much: when they
+ * do, the leave writes the list again without them, in order. */
+START_TEST(fair_leave_rewrites_a_list_mostly_left_behind)
+{
+    enum { N = 40 };
+    char f[32], w[32];
+    load_all();
+    is_pair(fair("c:0", "t", "aa", "1", "1"), 1, 0);
+    for (long i = 1; i <= N; i++)
+        queue_quiet(i, i);
+    for (long i = 2; i <= 31; i++) {
+        snprintf(f, sizeof f, "c:%ld", i);
+        snprintf(w, sizeof w, "%ld", i);
+        is_int(fair_leave(f, w), 0);
+        long long live = rs_int(tu_srv, "HLEN", OWNERS, (char *)NULL);
+        ck_assert_int_eq(live, N - (i - 1));
+        ck_assert_int_le(queue_len(), 2 * live + 16);
+    }
+    ck_assert_int_eq(queue_len(), 11); /* written again, then 1 left behind */
+    ck_assert_int_gt(rs_int(tu_srv, "PTTL", QUEUE, (char *)NULL), 0);
+    ck_assert_int_eq(release_quiet(0), 1);
+    long holder = 1;
+    for (long i = 32; i <= N; i++) {
+        ck_assert_int_eq(release_quiet(holder), i);
+        holder = i;
+    }
+    ck_assert_int_eq(release_quiet(holder), -1);
+    ck_assert_int_eq(exists(QUEUE) + exists(OWNERS), 0);
+}
+END_TEST
+
 /* A default acquire that waits (may join the queue): owner f. */
 static redisReply *acquire_waiting(const char *f, const char *rid)
 {
@@ -617,6 +750,37 @@ START_TEST(queue_marker_goes_with_dead_waiters_and_the_last_leave)
     ck_assert_int_eq(marked(), 1);
     is_int(fair_leave("c:2", "8"), 0);
     ck_assert_int_eq(marked(), 0);
+}
+END_TEST
+
+/* A default waiter that finds the name free passes over the stale entry
+ * a fair waiter left behind (it gave up in the middle of the queue, and
+ * queued again at the tail), without taking the owner's place at the
+ * tail with it, and hands the lock to the first live one. */
+START_TEST(queue_marker_pass_skips_an_entry_left_behind)
+{
+    load_all();
+    redisContext *hears = rs_subscriber(tu_srv, "ch:dd");
+    is_pair(fair("c:1", "t", "aa", "1", "1"), 1, 0);
+    fair("c:3", "w", "cc", "1", "1");
+    call(SCRIPT_FAIR_ACQUIRE, 3, LK, QUEUE, OWNERS, "30000", "c:2", "0",
+         "fence", QUEUE, "w", "20", "bb", "7", "publish", "ch", "5", "1",
+         NULL); /* its entry lives 20 ms */
+    fair("c:4", "w", "dd", "1", "1");
+    is_int(fair_leave("c:2", "7"), 0); /* in the middle: left behind */
+    fair("c:2", "w", "bb", "8", "2");  /* again, at the tail */
+    is_int(fair_leave("c:3", "1"), 0); /* the one left behind is first */
+    ck_assert_int_eq(queue_len(), 3);
+    rs_sleep_ms(30);
+    plain_release("c:1");
+    ck_assert_int_eq(acquire_waiting("c:9", "1")->type, REDIS_REPLY_INTEGER);
+    ck_assert_int_eq(hget(LK, "c:4"), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", OWNERS, "c:2", (char *)NULL),
+                     1);
+    char *tail = rs_str(tu_srv, "LINDEX", QUEUE, "0", (char *)NULL);
+    ck_assert_ptr_nonnull(strstr(tail, ":8:"));
+    free(tail);
+    redisFree(hears);
 }
 END_TEST
 
@@ -1196,6 +1360,7 @@ int main(void)
     tcase_add_test(tc, acquire_counts_a_request_once_and_refuses_another_owner);
     tcase_add_test(tc, queue_marker_keeps_a_released_name_for_the_first_in_line);
     tcase_add_test(tc, queue_marker_goes_with_dead_waiters_and_the_last_leave);
+    tcase_add_test(tc, queue_marker_pass_skips_an_entry_left_behind);
     tcase_add_test(tc,
                    queue_marker_serves_the_line_for_a_caller_that_does_not_wait);
     tcase_add_test(tc, acquire_after_the_lease_ran_out_begins_a_new_hold);
@@ -1206,6 +1371,8 @@ int main(void)
     tcase_add_test(tc, fence_only_raises_the_counter);
     tcase_add_test(tc, multi_acquire_takes_all_or_none_once);
     tcase_add_test(tc, fair_acquire_queues_once_and_release_hands_the_lock_on);
+    tcase_add_test(tc, fair_leave_in_the_middle_keeps_a_long_queue_in_order);
+    tcase_add_test(tc, fair_leave_rewrites_a_list_mostly_left_behind);
     tcase_add_test(tc,
                    fair_leave_takes_the_entry_and_passes_a_raced_hand_off_on);
     tcase_add_test(tc, fair_undo_drops_only_its_attempts_hold_and_hands_it_on);

@@ -125,7 +125,7 @@ if free then
     while true do
       first = redis.call('lindex', q, 0)
       if not first then break end
-      local o, d = owner_of(first)
+      local o, d = owner_of(first, own)
       if not o then
         o = string.sub(first, 7)
         d = tonumber(redis.call('hget', own, o) or '0')

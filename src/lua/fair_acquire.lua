@@ -83,12 +83,16 @@ if free then
     while true do
       first = redis.call('lindex', q, 0)
       if not first then break end
-      o, d = owner_of(first)
+      o, d = owner_of(first, own)
       if d > now then break end
-      pop(q, own)
+      redis.call('lpop', q)
+      if o ~= '' then redis.call('hdel', own, o) end
     end
     if not first or o == f then
-      if first then pop(q, own) end
+      if first then
+        redis.call('lpop', q)
+        redis.call('hdel', own, f)
+      end
       redis.call('hset', KEYS[1], f, 1, rid, ARGV[13],
                  f .. ':first:rid', ARGV[13])
       redis.call('pexpire', KEYS[1], ARGV[1])
@@ -132,19 +136,22 @@ if ARGV[6] == 'w' then
       redis.call('hset', own, f, e)
     end
   end
+  local started
   if keep then
     at = nil
   elseif at then
     redis.call('lset', q, at, e)
   -- else a new entry; the first one starts the queue (a release published)
   elseif redis.call('rpush', q, e) == 1 then
+    started = true
     redis.call(ARGV[10], ARGV[11], '0')
   end
   -- the lock keeps the queue's marker while anyone queues (a key of the
-  -- marker alone with a lease of its own)
-  if (not v[5] or free) and
-     redis.call('hset', KEYS[1], 'hilock:queued', '1') == 1 and
-     redis.call('hlen', KEYS[1]) == 1 then
+  -- marker alone with a lease of its own); "n" on a queue started here:
+  -- no entry left behind in it (see lib/fair.lua)
+  if (started or not v[5] or free) and
+     redis.call('hset', KEYS[1], 'hilock:queued', started and 'n' or '1') == 1
+     and redis.call('hlen', KEYS[1]) == 1 then
     redis.call('pexpire', KEYS[1], 5000)
   end
   -- see lib/fair.lua: extended only when it would run out first (an

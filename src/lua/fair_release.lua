@@ -35,5 +35,5 @@ end
 redis.call('hdel', KEYS[1], ARGV[3], rid, ARGV[3] .. ':first:rid',
            'hilock:handed')
 local q, fencing, fence, me = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
-local pub, chan, marked = ARGV[5], ARGV[6], true
+local pub, chan, marked = ARGV[5], ARGV[6], v[4]
 --@include lib/fair_end.lua

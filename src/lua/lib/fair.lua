@@ -16,8 +16,18 @@
 -- Redis): a retry of the same wait leaves its entry as it is while the
 -- entry lives at least half its time more (the sent and written times it
 -- keeps still bound a hand-off's lease, see below), else finds its place
--- with LPOS and refreshes it there; leaving uses LREM; both scans in C.
--- So most retries cost the same in a queue of any length. Both live until the last deadline at least and twice the
+-- with LPOS and refreshes it there (a scan in C, after half its time).
+-- Leaving takes the owner's value out of the owners hash; the entry goes
+-- out of the list when it is at either end, else it stays behind, and
+-- whoever pops it passes it over: an entry is live only while its
+-- owner's value is that very entry. While the lock's marker (below) is
+-- "n", written by the waiter that started the queue, nothing was left
+-- behind and a pop trusts the HDEL of the owner's value; the first entry
+-- left behind makes it "1" (as every other writer of the marker writes
+-- it), and pops compare. When the entries left behind outnumber the live
+-- ones (more than twice, and 16), the leave writes the list again
+-- without them. So joining, most retries, leaving and a hand-off cost
+-- the same in a queue of any length. Both live until the last deadline at least and twice the
 -- longest wait past it at most: a waiter that queues extends them only
 -- when they would expire before its deadline, and then to twice its
 -- wait, so that most queueings cost one PTTL and no PEXPIRE.
@@ -99,14 +109,15 @@
 --
 -- The functions, defined only by the scripts' paths that meet a queue (a
 -- definition costs Redis on every call that runs it): now_ms() the
--- server's clock; parse(e) an entry's fields; owner_of(e) its owner
--- field and deadline; pop(q, own) the head entry out of the queue q and
--- its owners hash own; turn_of(own) the turn's end (0: none) and owner;
+-- server's clock; parse(e) an entry's fields; owner_of(e, own) its owner
+-- field and deadline, ('', 0) for an entry left behind (own: the owners
+-- hash), nil and math.huge for a waiter without fair mode; turn_of(own)
+-- the turn's end (0: none) and owner;
 -- mark(lock, q) puts the marker on a held lock, or takes it away, as q
 -- is queued or empty; hand(...) hands the free lock to the first live
 -- entry (see above), gives a waiter without fair mode its turn, puts the
 -- entries met deaf back at the head marked "~", and leaves the marker as
--- the queue is (marked: whether the lock has it now): nil when nobody
+-- the queue is (marked: the marker's value now, nil without): nil when nobody
 -- took it, a number (subscribers) for a turn, else {listener, owner tag,
 -- wait id, token, sent, span, owner field}.
 local function now_ms()
@@ -116,17 +127,11 @@ end
 local function parse(e)
   return string.match(e, '^~?(%d+):(%d+):(%x+):(%d+):(%d+):(%d+):(.+)$')
 end
-local function owner_of(e)
+local function owner_of(e, own)
   if string.sub(e, 1, 6) == 'plain:' then return nil, math.huge end
   local d, l, lt, w, s, wr, f = parse(e)
-  return f, tonumber(d or '0')
-end
-local function pop(q, own)
-  local e = redis.call('lpop', q)
-  if not e then return nil end
-  local d, l, lt, w, s, wr, f = parse(e)
-  if f then redis.call('hdel', own, f) end
-  return e, d, l, lt, w, s, wr, f
+  if not f or (own and redis.call('hget', own, f) ~= e) then return '', 0 end
+  return f, tonumber(d)
 end
 local function turn_of(own)
   local v = redis.call('hget', own, 'hilock:turn')
@@ -143,11 +148,11 @@ local function mark(lock, q)
 end
 local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine,
                     marked)
-  local deaf, back, t, ts, r, nx = {}, nil, nil, '0', nil, nil
+  local deaf, back, t, ts, r, nx = nil, nil, nil, '0', nil, nil
   while true do
-    local e, d, l, lt, w, s, wr, f = pop(q, own)
+    local e = redis.call('lpop', q)
     if not e then break end
-    if not f and string.sub(e, 1, 6) == 'plain:' then
+    if string.sub(e, 1, 6) == 'plain:' then
       -- a waiter without fair mode: a turn, if it is live and heard
       local pf = string.sub(e, 7)
       local pd = tonumber(redis.call('hget', own, pf) or '0')
@@ -163,34 +168,45 @@ local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine,
           break
         end
       end
-    elseif d and tonumber(d) > now then
-      if not deaf[lt] then
-        if fencing == '1' and not t then
-          t = redis.call('incr', fence)
-          ts = tostring(t)
-        end
-        local tag = string.match(f, ':(%d+)$') or '0'
-        local ms = tonumber(l) > 5000 and '5000' or l
-        local span = now - tonumber(wr) + tonumber(ms)
-        local m = tag .. ':' .. w .. ':' .. ts .. ':' .. s .. ':' .. span
-        -- the caller's own client learns it from the reply: no message
-        if lt == me or redis.call(pub, chan .. ':' .. lt, m) > 0 or
-           f == mine then
-          redis.call('hset', lock, f, '1', 'hilock:handed', ts .. ':' .. w)
-          redis.call('pexpire', lock, ms)
-          nx = redis.call('lindex', q, 0)
-          local nl = nx and string.match(nx, '^~?%d+:%d+:(%x+):')
-          if nl and not deaf[nl] then
-            redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms)
+    else
+      local d, l, lt, w, s, wr, f = parse(e)
+      -- an entry its owner left behind is passed over: with the marker
+      -- "n" there is none, else its owner's value has moved on
+      local live = f and (marked == 'n' or redis.call('hget', own, f) == e)
+      if live then live = redis.call('hdel', own, f) == 1 end
+      if live then
+        if tonumber(d) > now then
+          if not (deaf and deaf[lt]) then
+            if fencing == '1' and not t then
+              t = redis.call('incr', fence)
+              ts = tostring(t)
+            end
+            local tag = string.match(f, ':(%d+)$') or '0'
+            local ms = tonumber(l) > 5000 and '5000' or l
+            local span = now - tonumber(wr) + tonumber(ms)
+            local m = tag .. ':' .. w .. ':' .. ts .. ':' .. s .. ':' .. span
+            -- the caller's own client learns it from the reply: no message
+            if lt == me or redis.call(pub, chan .. ':' .. lt, m) > 0 or
+               f == mine then
+              redis.call('hset', lock, f, '1', 'hilock:handed', ts .. ':' .. w)
+              redis.call('pexpire', lock, ms)
+              nx = redis.call('lindex', q, 0)
+              local nl = nx and string.match(nx, '^~?%d+:%d+:(%x+):')
+              -- the new owner's client wakes its own next waiter
+              if nl and nl ~= lt and not (deaf and deaf[nl]) then
+                redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms)
+              end
+              r = {lt, tag, w, t or 0, s, span, f}
+              break
+            end
+            deaf = deaf or {}
+            deaf[lt] = true
           end
-          r = {lt, tag, w, t or 0, s, span, f}
-          break
+          if string.sub(e, 1, 1) ~= '~' then
+            back = back or {}
+            back[#back + 1] = {e, f}
+          end
         end
-        deaf[lt] = true
-      end
-      if string.sub(e, 1, 1) ~= '~' then
-        back = back or {}
-        back[#back + 1] = {e, f}
       end
     end
   end

@@ -4,8 +4,9 @@
 -- Reads the locals q (the queue's name), fencing ("1" to issue fencing
 -- tokens), fence (the fencing counter's name), pub and chan (the publish
 -- command and the lock's channel), me (the caller's listener) and marked
--- (whether the lock still has the queue's marker). The lock goes to the
--- first live entry of the queue (hand, lib/fair.lua): {0, 0, 0}, or
+-- (the value of the queue's marker the lock still has, else false). The
+-- lock goes to the first live entry of the queue (hand, lib/fair.lua):
+-- {0, 0, 0}, or
 -- {0, 0, owner tag, wait id, token, sent, span} when it went to the
 -- caller's own client; a turn of a waiter without fair mode is {0,
 -- subscribers}; with nobody to take it the release ARGV[1] is published,
