@@ -635,6 +635,55 @@ START_TEST(fair_leave_rewrites_a_list_mostly_left_behind)
 }
 END_TEST
 
+/* The messages sub (subscribed to chan) heard so far, joined by "|"
+ * into buf: a last one is published and read up to. */
+static const char *heard(redisContext *sub, const char *chan, char *buf,
+                         size_t size)
+{
+    ck_assert_int_eq(rs_int(tu_srv, "PUBLISH", chan, "end", (char *)NULL), 1);
+    buf[0] = '\0';
+    for (;;) {
+        redisReply *r = NULL;
+        ck_assert_int_eq(redisGetReply(sub, (void **)&r), REDIS_OK);
+        ck_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+        int end = strcmp(r->element[2]->str, "end") == 0;
+        if (!end)
+            snprintf(buf + strlen(buf), size - strlen(buf), "%s%s",
+                     buf[0] ? "|" : "", r->element[2]->str);
+        freeReplyObject(r);
+        if (end)
+            return buf;
+    }
+}
+
+/* A hand-off wakes the next in line (to look again when the short lease
+ * ends) only when that waiter is another client's: the new owner's
+ * client looks after its own next waiter. */
+START_TEST(fair_release_wakes_the_next_only_on_another_client)
+{
+    char m[256];
+    load_all();
+    redisContext *bb = rs_subscriber(tu_srv, "ch:bb");
+    redisContext *cc = rs_subscriber(tu_srv, "ch:cc");
+    is_pair(fair("c:1", "t", "aa", "1", "1"), 1, 0);
+    fair("c:2", "w", "bb", "2", "1");
+    fair("c:3", "w", "bb", "3", "1");
+    fair("c:4", "w", "cc", "4", "1");
+    ck_assert_uint_eq(fair_release("c:1", "aa", "2")->elements, 3);
+    ck_assert_int_eq(hget(LK, "c:2"), 1);
+    ck_assert_ptr_nonnull(strstr(heard(bb, "ch:bb", m, sizeof m), "2:2:"));
+    ck_assert_ptr_null(strchr(m, '|')); /* the hand-off alone */
+    ck_assert_str_eq(heard(cc, "ch:cc", m, sizeof m), "");
+    ck_assert_uint_eq(fair_release("c:2", "aa", "2")->elements, 3);
+    ck_assert_int_eq(hget(LK, "c:3"), 1);
+    ck_assert_ptr_nonnull(strstr(heard(bb, "ch:bb", m, sizeof m), "3:3:"));
+    ck_assert_ptr_null(strchr(m, '|'));
+    ck_assert_str_eq(heard(cc, "ch:cc", m, sizeof m), "wake:5000");
+    redisFree(bb);
+    redisFree(cc);
+}
+END_TEST
+
 /* A default acquire that waits (may join the queue): owner f. */
 static redisReply *acquire_waiting(const char *f, const char *rid)
 {
@@ -1371,6 +1420,7 @@ int main(void)
     tcase_add_test(tc, fence_only_raises_the_counter);
     tcase_add_test(tc, multi_acquire_takes_all_or_none_once);
     tcase_add_test(tc, fair_acquire_queues_once_and_release_hands_the_lock_on);
+    tcase_add_test(tc, fair_release_wakes_the_next_only_on_another_client);
     tcase_add_test(tc, fair_leave_in_the_middle_keeps_a_long_queue_in_order);
     tcase_add_test(tc, fair_leave_rewrites_a_list_mostly_left_behind);
     tcase_add_test(tc,

@@ -71,8 +71,9 @@ local c = redis.call('time')
 local now = c[1] * 1000 + math.floor(c[2] / 1000)
 local q, own = ARGV[5], KEYS[3]
 -- free (no key, or the queue's marker alone): taken, or handed to the
--- first live entry; left alone during a turn
-local free = p == -2 or (v[5] and redis.call('hlen', KEYS[1]) == 1)
+-- first live entry; left alone during a turn (a hold handed on is there)
+local free = p == -2 or
+             (v[5] and not v[3] and redis.call('hlen', KEYS[1]) == 1)
 local left
 if free then
   --@include lib/fair.lua
@@ -120,15 +121,17 @@ if free then
 end
 if ARGV[6] == 'w' then
   local ms = tonumber(ARGV[7])
-  local e = (now + ms) .. ':' .. ARGV[1] .. ':' .. ARGV[8] .. ':' ..
-            ARGV[9] .. ':' .. ARGV[12] .. ':' .. now .. ':' .. f
+  local e = string.format('%d:%s:%s:%s:%s:%d:%s', now + ms, ARGV[1],
+                          ARGV[8], ARGV[9], ARGV[12], now, f)
   local at, keep
   -- a retry keeps its place: its entry found with LPOS, a scan in C; one
   -- of the same wait that lives at least half its time more is left as
   -- it is (see above: its sent and written times still bound the hold)
   if redis.call('hsetnx', own, f, e) == 0 then
     local old = redis.call('hget', own, f)
-    local d, l, lt, w = string.match(old, '^(%d+):(%d+):(%x+):(%d+):')
+    -- (one kept once deaf, "~", is written again: its mark goes)
+    local d, l, lt, w = string.match(old, '^([^:~][^:]*):([^:]+):([^:]+):' ..
+                                     '([^:]+):')
     keep = w == ARGV[9] and l == ARGV[1] and lt == ARGV[8] and
            tonumber(d) >= now + ms / 2
     if not keep then

@@ -45,10 +45,11 @@
 -- (see wait.c). The token is drawn (INCR) before the first PUBLISH and
 -- given back (DECR) in the same call when no entry took the hold, so that
 -- the counter moves only for a hold handed. The entry queued next hears
--- "wake:<ms>" on its own
--- channel, the short lease, so that its client looks again when that
--- ends (a hold handed to a waiter that died moves on then: nothing is
--- published when a lease runs out). The new owner needs no more: its
+-- "wake:<ms>" on its own channel, the short lease, so that its client
+-- looks again when that ends (a hold handed to a waiter that died moves
+-- on then: nothing is published when a lease runs out); not when it is
+-- the new owner's client's, which arms its next waiter itself on taking
+-- the hold. The new owner needs no more: its
 -- watchdog extends the short lease at its first renewal. Only an owner
 -- that asked for a longer explicit lease claims the hold (drops the
 -- marker, sets its lease) with the acquire script, as does a waiter whose
@@ -109,7 +110,10 @@
 --
 -- The functions, defined only by the scripts' paths that meet a queue (a
 -- definition costs Redis on every call that runs it): now_ms() the
--- server's clock; parse(e) an entry's fields; owner_of(e, own) its owner
+-- server's clock; parse(e) an entry's fields and the owner tag (the last
+-- of its owner field; patterns of [^:] cost Redis half what %d ones do,
+-- and numbers go to text by string.format, half what tostring costs);
+-- owner_of(e, own) its owner
 -- field and deadline, ('', 0) for an entry left behind (own: the owners
 -- hash), nil and math.huge for a waiter without fair mode; turn_of(own)
 -- the turn's end (0: none) and owner;
@@ -119,13 +123,15 @@
 -- entries met deaf back at the head marked "~", and leaves the marker as
 -- the queue is (marked: the marker's value now, nil without): nil when nobody
 -- took it, a number (subscribers) for a turn, else {listener, owner tag,
--- wait id, token, sent, span, owner field}.
+-- wait id, token, sent, span, owner field}; t: a token drawn for it
+-- already (lib/fair_end.lua), given back when nobody took the lock.
 local function now_ms()
   local t = redis.call('time')
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 local function parse(e)
-  return string.match(e, '^~?(%d+):(%d+):(%x+):(%d+):(%d+):(%d+):(.+)$')
+  return string.match(e, '^~?([^:]+):([^:]+):([^:]+):([^:]+):([^:]+):' ..
+                         '([^:]+):(.*:([^:]*))$')
 end
 local function owner_of(e, own)
   if string.sub(e, 1, 6) == 'plain:' then return nil, math.huge end
@@ -147,8 +153,8 @@ local function mark(lock, q)
   end
 end
 local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine,
-                    marked)
-  local deaf, back, t, ts, r, nx = nil, nil, nil, '0', nil, nil
+                    marked, t)
+  local deaf, back, ts, r, nx = nil, nil, t and string.format('%d', t) or '0'
   while true do
     local e = redis.call('lpop', q)
     if not e then break end
@@ -169,7 +175,7 @@ local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine,
         end
       end
     else
-      local d, l, lt, w, s, wr, f = parse(e)
+      local d, l, lt, w, s, wr, f, tag = parse(e)
       -- an entry its owner left behind is passed over: with the marker
       -- "n" there is none, else its owner's value has moved on
       local live = f and (marked == 'n' or redis.call('hget', own, f) == e)
@@ -179,11 +185,10 @@ local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine,
           if not (deaf and deaf[lt]) then
             if fencing == '1' and not t then
               t = redis.call('incr', fence)
-              ts = tostring(t)
+              ts = string.format('%d', t)
             end
-            local tag = string.match(f, ':(%d+)$') or '0'
             local ms = tonumber(l) > 5000 and '5000' or l
-            local span = now - tonumber(wr) + tonumber(ms)
+            local span = string.format('%d', now - tonumber(wr) + tonumber(ms))
             local m = tag .. ':' .. w .. ':' .. ts .. ':' .. s .. ':' .. span
             -- the caller's own client learns it from the reply: no message
             if lt == me or redis.call(pub, chan .. ':' .. lt, m) > 0 or
@@ -191,12 +196,12 @@ local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine,
               redis.call('hset', lock, f, '1', 'hilock:handed', ts .. ':' .. w)
               redis.call('pexpire', lock, ms)
               nx = redis.call('lindex', q, 0)
-              local nl = nx and string.match(nx, '^~?%d+:%d+:(%x+):')
+              local nl = nx and string.match(nx, '^~?[^:]+:[^:]+:([^:]+):')
               -- the new owner's client wakes its own next waiter
               if nl and nl ~= lt and not (deaf and deaf[nl]) then
                 redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms)
               end
-              r = {lt, tag, w, t or 0, s, span, f}
+              r = {lt, tag, w, t or 0, s, tonumber(span), f}
               break
             end
             deaf = deaf or {}

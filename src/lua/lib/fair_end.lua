@@ -10,10 +10,59 @@
 -- {0, 0, owner tag, wait id, token, sent, span} when it went to the
 -- caller's own client; a turn of a waiter without fair mode is {0,
 -- subscribers}; with nobody to take it the release ARGV[1] is published,
--- {0, subscribers}. The script's reply.
+-- {0, subscribers}. The script's reply. The common case (the head entry
+-- live and heard) is written out here, without the functions of
+-- lib/fair.lua, whose definitions would cost Redis on every call.
+local own = KEYS[3]
+local c = redis.call('time')
+local now = c[1] * 1000 + math.floor(c[2] / 1000)
+local t, ts = nil, '0'
+-- the common case first, without defining the functions of lib/fair.lua:
+-- the head entry is live and its client hears the hand-off (as hand
+-- does it); anything else goes back as it was, to hand
+local e = redis.call('lpop', q)
+if e then
+  local d, l, lt, w, s, wr, f, tag =
+    string.match(e, '^~?([^:]+):([^:]+):([^:]+):([^:]+):([^:]+):' ..
+                    '([^:]+):(.*:([^:]*))$')
+  if d and tonumber(d) > now and
+     (marked == 'n' or redis.call('hget', own, f) == e) and
+     redis.call('hdel', own, f) == 1 then
+    if fencing == '1' then
+      t = redis.call('incr', fence)
+      ts = string.format('%d', t)
+    end
+    local ms = tonumber(l) > 5000 and '5000' or l
+    local span = now - tonumber(wr) + tonumber(ms)
+    if lt == me or
+       redis.call(pub, chan .. ':' .. lt, tag .. ':' .. w .. ':' .. ts ..
+                  ':' .. s .. ':' .. string.format('%d', span)) > 0 then
+      local nx = redis.call('lindex', q, 0)
+      if nx and not marked then
+        redis.call('hset', KEYS[1], f, '1', 'hilock:handed', ts .. ':' .. w,
+                   'hilock:queued', '1')
+      else
+        redis.call('hset', KEYS[1], f, '1', 'hilock:handed', ts .. ':' .. w)
+        if marked and not nx then
+          redis.call('hdel', KEYS[1], 'hilock:queued')
+        end
+      end
+      redis.call('pexpire', KEYS[1], ms)
+      -- the new owner's client wakes its own next waiter
+      local nl = nx and string.match(nx, '^~?[^:]+:[^:]+:([^:]+):')
+      if nl and nl ~= lt then
+        redis.call(pub, chan .. ':' .. nl, 'wake:' .. ms)
+      end
+      if lt == me then return {0, 0, tag, w, t or 0, s, span} end
+      return {0, 0, 0}
+    end
+    redis.call('hset', own, f, e)
+  end
+  redis.call('lpush', q, e)
+end
 --@include lib/fair.lua
-local h = hand(KEYS[1], q, KEYS[3], now_ms(), fencing, fence, pub, chan, me,
-               nil, marked)
+local h = hand(KEYS[1], q, own, now, fencing, fence, pub, chan, me, nil,
+               marked, t)
 if not h then return {0, redis.call(pub, chan, ARGV[1])} end
 if type(h) == 'number' then return {0, h} end
 if h[1] == me then return {0, 0, h[2], h[3], h[4], h[5], h[6]} end
