@@ -14,14 +14,19 @@
 -- live and heard) is written out here, without the functions of
 -- lib/fair.lua, whose definitions would cost Redis on every call.
 local own = KEYS[3]
+local e = redis.call('lpop', q)
+-- nobody queued (the marker stayed behind): freed
+if not e then
+  if marked then redis.call('hdel', KEYS[1], 'hilock:queued') end
+  return {0, redis.call(pub, chan, ARGV[1])}
+end
 local c = redis.call('time')
 local now = c[1] * 1000 + math.floor(c[2] / 1000)
 local t, ts = nil, '0'
 -- the common case first, without defining the functions of lib/fair.lua:
 -- the head entry is live and its client hears the hand-off (as hand
 -- does it); anything else goes back as it was, to hand
-local e = redis.call('lpop', q)
-if e then
+do
   local d, l, lt, w, s, wr, f, tag =
     string.match(e, '^~?([^:]+):([^:]+):([^:]+):([^:]+):([^:]+):' ..
                     '([^:]+):(.*:([^:]*))$')
