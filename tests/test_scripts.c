@@ -671,6 +671,8 @@ START_TEST(fair_release_wakes_the_next_only_on_another_client)
     fair("c:4", "w", "cc", "4", "1");
     ck_assert_uint_eq(fair_release("c:1", "aa", "2")->elements, 3);
     ck_assert_int_eq(hget(LK, "c:2"), 1);
+    ck_assert_int_eq(hget(LK, "c:1"), RS_NIL);
+    ck_assert_str_eq(marker(m, sizeof m), "n"); /* kept with the new owner */
     ck_assert_ptr_nonnull(strstr(heard(bb, "ch:bb", m, sizeof m), "2:2:"));
     ck_assert_ptr_null(strchr(m, '|')); /* the hand-off alone */
     ck_assert_str_eq(heard(cc, "ch:cc", m, sizeof m), "");

@@ -4,8 +4,9 @@
 -- Reads the locals q (the queue's name), fencing ("1" to issue fencing
 -- tokens), fence (the fencing counter's name), pub and chan (the publish
 -- command and the lock's channel), me (the caller's listener) and marked
--- (the value of the queue's marker the lock still has, else false). The
--- lock goes to the first live entry of the queue (hand, lib/fair.lua):
+-- (the value of the queue's marker the lock had, else false); the lock's
+-- key is gone. The lock goes to the first live entry of the queue (hand,
+-- lib/fair.lua), the marker with it while others queue:
 -- {0, 0, 0}, or
 -- {0, 0, owner tag, wait id, token, sent, span} when it went to the
 -- caller's own client; a turn of a waiter without fair mode is {0,
@@ -16,10 +17,7 @@
 local own = KEYS[3]
 local e = redis.call('lpop', q)
 -- nobody queued (the marker stayed behind): freed
-if not e then
-  if marked then redis.call('hdel', KEYS[1], 'hilock:queued') end
-  return {0, redis.call(pub, chan, ARGV[1])}
-end
+if not e then return {0, redis.call(pub, chan, ARGV[1])} end
 local c = redis.call('time')
 local now = c[1] * 1000 + math.floor(c[2] / 1000)
 local t, ts = nil, '0'
@@ -43,14 +41,11 @@ do
        redis.call(pub, chan .. ':' .. lt, tag .. ':' .. w .. ':' .. ts ..
                   ':' .. s .. ':' .. string.format('%d', span)) > 0 then
       local nx = redis.call('lindex', q, 0)
-      if nx and not marked then
+      if nx then
         redis.call('hset', KEYS[1], f, '1', 'hilock:handed', ts .. ':' .. w,
-                   'hilock:queued', '1')
+                   'hilock:queued', marked or '1')
       else
         redis.call('hset', KEYS[1], f, '1', 'hilock:handed', ts .. ':' .. w)
-        if marked and not nx then
-          redis.call('hdel', KEYS[1], 'hilock:queued')
-        end
       end
       redis.call('pexpire', KEYS[1], ms)
       -- the new owner's client wakes its own next waiter
@@ -67,7 +62,7 @@ do
 end
 --@include lib/fair.lua
 local h = hand(KEYS[1], q, own, now, fencing, fence, pub, chan, me, nil,
-               marked, t)
+               false, t)
 if not h then return {0, redis.call(pub, chan, ARGV[1])} end
 if type(h) == 'number' then return {0, h} end
 if h[1] == me then return {0, 0, h[2], h[3], h[4], h[5], h[6]} end
