@@ -402,7 +402,7 @@ static void st_fjoin(struct srun *s, long i)
     fleave(s, 0, 0);
 }
 
-static void st_fretry(struct srun *s, long i) { (void)i; facq(s, 0, WIRE_FAIR_WAIT, 1); }
+static void st_fretry(struct srun *s, long i) { (void)i; facq(s, 0, WIRE_FAIR_RETRY, 1); }
 static void st_ftry(struct srun *s, long i) { (void)i; facq(s, 0, WIRE_FAIR_TRY, 1); }
 
 /* The holder hands the lock to the head of the queue and queues again:

@@ -93,12 +93,15 @@ int fair_attempt_into(struct hilock_lock *lock, struct resp_buf *cmd,
     struct engine *eng = lock->eng;
     struct wire_lock w = fair_attempt_wire(lock);
     struct wire_fair f = fair_args(lock);
-    enum wire_fair_mode m =
-        handle_wait_deadline(lock) ? WIRE_FAIR_WAIT : WIRE_FAIR_TRY;
+    /* A retry of a wait that queued looks its entry up first (the
+     * script's "r"): most are still queued. */
+    enum wire_fair_mode m = !handle_wait_deadline(lock) ? WIRE_FAIR_TRY
+                            : lock->pending.queued      ? WIRE_FAIR_RETRY
+                                                        : WIRE_FAIR_WAIT;
     wire_fair_acquire(cmd, eng->scripts.sha[SCRIPT_FAIR_ACQUIRE], &w,
                       handle_acquire_lease(lock), eng->opts->fencing, m, &f,
                       rid);
-    lock->pending.queued |= m == WIRE_FAIR_WAIT;
+    lock->pending.queued |= m != WIRE_FAIR_TRY;
     return SCRIPT_FAIR_ACQUIRE;
 }
 

@@ -195,6 +195,7 @@ void wire_multi_release(struct resp_buf *b, const char *sha,
  * (wire_mutex.c). What a fair acquire is: */
 enum wire_fair_mode {
     WIRE_FAIR_WAIT = 'w',  /* queue when busy */
+    WIRE_FAIR_RETRY = 'r', /* the same, for a wait that queued already */
     WIRE_FAIR_TRY = 't',   /* try once */
     WIRE_FAIR_CLAIM = 'c'  /* claim a hand-off, nothing else */
 };

@@ -604,6 +604,45 @@ START_TEST(fair_leave_in_the_middle_keeps_a_long_queue_in_order)
 }
 END_TEST
 
+/* A retry ("r") of a wait that queued finds its entry and leaves it as
+ * it is, or refreshes it in its place; one whose entry is gone (handed
+ * on, dropped) queues again at the tail. */
+START_TEST(fair_retry_finds_its_entry_or_queues_again)
+{
+    load_all();
+    is_pair(fair("c:1", "t", "aa", "1", "1"), 1, 0);
+    ck_assert_int_eq(fair("c:2", "w", "bb", "7", "1")->type,
+                     REDIS_REPLY_INTEGER);
+    ck_assert_int_eq(fair("c:3", "w", "cc", "1", "1")->type,
+                     REDIS_REPLY_INTEGER);
+    char *e1 = rs_str(tu_srv, "LINDEX", QUEUE, "0", (char *)NULL);
+    ck_assert_int_eq(fair("c:2", "r", "bb", "7", "2")->type,
+                     REDIS_REPLY_INTEGER);
+    ck_assert_int_eq(queue_len(), 2);
+    char *e2 = rs_str(tu_srv, "LINDEX", QUEUE, "0", (char *)NULL);
+    ck_assert_str_eq(e2, e1); /* as it was, first */
+    free(e2);
+    fair("c:2", "r", "bb", "8", "3"); /* another wait's: in its place */
+    e2 = rs_str(tu_srv, "LINDEX", QUEUE, "0", (char *)NULL);
+    ck_assert_ptr_nonnull(strstr(e2, ":8:"));
+    free(e2);
+    free(e1);
+    ck_assert_int_eq(queue_len(), 2);
+    /* popped as a hand-off pops it */
+    ck_assert_int_eq(rs_int(tu_srv, "HDEL", OWNERS, "c:2", (char *)NULL), 1);
+    e2 = rs_str(tu_srv, "LPOP", QUEUE, (char *)NULL);
+    ck_assert_ptr_nonnull(strstr(e2, ":8:"));
+    free(e2);
+    fair("c:2", "r", "bb", "8", "4"); /* gone: at the tail again */
+    ck_assert_int_eq(queue_len(), 2);
+    e2 = rs_str(tu_srv, "LINDEX", QUEUE, "-1", (char *)NULL);
+    ck_assert_ptr_nonnull(strstr(e2, ":8:"));
+    ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", OWNERS, "c:2", (char *)NULL),
+                     1);
+    free(e2);
+}
+END_TEST
+
 /* Entries left behind never outnumber the live ones by much: when they
  * do, the leave writes the list again without them, in order. */
 START_TEST(fair_leave_rewrites_a_list_mostly_left_behind)
@@ -1425,6 +1464,7 @@ int main(void)
     tcase_add_test(tc, fair_release_wakes_the_next_only_on_another_client);
     tcase_add_test(tc, fair_leave_in_the_middle_keeps_a_long_queue_in_order);
     tcase_add_test(tc, fair_leave_rewrites_a_list_mostly_left_behind);
+    tcase_add_test(tc, fair_retry_finds_its_entry_or_queues_again);
     tcase_add_test(tc,
                    fair_leave_takes_the_entry_and_passes_a_raced_hand_off_on);
     tcase_add_test(tc, fair_undo_drops_only_its_attempts_hold_and_hands_it_on);

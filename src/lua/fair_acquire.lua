@@ -12,8 +12,9 @@
 -- ARGV[3]  "1" to issue fencing tokens
 -- ARGV[4]  the fencing counter's name
 -- ARGV[5]  the queue's name
--- ARGV[6]  mode: "w" wait (queue when busy), "t" try once, "c" claim a
---          hand-off only
+-- ARGV[6]  mode: "w" wait (queue when busy), "r" the same for a retry of
+--          a wait that queued (its entry looked up first), "t" try
+--          once, "c" claim a hand-off only
 -- ARGV[7]  ms the queue entry stays live
 -- ARGV[8]  listener (the client's channel tag)
 -- ARGV[9]  wait id
@@ -119,25 +120,40 @@ if free then
     end
   end
 end
-if ARGV[6] == 'w' then
+if ARGV[6] == 'w' or ARGV[6] == 'r' then
   local ms = tonumber(ARGV[7])
-  local e = string.format('%d:%s:%s:%s:%s:%d:%s', now + ms, ARGV[1],
-                          ARGV[8], ARGV[9], ARGV[12], now, f)
-  local at, keep
+  local function entry()
+    return string.format('%d:%s:%s:%s:%s:%d:%s', now + ms, ARGV[1], ARGV[8],
+                         ARGV[9], ARGV[12], now, f)
+  end
+  local e, old, at, keep
+  -- a retry ("r") looks its entry up; a first attempt ("w") queues unless
+  -- an entry of the owner is there (HSETNX)
+  if ARGV[6] == 'r' then
+    old = redis.call('hget', own, f)
+  else
+    e = entry()
+    if redis.call('hsetnx', own, f, e) == 0 then
+      old = redis.call('hget', own, f)
+    end
+  end
   -- a retry keeps its place: its entry found with LPOS, a scan in C; one
   -- of the same wait that lives at least half its time more is left as
   -- it is (see above: its sent and written times still bound the hold)
-  if redis.call('hsetnx', own, f, e) == 0 then
-    local old = redis.call('hget', own, f)
+  if old then
     -- (one kept once deaf, "~", is written again: its mark goes)
     local d, l, lt, w = string.match(old, '^([^:~][^:]*):([^:]+):([^:]+):' ..
                                      '([^:]+):')
     keep = w == ARGV[9] and l == ARGV[1] and lt == ARGV[8] and
            tonumber(d) >= now + ms / 2
     if not keep then
+      e = e or entry()
       at = redis.call('lpos', q, old)
       redis.call('hset', own, f, e)
     end
+  elseif not e then
+    e = entry()
+    redis.call('hset', own, f, e)
   end
   local started
   if keep then
