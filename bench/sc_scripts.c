@@ -123,7 +123,7 @@ static void rel(struct srun *s, long i, int m)
 {
     struct wire_lock w = who(s, i, NAME, &wire_kind_mutex);
     wire_release(&s->cmd, s->set.sha[SCRIPT_RELEASE], &w, ++s->rid, LEASE_MS,
-                 1, "publish");
+                 1, "publish", 0);
     push(s, SCRIPT_RELEASE, m);
 }
 
