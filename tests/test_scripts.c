@@ -554,8 +554,8 @@ static long long queue_len(void)
     return rs_int(tu_srv, "LLEN", QUEUE, (char *)NULL);
 }
 
-/* The queue's marker on the lock ("n": nothing left behind in the list),
- * into buf. */
+/* The queue's marker on the lock ("n<ms>": nothing left behind in the
+ * list, which expires then), into buf. */
 static const char *marker(char *buf, size_t size)
 {
     char *m = rs_str(tu_srv, "HGET", LK, "hilock:queued", (char *)NULL);
@@ -578,7 +578,7 @@ START_TEST(fair_leave_in_the_middle_keeps_a_long_queue_in_order)
     for (long i = 1; i <= N; i++)
         queue_quiet(i, i);
     ck_assert_int_eq(queue_len(), N);
-    ck_assert_str_eq(marker(m, sizeof m), "n");
+    ck_assert_int_eq(marker(m, sizeof m)[0], 'n');
     is_int(fair_leave("c:500", "500"), 0);
     ck_assert_int_eq(queue_len(), N);
     ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", OWNERS, "c:500", (char *)NULL),
@@ -640,6 +640,85 @@ START_TEST(fair_retry_finds_its_entry_or_queues_again)
     ck_assert_int_eq(rs_int(tu_srv, "HEXISTS", OWNERS, "c:2", (char *)NULL),
                      1);
     free(e2);
+}
+END_TEST
+
+/* A fair acquire in mode "w" of owner f (listener l, wait id w) whose
+ * entry lives ms. */
+static redisReply *fair_for(const char *f, const char *l, const char *w,
+                            const char *ms, const char *rid)
+{
+    return call(SCRIPT_FAIR_ACQUIRE, 3, LK, QUEUE, OWNERS, "30000", f, "0",
+                "fence", QUEUE, "w", ms, l, w, "publish", "ch", "5", rid,
+                NULL);
+}
+
+/* Calls of command cmd so far (INFO commandstats). */
+static long long calls_of(const char *cmd)
+{
+    char *info = rs_str(tu_srv, "INFO", "commandstats", (char *)NULL);
+    char key[64];
+    snprintf(key, sizeof key, "cmdstat_%s:calls=", cmd);
+    char *at = info ? strstr(info, key) : NULL;
+    long long n = at ? atoll(at + strlen(key)) : 0;
+    free(info);
+    return n;
+}
+
+/* The queue's expiry as the marker tells it ("n<ms>"). */
+static long long marker_until(void)
+{
+    char m[32];
+    marker(m, sizeof m);
+    ck_assert_int_eq(m[0], 'n');
+    return atoll(m + 1);
+}
+
+/* A waiter that joins a queue a fair waiter started reads when the queue
+ * expires from the marker ("n<ms>"), not by a PTTL of its own, and
+ * extends the list, its owners hash and the marker when its wait goes
+ * past that. */
+START_TEST(fair_join_reads_the_queues_expiry_from_the_marker)
+{
+    load_all();
+    is_pair(fair("c:1", "t", "aa", "1", "1"), 1, 0);
+    ck_assert_int_eq(fair_for("c:2", "bb", "1", "1000", "1")->type,
+                     REDIS_REPLY_INTEGER);
+    long long until = marker_until();
+    ck_assert_int_le(rs_int(tu_srv, "PTTL", QUEUE, (char *)NULL), 2000);
+    long long pttls = calls_of("pttl");
+    ck_assert_int_eq(fair_for("c:3", "cc", "1", "500", "1")->type,
+                     REDIS_REPLY_INTEGER);
+    ck_assert_int_eq(calls_of("pttl") - pttls, 1); /* the lock's alone */
+    ck_assert_int_eq(marker_until(), until);
+    ck_assert_int_le(rs_int(tu_srv, "PTTL", QUEUE, (char *)NULL), 2000);
+    ck_assert_int_eq(fair_for("c:4", "dd", "1", "30000", "1")->type,
+                     REDIS_REPLY_INTEGER);
+    ck_assert_int_gt(marker_until(), until + 50000);
+    ck_assert_int_gt(rs_int(tu_srv, "PTTL", QUEUE, (char *)NULL), 30000);
+    ck_assert_int_gt(rs_int(tu_srv, "PTTL", OWNERS, (char *)NULL), 30000);
+    ck_assert_int_eq(queue_len(), 3);
+}
+END_TEST
+
+/* An owners hash emptied while entries left behind keep the list (and
+ * its expiry) is written again by the next waiter with an expiry too. */
+START_TEST(fair_join_gives_an_owners_hash_written_again_its_expiry)
+{
+    load_all();
+    is_pair(fair("c:1", "t", "aa", "1", "1"), 1, 0);
+    for (long i = 2; i <= 5; i++)
+        queue_quiet(i, i);
+    is_int(fair_leave("c:4", "4"), 0); /* left behind */
+    is_int(fair_leave("c:5", "5"), 0); /* the tail: out */
+    ck_assert_int_eq(release_quiet(1), 2);
+    ck_assert_int_eq(release_quiet(2), 3);
+    ck_assert_int_eq(exists(OWNERS), 0);
+    ck_assert_int_eq(queue_len(), 1);
+    ck_assert_int_gt(rs_int(tu_srv, "PTTL", QUEUE, (char *)NULL), 30000);
+    queue_quiet(6, 6);
+    ck_assert_int_gt(rs_int(tu_srv, "PTTL", OWNERS, (char *)NULL), 0);
+    ck_assert_int_eq(release_quiet(3), 6); /* past the one left behind */
 }
 END_TEST
 
@@ -711,7 +790,7 @@ START_TEST(fair_release_wakes_the_next_only_on_another_client)
     ck_assert_uint_eq(fair_release("c:1", "aa", "2")->elements, 3);
     ck_assert_int_eq(hget(LK, "c:2"), 1);
     ck_assert_int_eq(hget(LK, "c:1"), RS_NIL);
-    ck_assert_str_eq(marker(m, sizeof m), "n"); /* kept with the new owner */
+    ck_assert_int_eq(marker(m, sizeof m)[0], 'n'); /* kept, with the owner */
     ck_assert_ptr_nonnull(strstr(heard(bb, "ch:bb", m, sizeof m), "2:2:"));
     ck_assert_ptr_null(strchr(m, '|')); /* the hand-off alone */
     ck_assert_str_eq(heard(cc, "ch:cc", m, sizeof m), "");
@@ -1465,6 +1544,8 @@ int main(void)
     tcase_add_test(tc, fair_leave_in_the_middle_keeps_a_long_queue_in_order);
     tcase_add_test(tc, fair_leave_rewrites_a_list_mostly_left_behind);
     tcase_add_test(tc, fair_retry_finds_its_entry_or_queues_again);
+    tcase_add_test(tc, fair_join_reads_the_queues_expiry_from_the_marker);
+    tcase_add_test(tc, fair_join_gives_an_owners_hash_written_again_its_expiry);
     tcase_add_test(tc,
                    fair_leave_takes_the_entry_and_passes_a_raced_hand_off_on);
     tcase_add_test(tc, fair_undo_drops_only_its_attempts_hold_and_hands_it_on);

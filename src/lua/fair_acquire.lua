@@ -166,18 +166,30 @@ if ARGV[6] == 'w' or ARGV[6] == 'r' then
     redis.call(ARGV[10], ARGV[11], '0')
   end
   -- the lock keeps the queue's marker while anyone queues (a key of the
-  -- marker alone with a lease of its own); "n" on a queue started here:
-  -- no entry left behind in it (see lib/fair.lua)
+  -- marker alone with a lease of its own); "n<ms>" on a queue started
+  -- here: no entry left behind in it, and when it and its owners hash
+  -- expire (see lib/fair.lua)
+  local mark = started and string.format('n%d', now + 2 * ms) or '1'
   if (started or not v[5] or free) and
-     redis.call('hset', KEYS[1], 'hilock:queued', started and 'n' or '1') == 1
-     and redis.call('hlen', KEYS[1]) == 1 then
+     redis.call('hset', KEYS[1], 'hilock:queued', mark) == 1 and
+     redis.call('hlen', KEYS[1]) == 1 then
     redis.call('pexpire', KEYS[1], 5000)
   end
-  -- see lib/fair.lua: extended only when it would run out first (an
-  -- entry left as it is was covered when it was written)
-  if not keep and redis.call('pttl', q) < ms then
+  -- see lib/fair.lua: extended only when they would run out first (an
+  -- entry left as it is was covered when it was written), told by the
+  -- marker "n<ms>" where it is, else by the owners hash's PTTL (a hash
+  -- written again has none)
+  local trust = not started and not free and v[5] and
+                string.byte(v[5]) == 110
+  if not keep and
+     (started or (trust and (tonumber(string.sub(v[5], 2)) or 0) < now + ms)
+      or (not trust and redis.call('pttl', own) < ms)) then
     redis.call('pexpire', q, 2 * ms)
     redis.call('pexpire', own, 2 * ms)
+    if trust then
+      redis.call('hset', KEYS[1], 'hilock:queued',
+                 string.format('n%d', now + 2 * ms))
+    end
   end
 end
 -- it was free: what a hand-off or a turn left

@@ -37,7 +37,9 @@ if mine then
     redis.call('lpop', q)
   else
     -- left behind in the middle: pops look at the owners hash now
-    if v[3] == 'n' then redis.call('hset', KEYS[1], 'hilock:queued', '1') end
+    if v[3] and string.byte(v[3]) == 110 then
+      redis.call('hset', KEYS[1], 'hilock:queued', '1')
+    end
     if redis.call('llen', q) > 2 * left + 16 then
       -- when such entries outnumber the live ones the list is written
       -- again without them: at most once per as many leaves as entries

@@ -9,7 +9,7 @@
 -- secret); wait id: which acquire call of that owner it is; sent: the
 -- waiter's own monotonic clock (ms) when it sent the request that wrote
 -- the entry; written: the server's time (ms) when that request wrote it.
--- An owner has one entry at most: the hash "hilock_queue:{name}:owners"
+-- An owner has one live entry at most: the hash "hilock_queue:{name}:owners"
 -- maps each queued owner field to its entry, so that queueing, a retry
 -- and leaving find it without reading the list into Lua (with a hundred
 -- waiters, a scan of the list was most of what a fair acquire cost
@@ -21,16 +21,19 @@
 -- out of the list when it is at either end, else it stays behind, and
 -- whoever pops it passes it over: an entry is live only while its
 -- owner's value is that very entry. While the lock's marker (below) is
--- "n", written by the waiter that started the queue, nothing was left
+-- "n<ms>", written by the waiter that started the queue, nothing was left
 -- behind and a pop trusts the HDEL of the owner's value; the first entry
 -- left behind makes it "1" (as every other writer of the marker writes
 -- it), and pops compare. When the entries left behind outnumber the live
 -- ones (more than twice, and 16), the leave writes the list again
 -- without them. So joining, most retries, leaving and a hand-off cost
--- the same in a queue of any length. Both live until the last deadline at least and twice the
--- longest wait past it at most: a waiter that queues extends them only
--- when they would expire before its deadline, and then to twice its
--- wait, so that most queueings cost one PTTL and no PEXPIRE.
+-- the same in a queue of any length. Both keys live until the last
+-- deadline at least and twice the longest wait past it at most: a waiter
+-- that queues extends them only when they would expire before its
+-- deadline, and then to twice its wait. The <ms> of "n<ms>" is when they
+-- expire (server time), so that most queueings cost no PTTL and no
+-- PEXPIRE; with "1" the owners hash's PTTL tells (a hash emptied and
+-- written again has none, while entries left behind keep the list).
 --
 -- A hand-off makes the first live entry the owner inside the script that
 -- frees the lock: its field = 1 and the marker field "hilock:handed" =
@@ -178,7 +181,8 @@ local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine,
       local d, l, lt, w, s, wr, f, tag = parse(e)
       -- an entry its owner left behind is passed over: with the marker
       -- "n" there is none, else its owner's value has moved on
-      local live = f and (marked == 'n' or redis.call('hget', own, f) == e)
+      local live = f and ((marked and string.byte(marked) == 110) or
+                          redis.call('hget', own, f) == e)
       if live then live = redis.call('hdel', own, f) == 1 end
       if live then
         if tonumber(d) > now then
@@ -218,7 +222,9 @@ local function hand(lock, q, own, now, fencing, fence, pub, chan, me, mine,
   if back then
     for i = #back, 1, -1 do
       local e = '~' .. back[i][1]
-      redis.call('lpush', q, e)
+      -- a list (and owners hash) written again has no expiry: the marker
+      -- that told it goes
+      if redis.call('lpush', q, e) == 1 then marked = nil end
       redis.call('hset', own, back[i][2], e)
     end
   end

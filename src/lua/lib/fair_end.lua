@@ -29,7 +29,8 @@ do
     string.match(e, '^~?([^:]+):([^:]+):([^:]+):([^:]+):([^:]+):' ..
                     '([^:]+):(.*:([^:]*))$')
   if d and tonumber(d) > now and
-     (marked == 'n' or redis.call('hget', own, f) == e) and
+     ((marked and string.byte(marked) == 110) or
+      redis.call('hget', own, f) == e) and
      redis.call('hdel', own, f) == 1 then
     if fencing == '1' then
       t = redis.call('incr', fence)
