@@ -1545,7 +1545,8 @@ int main(void)
     tcase_add_test(tc, fair_leave_rewrites_a_list_mostly_left_behind);
     tcase_add_test(tc, fair_retry_finds_its_entry_or_queues_again);
     tcase_add_test(tc, fair_join_reads_the_queues_expiry_from_the_marker);
-    tcase_add_test(tc, fair_join_gives_an_owners_hash_written_again_its_expiry);
+    tcase_add_test(tc,
+                   fair_join_gives_an_owners_hash_written_again_its_expiry);
     tcase_add_test(tc,
                    fair_leave_takes_the_entry_and_passes_a_raced_hand_off_on);
     tcase_add_test(tc, fair_undo_drops_only_its_attempts_hold_and_hands_it_on);

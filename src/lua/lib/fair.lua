@@ -114,20 +114,19 @@
 -- The functions, defined only by the scripts' paths that meet a queue (a
 -- definition costs Redis on every call that runs it): now_ms() the
 -- server's clock; parse(e) an entry's fields and the owner tag (the last
--- of its owner field; patterns of [^:] cost Redis half what %d ones do,
--- and numbers go to text by string.format, half what tostring costs);
--- owner_of(e, own) its owner
--- field and deadline, ('', 0) for an entry left behind (own: the owners
--- hash), nil and math.huge for a waiter without fair mode; turn_of(own)
--- the turn's end (0: none) and owner;
--- mark(lock, q) puts the marker on a held lock, or takes it away, as q
--- is queued or empty; hand(...) hands the free lock to the first live
--- entry (see above), gives a waiter without fair mode its turn, puts the
--- entries met deaf back at the head marked "~", and leaves the marker as
--- the queue is (marked: the marker's value now, nil without): nil when nobody
--- took it, a number (subscribers) for a turn, else {listener, owner tag,
--- wait id, token, sent, span, owner field}; t: a token drawn for it
--- already (lib/fair_end.lua), given back when nobody took the lock.
+-- part of its owner field: patterns of [^:] cost Redis half what %d ones
+-- do, as string.format does against tostring); owner_of(e, own) its
+-- owner field and deadline, ('', 0) for an entry left behind (own: the
+-- owners hash), nil and math.huge for a waiter without fair mode;
+-- turn_of(own) the turn's end (0: none) and owner; mark(lock, q) puts
+-- the marker on a held lock, or takes it away, as q is queued or empty;
+-- hand(...) hands the free lock to the first live entry (see above),
+-- gives a waiter without fair mode its turn, puts the entries met deaf
+-- back at the head marked "~", and leaves the marker as the queue is
+-- (marked: the marker's value now, nil without): nil when nobody took
+-- it, a number (subscribers) for a turn, else {listener, owner tag, wait
+-- id, token, sent, span, owner field}; t: a token drawn for it already
+-- (lib/fair_end.lua), given back when nobody took the lock.
 local function now_ms()
   local t = redis.call('time')
   return t[1] * 1000 + math.floor(t[2] / 1000)
