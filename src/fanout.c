@@ -15,6 +15,7 @@
 #include <hiredis/hiredis.h>
 
 #include "clock.h"
+#include "hot.h"
 #include "node.h"
 #include "reply.h"
 #include "wire.h"
@@ -153,6 +154,7 @@ static void part_refresh(struct req *r, enum req_again why)
         wire_rid(&r->cmd, ++op->eng->seq);
 }
 
+HILOCK_HOT
 struct fanout *fanout_new(struct engine *eng, enum op_kind kind, int node,
                   unsigned slot, uint32_t nlocks, fanout_done_fn *done)
 {
@@ -208,6 +210,7 @@ static struct req *first_part(const struct fanout *op)
     return NULL;
 }
 
+HILOCK_HOT
 struct resp_buf *fanout_cmd(struct fanout *op)
 {
     return &first_part(op)->cmd;
@@ -226,6 +229,7 @@ void fanout_eval(struct fanout *op, enum script_id id)
             node_eval(op->part[i], id);
 }
 
+HILOCK_HOT
 void fanout_plain(struct fanout *op, size_t split)
 {
     for (size_t i = 0; i < op->n; i++)
@@ -271,11 +275,13 @@ static void part_health(const struct fanout *op, size_t i, int status)
         node_voted(n, status != 0);
 }
 
+HILOCK_HOT
 void fanout_submit(struct fanout *op, uint32_t timeout_ms)
 {
     fanout_submit_at(op, timeout_ms, 0);
 }
 
+HILOCK_HOT
 void fanout_submit_at(struct fanout *op, uint32_t timeout_ms,
                       uint64_t now_us)
 {
@@ -315,6 +321,7 @@ void fanout_submit_at(struct fanout *op, uint32_t timeout_ms,
 
 /* Fill res from node i's reply rep (status 0) or status; plain: the reply
  * is that of the plain command (fanout_plain), not of the script. */
+HILOCK_HOT
 static void decode(struct fanout *op, size_t i, int status, int plain,
                    redisReply *rep, struct op_result *res)
 {
@@ -383,6 +390,7 @@ static void parts_final(struct fanout *op)
 }
 
 /* Decide with status and result res (NULL: completed early). */
+HILOCK_HOT
 static void decided(struct fanout *op, int status, const struct op_result *res)
 {
     fanout_done_fn *done = op->done;
@@ -466,6 +474,7 @@ static void hurry_rest(struct fanout *op)
 /* Count node i's answer (op->res[i]; status: its request's, nonzero when
  * no reply came) towards the decision, or hand it to late when the
  * operation is decided already. */
+HILOCK_HOT
 static void part_counted(struct fanout *op, size_t i, int status)
 {
     struct op_result out;
@@ -579,6 +588,7 @@ static void note_rid(struct fanout *op, size_t i, const struct req *r)
         op->rids[i] = r->plain.active ? op->rid : wire_rid_of(&r->cmd);
 }
 
+HILOCK_HOT
 static void part_done(struct req *r, int status, redisReply *reply)
 {
     struct fanout *op = r->submitter.ctx;
@@ -612,6 +622,7 @@ static void part_late(struct req *r, redisReply *reply)
     op->busy--;
 }
 
+HILOCK_HOT
 static void part_fini(struct req *r)
 {
     struct fanout *op = r->submitter.ctx;
