@@ -8,6 +8,8 @@
 
 #include <stdlib.h>
 
+#include "hot.h"
+
 #define ORDER_MIN 16
 #define SLOTS_MIN 16
 /* Emptied buckets kept for reuse: a renewal round empties and fills a few
@@ -234,6 +236,7 @@ static void unlink_node(struct heap *h, struct heap_node *n)
     h->len--;
 }
 
+HILOCK_HOT
 int heap_set(struct heap *h, struct heap_node *n, uint64_t key)
 {
     if (heap_contains(n)) {
@@ -255,6 +258,7 @@ int heap_set(struct heap *h, struct heap_node *n, uint64_t key)
     return 0;
 }
 
+HILOCK_HOT
 void heap_remove(struct heap *h, struct heap_node *n)
 {
     if (heap_contains(n))

@@ -9,6 +9,7 @@
 #include "fair.h"
 #include "fanout.h"
 #include "handle.h"
+#include "hot.h"
 #include "plain.h"
 
 /* op->undo of an attempt (see fanout.h): a decided attempt resent after a
@@ -27,6 +28,7 @@ static int resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
 /* An attempt: plain on the first attempt when it may (in fair mode too:
  * see plain.c), else the fair script in fair mode, else the acquire
  * script. */
+HILOCK_HOT
 static void mutex_acquire(struct hilock_lock *lock, struct fanout *op,
                           int first, uint64_t rid)
 {
@@ -50,6 +52,7 @@ static void mutex_acquire(struct hilock_lock *lock, struct fanout *op,
                  topo_publish(eng->topo), rid);
 }
 
+HILOCK_HOT
 static void mutex_release(struct hilock_lock *lock, struct fanout *op,
                           uint32_t drop, uint64_t rid)
 {

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "hot.h"
 #include "quorum.h"
 #include "reply.h"
 
@@ -185,6 +186,7 @@ static size_t listening(const struct wait_queue *q)
     return n;
 }
 
+HILOCK_HOT
 int wait_has_waiters(const struct hilock_lock *lock)
 {
     return queue_of(lock) != NULL;
@@ -332,6 +334,7 @@ static struct waiting *waiting_of(struct hilock_lock *lock)
     return w;
 }
 
+HILOCK_HOT
 int wait_set_deadline(struct hilock_lock *lock, uint64_t deadline)
 {
     struct waiting *w = waiting_of(lock);
@@ -409,6 +412,7 @@ int wait_park(struct hilock_lock *lock, int64_t ttl_ms)
     return 0;
 }
 
+HILOCK_HOT
 void wait_end(struct hilock_lock *lock)
 {
     struct waiting *w = lock->waiting;
@@ -444,6 +448,7 @@ void wait_hold_off(struct hilock_lock *lock, uint64_t ms)
         q->yield_until = until;
 }
 
+HILOCK_HOT
 void wait_released(struct hilock_lock *lock, int64_t heard)
 {
     struct wait_queue *q = queue_of(lock);
