@@ -292,7 +292,6 @@ HILOCK_HOT
 void req_submit_at(struct req *r, uint32_t timeout_ms, uint64_t now_us)
 {
     r->sent_us = now_us;
-    r->sent_ms = r->sent_us / 1000;
     stats_request_sent(r->conn->cfg->stats);
     if (r->cmd.failed) {
         /* Encoding failed (out of memory, or a script call that broke its

@@ -68,12 +68,18 @@ void fanout_pool_free(struct engine *eng)
 /* A zeroed operation, from the pool when it has one. Of its arrays by
  * node only the entries of the client's nodes are zeroed (nothing reads
  * past op->n): on one node the results of the eight others are most of
- * the struct, and zeroing them costs more than the rest of fanout_new. */
+ * the struct, and zeroing them costs more than the rest of fanout_new.
+ * handoff is left as it is: only a decoded reply that fills it says so. */
 #define FANOUT_END(f) (offsetof(struct fanout, f) + sizeof(((struct fanout *)0)->f))
-_Static_assert(offsetof(struct fanout, res) - FANOUT_END(got) <
+_Static_assert(offsetof(struct fanout, part) - FANOUT_END(got) <
+                       _Alignof(struct req *) &&
+                   FANOUT_END(part) == offsetof(struct fanout, rids) &&
+                   offsetof(struct fanout, res) - FANOUT_END(rids) <
                        _Alignof(struct op_result) &&
-                   FANOUT_END(res) == offsetof(struct fanout, part) &&
-                   FANOUT_END(part) == offsetof(struct fanout, handed),
+                   offsetof(struct fanout, handoff) - FANOUT_END(res) <
+                       _Alignof(struct reply_handoff) &&
+                   sizeof(struct fanout) - FANOUT_END(handoff) <
+                       _Alignof(struct fanout),
                "fanout_alloc zeroes every field but the arrays by node");
 
 static struct fanout *fanout_alloc(struct engine *eng)
@@ -86,9 +92,9 @@ static struct fanout *fanout_alloc(struct engine *eng)
     eng->fanout_pool_len--;
     memset(op, 0, offsetof(struct fanout, got));
     memset(op->got, 0, n * sizeof(op->got[0]));
-    memset(op->res, 0, n * sizeof(op->res[0]));
     memset(op->part, 0, n * sizeof(op->part[0]));
-    memset(&op->handed, 0, sizeof(*op) - offsetof(struct fanout, handed));
+    memset(op->rids, 0, n * sizeof(op->rids[0]));
+    memset(op->res, 0, n * sizeof(op->res[0]));
     return op;
 }
 
