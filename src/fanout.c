@@ -65,36 +65,28 @@ void fanout_pool_free(struct engine *eng)
     eng->fanout_pool_len = 0;
 }
 
-/* A zeroed operation, from the pool when it has one. Of its arrays by
- * node only the entries of the client's nodes are zeroed (nothing reads
- * past op->n): on one node the results of the eight others are most of
- * the struct, and zeroing them costs more than the rest of fanout_new.
- * handoff is left as it is: only a decoded reply that fills it says so. */
-#define FANOUT_END(f) (offsetof(struct fanout, f) + sizeof(((struct fanout *)0)->f))
-_Static_assert(offsetof(struct fanout, part) - FANOUT_END(got) <
-                       _Alignof(struct req *) &&
-                   FANOUT_END(part) == offsetof(struct fanout, rids) &&
-                   offsetof(struct fanout, res) - FANOUT_END(rids) <
-                       _Alignof(struct op_result) &&
-                   offsetof(struct fanout, handoff) - FANOUT_END(res) <
-                       _Alignof(struct reply_handoff) &&
-                   sizeof(struct fanout) - FANOUT_END(handoff) <
-                       _Alignof(struct fanout),
-               "fanout_alloc zeroes every field but the arrays by node");
+/* A zeroed operation, from the pool when it has one. Of its results by
+ * node only those of the client's nodes are zeroed (nothing reads past
+ * op->n): on one node the results of the eight others are most of the
+ * struct, and zeroing them costs more than the rest of fanout_new. The
+ * smaller arrays by node come before them and are zeroed whole, in the
+ * same call. handoff is left as it is: only a decoded reply that fills
+ * it says so. */
+_Static_assert(offsetof(struct fanout, got) < offsetof(struct fanout, res) &&
+                   offsetof(struct fanout, part) < offsetof(struct fanout, res) &&
+                   offsetof(struct fanout, rids) < offsetof(struct fanout, res) &&
+                   offsetof(struct fanout, res) < offsetof(struct fanout, handoff),
+               "fanout_alloc zeroes every field but results past n and handoff");
 
 static struct fanout *fanout_alloc(struct engine *eng)
 {
     struct fanout *op = eng->fanout_pool;
-    size_t n = eng->nnodes;
     if (!op)
         return calloc(1, sizeof(*op));
     eng->fanout_pool = op->data;
     eng->fanout_pool_len--;
-    memset(op, 0, offsetof(struct fanout, got));
-    memset(op->got, 0, n * sizeof(op->got[0]));
-    memset(op->part, 0, n * sizeof(op->part[0]));
-    memset(op->rids, 0, n * sizeof(op->rids[0]));
-    memset(op->res, 0, n * sizeof(op->res[0]));
+    memset(op, 0,
+           offsetof(struct fanout, res) + eng->nnodes * sizeof(op->res[0]));
     return op;
 }
 
