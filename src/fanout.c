@@ -472,7 +472,6 @@ static void hurry_rest(struct fanout *op)
 /* Count node i's answer (op->res[i]; status: its request's, nonzero when
  * no reply came) towards the decision, or hand it to late when the
  * operation is decided already. */
-HILOCK_HOT
 static void part_counted(struct fanout *op, size_t i, int status)
 {
     struct op_result out;

@@ -45,7 +45,6 @@ static int reentered(const struct hilock_lock *lock, const struct fanout *op)
     return 0;
 }
 
-HILOCK_HOT
 int grant_fence(struct hilock_lock *lock, struct fanout *op,
                 const struct op_result *res, fanout_done_fn *done,
                 uint32_t timeout_ms)

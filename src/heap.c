@@ -236,7 +236,6 @@ static void unlink_node(struct heap *h, struct heap_node *n)
     h->len--;
 }
 
-HILOCK_HOT
 int heap_set(struct heap *h, struct heap_node *n, uint64_t key)
 {
     if (heap_contains(n)) {
@@ -258,7 +257,6 @@ int heap_set(struct heap *h, struct heap_node *n, uint64_t key)
     return 0;
 }
 
-HILOCK_HOT
 void heap_remove(struct heap *h, struct heap_node *n)
 {
     if (heap_contains(n))

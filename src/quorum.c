@@ -105,7 +105,6 @@ static void failed(const struct tally *t, size_t n, size_t q,
     }
 }
 
-HILOCK_HOT
 int quorum_decide(enum op_kind kind, size_t n, const struct op_result *res,
                   const unsigned char *got, struct op_result *out)
 {

@@ -298,7 +298,6 @@ static int parse_u64(const char *s, size_t n, uint64_t *v)
     return 0;
 }
 
-HILOCK_HOT
 int reply_release_handoff(const struct redisReply *r, struct reply_handoff *h)
 {
     const struct redisReply *const *e;

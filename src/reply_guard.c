@@ -224,7 +224,6 @@ static int depth_ok(const redisReadTask *t)
 /* The wrappers: each returns NULL (the reader fails) or what hiredis's own
  * function returns. They check before calling through, because hiredis links
  * each new element into its parent array at once. */
-HILOCK_HOT
 static void *guard_string(const redisReadTask *t, char *s, size_t len)
 {
     unshard(t, &s, &len);

@@ -412,7 +412,6 @@ int wait_park(struct hilock_lock *lock, int64_t ttl_ms)
     return 0;
 }
 
-HILOCK_HOT
 void wait_end(struct hilock_lock *lock)
 {
     struct waiting *w = lock->waiting;
