@@ -456,6 +456,7 @@ void conn_tls_cause(struct conn *conn, int *err, const char **why,
 }
 
 /* The connection ac died: say why, forget it, plan a reconnect. */
+HILOCK_COLD
 void conn_lost(struct conn *conn, const redisAsyncContext *ac)
 {
     char text[REPLY_SCRUB_MAX];
@@ -484,6 +485,7 @@ void conn_lost(struct conn *conn, const redisAsyncContext *ac)
  * request that already completed but may have been applied (retry with a
  * late handler: an acquire that timed out or was canceled) is resent too,
  * within a fresh deadline, so that its late handler learns the outcome. */
+HILOCK_COLD
 static void dropped(struct conn *conn, struct req *r)
 {
     if (r->retry && (r->done || r->late)) {
@@ -505,6 +507,7 @@ static void dropped(struct conn *conn, struct req *r)
 
 /* Log an error reply with the server's text, scrubbed of the arguments it
  * may echo (reply_error_scrub): it says more than our code. */
+HILOCK_COLD
 static void log_error_reply(struct conn *conn, const redisReply *rep)
 {
     char text[REPLY_SCRUB_MAX];

@@ -107,6 +107,7 @@ static char part_undoing;
 /* Rewrite node request r of a decided acquire, about to go again after a
  * drop, into the undo of its request id (op->undo). Returns whether it
  * did. Its reply then says nothing about the acquire: nobody hears it. */
+HILOCK_COLD
 static int part_undo(struct fanout *op, struct req *r)
 {
     uint64_t rid = r->plain.active ? op->rid : wire_rid_of(&r->cmd);
@@ -126,6 +127,7 @@ static int part_undo(struct fanout *op, struct req *r)
  * redirect), a request with an id takes a new one, above every id sent so
  * far (see script.c); after a drop it goes as it was -- unless the
  * operation was decided: then its undo goes instead (op->undo). */
+HILOCK_COLD
 static void part_refresh(struct req *r, enum req_again why)
 {
     struct fanout *op = r->submitter.ctx;
@@ -539,6 +541,7 @@ static void wait_fini(struct req *w)
 
 /* Send WAIT for node i's write on conn (where its reply came from).
  * Returns 0, or -1 when it cannot (no memory). */
+HILOCK_COLD
 static int wait_send(struct fanout *op, size_t i, struct conn *conn)
 {
     const struct hilock_options *o = op->eng->opts;
@@ -568,6 +571,7 @@ static int wants_wait(const struct fanout *op, size_t i)
 
 /* A release resent after its connection dropped that finds the owner's
  * hold gone: its first send ended it (see script.c). */
+HILOCK_COLD
 static void resent_release(const struct fanout *op, struct op_result *res)
 {
     if (op->kind == OP_KIND_RELEASE && res->status == HILOCK_ENOTOWNER)

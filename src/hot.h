@@ -8,14 +8,22 @@
  * overflow the instruction cache: every pair fetched most of its code
  * again. HILOCK_HOT puts a function in the hot text section, which the
  * linker keeps in one piece, so the pair's code fits. Mark a function
- * only when a profile of a pair shows it there (see bench/README.md). */
+ * only when a profile of a pair shows it there (see bench/README.md), and
+ * most of it runs.
+ *
+ * HILOCK_COLD marks the other side: a function that hot code calls only on
+ * a rare path (an error, a dropped connection). It goes out of the way,
+ * and so do the branches of its callers that lead to it, which keeps the
+ * hot functions' own code dense. */
 #ifndef HILOCK_HOT_H
 #define HILOCK_HOT_H
 
 #if defined(__GNUC__)
 #define HILOCK_HOT __attribute__((hot))
+#define HILOCK_COLD __attribute__((cold))
 #else
 #define HILOCK_HOT
+#define HILOCK_COLD
 #endif
 
 #endif
