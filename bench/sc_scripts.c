@@ -119,13 +119,16 @@ static void acq(struct srun *s, long i, uint32_t entry_ms, int m)
     push(s, SCRIPT_ACQUIRE, m);
 }
 
-static void rel(struct srun *s, long i, int m)
+/* Release of owner i's last hold; quiet: no message (wire.h). */
+static void rel_as(struct srun *s, long i, int m, int quiet)
 {
     struct wire_lock w = who(s, i, NAME, &wire_kind_mutex);
     wire_release(&s->cmd, s->set.sha[SCRIPT_RELEASE], &w, ++s->rid, LEASE_MS,
-                 1, "publish");
+                 1, "publish", quiet);
     push(s, SCRIPT_RELEASE, m);
 }
+
+static void rel(struct srun *s, long i, int m) { rel_as(s, i, m, 0); }
 
 /* Fair acquire of owner i in mode (wire.h). */
 static void facq(struct srun *s, long i, enum wire_fair_mode mode, int m)
@@ -348,6 +351,7 @@ static void prep_permits(struct srun *s)
 static void st_take(struct srun *s, long i) { (void)i; acq(s, 0, 0, 1); rel(s, 0, 0); }
 static void st_busy(struct srun *s, long i) { (void)i; acq(s, 0, ENTRY_MS, 1); }
 static void st_release(struct srun *s, long i) { (void)i; acq(s, 0, 0, 0); rel(s, 0, 1); }
+static void st_quiet(struct srun *s, long i) { (void)i; acq(s, 0, 0, 0); rel_as(s, 0, 1, 1); }
 
 static void st_undo(struct srun *s, long i)
 {
@@ -466,6 +470,7 @@ static const struct scase cases[] = {
     {"acquire", "held, fair queue: joins", 1, INT, 0, prep_fair_queue,
      st_busy},
     {"release", "last hold", 0, ARR, 2, prep_none, st_release},
+    {"release", "last hold, quiet", 0, ARR, 2, prep_none, st_quiet},
     {"undo", "the attempt's hold", 0, ARR, 2, prep_none, st_undo},
     {"renew", "one lock", 0, STR, 0, prep_held, st_renew},
     {"query", "ttl", 0, INT, 0, prep_held, st_query},

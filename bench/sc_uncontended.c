@@ -331,7 +331,7 @@ static int c_send_release(struct uslot *s)
         split = wire_drop(&cmd, &s->wire, "publish");
     else
         wire_release(&cmd, u->sha_rel, &s->wire, ++u->seq, u->lease_ms, 1,
-                     "publish");
+                     "publish", 0);
     return c_send(u, &cmd, split, c_on_released, s);
 }
 

@@ -46,6 +46,9 @@ struct engine_hooks {
      * learnt too late to count (see wait.c). */
     void (*handed)(struct hilock_lock *lock, int64_t token,
                    uint64_t until_ms);
+    /* wait.c: a quiet release of lock's name was taken up by no waiter
+     * here: publish the release message it left out. */
+    void (*owed)(struct hilock_lock *lock);
     /* watchdog.c: Redis confirmed the owner's hold with lease_ms from a
      * request sent at sent_ms. */
     void (*renewed)(struct hilock_lock *lock, uint64_t sent_ms,

@@ -76,6 +76,9 @@ struct lock_pending {
                                         the first attempt fails (lock.c) */
     unsigned handed : 1;             /* fair mode (fair.c): handed over
                                         while an attempt was in flight */
+    unsigned quiet : 1;              /* the pending release publishes no
+                                        message: a waiter of this client
+                                        is next (wait.c) */
 };
 
 /* The watchdog's (watchdog.c). */

@@ -11,6 +11,7 @@
 #include "handle.h"
 #include "hot.h"
 #include "plain.h"
+#include "wait.h"
 
 /* op->undo of an attempt (see fanout.h): a decided attempt resent after a
  * drop undoes what its request id may have taken instead. */
@@ -52,13 +53,21 @@ static void mutex_acquire(struct hilock_lock *lock, struct fanout *op,
                  topo_publish(eng->topo), rid);
 }
 
+/* A release: plain when it may, else the fair script in fair mode, else
+ * the release script -- quiet (no message) when it is the handle's own
+ * release (nothing pending yet: not a cleanup) of its last hold and a
+ * waiter of this client is next on the name (wait.c); the handle notes it
+ * for the answer. */
 HILOCK_HOT
 static void mutex_release(struct hilock_lock *lock, struct fanout *op,
                           uint32_t drop, uint64_t rid)
 {
     struct engine *eng = lock->eng;
     struct wire_lock w = handle_wire(lock);
-    if (plain_drop(lock, &w, op, drop))
+    int quiet = lock->pending.what == PENDING_NONE && !fair_on(lock) &&
+                drop >= lock->hold.count && wait_quiet_ok(lock);
+    lock->pending.quiet = (unsigned)quiet;
+    if (!quiet && plain_drop(lock, &w, op, drop))
         return;
     if (fair_on(lock)) {
         fair_encode_release(lock, op, drop, rid);
@@ -66,7 +75,8 @@ static void mutex_release(struct hilock_lock *lock, struct fanout *op,
     }
     fanout_eval(op, SCRIPT_RELEASE);
     wire_release(fanout_cmd(op), eng->scripts.sha[SCRIPT_RELEASE], &w, rid,
-                 handle_hold_lease(lock), drop, topo_publish(eng->topo));
+                 handle_hold_lease(lock), drop, topo_publish(eng->topo),
+                 quiet);
 }
 
 /* The undo script, by the attempt's request id; in fair mode its fair

@@ -22,8 +22,10 @@
 #include "handle.h"
 #include "hold.h"
 #include "hot.h"
+#include "topo.h"
 #include "wait.h"
 #include "watchdog.h"
+#include "wire.h"
 
 /* Delay before the next attempt of a wait whose attempt failed on the way
  * (the connection's own backoff paces reconnects). */
@@ -56,6 +58,21 @@ static void send_leave(struct hilock_lock *lock)
     if (!op)
         return;
     lock->kind->encode_leave(lock, op);
+    handle_attach(lock, op);
+    fanout_submit(op, 0);
+}
+
+/* wait.c: a quiet release of lock's name was taken up by no waiter here:
+ * the release message it left out goes now (best effort, as a leave). */
+static void hook_owed(struct hilock_lock *lock)
+{
+    struct engine *eng = lock->eng;
+    struct wire_lock w = handle_wire(lock);
+    struct fanout *op =
+        fanout_new(eng, OP_KIND_LEAVE, -1, lock->slot, 0, leave_done);
+    if (!op)
+        return;
+    wire_release_message(fanout_cmd(op), &w, topo_publish(eng->topo));
     handle_attach(lock, op);
     fanout_submit(op, 0);
 }
@@ -462,7 +479,9 @@ static void release_done(struct fanout *op, int status,
 {
     struct hilock_lock *lock = op->ctx;
     int64_t left = res && status == 0 ? res->count : 0;
+    int quiet = lock->pending.quiet;
     lock->pending.fanout = NULL;
+    lock->pending.quiet = 0;
     if (!lock->kind->leased) {
         permits_released(lock, op, status, res);
         return;
@@ -479,7 +498,11 @@ static void release_done(struct fanout *op, int status,
         hold_share_end(lock); /* twins of this owner counted on it too */
     else if (status == 0)
         hold_share_lease(lock, op->sent_ms, handle_hold_lease(lock));
-    if (status == 0 && left == 0)
+    /* A quiet one that failed may have freed the lock too: the head here
+     * looks, or the message goes. */
+    if (quiet && (status != 0 || left == 0))
+        wait_passed(lock);
+    else if (status == 0 && left == 0)
         hold_released_news(lock, op, res);
     finish_op(lock, status, left);
 }
@@ -617,6 +640,7 @@ void lock_engine_init(struct engine *eng)
     eng->hooks.attempt = hook_attempt;
     eng->hooks.wait_expired = hook_wait_expired;
     eng->hooks.handed = hook_handed;
+    eng->hooks.owed = hook_owed;
     eng->hooks.renewed = hold_share_lease;
     eng->hooks.gone = hold_share_end;
     eng->hooks.expired = hold_lost;

@@ -77,7 +77,7 @@ static int plain_again(struct fanout *op, struct resp_buf *cmd,
     if (op->kind == OP_KIND_RELEASE) {
         resp_reset(cmd);
         wire_release(cmd, eng->scripts.sha[SCRIPT_RELEASE], &w, ++eng->seq,
-                     handle_hold_lease(lock), 1, topo_publish(eng->topo));
+                     handle_hold_lease(lock), 1, topo_publish(eng->topo), 0);
         return SCRIPT_RELEASE;
     }
     if (why != REQ_AGAIN_DROPPED)

@@ -21,7 +21,18 @@
  * waiters in other processes, which are still being woken. The release
  * script reports how many subscribers heard the release; when some of them
  * are elsewhere, this client's head waits WAIT_HANDOFF_YIELD_MS before its
- * retry. With no waiters elsewhere, nothing is delayed. */
+ * retry. With no waiters elsewhere, nothing is delayed.
+ *
+ * Quiet releases: a release of a name with a waiter here publishes no
+ * message (on one node, see release.lua) and wakes this client's head
+ * waiter, which takes the lock next, up to WAIT_LOCAL_STREAK_MAX - 1 times
+ * in a row; the next release publishes. Waiters elsewhere are not all
+ * woken to find the lock taken again (with a few processes on one name
+ * that was most of what the lock cost Redis); they wait for at most a
+ * streak, as they would lose those races anyway. Until a waiter here takes
+ * the lock after a quiet release, the queue owes the release message: the
+ * queue's last waiter leaving without the lock (its wait timed out or was
+ * cancelled while the attempt was lost) has it published. */
 #include "wait.h"
 
 #include <stdlib.h>
@@ -60,6 +71,7 @@ struct wait_queue {
     uint8_t polls;                   /* polls in a row while unsubscribed */
     uint64_t yield_until;            /* ms: no retry before (see above) */
     unsigned local_streak;           /* own releases in a row (see above) */
+    uint8_t owed;                    /* quiet release not yet taken up */
     struct waiter_list waiters;      /* FIFO */
     struct event timer;              /* fallback retry of the head */
     uint8_t kind;                    /* enum sub_kind of its channel */
@@ -424,8 +436,13 @@ void wait_end(struct hilock_lock *lock)
     int was_head = TAILQ_FIRST(&q->waiters) == w;
     TAILQ_REMOVE(&q->waiters, w, link);
     w->queue = NULL;
+    if (lock->hold.count > 0)
+        q->owed = 0;
     if (TAILQ_EMPTY(&q->waiters)) {
+        int owed = q->owed;
         queue_drop(q);
+        if (owed)
+            lock->eng->hooks.owed(lock);
     } else if (was_head && lock->hold.count > 0 && !lock->kind->shared) {
         /* It left because it got the lock: the new head's retry would be
          * busy for sure. This client's release wakes it; the fallback
@@ -453,6 +470,7 @@ void wait_released(struct hilock_lock *lock, int64_t heard)
     struct wait_queue *q = queue_of(lock);
     if (!q)
         return;
+    q->owed = 0; /* everyone listening heard it */
     if (heard <= (int64_t)listening(q)) {
         q->local_streak = 0;
     } else if (++q->local_streak >= WAIT_LOCAL_STREAK_MAX) {
@@ -462,5 +480,25 @@ void wait_released(struct hilock_lock *lock, int64_t heard)
         q->local_streak = 0;
         q->yield_until = clock_now_ms() + WAIT_HANDOFF_YIELD_MS;
     }
+    queue_wake(q);
+}
+
+int wait_quiet_ok(const struct hilock_lock *lock)
+{
+    const struct wait_queue *q = queue_of(lock);
+    return q && lock->eng->nnodes == 1 &&
+           q->local_streak + 1 < WAIT_LOCAL_STREAK_MAX &&
+           clock_now_ms() >= q->yield_until;
+}
+
+void wait_passed(struct hilock_lock *lock)
+{
+    struct wait_queue *q = queue_of(lock);
+    if (!q) {
+        lock->eng->hooks.owed(lock);
+        return;
+    }
+    q->local_streak++;
+    q->owed = 1;
     queue_wake(q);
 }

@@ -38,6 +38,14 @@ void wait_hold_off(struct hilock_lock *lock, uint64_t ms);
  * message. Wake the name's head waiter: now, or after a short yield when
  * waiters elsewhere heard it too. */
 void wait_released(struct hilock_lock *lock, int64_t heard);
+/* Whether lock's release may be quiet (publish nothing): one node, a
+ * waiter of this client is next on the name, and the streak of releases
+ * that keep the lock in this process is not at its end (see wait.c). */
+int wait_quiet_ok(const struct hilock_lock *lock);
+/* This client's quiet release of lock's name is done (applied, or maybe
+ * so): wake the name's head waiter, whose attempt takes the lock next.
+ * With no waiter left here, hooks.owed publishes the release message. */
+void wait_passed(struct hilock_lock *lock);
 /* The node's news: a release message on name's channel of kind, or the
  * channel's subscription confirmed (a release may have been missed
  * before). */

@@ -130,10 +130,17 @@ void wire_acquire(struct resp_buf *b, const char *sha,
 
 /* EVALSHA sha of the release script: drop `drop` holds of l's owner as
  * request id rid; lease_ms is set again when holds remain; the release
- * message goes out with publish ("publish" or "spublish"). */
+ * message goes out with publish ("publish" or "spublish"), unless quiet
+ * (see release.lua). */
 void wire_release(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint64_t rid, uint32_t lease_ms,
-                  uint32_t drop, const char *publish);
+                  uint32_t drop, const char *publish, int quiet);
+
+/* PUBLISH (publish: "publish" or "spublish") of the release message on
+ * l's channel, alone: a quiet release whose waiter did not take the lock
+ * owes it (wait.c). */
+void wire_release_message(struct resp_buf *b, const struct wire_lock *l,
+                          const char *publish);
 
 /* EVALSHA sha of the undo script: drop the hold of l's owner that the
  * acquire attempt with request id attempt took, if it is still there, as

@@ -44,13 +44,13 @@ void wire_acquire(struct resp_buf *b, const char *sha,
 
 
 /* The arguments both release scripts start with, after their keys: the
- * message, lease_ms, the owner field, drop, the publish command and the
- * channel. */
+ * message (none when quiet), lease_ms, the owner field, drop, the publish
+ * command and the channel. */
 static void release_args(struct resp_buf *b, const struct key_src *k,
                          const struct wire_lock *l, uint32_t lease_ms,
-                         uint32_t drop, const char *publish)
+                         uint32_t drop, const char *publish, int quiet)
 {
-    resp_arg(b, "0", 1);
+    resp_arg(b, "0", quiet ? 0 : 1);
     resp_arg_u64(b, lease_ms);
     keys_field(b, l->client_id, l->owner_tag);
     resp_arg_u64(b, drop);
@@ -60,13 +60,23 @@ static void release_args(struct resp_buf *b, const struct key_src *k,
 
 void wire_release(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint64_t rid, uint32_t lease_ms,
-                  uint32_t drop, const char *publish)
+                  uint32_t drop, const char *publish, int quiet)
 {
     struct key_src k = wire_key(l);
     wire_evalsha(b, SCRIPT_RELEASE, sha, 1, 7);
     keys_lock(b, &k);
-    release_args(b, &k, l, lease_ms, drop, publish);
+    release_args(b, &k, l, lease_ms, drop, publish, quiet);
     resp_arg_u64_fixed(b, rid);
+}
+
+void wire_release_message(struct resp_buf *b, const struct wire_lock *l,
+                          const char *publish)
+{
+    struct key_src k = wire_key(l);
+    resp_array(b, 3);
+    resp_arg(b, publish, strlen(publish));
+    keys_channel(b, &k);
+    resp_arg(b, "0", 1);
 }
 
 void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
@@ -127,7 +137,7 @@ void wire_fair_release(struct resp_buf *b, const char *sha,
 {
     struct key_src k = wire_key(l);
     fair_head(b, SCRIPT_FAIR_RELEASE, sha, 11, &k, fencing);
-    release_args(b, &k, l, lease_ms, drop, f->publish);
+    release_args(b, &k, l, lease_ms, drop, f->publish, 0);
     keys_queue(b, &k);
     resp_arg(b, fencing ? "1" : "0", 1);
     keys_fence(b, &k);

@@ -1052,7 +1052,7 @@ START_TEST(every_encoder_keeps_its_scripts_contract)
         wire_fair_undo(&b, sha[SCRIPT_FAIR_UNDO], &mutex, 3, 4, fencing, &f);
         keeps(&b, SCRIPT_FAIR_UNDO);
     }
-    wire_release(&b, sha[SCRIPT_RELEASE], &mutex, 4, 30000, 1, "publish");
+    wire_release(&b, sha[SCRIPT_RELEASE], &mutex, 4, 30000, 1, "publish", 0);
     keeps(&b, SCRIPT_RELEASE);
     wire_undo(&b, sha[SCRIPT_UNDO], &mutex, 4, 5, "spublish");
     keeps(&b, SCRIPT_UNDO);
@@ -1149,7 +1149,7 @@ START_TEST(a_miscounted_encode_is_refused)
     ck_assert_int_eq(wire_check(&b, SCRIPT_RELEASE), -1);
     resp_reset(&b);
     /* a whole call, then a second command after it: not one call */
-    wire_release(&b, sha, &mutex, 4, 30000, 1, "publish");
+    wire_release(&b, sha, &mutex, 4, 30000, 1, "publish", 0);
     ck_assert_int_eq(wire_check(&b, SCRIPT_RELEASE), 0);
     resp_array(&b, 1);
     resp_arg(&b, "PING", 4);
@@ -1169,7 +1169,7 @@ START_TEST(a_miscounted_encode_is_refused)
     resp_free(&c);
     resp_reset(&b);
     /* another script's digest, or its body, is not this script */
-    wire_release(&b, sha, &mutex, 4, 30000, 1, "publish");
+    wire_release(&b, sha, &mutex, 4, 30000, 1, "publish", 0);
     ck_assert_int_eq(wire_check(&b, SCRIPT_RELEASE), 0);
     ck_assert_int_eq(wire_check(&b, SCRIPT_UNDO), -1);
     ck_assert_int_eq(wire_eval_body(&b, script_table[SCRIPT_RELEASE].body,

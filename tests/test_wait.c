@@ -411,6 +411,86 @@ START_TEST(same_client_release_wakes_its_waiter_without_a_message)
 }
 END_TEST
 
+/* Releases in a row that keep the lock in one process while it has
+ * waiters of its own: WAIT_LOCAL_STREAK_MAX (4) in wait.c, the last of
+ * which publishes. */
+#define QUIET_IN_A_ROW 3
+
+/* The holder of name on a, a waiter on a and one on b, all parked; the
+ * PUBLISH count so far. */
+static long long hold_with_waiter_here_and_elsewhere(const char *name,
+                                                     struct hilock_lock **h)
+{
+    *h = hold(name);
+    start_waiters(a, name, 0, 1, (uint64_t)tu_ms(5000));
+    start_waiters(b, name, 1, 2, (uint64_t)tu_ms(5000));
+    char channel[64];
+    snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+    await_numsub(channel, 2, "the waiters never subscribed");
+    tu_client_ready(a);
+    tu_client_ready(b); /* answered after the busy replies: parked */
+    assert_none_served(0, 2);
+    return rs_cmdstat_calls(tu_srv, "publish");
+}
+
+START_TEST(release_to_a_waiter_of_its_own_publishes_nothing)
+{
+    struct hilock_lock *h;
+    long long published = hold_with_waiter_here_and_elsewhere("quiet", &h);
+    tu_assert_status(tu_release(h, NULL), 0);
+    ck_assert(tu_run_until_count(&served, 2, tu_ms(5000)));
+    ck_assert(tu_run_until_count(&ws[1].rel_calls, 1, tu_ms(2000)));
+    tu_run_quiet();
+    /* the waiter here went first; b's waiter heard the release of the
+     * lock's last holder on a (nobody here waited any more), and its own */
+    assert_served_once_in_order(2);
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "publish") - published, 2);
+}
+END_TEST
+
+START_TEST(every_streak_of_quiet_releases_ends_with_a_message)
+{
+    enum { N = 8 };
+    struct hilock_lock *h = hold("streak");
+    start_waiters(a, "streak", 0, N, (uint64_t)tu_ms(10000));
+    await_numsub(TU_CHANNEL("streak"), 1, "the waiters never subscribed");
+    tu_client_ready(a);
+    long long published = rs_cmdstat_calls(tu_srv, "publish");
+    tu_assert_status(tu_release(h, NULL), 0);
+    ck_assert_msg(tu_run_until_count(&served, N, tu_ms(5000)),
+                  "%d of %d served", served, N);
+    ck_assert(tu_run_until_count(&ws[N - 1].rel_calls, 1, tu_ms(2000)));
+    tu_run_quiet();
+    assert_served_once_in_order(N);
+    /* N + 1 releases: every QUIET_IN_A_ROW + 1st publishes, and the last
+     * (no waiter left) */
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "publish") - published,
+                     (N + 1) / (QUIET_IN_A_ROW + 1) + 1);
+}
+END_TEST
+
+START_TEST(quiet_release_whose_waiter_left_publishes_after_all)
+{
+    struct hilock_lock *h;
+    struct tu_result rel = {0};
+    hold_with_waiter_here_and_elsewhere("owed", &h);
+    /* decided quiet (a's waiter is next), which then leaves before the
+     * answer: b's waiter must not sleep until the holder's lease ends */
+    tu_assert_status(hilock_lock_release(h, tu_record, &rel), 0);
+    tu_assert_status(hilock_lock_cancel(ws[0].lock), 0);
+    ck_assert_int_eq(ws[0].acq_calls, 1);
+    tu_assert_status(ws[0].acq_status, HILOCK_ECANCELED);
+    ck_assert(tu_run_until_count(&ws[1].acq_calls, 1, tu_ms(2000)));
+    tu_assert_status(ws[1].acq_status, 0);
+    ck_assert_int_eq(rel.calls, 1);
+    tu_assert_status(rel.status, 0);
+    ck_assert(tu_run_until_count(&ws[1].rel_calls, 1, tu_ms(2000)));
+    tu_run_quiet();
+    ck_assert_int_eq(ws[0].acq_calls, 1);
+    ck_assert_int_eq(served, 1);
+}
+END_TEST
+
 static Suite *wait_suite(void)
 {
     Suite *s = suite_create("wait");
@@ -440,6 +520,14 @@ static Suite *wait_suite(void)
     tcase_add_test(end, success_after_cancel_is_released_at_once);
     tcase_add_test(end, success_after_cancel_passes_to_the_next_waiter);
     suite_add_tcase(s, end);
+
+    TCase *quiet = tcase_create("quiet");
+    tcase_add_checked_fixture(quiet, setup, teardown);
+    tcase_set_timeout(quiet, 30);
+    tcase_add_test(quiet, release_to_a_waiter_of_its_own_publishes_nothing);
+    tcase_add_test(quiet, every_streak_of_quiet_releases_ends_with_a_message);
+    tcase_add_test(quiet, quiet_release_whose_waiter_left_publishes_after_all);
+    suite_add_tcase(s, quiet);
     return s;
 }
 

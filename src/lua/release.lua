@@ -4,7 +4,7 @@
 -- args: 7
 --
 -- KEYS[1]  the lock
--- ARGV[1]  the release message
+-- ARGV[1]  the release message; empty for a quiet release
 -- ARGV[2]  lease ms, set again when holds remain
 -- ARGV[3]  owner field
 -- ARGV[4]  holds to drop
@@ -14,8 +14,12 @@
 --
 -- Replies: {holds left, subscribers that received the release message}
 -- (the message goes out when no hold is left), or nil when the owner
--- holds nothing. A key of another kind is refused (WRONGKIND) and left
--- as it is.
+-- holds nothing. A quiet release publishes nothing (0 heard) unless
+-- waiters queue in Redis (the marker below): the releasing client sends
+-- it when a waiter of its own on the name is next, and that waiter's
+-- attempt follows at once, so that waiters in other processes are not
+-- all woken to find the lock taken again (wait.c). A key of another
+-- kind is refused (WRONGKIND) and left as it is.
 --
 -- A resend of a release that was applied and left holds finds its id in
 -- the hash (see acquire.lua) and drops nothing more; one that ended the
