@@ -72,10 +72,11 @@ void fanout_pool_free(struct engine *eng)
  * smaller arrays by node come before them and are zeroed whole, in the
  * same call. handoff is left as it is: only a decoded reply that fills
  * it says so. */
-_Static_assert(offsetof(struct fanout, got) < offsetof(struct fanout, res) &&
-                   offsetof(struct fanout, part) < offsetof(struct fanout, res) &&
-                   offsetof(struct fanout, rids) < offsetof(struct fanout, res) &&
-                   offsetof(struct fanout, res) < offsetof(struct fanout, handoff),
+#define FANOUT_END(f) (offsetof(struct fanout, f) + sizeof(((struct fanout *)0)->f))
+_Static_assert(offsetof(struct fanout, handoff) - FANOUT_END(res) <
+                       _Alignof(struct reply_handoff) &&
+                   sizeof(struct fanout) - FANOUT_END(handoff) <
+                       _Alignof(struct fanout),
                "fanout_alloc zeroes every field but results past n and handoff");
 
 static struct fanout *fanout_alloc(struct engine *eng)
