@@ -446,6 +446,8 @@ int lock_release(struct hilock_lock *lock, uint32_t drop, struct user_cb cb)
     lock->pending.cb = cb;
     lock->pending.fanout = op;
     fanout_submit(op, 0);
+    if (lock->pending.quiet)
+        wait_quiet_sent(lock); /* the next holder's attempt follows */
     return 0;
 }
 
@@ -501,7 +503,7 @@ static void release_done(struct fanout *op, int status,
     /* A quiet one that failed may have freed the lock too: the head here
      * looks, or the message goes. */
     if (quiet && (status != 0 || left == 0))
-        wait_passed(lock);
+        wait_passed(lock, status);
     else if (status == 0 && left == 0)
         hold_released_news(lock, op, res);
     finish_op(lock, status, left);

@@ -24,8 +24,9 @@
  * retry. With no waiters elsewhere, nothing is delayed.
  *
  * Quiet releases: a release of a name with a waiter here publishes no
- * message (on one node, see release.lua) and wakes this client's head
- * waiter, which takes the lock next, up to WAIT_LOCAL_STREAK_MAX - 1 times
+ * message (on one node, see release.lua), and this client's head waiter's
+ * attempt goes right after it (not after its answer: no round trip with
+ * the lock free) and takes the lock, up to WAIT_LOCAL_STREAK_MAX - 1 times
  * in a row; the next release publishes. Waiters elsewhere are not all
  * woken to find the lock taken again (with a few processes on one name
  * that was most of what the lock cost Redis); they wait for at most a
@@ -491,7 +492,26 @@ int wait_quiet_ok(const struct hilock_lock *lock)
            clock_now_ms() >= q->yield_until;
 }
 
-void wait_passed(struct hilock_lock *lock)
+/* Whether q's head has an attempt out. */
+static int head_trying(const struct wait_queue *q)
+{
+    struct waiting *first = TAILQ_FIRST(&q->waiters);
+    return first && first->lock->pending.fanout;
+}
+
+void wait_quiet_sent(struct hilock_lock *lock)
+{
+    struct wait_queue *q = queue_of(lock);
+    struct timeval now = {0, 0};
+    if (!q)
+        return;
+    if (head_trying(q))
+        q->wake_pending = 1; /* it got there first: again at its answer */
+    else
+        evtimer_add(&q->timer, &now); /* not inside the user's call */
+}
+
+void wait_passed(struct hilock_lock *lock, int status)
 {
     struct wait_queue *q = queue_of(lock);
     if (!q) {
@@ -500,5 +520,8 @@ void wait_passed(struct hilock_lock *lock)
     }
     q->local_streak++;
     q->owed = 1;
-    queue_wake(q);
+    /* No attempt out behind it: the head's timer was taken for its
+     * fallback, or the head changed. */
+    if (status != 0 || !head_trying(q))
+        queue_wake(q);
 }

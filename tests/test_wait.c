@@ -19,6 +19,8 @@
 
 #include <string.h>
 
+#include "proxy.h"
+
 #define MAX_WAITERS 50
 #define WAITER_LEASE_MS 10000 /* before tu_ms() */
 #define HOLDER_LEASE_MS 30000 /* before tu_ms() */
@@ -491,6 +493,116 @@ START_TEST(quiet_release_whose_waiter_left_publishes_after_all)
 }
 END_TEST
 
+START_TEST(quiet_release_and_the_next_attempt_go_together)
+{
+    struct tp_proxy *proxy = tp_new(tu_base, rs_port(tu_srv));
+    ck_assert_ptr_nonnull(proxy);
+    struct hilock_options o;
+    tu_options(&o);
+    o.node.port = tp_port(proxy);
+    o.request_timeout_ms = (uint32_t)tu_ms(10000); /* no answer is late */
+    struct hilock_client *c = tu_client(&o);
+    struct hilock_lock *h = tu_lock(c, "together", 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(HOLDER_LEASE_MS), NULL),
+                     0);
+    ws[0].idx = 0;
+    ws[0].lock = tu_lock(c, "together", 100);
+    tu_assert_status(hilock_lock_acquire(ws[0].lock, (uint64_t)tu_ms(5000),
+                                         (uint64_t)tu_ms(WAITER_LEASE_MS),
+                                         on_acquired, &ws[0]),
+                     0);
+    await_numsub(TU_CHANNEL("together"), 1, "the waiter never subscribed");
+    tu_client_ready(c); /* answered after the busy reply: parked */
+    /* Redis answers nothing now: the waiter's attempt must not wait for
+     * the release's answer to go out */
+    tp_hold_replies(proxy, true);
+    struct tu_result rel = {0};
+    char field[64];
+    tu_assert_status(hilock_lock_release(h, tu_record, &rel), 0);
+    ck_assert_msg(tu_run_until_redis(1, tu_ms(2000), "HGET", "together",
+                                     tu_field(c, 100, field), (char *)NULL),
+                  "the waiter took the lock only after the release's answer");
+    ck_assert_int_eq(rel.calls, 0);
+    ck_assert_int_eq(ws[0].acq_calls, 0);
+    tp_hold_replies(proxy, false);
+    ck_assert(tu_run_until_count(&ws[0].rel_calls, 1, tu_ms(2000)));
+    tu_run_quiet();
+    ck_assert_int_eq(rel.calls, 1);
+    tu_assert_status(rel.status, 0);
+    assert_served_once_in_order(1);
+    hilock_client_free(c);
+    tp_free(proxy);
+}
+END_TEST
+
+static struct tu_result batch_rel;
+
+/* A query's answer: the holder lets go from inside it, ahead of the
+ * answers still to read in that batch. */
+static void release_in_batch(struct hilock_lock *lock, int status,
+                             const struct hilock_result *res, void *arg)
+{
+    (void)status;
+    (void)res;
+    (void)arg;
+    tu_assert_status(hilock_lock_release(lock, tu_record, &batch_rel), 0);
+}
+
+static bool evalsha_calls_reach(void *arg)
+{
+    return rs_cmdstat_calls(tu_srv, "evalsha") >= *(long long *)arg;
+}
+
+START_TEST(quiet_release_before_the_heads_busy_answer_in_one_batch)
+{
+    struct tp_proxy *proxy = tp_new(tu_base, rs_port(tu_srv));
+    ck_assert_ptr_nonnull(proxy);
+    struct hilock_options o;
+    tu_options(&o);
+    o.node.port = tp_port(proxy);
+    o.request_timeout_ms = (uint32_t)tu_ms(10000); /* no answer is late */
+    struct hilock_client *c = tu_client(&o);
+    struct hilock_lock *h = tu_lock(c, "batch", 1);
+    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(HOLDER_LEASE_MS), NULL),
+                     0);
+    /* a holder without expiry: the head polls, once a second */
+    ck_assert_int_eq(rs_int(tu_srv, "PERSIST", "batch", (char *)NULL), 1);
+    memset(&batch_rel, 0, sizeof batch_rel);
+    ws[0].idx = 0;
+    ws[0].lock = tu_lock(c, "batch", 100);
+    tu_assert_status(hilock_lock_acquire(ws[0].lock, (uint64_t)tu_ms(10000),
+                                         (uint64_t)tu_ms(WAITER_LEASE_MS),
+                                         on_acquired, &ws[0]),
+                     0);
+    await_numsub(TU_CHANNEL("batch"), 1, "the waiter never subscribed");
+    tu_client_ready(c); /* answered after the busy reply: parked */
+    /* Answers held: a query of the holder, then the head's poll come back
+     * in one batch. */
+    tp_hold_replies(proxy, true);
+    tu_assert_status(hilock_lock_query_ttl(h, release_in_batch, NULL), 0);
+    tu_run_for(50);
+    long long evals = rs_cmdstat_calls(tu_srv, "evalsha") + 1;
+    ck_assert_msg(tu_run_until(evalsha_calls_reach, &evals, tu_ms(3000)),
+                  "the head did not poll");
+    tp_hold_replies(proxy, false);
+    long long let_go = tu_now_ms();
+    /* the release, sent while the head's poll was out, still hands the
+     * lock to it at once: not at its next poll, a second later (that
+     * interval is not scaled for slow runs, so the bound is not either) */
+    ck_assert(tu_run_until_count(&ws[0].acq_calls, 1, tu_ms(3000)));
+    ck_assert_msg(ws[0].acq_at_ms - let_go < 800,
+                  "the head took the lock %lld ms after the release",
+                  ws[0].acq_at_ms - let_go);
+    ck_assert(tu_run_until_count(&ws[0].rel_calls, 1, tu_ms(2000)));
+    tu_run_quiet();
+    ck_assert_int_eq(batch_rel.calls, 1);
+    tu_assert_status(batch_rel.status, 0);
+    assert_served_once_in_order(1);
+    hilock_client_free(c);
+    tp_free(proxy);
+}
+END_TEST
+
 static Suite *wait_suite(void)
 {
     Suite *s = suite_create("wait");
@@ -527,6 +639,9 @@ static Suite *wait_suite(void)
     tcase_add_test(quiet, release_to_a_waiter_of_its_own_publishes_nothing);
     tcase_add_test(quiet, every_streak_of_quiet_releases_ends_with_a_message);
     tcase_add_test(quiet, quiet_release_whose_waiter_left_publishes_after_all);
+    tcase_add_test(quiet, quiet_release_and_the_next_attempt_go_together);
+    tcase_add_test(quiet,
+                   quiet_release_before_the_heads_busy_answer_in_one_batch);
     suite_add_tcase(s, quiet);
     return s;
 }
