@@ -4,6 +4,9 @@
 
 #include <time.h>
 
+#include "hot.h"
+
+HILOCK_HOT
 uint64_t clock_now_ms(void)
 {
     struct timespec ts;
@@ -11,6 +14,7 @@ uint64_t clock_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+HILOCK_HOT
 uint64_t clock_now_us(void)
 {
     struct timespec ts;

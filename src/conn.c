@@ -41,6 +41,7 @@
 #include "backoff.h"
 #include "clock.h"
 #include "conn_impl.h"
+#include "hot.h"
 #include "reply_guard.h"
 #include "reply.h"
 #include "stats.h"
@@ -55,6 +56,7 @@ struct conn *conn_of(const redisAsyncContext *ac)
     return ac->data;
 }
 
+HILOCK_HOT
 struct req *req_new(struct conn *conn, req_done_fn *done)
 {
     if (conn->state == CONN_CLOSED)
@@ -102,6 +104,7 @@ static void due_arm(struct conn *conn, uint64_t now_us)
 /* Put r, whose due_us is set, in order in its connection's list: from the
  * end, where a deadline of the request timeout from now belongs (a moved
  * request may walk back further). Arms the timer when r comes first. */
+HILOCK_HOT
 static void due_insert(struct req *r, uint64_t now_us)
 {
     struct conn *conn = r->conn;
@@ -134,6 +137,7 @@ static void due_set(struct req *r, uint64_t now_us, uint32_t ms)
 }
 
 /* Give a finished request's memory back to the pool. */
+HILOCK_HOT
 static void req_recycle(struct req *r)
 {
     struct conn *conn = r->conn;
@@ -225,6 +229,7 @@ static uint64_t arrival_us(struct conn *conn)
 }
 
 /* Hand r to hiredis; when the context refuses (going down), queue it. */
+HILOCK_HOT
 static void send_now(struct conn *conn, struct req *r)
 {
     if (conn->state == CONN_READY && send_parts(conn, r)) {
@@ -283,10 +288,10 @@ void req_submit(struct req *r, uint32_t timeout_ms)
     req_submit_at(r, timeout_ms, clock_now_us());
 }
 
+HILOCK_HOT
 void req_submit_at(struct req *r, uint32_t timeout_ms, uint64_t now_us)
 {
     r->sent_us = now_us;
-    r->sent_ms = r->sent_us / 1000;
     stats_request_sent(r->conn->cfg->stats);
     if (r->cmd.failed) {
         /* Encoding failed (out of memory, or a script call that broke its
@@ -307,6 +312,7 @@ void req_submit_at(struct req *r, uint32_t timeout_ms, uint64_t now_us)
 
 /* Run the request's done once with status and reply, which came at now_us
  * (0: now). */
+HILOCK_HOT
 static void finish(struct req *r, int status, redisReply *reply,
                    uint64_t now_us)
 {
@@ -450,6 +456,7 @@ void conn_tls_cause(struct conn *conn, int *err, const char **why,
 }
 
 /* The connection ac died: say why, forget it, plan a reconnect. */
+HILOCK_COLD
 void conn_lost(struct conn *conn, const redisAsyncContext *ac)
 {
     char text[REPLY_SCRUB_MAX];
@@ -478,6 +485,7 @@ void conn_lost(struct conn *conn, const redisAsyncContext *ac)
  * request that already completed but may have been applied (retry with a
  * late handler: an acquire that timed out or was canceled) is resent too,
  * within a fresh deadline, so that its late handler learns the outcome. */
+HILOCK_COLD
 static void dropped(struct conn *conn, struct req *r)
 {
     if (r->retry && (r->done || r->late)) {
@@ -499,6 +507,7 @@ static void dropped(struct conn *conn, struct req *r)
 
 /* Log an error reply with the server's text, scrubbed of the arguments it
  * may echo (reply_error_scrub): it says more than our code. */
+HILOCK_COLD
 static void log_error_reply(struct conn *conn, const redisReply *rep)
 {
     char text[REPLY_SCRUB_MAX];
@@ -506,6 +515,7 @@ static void log_error_reply(struct conn *conn, const redisReply *rep)
              reply_error_scrub(rep->str, rep->len, text, sizeof(text)));
 }
 
+HILOCK_HOT
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
     struct req *r = privdata;

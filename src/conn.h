@@ -59,16 +59,17 @@ enum req_due { REQ_DUE_NONE = 0, REQ_DUE_LIST, REQ_DUE_TIMER };
 TAILQ_HEAD(req_list, req);
 
 /* A request's fields, by owner: the connection's own first, then one
- * sub-struct for each layer that keeps something in it. */
+ * sub-struct for each layer that keeps something in it. What every
+ * request touches comes first, so that the header and the start of the
+ * command share few cache lines; the timer, seldom used, comes last. */
 struct req {
     /* The connection's (conn.c): where the request is and its deadline. */
     TAILQ_ENTRY(req) link;    /* in conn->queued, conn->sent or the pool */
     struct conn *conn;
     TAILQ_ENTRY(req) due_link; /* in conn->due */
     uint64_t due_us;          /* deadline in conn->due (monotonic us) */
+    uint64_t sent_us;         /* when submitted (monotonic us); 0: never */
     uint8_t due;              /* where the deadline is: enum req_due */
-    uint64_t sent_ms;         /* when submitted (monotonic ms) */
-    uint64_t sent_us;         /* the same in us; 0: never submitted */
     uint8_t where;            /* enum req_where */
     uint8_t enomem;           /* encoding failed (RESP_NOMEM: complete
                                  with ENOMEM; RESP_BROKEN: EPROTO) */
@@ -115,9 +116,9 @@ struct req {
     } submitter;
     /* Not cleared by req_new: each user sets it up first. */
     struct resp_buf cmd;
+    char cmd_inline[REQ_INLINE_CMD];
     struct event timer;       /* deadline, when not in conn->due (due):
                                  assigned as it is armed (due_set) */
-    char cmd_inline[REQ_INLINE_CMD];
 };
 
 /* What every connection of a client shares; borrowed, outlives them. */

@@ -15,6 +15,7 @@
 #include <hiredis/hiredis.h>
 
 #include "clock.h"
+#include "hot.h"
 #include "node.h"
 #include "reply.h"
 #include "wire.h"
@@ -64,30 +65,29 @@ void fanout_pool_free(struct engine *eng)
     eng->fanout_pool_len = 0;
 }
 
-/* A zeroed operation, from the pool when it has one. Of its arrays by
- * node only the entries of the client's nodes are zeroed (nothing reads
- * past op->n): on one node the results of the eight others are most of
- * the struct, and zeroing them costs more than the rest of fanout_new. */
+/* A zeroed operation, from the pool when it has one. Of its results by
+ * node only those of the client's nodes are zeroed (nothing reads past
+ * op->n): on one node the results of the eight others are most of the
+ * struct, and zeroing them costs more than the rest of fanout_new. The
+ * smaller arrays by node come before them and are zeroed whole, in the
+ * same call. handoff is left as it is: only a decoded reply that fills
+ * it says so. */
 #define FANOUT_END(f) (offsetof(struct fanout, f) + sizeof(((struct fanout *)0)->f))
-_Static_assert(offsetof(struct fanout, res) - FANOUT_END(got) <
-                       _Alignof(struct op_result) &&
-                   FANOUT_END(res) == offsetof(struct fanout, part) &&
-                   FANOUT_END(part) == offsetof(struct fanout, handed),
-               "fanout_alloc zeroes every field but the arrays by node");
+_Static_assert(offsetof(struct fanout, handoff) - FANOUT_END(res) <
+                       _Alignof(struct reply_handoff) &&
+                   sizeof(struct fanout) - FANOUT_END(handoff) <
+                       _Alignof(struct fanout),
+               "fanout_alloc zeroes every field but results past n and handoff");
 
 static struct fanout *fanout_alloc(struct engine *eng)
 {
     struct fanout *op = eng->fanout_pool;
-    size_t n = eng->nnodes;
     if (!op)
         return calloc(1, sizeof(*op));
     eng->fanout_pool = op->data;
     eng->fanout_pool_len--;
-    memset(op, 0, offsetof(struct fanout, got));
-    memset(op->got, 0, n * sizeof(op->got[0]));
-    memset(op->res, 0, n * sizeof(op->res[0]));
-    memset(op->part, 0, n * sizeof(op->part[0]));
-    memset(&op->handed, 0, sizeof(*op) - offsetof(struct fanout, handed));
+    memset(op, 0,
+           offsetof(struct fanout, res) + eng->nnodes * sizeof(op->res[0]));
     return op;
 }
 
@@ -108,6 +108,7 @@ static char part_undoing;
 /* Rewrite node request r of a decided acquire, about to go again after a
  * drop, into the undo of its request id (op->undo). Returns whether it
  * did. Its reply then says nothing about the acquire: nobody hears it. */
+HILOCK_COLD
 static int part_undo(struct fanout *op, struct req *r)
 {
     uint64_t rid = r->plain.active ? op->rid : wire_rid_of(&r->cmd);
@@ -127,6 +128,7 @@ static int part_undo(struct fanout *op, struct req *r)
  * redirect), a request with an id takes a new one, above every id sent so
  * far (see script.c); after a drop it goes as it was -- unless the
  * operation was decided: then its undo goes instead (op->undo). */
+HILOCK_COLD
 static void part_refresh(struct req *r, enum req_again why)
 {
     struct fanout *op = r->submitter.ctx;
@@ -153,6 +155,7 @@ static void part_refresh(struct req *r, enum req_again why)
         wire_rid(&r->cmd, ++op->eng->seq);
 }
 
+HILOCK_HOT
 struct fanout *fanout_new(struct engine *eng, enum op_kind kind, int node,
                   unsigned slot, uint32_t nlocks, fanout_done_fn *done)
 {
@@ -208,6 +211,7 @@ static struct req *first_part(const struct fanout *op)
     return NULL;
 }
 
+HILOCK_HOT
 struct resp_buf *fanout_cmd(struct fanout *op)
 {
     return &first_part(op)->cmd;
@@ -226,6 +230,7 @@ void fanout_eval(struct fanout *op, enum script_id id)
             node_eval(op->part[i], id);
 }
 
+HILOCK_HOT
 void fanout_plain(struct fanout *op, size_t split)
 {
     for (size_t i = 0; i < op->n; i++)
@@ -271,11 +276,13 @@ static void part_health(const struct fanout *op, size_t i, int status)
         node_voted(n, status != 0);
 }
 
+HILOCK_HOT
 void fanout_submit(struct fanout *op, uint32_t timeout_ms)
 {
     fanout_submit_at(op, timeout_ms, 0);
 }
 
+HILOCK_HOT
 void fanout_submit_at(struct fanout *op, uint32_t timeout_ms,
                       uint64_t now_us)
 {
@@ -315,6 +322,7 @@ void fanout_submit_at(struct fanout *op, uint32_t timeout_ms,
 
 /* Fill res from node i's reply rep (status 0) or status; plain: the reply
  * is that of the plain command (fanout_plain), not of the script. */
+HILOCK_HOT
 static void decode(struct fanout *op, size_t i, int status, int plain,
                    redisReply *rep, struct op_result *res)
 {
@@ -383,6 +391,7 @@ static void parts_final(struct fanout *op)
 }
 
 /* Decide with status and result res (NULL: completed early). */
+HILOCK_HOT
 static void decided(struct fanout *op, int status, const struct op_result *res)
 {
     fanout_done_fn *done = op->done;
@@ -533,6 +542,7 @@ static void wait_fini(struct req *w)
 
 /* Send WAIT for node i's write on conn (where its reply came from).
  * Returns 0, or -1 when it cannot (no memory). */
+HILOCK_COLD
 static int wait_send(struct fanout *op, size_t i, struct conn *conn)
 {
     const struct hilock_options *o = op->eng->opts;
@@ -562,6 +572,7 @@ static int wants_wait(const struct fanout *op, size_t i)
 
 /* A release resent after its connection dropped that finds the owner's
  * hold gone: its first send ended it (see script.c). */
+HILOCK_COLD
 static void resent_release(const struct fanout *op, struct op_result *res)
 {
     if (op->kind == OP_KIND_RELEASE && res->status == HILOCK_ENOTOWNER)
@@ -579,6 +590,7 @@ static void note_rid(struct fanout *op, size_t i, const struct req *r)
         op->rids[i] = r->plain.active ? op->rid : wire_rid_of(&r->cmd);
 }
 
+HILOCK_HOT
 static void part_done(struct req *r, int status, redisReply *reply)
 {
     struct fanout *op = r->submitter.ctx;
@@ -612,6 +624,7 @@ static void part_late(struct req *r, redisReply *reply)
     op->busy--;
 }
 
+HILOCK_HOT
 static void part_fini(struct req *r)
 {
     struct fanout *op = r->submitter.ctx;

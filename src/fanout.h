@@ -34,9 +34,11 @@ typedef void fanout_done_fn(struct fanout *op, int status,
  * drop. */
 typedef void fanout_late_fn(struct fanout *op, size_t i, const struct op_result *res);
 
+/* Hot fields first: on one node an operation's every field in use sits in
+ * its first five cache lines (the arrays by node come last, and only their
+ * first n entries are in use). */
 struct fanout {
     struct engine *eng;
-    enum op_kind kind;
     fanout_done_fn *done;         /* NULL once decided */
     fanout_late_fn *late;
     void (*fini)(struct fanout *op); /* when the memory goes */
@@ -45,10 +47,13 @@ struct fanout {
     TAILQ_ENTRY(fanout) ctx_link;
     void *data;
     uint64_t sent_ms;         /* when submitted (monotonic ms) */
-    uint32_t vote_ms;         /* its node requests' deadline */
-    uint8_t hurried;          /* split: the rest's deadline brought in */
     int64_t token;            /* the submitter's: an acquire's decided
                                  fencing token, while it is written back */
+    enum op_kind kind;
+    uint32_t vote_ms;         /* its node requests' deadline */
+    unsigned slot;            /* what its keys hash to (see topo.h) */
+    int status;               /* the decision, once decided (the
+                                 submitter may overrule it: see lock.c) */
     uint8_t n;                /* nodes of the client */
     int8_t target;            /* the one node it goes to; -1: all */
     uint8_t live;             /* node requests not recycled yet */
@@ -57,14 +62,11 @@ struct fanout {
                                  none, or plain: see fanout_eval) */
     uint8_t early;            /* decided by fanout_complete: the ends of its
                                  node requests say nothing of the nodes */
-    unsigned slot;            /* what its keys hash to (see topo.h) */
-    int status;               /* the decision, once decided (the
-                                 submitter may overrule it: see lock.c) */
-    unsigned char got[QUORUM_NODES_MAX];
-    struct op_result res[QUORUM_NODES_MAX];
-    struct req *part[QUORUM_NODES_MAX]; /* NULL: recycled or not sent */
+    uint8_t hurried;          /* split: the rest's deadline brought in */
     uint8_t handed;           /* fair release: REPLY_HANDED_* */
-    struct reply_handoff handoff; /* ... to a waiter of this client */
+    uint32_t lease_ms;        /* the submitter's: an acquire's lease */
+    uint32_t drop;            /* a release: the holds (permits) it drops */
+    uint32_t nlocks;          /* renew: locks in the batch */
     /* A plain command (fanout_plain): what it is to become when it goes again
      * (why, see conn.h): encoded into cmd, and the script it now runs, or
      * -1 while it stays plain (cmd then left as it is, or rewritten). */
@@ -76,18 +78,22 @@ struct fanout {
      * again as it was. */
     int (*undo)(struct fanout *op, struct resp_buf *cmd, uint64_t rid);
     uint64_t rid;             /* the submitter's: a plain acquire's id */
-    uint64_t rids[QUORUM_NODES_MAX]; /* an acquire: the request id each
-                                        node answered (what undoing its
-                                        grant names) */
-    uint32_t lease_ms;        /* ... and lease */
-    uint32_t drop;            /* a release: the holds (permits) it drops */
-    uint32_t nlocks;          /* renew: locks in the batch */
     /* When set, reads a node's reply into res instead of the kind's
      * decoding (a guarded command's reply is the caller's). */
     void (*raw)(struct fanout *op, const struct redisReply *rep,
                 struct op_result *res);
     unsigned char *renew;     /* renew: n rows of nlocks answers, then the
                                  combined row (see quorum_renew) */
+    /* By node (the first n entries). */
+    unsigned char got[QUORUM_NODES_MAX];
+    struct req *part[QUORUM_NODES_MAX]; /* NULL: recycled or not sent */
+    uint64_t rids[QUORUM_NODES_MAX]; /* an acquire: the request id each
+                                        node answered (what undoing its
+                                        grant names) */
+    struct op_result res[QUORUM_NODES_MAX];
+    /* A fair release handed the lock to a waiter of this client (read
+     * only when handed says so, which decoding it sets). */
+    struct reply_handoff handoff;
 };
 
 TAILQ_HEAD(fanout_list, fanout);

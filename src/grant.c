@@ -5,12 +5,14 @@
 #include "clock.h"
 #include "fanout.h"
 #include "hold.h"
+#include "hot.h"
 #include "quorum.h"
 #include "wait.h"
 
 static void cleanup_done(struct fanout *op, int status,
                          const struct op_result *res);
 
+HILOCK_HOT
 int grant_in_time(const struct hilock_lock *lock, const struct fanout *op)
 {
     if (!lock->kind->leased ||

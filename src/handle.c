@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hot.h"
+
 struct hilock_lock *handle_new(struct engine *eng, const char *name,
                                size_t len, uint64_t owner_tag,
                                const struct kind_ops *kind)
@@ -57,6 +59,7 @@ static void handle_destroy(struct hilock_lock *lock)
     free(lock);
 }
 
+HILOCK_HOT
 void handle_unref(struct hilock_lock *lock)
 {
     if (--lock->refs == 0)
@@ -97,6 +100,7 @@ void handle_free_detached(struct hilock_lock *lock)
 
 /* fini of an operation attached to a lock: unlink it, drop its
  * reference. */
+HILOCK_HOT
 static void handle_detach(struct fanout *op)
 {
     struct hilock_lock *lock = op->ctx;
@@ -105,6 +109,7 @@ static void handle_detach(struct fanout *op)
     handle_unref(lock);
 }
 
+HILOCK_HOT
 void handle_attach(struct hilock_lock *lock, struct fanout *op)
 {
     op->ctx = lock;
@@ -121,6 +126,7 @@ static void put_be32(unsigned char *p, uint32_t v)
     p[3] = (unsigned char)v;
 }
 
+HILOCK_HOT
 struct wire_lock handle_wire(const struct hilock_lock *lock)
 {
     const struct engine *eng = lock->eng;
@@ -153,6 +159,7 @@ static struct hilock_lock *twin_from(struct table_node *n,
  * marked: a handle that holds unmarked has no holding twin, and
  * handle_twins() needs no lookup for it (the watchdog's renewals ask for
  * every lock it renews). */
+HILOCK_HOT
 int handle_hold_begin(struct hilock_lock *lock)
 {
     if (lock->in_owners)
@@ -167,6 +174,7 @@ int handle_hold_begin(struct hilock_lock *lock)
     return lock->twinned;
 }
 
+HILOCK_HOT
 void handle_hold_end(struct hilock_lock *lock)
 {
     if (lock->in_owners)
@@ -204,6 +212,7 @@ static struct hilock_lock *twin_from(struct table_node *n,
     return holder_from(n, lock, lock->kind);
 }
 
+HILOCK_HOT
 int handle_field_shared(const struct hilock_lock *lock)
 {
     struct table_node *n = table_first(&lock->eng->owners, owner_hash(lock));
@@ -216,12 +225,14 @@ int handle_field_shared(const struct hilock_lock *lock)
     return 0;
 }
 
+HILOCK_HOT
 int handle_owner_holds(const struct hilock_lock *lock)
 {
     return twin_from(table_first(&lock->eng->owners, owner_hash(lock)),
                      lock) != NULL;
 }
 
+HILOCK_HOT
 size_t handle_twins(struct hilock_lock *lock,
                     struct hilock_lock *out[HANDLE_TWINS_MAX])
 {

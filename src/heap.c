@@ -8,6 +8,8 @@
 
 #include <stdlib.h>
 
+#include "hot.h"
+
 #define ORDER_MIN 16
 #define SLOTS_MIN 16
 /* Emptied buckets kept for reuse: a renewal round empties and fills a few

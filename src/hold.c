@@ -3,9 +3,11 @@
 #include "hold.h"
 
 #include "fanout.h"
+#include "hot.h"
 #include "wait.h"
 #include "watchdog.h"
 
+HILOCK_HOT
 int hold_grant(struct hilock_lock *lock, uint64_t sent_ms, int watchdog,
                uint32_t lease_ms)
 {
@@ -22,6 +24,7 @@ void hold_drop(struct hilock_lock *lock)
         hold_end(lock);
 }
 
+HILOCK_HOT
 void hold_end(struct hilock_lock *lock)
 {
     watchdog_forget(lock);
@@ -46,6 +49,7 @@ void hold_lost(struct hilock_lock *lock)
     }
 }
 
+HILOCK_HOT
 void hold_share_lease(struct hilock_lock *lock, uint64_t sent_ms,
                       uint32_t lease_ms)
 {
@@ -60,6 +64,7 @@ void hold_share_lease(struct hilock_lock *lock, uint64_t sent_ms,
     }
 }
 
+HILOCK_HOT
 void hold_share_end(struct hilock_lock *lock)
 {
     struct hilock_lock *t[HANDLE_TWINS_MAX];
@@ -70,6 +75,7 @@ void hold_share_end(struct hilock_lock *lock)
     }
 }
 
+HILOCK_HOT
 void hold_released_news(struct hilock_lock *lock, const struct fanout *op,
                         const struct op_result *res)
 {

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "hot.h"
 #include "slot.h"
 
 #define CHANNEL_PREFIX KEYS_CHANNEL_HEAD
@@ -47,11 +48,13 @@ void keys_tagged(struct resp_buf *b, const struct key_src *k,
     resp_arg_parts(b, 4, p);
 }
 
+HILOCK_HOT
 void keys_lock(struct resp_buf *b, const struct key_src *k)
 {
     keys_tagged(b, k, "", "");
 }
 
+HILOCK_HOT
 void keys_channel(struct resp_buf *b, const struct key_src *k)
 {
     keys_tagged(b, k, CHANNEL_PREFIX, KEYS_TAG_TAIL);
@@ -108,6 +111,7 @@ void keys_handoff(struct resp_buf *b, const struct key_src *k,
     resp_arg_parts(b, 6, p);
 }
 
+HILOCK_HOT
 void keys_field_sfx(struct resp_buf *b, const char *client_id,
                     uint64_t owner_tag, const char *suffix)
 {
@@ -135,6 +139,7 @@ void keys_read_hold(struct resp_buf *b, const struct key_src *k,
     resp_arg_parts(b, 9, p);
 }
 
+HILOCK_HOT
 void keys_field(struct resp_buf *b, const char *client_id,
                 uint64_t owner_tag)
 {

@@ -4,6 +4,7 @@
 
 #include "fanout.h"
 #include "handle.h"
+#include "hot.h"
 
 const struct kind_ops *kind_of(enum lock_kind id)
 {
@@ -25,6 +26,7 @@ struct kind_call kind_call(struct hilock_lock *lock, struct fanout *op,
     return c;
 }
 
+HILOCK_HOT
 struct fanout *kind_release_new(struct hilock_lock *lock, uint32_t drop,
                                 int node, fanout_done_fn *done)
 {

@@ -9,6 +9,7 @@
 #include "fair.h"
 #include "fanout.h"
 #include "handle.h"
+#include "hot.h"
 #include "plain.h"
 #include "wait.h"
 
@@ -28,6 +29,7 @@ static int resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
 /* An attempt: plain on the first attempt when it may (in fair mode too:
  * see plain.c), else the fair script in fair mode, else the acquire
  * script. */
+HILOCK_HOT
 static void mutex_acquire(struct hilock_lock *lock, struct fanout *op,
                           int first, uint64_t rid)
 {
@@ -56,6 +58,7 @@ static void mutex_acquire(struct hilock_lock *lock, struct fanout *op,
  * release (nothing pending yet: not a cleanup) of its last hold and a
  * waiter of this client is next on the name (wait.c); the handle notes it
  * for the answer. */
+HILOCK_HOT
 static void mutex_release(struct hilock_lock *lock, struct fanout *op,
                           uint32_t drop, uint64_t rid)
 {

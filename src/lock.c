@@ -21,6 +21,7 @@
 #include "grant.h"
 #include "handle.h"
 #include "hold.h"
+#include "hot.h"
 #include "topo.h"
 #include "wait.h"
 #include "watchdog.h"
@@ -94,6 +95,7 @@ static enum cb_field op_field(const struct hilock_lock *lock, int status)
 
 /* Finish the pending acquire or release: clear it, then call the user's
  * callback (last) with value as the result's field for it. */
+HILOCK_HOT
 static void finish_op(struct hilock_lock *lock, int status, int64_t value)
 {
     struct user_cb cb = lock->pending.cb;
@@ -161,6 +163,7 @@ static uint32_t part_timeout(const struct hilock_lock *lock)
  * resend takes a new id, see fanout.c); first: the acquire's first
  * attempt; now_us: the clock as the caller read it (0: not read). Returns
  * 0 or ENOMEM. */
+HILOCK_HOT
 static int send_attempt(struct hilock_lock *lock, int first, uint64_t now_us)
 {
     struct engine *eng = lock->eng;
@@ -264,6 +267,7 @@ static void wait_goes_on(struct hilock_lock *lock)
 /* An attempt's decision: a grant in time is the acquisition (after the
  * fence, on several masters with fencing); anything else is undone where
  * it was granted and waits on or is reported. */
+HILOCK_HOT
 static void acquire_done(struct fanout *op, int status,
                          const struct op_result *res)
 {
@@ -381,6 +385,7 @@ static int is_lock(const struct hilock_lock *lock)
     return lock && lock->kind->api == CB_LOCK;
 }
 
+HILOCK_HOT
 int hilock_lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
                         uint64_t lease_ms, hilock_lock_cb *cb, void *arg)
 {
@@ -446,6 +451,7 @@ int lock_release(struct hilock_lock *lock, uint32_t drop, struct user_cb cb)
     return 0;
 }
 
+HILOCK_HOT
 int hilock_lock_release(struct hilock_lock *lock, hilock_lock_cb *cb,
                         void *arg)
 {
@@ -469,6 +475,7 @@ static void permits_released(struct hilock_lock *lock,
 }
 
 /* The release is decided: its value is the holds left. */
+HILOCK_HOT
 static void release_done(struct fanout *op, int status,
                          const struct op_result *res)
 {

@@ -14,6 +14,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "hot.h"
 #include "reply.h"
 #include "wire.h"
 
@@ -200,6 +201,7 @@ void node_voted(struct node *n, int timed_out)
     n->suspect = timed_out != 0;
 }
 
+HILOCK_HOT
 struct req *node_request(struct node *n, req_done_fn *done)
 {
     return req_new(&n->cmd, done);

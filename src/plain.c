@@ -49,6 +49,7 @@
 #include "clock.h"
 #include "fair.h"
 #include "fanout.h"
+#include "hot.h"
 
 /* Whether the client may use the plain commands for a lock: one node, no
  * fencing token, and no refusal of them so far. */
@@ -94,6 +95,7 @@ static int plain_again(struct fanout *op, struct resp_buf *cmd,
     return SCRIPT_ACQUIRE;
 }
 
+HILOCK_HOT
 int plain_take(struct hilock_lock *lock, struct fanout *op, uint64_t rid)
 {
     if (!plain_ok(lock) || lock->hold.count > 0 ||
@@ -109,6 +111,7 @@ int plain_take(struct hilock_lock *lock, struct fanout *op, uint64_t rid)
     return 1;
 }
 
+HILOCK_HOT
 int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
                struct fanout *op, uint32_t drop)
 {

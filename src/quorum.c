@@ -3,6 +3,7 @@
 #include "quorum.h"
 
 #include "hilock/hilock.h"
+#include "hot.h"
 
 size_t quorum_of(size_t n)
 {
@@ -15,6 +16,7 @@ int64_t quorum_validity(uint32_t lease_ms, uint64_t elapsed_ms)
            (int64_t)(lease_ms / 100 + 2);
 }
 
+HILOCK_HOT
 int64_t quorum_grant_left(uint32_t lease_ms, uint64_t sent_ms,
                           uint64_t now_ms)
 {

@@ -2,6 +2,8 @@
 /* reentry.c -- see reentry.h. */
 #include "reentry.h"
 
+#include "hot.h"
+
 void reentry_init(struct reentry *g, void (*teardown)(void *arg), void *arg)
 {
     g->depth = 0;
@@ -10,11 +12,13 @@ void reentry_init(struct reentry *g, void (*teardown)(void *arg), void *arg)
     g->arg = arg;
 }
 
+HILOCK_HOT
 void reentry_enter(struct reentry *g)
 {
     g->depth++;
 }
 
+HILOCK_HOT
 int reentry_leave(struct reentry *g)
 {
     if (--g->depth == 0 && g->closing) {

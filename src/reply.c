@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "hilock/hilock.h"
+#include "hot.h"
 
 static const struct {
     const char *prefix;
@@ -214,6 +215,7 @@ static int unexpected(const struct redisReply *r)
                                              : HILOCK_EPROTO;
 }
 
+HILOCK_HOT
 int reply_acquire(const struct redisReply *r, int64_t *holds, int64_t *token,
                   int64_t *ttl_ms)
 {
@@ -262,6 +264,7 @@ int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard)
     return 0;
 }
 
+HILOCK_HOT
 int reply_release_plain(const struct redisReply *r, int64_t *left,
                         int64_t *heard)
 {

@@ -53,6 +53,7 @@
 #include <hiredis/sds.h>
 
 #include "hilock/hilock.h"
+#include "hot.h"
 
 /* Longest array accepted at any depth. hilock's longest reply is a renew
  * batch: one integer per lock, at most 512. */
@@ -234,6 +235,7 @@ static void *guard_string(const redisReadTask *t, char *s, size_t len)
     return fns()->createString(t, s, len);
 }
 
+HILOCK_HOT
 static void *guard_array(const redisReadTask *t, guard_count n)
 {
     /* RESP3 maps, sets and pushes are refused in 1.x */
@@ -244,6 +246,7 @@ static void *guard_array(const redisReadTask *t, guard_count n)
     return fns()->createArray(t, n);
 }
 
+HILOCK_HOT
 static void *guard_integer(const redisReadTask *t, long long v)
 {
     if (!place_ok(t, REDIS_REPLY_INTEGER, -1, NULL, 0))
@@ -273,6 +276,7 @@ static void *guard_bool(const redisReadTask *t, int b)
 }
 #endif
 
+HILOCK_HOT
 static void guard_free(void *reply)
 {
     fns()->freeObject(reply);

@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hot.h"
+
+HILOCK_HOT
 void resp_init(struct resp_buf *b, char *inline_data, size_t inline_cap)
 {
     b->data = inline_data;
@@ -35,6 +38,7 @@ void resp_reset(struct resp_buf *b)
     b->declared = 0;
 }
 
+HILOCK_HOT
 void resp_free(struct resp_buf *b)
 {
     if (b->data != b->inline_data)
@@ -69,6 +73,7 @@ static int reserve(struct resp_buf *b, size_t n)
     return 0;
 }
 
+HILOCK_HOT
 static void put(struct resp_buf *b, const void *p, size_t n)
 {
     if (n && reserve(b, n) == 0) {
@@ -78,6 +83,7 @@ static void put(struct resp_buf *b, const void *p, size_t n)
     }
 }
 
+HILOCK_HOT
 size_t resp_u64_str(unsigned long long v, char *out)
 {
     char tmp[21];
@@ -103,12 +109,14 @@ static void put_line(struct resp_buf *b, char c, size_t v)
     put(b, tmp, n);
 }
 
+HILOCK_HOT
 void resp_array(struct resp_buf *b, size_t argc)
 {
     put_line(b, '*', argc);
     b->declared += (uint32_t)argc;
 }
 
+HILOCK_HOT
 void resp_arg_parts(struct resp_buf *b, size_t n, const struct resp_part *p)
 {
     size_t total = 0;
@@ -121,12 +129,14 @@ void resp_arg_parts(struct resp_buf *b, size_t n, const struct resp_part *p)
     b->words++;
 }
 
+HILOCK_HOT
 void resp_arg(struct resp_buf *b, const void *ptr, size_t len)
 {
     struct resp_part part = {ptr, len};
     resp_arg_parts(b, 1, &part);
 }
 
+HILOCK_HOT
 void resp_arg_u64(struct resp_buf *b, unsigned long long v)
 {
     char tmp[21];

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "hot.h"
+
 /* The CRC is linear: the table entry of a byte is the XOR of the entries
  * of its set bits, so eight constants (each bit's, through the reflected
  * polynomial) build the whole table at compile time. */
@@ -49,6 +51,7 @@ static int put_len(unsigned char *out, size_t cap, size_t *at, size_t len)
     return 1;
 }
 
+HILOCK_HOT
 size_t restore_payload_hash(const struct resp_part *s, size_t n, unsigned char *out,
                  size_t cap)
 {

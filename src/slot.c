@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "hot.h"
+
 /* The byte at index i of a + b. */
 static char at2(const char *a, size_t alen, const char *b, size_t i)
 {
@@ -55,6 +57,7 @@ unsigned slot_of2(const char *a, size_t alen, const char *b, size_t blen)
     return crc_range(a, alen, b, from, to) & (SLOT_COUNT - 1);
 }
 
+HILOCK_HOT
 int slot_has_tag(const char *s, size_t len)
 {
     size_t from, to;

@@ -4,6 +4,8 @@
 
 #include <stdlib.h>
 
+#include "hot.h"
+
 #define TABLE_FIRST_BUCKETS 64
 
 uint32_t table_hash(const void *p, size_t n, uint64_t seed)
@@ -48,6 +50,7 @@ static void table_grow(struct table *t)
     t->nbuckets = n;
 }
 
+HILOCK_HOT
 int table_insert(struct table *t, struct table_node *n, uint32_t hash)
 {
     if (t->count >= t->nbuckets)
@@ -62,6 +65,7 @@ int table_insert(struct table *t, struct table_node *n, uint32_t hash)
     return 0;
 }
 
+HILOCK_HOT
 void table_remove(struct table *t, struct table_node *n)
 {
     struct table_node **p = &t->buckets[n->hash & (t->nbuckets - 1)];
@@ -80,6 +84,7 @@ static struct table_node *with_hash(struct table_node *n, uint32_t hash)
     return n;
 }
 
+HILOCK_HOT
 struct table_node *table_first(const struct table *t, uint32_t hash)
 {
     if (!t->nbuckets)
@@ -87,6 +92,7 @@ struct table_node *table_first(const struct table *t, uint32_t hash)
     return with_hash(t->buckets[hash & (t->nbuckets - 1)], hash);
 }
 
+HILOCK_HOT
 struct table_node *table_next(const struct table_node *n)
 {
     return with_hash(n->next, n->hash);

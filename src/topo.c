@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hot.h"
 #include "keys.h"
 #include "slot.h"
 #include "topo_backend.h"
@@ -73,6 +74,7 @@ unsigned topo_slot(const struct topo *t, const char *name, size_t len)
                            : 0;
 }
 
+HILOCK_HOT
 struct req *topo_request(struct topo *t, size_t member, unsigned slot,
                          req_done_fn *done)
 {
@@ -84,6 +86,7 @@ struct node *topo_node(struct topo *t, size_t member, unsigned slot)
     return t->ops->route->node(t, member, slot);
 }
 
+HILOCK_HOT
 const char *topo_publish(const struct topo *t)
 {
     return t->ops->route->publish(t);

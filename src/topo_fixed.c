@@ -10,6 +10,7 @@
  * backend builds on the same nodes (topo_sentinel.c). */
 #include <stdlib.h>
 
+#include "hot.h"
 #include "topo_backend.h"
 
 /* The fixed nodes' command connections' news goes up as member i's. */
@@ -92,6 +93,7 @@ static void fixed_cancel(struct topo *t)
         conn_cancel_all(&f->links[i].node.cmd);
 }
 
+HILOCK_HOT
 static struct req *fixed_request(struct topo *t, size_t member,
                                  unsigned slot, req_done_fn *done)
 {
@@ -107,6 +109,7 @@ static struct node *fixed_node(struct topo *t, size_t member, unsigned slot)
     return &f->links[member].node;
 }
 
+HILOCK_HOT
 static const char *fixed_publish(const struct topo *t)
 {
     (void)t;

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "hot.h"
 #include "quorum.h"
 #include "reply.h"
 
@@ -198,6 +199,7 @@ static size_t listening(const struct wait_queue *q)
     return n;
 }
 
+HILOCK_HOT
 int wait_has_waiters(const struct hilock_lock *lock)
 {
     return queue_of(lock) != NULL;
@@ -345,6 +347,7 @@ static struct waiting *waiting_of(struct hilock_lock *lock)
     return w;
 }
 
+HILOCK_HOT
 int wait_set_deadline(struct hilock_lock *lock, uint64_t deadline)
 {
     struct waiting *w = waiting_of(lock);
@@ -462,6 +465,7 @@ void wait_hold_off(struct hilock_lock *lock, uint64_t ms)
         q->yield_until = until;
 }
 
+HILOCK_HOT
 void wait_released(struct hilock_lock *lock, int64_t heard)
 {
     struct wait_queue *q = queue_of(lock);

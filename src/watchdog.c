@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "fanout.h"
+#include "hot.h"
 
 /* Most locks renewed by one script call: bounds the time Redis spends in
  * one script. */
@@ -98,6 +99,7 @@ static void schedule(struct hilock_lock *lock, uint64_t key)
         rearm(c);
 }
 
+HILOCK_HOT
 void watchdog_confirmed(struct hilock_lock *lock, uint64_t sent_ms)
 {
     struct engine *c = lock->eng;
@@ -117,6 +119,7 @@ void watchdog_confirmed(struct hilock_lock *lock, uint64_t sent_ms)
     schedule(lock, due < lock->wd.valid_until ? due : lock->wd.valid_until);
 }
 
+HILOCK_HOT
 void watchdog_forget(struct hilock_lock *lock)
 {
     heap_remove(&lock->eng->wd.heap, &lock->wd.node);

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "hot.h"
 #include "restore_payload.h"
 #include "keys.h"
 
@@ -141,6 +142,7 @@ uint64_t wire_rid_of(const struct resp_buf *b)
     return rid;
 }
 
+HILOCK_HOT
 int wire_take(struct resp_buf *b, const struct wire_lock *l, uint32_t lease_ms,
               uint64_t rid)
 {
@@ -182,6 +184,7 @@ int wire_take(struct resp_buf *b, const struct wire_lock *l, uint32_t lease_ms,
  * owner's field and request ids, and of the hand-off marker too when
  * handed, then the release message with publish; returns where that
  * second command starts. */
+HILOCK_HOT
 static size_t drop(struct resp_buf *b, const struct wire_lock *l,
                    const char *publish, int handed)
 {
@@ -203,6 +206,7 @@ static size_t drop(struct resp_buf *b, const struct wire_lock *l,
     return second;
 }
 
+HILOCK_HOT
 size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,
                  const char *publish)
 {

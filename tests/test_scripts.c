@@ -1174,6 +1174,49 @@ START_TEST(an_expired_read_hold_lets_the_writer_in)
 }
 END_TEST
 
+/* Readers c:<from>..c:<to - 1>, one hold each. */
+static void readers(int from, int to)
+{
+    char f[32], o[40];
+    for (int i = from; i < to; i++) {
+        snprintf(f, sizeof f, "c:%d", i);
+        snprintf(o, sizeof o, "c:%d:write", i);
+        is_pair(READ(f, o, "1"), 1, 0);
+    }
+}
+
+START_TEST(a_reader_leaving_or_a_writer_asking_reads_few_readers)
+{
+    enum { N = 300 };
+    load_all();
+    readers(0, N);
+    long long before = rs_cmdstat_calls(tu_srv, "pttl");
+    ck_assert_int_eq(WRITE("w:write", "w", "1", "1")->type,
+                     REDIS_REPLY_INTEGER);
+    is_pair(rw_release(SCRIPT_READ_RELEASE, "c:7", "1", "2"), 0, 0);
+    long long read = rs_cmdstat_calls(tu_srv, "pttl") - before;
+    ck_assert_msg(read <= 4, "%lld holds read beside %d readers", read, N);
+    ck_assert_int_eq(rs_int(tu_srv, "HLEN", LK, (char *)NULL), N);
+}
+END_TEST
+
+START_TEST(dead_readers_behind_a_live_one_go_when_it_leaves)
+{
+    load_all();
+    readers(0, 6);
+    char k[48];
+    for (int i = 1; i < 6; i++) { /* their holds ran out */
+        snprintf(k, sizeof k, BASE "c:%d:rwlock_timeout:1", i);
+        ck_assert_int_eq(rs_int(tu_srv, "DEL", k, (char *)NULL), 1);
+    }
+    ck_assert_int_eq(WRITE("w:write", "w", "1", "1")->type,
+                     REDIS_REPLY_INTEGER); /* c:0 still reads */
+    is_pair(rw_release(SCRIPT_READ_RELEASE, "c:0", "1", "2"), 0, 0);
+    ck_assert_int_eq(exists(LK) + exists(RIDS), 0);
+    is_pair(WRITE("w:write", "w", "1", "2"), 1, 0);
+}
+END_TEST
+
 START_TEST(rw_scripts_refuse_deadlock_and_other_kinds)
 {
     load_all();
@@ -1554,6 +1597,8 @@ int main(void)
     tcase_add_test(tc, write_undo_drops_only_the_hold_its_attempt_began);
     tcase_add_test(tc, read_undo_drops_only_the_hold_its_attempt_began);
     tcase_add_test(tc, an_expired_read_hold_lets_the_writer_in);
+    tcase_add_test(tc, a_reader_leaving_or_a_writer_asking_reads_few_readers);
+    tcase_add_test(tc, dead_readers_behind_a_live_one_go_when_it_leaves);
     tcase_add_test(tc, rw_scripts_refuse_deadlock_and_other_kinds);
     tcase_add_test(tc,
                    semaphore_permits_are_taken_and_given_back_once_per_request);

@@ -16,15 +16,20 @@
 -- ARGV[8]  how long a waiting writer's mark lasts (ms)
 -- ARGV[9]  request id
 --
--- Replies: {holds, 0} when taken or re-entered, else the lock's PTTL (a
--- writer that waits leaves its mark, keeping new readers off); a writer
--- that holds the read lock gets the error "DEADLK". WRONGKIND for another
--- kind's key.
+-- Replies: {holds, 0} when taken or re-entered, else the lock's PTTL, or
+-- among readers the PTTL of the one live hold it met (a writer that
+-- waits leaves its mark, keeping new readers off); a writer that holds
+-- the read lock gets the error "DEADLK". WRONGKIND for another kind's
+-- key.
 --@include lib/rw.lua
 --@include lib/rw_acquire.lua
-if mode == 'read' and prune(ARGV[4], ARGV[5]) == 0 then
-  redis.call('del', KEYS[1], ARGV[5])
-  mode = false
+local live
+if mode == 'read' then
+  live = live_holder(ARGV[4], ARGV[5])
+  if not live then
+    redis.call('del', KEYS[1], ARGV[5])
+    mode = false
+  end
 end
 local c
 if not mode then
@@ -44,6 +49,8 @@ else
   if ARGV[7] == '1' then
     redis.call('set', ARGV[6], ARGV[2], 'px', ARGV[8])
   end
+  -- when a live reader's hold may end (a retry then looks again)
+  if live and live >= 0 then return live end
   return redis.call('pttl', KEYS[1])
 end
 note(ARGV[5], ARGV[2], ARGV[9], lease)

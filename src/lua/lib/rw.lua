@@ -7,7 +7,7 @@
 -- also has its own key <base><field>:rwlock_timeout:<n> (base:
 -- "{<name>}:") with that hold's lease, so that a reader that dies frees
 -- its share when its lease runs out while other readers go on; the lock
--- key lives as long as its longest hold. Releases publish on
+-- key lives at least as long as its longest hold. Releases publish on
 -- "redisson_rwlock:{<name>}": "1" from a writer (every reader may go),
 -- "0" from a reader.
 --
@@ -32,12 +32,15 @@
 -- forget(rids, f)  removes owner f, its holds and its request ids (the
 --   last applied; the first of its hold, see read_acquire.lua and
 --   write_acquire.lua);
--- prune(base, rids, most)  drops the fields of readers whose every hold
---   expired (a reader's field is alive while its newest hold's key is; a
---   writer's always); returns how many holders are left, and, when given
---   most (a number), the longest PTTL among their holds and most. One
---   pass: a release that leaves readers reads each hold's PTTL once, not
---   an EXISTS and then a PTTL of each in a second pass.
+-- live_holder(base, rids)  the PTTL of a live holder (-1: no expiry; a
+--   writer's field is live, with the lock's), or nil when none is left.
+--   A reader's field is live while its newest hold's key is; the fields
+--   of readers whose every hold expired that it meets are dropped. It
+--   stops at the first live holder (HSCAN, a chunk at a time), so that a
+--   reader leaving or a writer asking costs the same beside one reader or
+--   a thousand; dead readers behind a live one are dropped when no live
+--   one is left (their holds are gone, so they keep nobody out but the
+--   key, which lives until its longest hold would have ended).
 --@include lib/kind.lua
 --@include lib/may_publish.lua
 local function longer(k, ms)
@@ -54,31 +57,25 @@ local function forget(rids, f)
   redis.call('hdel', KEYS[1], f)
   redis.call('hdel', rids, f, f .. ':first')
 end
-local function prune(base, rids, most)
-  local f = redis.call('hgetall', KEYS[1])
-  local live = 0
-  for i = 1, #f, 2 do
-    if f[i] ~= 'mode' then
-      local top = base .. f[i] .. ':rwlock_timeout:'
-      local c = tonumber(f[i + 1]) or 0
-      local p = -2
-      if c > 0 and most then
-        p = redis.call('pttl', top .. c)
-      elseif c > 0 and redis.call('exists', top .. c) == 1 then
-        p = -1
-      end
-      if p ~= -2 or string.find(f[i], ':write$') then
-        live = live + 1
-        if most then
-          most = math.max(most, p)
-          for j = 1, c - 1 do
-            most = math.max(most, redis.call('pttl', top .. j))
-          end
+local function live_holder(base, rids)
+  local cursor = '0'
+  repeat
+    local r = redis.call('hscan', KEYS[1], cursor, 'COUNT', 50)
+    cursor = r[1]
+    local f = r[2]
+    for i = 1, #f, 2 do
+      local k = f[i]
+      if string.find(k, ':write$') then return redis.call('pttl', KEYS[1]) end
+      if k ~= 'mode' then
+        local c = tonumber(f[i + 1]) or 0
+        local p = -2
+        if c > 0 then
+          p = redis.call('pttl', base .. k .. ':rwlock_timeout:' .. c)
         end
-      else
-        forget(rids, f[i])
+        if p ~= -2 then return p end
+        forget(rids, k)
       end
     end
-  end
-  return live, most
+  until cursor == '0'
+  return nil
 end

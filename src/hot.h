@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* hot.h -- marking the code of the uncontended lock and release.
+ *
+ * A pair (acquire, reply, release, reply) runs about a hundred small
+ * functions spread over thirty files. Left where they are, each shares
+ * its cache lines with the cold code around it (error paths, other kinds,
+ * topologies), and together with hiredis, libevent and malloc they
+ * overflow the instruction cache: every pair fetched most of its code
+ * again. HILOCK_HOT puts a function in the hot text section, which the
+ * linker keeps in one piece, so the pair's code fits. Mark a function
+ * only when a profile of a pair shows it there (see bench/README.md), and
+ * most of it runs.
+ *
+ * HILOCK_COLD marks the other side: a function that hot code calls only on
+ * a rare path (an error, a dropped connection). It goes out of the way,
+ * and so do the branches of its callers that lead to it, which keeps the
+ * hot functions' own code dense. */
+#ifndef HILOCK_HOT_H
+#define HILOCK_HOT_H
+
+#if defined(__GNUC__)
+#define HILOCK_HOT __attribute__((hot))
+#define HILOCK_COLD __attribute__((cold))
+#else
+#define HILOCK_HOT
+#define HILOCK_COLD
+#endif
+
+#endif
