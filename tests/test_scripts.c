@@ -818,6 +818,23 @@ static redisReply *acquire_trying(const char *f, const char *rid)
                 "fence", QUEUE, "0", "publish", "ch", rid, NULL);
 }
 
+START_TEST(a_default_waiter_gives_an_owners_hash_written_again_its_expiry)
+{
+    load_all();
+    is_pair(acquire("c:1", "1", "30000"), 1, 0);
+    /* a list kept by an entry left behind, its owners hash gone */
+    ck_assert_int_eq(rs_int(tu_srv, "RPUSH", QUEUE, "left", (char *)NULL), 1);
+    ck_assert_int_eq(rs_int(tu_srv, "PEXPIRE", QUEUE, "100000", (char *)NULL),
+                     1);
+    ck_assert_int_eq(rs_int(tu_srv, "HSET", LK, "hilock:queued", "1",
+                            (char *)NULL),
+                     1);
+    ck_assert_int_eq(acquire_waiting("c:3", "1")->type, REDIS_REPLY_INTEGER);
+    long long ttl = rs_int(tu_srv, "PTTL", OWNERS, (char *)NULL);
+    ck_assert_msg(ttl > 0, "owners hash PTTL %lld", ttl);
+}
+END_TEST
+
 static long long marked(void)
 {
     return rs_int(tu_srv, "HEXISTS", LK, "hilock:queued", (char *)NULL);
@@ -1571,6 +1588,7 @@ int main(void)
     tcase_add_test(tc, every_body_loads_under_the_digest_the_build_computed);
     tcase_add_test(tc, acquire_counts_a_request_once_and_refuses_another_owner);
     tcase_add_test(tc, queue_marker_keeps_a_released_name_for_the_first_in_line);
+    tcase_add_test(tc, a_default_waiter_gives_an_owners_hash_written_again_its_expiry);
     tcase_add_test(tc, queue_marker_goes_with_dead_waiters_and_the_last_leave);
     tcase_add_test(tc, queue_marker_pass_skips_an_entry_left_behind);
     tcase_add_test(tc,

@@ -170,8 +170,10 @@ if (not v[4] or free) and
    redis.call('hlen', KEYS[1]) == 1 then
   redis.call('pexpire', KEYS[1], 5000)
 end
--- see lib/fair.lua: extended only when it would run out first
-if redis.call('pttl', q) < wait then
+-- see lib/fair.lua: extended only when they would run out first, told
+-- by the owners hash (written again after it emptied, while entries
+-- left behind keep the list, it has no expiry)
+if redis.call('pttl', own) < wait then
   redis.call('pexpire', q, 2 * wait)
   redis.call('pexpire', own, 2 * wait)
 end
