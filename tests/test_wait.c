@@ -413,6 +413,15 @@ START_TEST(same_client_release_wakes_its_waiter_without_a_message)
 }
 END_TEST
 
+/* The release channel of lock name (TU_CHANNEL for a name known at run
+ * time), in a buffer of its own until the next call. */
+static const char *channel_of(const char *name)
+{
+    static char channel[96];
+    snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+    return channel;
+}
+
 /* Releases in a row that keep the lock in one process while it has
  * waiters of its own: WAIT_LOCAL_STREAK_MAX (4) in wait.c, the last of
  * which publishes. */
@@ -426,9 +435,7 @@ static long long hold_with_waiter_here_and_elsewhere(const char *name,
     *h = hold(name);
     start_waiters(a, name, 0, 1, (uint64_t)tu_ms(5000));
     start_waiters(b, name, 1, 2, (uint64_t)tu_ms(5000));
-    char channel[64];
-    snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
-    await_numsub(channel, 2, "the waiters never subscribed");
+    await_numsub(channel_of(name), 2, "the waiters never subscribed");
     tu_client_ready(a);
     tu_client_ready(b); /* answered after the busy replies: parked */
     assert_none_served(0, 2);
@@ -493,26 +500,56 @@ START_TEST(quiet_release_whose_waiter_left_publishes_after_all)
 }
 END_TEST
 
-START_TEST(quiet_release_and_the_next_attempt_go_together)
+/* A client through a new proxy whose answers are never late, with *h
+ * holding name for a scaled HOLDER_LEASE_MS. */
+static struct hilock_client *proxied_holder(const char *name,
+                                            struct tp_proxy **proxy,
+                                            struct hilock_lock **h)
 {
-    struct tp_proxy *proxy = tp_new(tu_base, rs_port(tu_srv));
-    ck_assert_ptr_nonnull(proxy);
+    *proxy = tp_new(tu_base, rs_port(tu_srv));
+    ck_assert_ptr_nonnull(*proxy);
     struct hilock_options o;
     tu_options(&o);
-    o.node.port = tp_port(proxy);
-    o.request_timeout_ms = (uint32_t)tu_ms(10000); /* no answer is late */
+    o.node.port = tp_port(*proxy);
+    o.request_timeout_ms = (uint32_t)tu_ms(10000);
     struct hilock_client *c = tu_client(&o);
-    struct hilock_lock *h = tu_lock(c, "together", 1);
-    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(HOLDER_LEASE_MS), NULL),
-                     0);
-    ws[0].idx = 0;
-    ws[0].lock = tu_lock(c, "together", 100);
-    tu_assert_status(hilock_lock_acquire(ws[0].lock, (uint64_t)tu_ms(5000),
-                                         (uint64_t)tu_ms(WAITER_LEASE_MS),
-                                         on_acquired, &ws[0]),
-                     0);
-    await_numsub(TU_CHANNEL("together"), 1, "the waiter never subscribed");
-    tu_client_ready(c); /* answered after the busy reply: parked */
+    *h = tu_lock(c, name, 1);
+    tu_assert_status(
+        tu_acquire(*h, 0, (uint64_t)tu_ms(HOLDER_LEASE_MS), NULL), 0);
+    return c;
+}
+
+/* Waiter 0 on c for name, waiting up to wait_ms, parked after its busy
+ * answer. */
+static void park_first_waiter(struct hilock_client *c, const char *name,
+                              int wait_ms)
+{
+    start_waiters(c, name, 0, 1, (uint64_t)tu_ms(wait_ms));
+    await_numsub(channel_of(name), 1, "the waiter never subscribed");
+    tu_client_ready(c);
+}
+
+/* The holder's release (rel) and waiter 0's turn each end once, in that
+ * order; c and its proxy go. */
+static void end_with_one_hand_off(const struct tu_result *rel,
+                                  struct hilock_client *c,
+                                  struct tp_proxy *proxy)
+{
+    ck_assert(tu_run_until_count(&ws[0].rel_calls, 1, tu_ms(2000)));
+    tu_run_quiet();
+    ck_assert_int_eq(rel->calls, 1);
+    tu_assert_status(rel->status, 0);
+    assert_served_once_in_order(1);
+    hilock_client_free(c);
+    tp_free(proxy);
+}
+
+START_TEST(quiet_release_and_the_next_attempt_go_together)
+{
+    struct tp_proxy *proxy;
+    struct hilock_lock *h;
+    struct hilock_client *c = proxied_holder("together", &proxy, &h);
+    park_first_waiter(c, "together", 5000);
     /* Redis answers nothing now: the waiter's attempt must not wait for
      * the release's answer to go out */
     tp_hold_replies(proxy, true);
@@ -525,13 +562,7 @@ START_TEST(quiet_release_and_the_next_attempt_go_together)
     ck_assert_int_eq(rel.calls, 0);
     ck_assert_int_eq(ws[0].acq_calls, 0);
     tp_hold_replies(proxy, false);
-    ck_assert(tu_run_until_count(&ws[0].rel_calls, 1, tu_ms(2000)));
-    tu_run_quiet();
-    ck_assert_int_eq(rel.calls, 1);
-    tu_assert_status(rel.status, 0);
-    assert_served_once_in_order(1);
-    hilock_client_free(c);
-    tp_free(proxy);
+    end_with_one_hand_off(&rel, c, proxy);
 }
 END_TEST
 
@@ -555,27 +586,13 @@ static bool evalsha_calls_reach(void *arg)
 
 START_TEST(quiet_release_before_the_heads_busy_answer_in_one_batch)
 {
-    struct tp_proxy *proxy = tp_new(tu_base, rs_port(tu_srv));
-    ck_assert_ptr_nonnull(proxy);
-    struct hilock_options o;
-    tu_options(&o);
-    o.node.port = tp_port(proxy);
-    o.request_timeout_ms = (uint32_t)tu_ms(10000); /* no answer is late */
-    struct hilock_client *c = tu_client(&o);
-    struct hilock_lock *h = tu_lock(c, "batch", 1);
-    tu_assert_status(tu_acquire(h, 0, (uint64_t)tu_ms(HOLDER_LEASE_MS), NULL),
-                     0);
+    struct tp_proxy *proxy;
+    struct hilock_lock *h;
+    struct hilock_client *c = proxied_holder("batch", &proxy, &h);
     /* a holder without expiry: the head polls, once a second */
     ck_assert_int_eq(rs_int(tu_srv, "PERSIST", "batch", (char *)NULL), 1);
     memset(&batch_rel, 0, sizeof batch_rel);
-    ws[0].idx = 0;
-    ws[0].lock = tu_lock(c, "batch", 100);
-    tu_assert_status(hilock_lock_acquire(ws[0].lock, (uint64_t)tu_ms(10000),
-                                         (uint64_t)tu_ms(WAITER_LEASE_MS),
-                                         on_acquired, &ws[0]),
-                     0);
-    await_numsub(TU_CHANNEL("batch"), 1, "the waiter never subscribed");
-    tu_client_ready(c); /* answered after the busy reply: parked */
+    park_first_waiter(c, "batch", 10000);
     /* Answers held: a query of the holder, then the head's poll come back
      * in one batch. */
     tp_hold_replies(proxy, true);
@@ -593,13 +610,7 @@ START_TEST(quiet_release_before_the_heads_busy_answer_in_one_batch)
     ck_assert_msg(ws[0].acq_at_ms - let_go < 800,
                   "the head took the lock %lld ms after the release",
                   ws[0].acq_at_ms - let_go);
-    ck_assert(tu_run_until_count(&ws[0].rel_calls, 1, tu_ms(2000)));
-    tu_run_quiet();
-    ck_assert_int_eq(batch_rel.calls, 1);
-    tu_assert_status(batch_rel.status, 0);
-    assert_served_once_in_order(1);
-    hilock_client_free(c);
-    tp_free(proxy);
+    end_with_one_hand_off(&batch_rel, c, proxy);
 }
 END_TEST
 
