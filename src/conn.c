@@ -339,16 +339,20 @@ void req_complete(struct req *r, int status)
 }
 
 /* Why a request ran out of time: a connection that is down says more than
- * "timed out". */
+ * "timed out", and so does one whose handshake is out after the last one
+ * failed (with a server that keeps refusing, the deadline often comes
+ * while the next handshake is out); a first handshake that hangs is a
+ * time-out. */
 static int deadline_status(const struct req *r)
 {
     const struct conn *conn = r->conn;
     if (r->enomem)
         return r->enomem == RESP_BROKEN ? HILOCK_EPROTO : HILOCK_ENOMEM;
-    if (r->where == REQ_QUEUED && conn->state != CONN_READY &&
-        conn->state != CONN_HANDSHAKE)
-        return conn->err ? conn->err : HILOCK_ECONN;
-    return HILOCK_ETIMEDOUT;
+    if (r->where != REQ_QUEUED || conn->state == CONN_READY)
+        return HILOCK_ETIMEDOUT;
+    if (conn->state == CONN_HANDSHAKE)
+        return conn->err ? conn->err : HILOCK_ETIMEDOUT;
+    return conn->err ? conn->err : HILOCK_ECONN;
 }
 
 void req_hurry(struct req *r, uint32_t ms)

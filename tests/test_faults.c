@@ -675,6 +675,34 @@ START_TEST(refused_reconnects_longer_than_the_lease_report_lost_before_expiry)
 }
 END_TEST
 
+static bool accepted_above(void *arg)
+{
+    return tp_accepted(proxy) > *(long *)arg;
+}
+
+/* A server that refused the last connections: a request whose deadline
+ * comes while the next connection's handshake is out fails with that
+ * cause, not as a time-out. */
+START_TEST(request_due_in_a_handshake_after_refusals_fails_with_their_cause)
+{
+    hilock_client_free(client);
+    tp_refuse(proxy, true);
+    long seen = tp_accepted(proxy) + 1;
+    client = proxied_client_waiting(0, req_ms / 2); /* before the connect
+                                                       timeout (req_ms) */
+    ck_assert(tu_run_until(accepted_above, &seen, tu_ms(3000)));
+    tp_hold_replies(proxy, true);
+    tp_refuse(proxy, false);
+    seen = tp_accepted(proxy);
+    ck_assert(tu_run_until(accepted_above, &seen, tu_ms(3000)));
+    struct hilock_lock *l = tu_lock(client, "shake", 1);
+    tu_assert_status(hilock_lock_acquire(l, 0, 30000, tu_record, &res[0]), 0);
+    ck_assert(tu_run_until_count(&res[0].calls, 1, req_ms));
+    tu_assert_status(res[0].status, HILOCK_ECONN);
+    tp_hold_replies(proxy, false);
+}
+END_TEST
+
 /* ---- restarts ----------------------------------------------------------- */
 
 START_TEST(restart_while_a_watchdog_lock_is_held_reports_it_lost)
@@ -1329,6 +1357,7 @@ static Suite *faults_suite(void)
           acquire_waiting_past_the_request_timeout_in_a_stall_ends_with_its_wait,
           network_stall_longer_than_the_lease_reports_lost_before_expiry,
           refused_reconnects_longer_than_the_lease_report_lost_before_expiry,
+          request_due_in_a_handshake_after_refusals_fails_with_their_cause,
           release_timed_out_in_a_stall_gives_the_hold_up_and_tokens_stay_true,
           lease_running_out_while_the_release_is_pending_is_not_lost,
           watchdog_does_not_renew_a_hold_whose_release_is_out}},
