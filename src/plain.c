@@ -6,8 +6,9 @@
  * and a single hold is given back with HDEL and the release message
  * (in fair mode only by a client with no waiter of its own parked on the
  * name, whose release would hand the lock on at once, and for a hold taken
- * without a wait; the HDEL takes the hand-off marker too): Redis runs no script for the common uncontended
- * pair.
+ * without a wait; the HDEL takes the hand-off marker too), or, quiet (its
+ * client's own waiter is next, see wait.c), with the HDEL alone: Redis
+ * runs no script for the common uncontended pair.
  * While waiters queue on the name the key exists, with the queue's
  * marker when no one holds it (src/lua/lib/fair.lua), so a RESTORE that
  * succeeds passed nobody in line; a fair client with waiters of its own
@@ -77,7 +78,8 @@ static int plain_again(struct fanout *op, struct resp_buf *cmd,
     if (op->kind == OP_KIND_RELEASE) {
         resp_reset(cmd);
         wire_release(cmd, eng->scripts.sha[SCRIPT_RELEASE], &w, ++eng->seq,
-                     handle_hold_lease(lock), 1, topo_publish(eng->topo), 0);
+                     handle_hold_lease(lock), 1, topo_publish(eng->topo),
+                     lock->pending.quiet);
         return SCRIPT_RELEASE;
     }
     if (why != REQ_AGAIN_DROPPED)
@@ -113,14 +115,14 @@ int plain_take(struct hilock_lock *lock, struct fanout *op, uint64_t rid)
 
 HILOCK_HOT
 int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
-               struct fanout *op, uint32_t drop)
+               struct fanout *op, uint32_t drop, int quiet)
 {
     if (!plain_ok(lock) || drop != 1 || lock->hold.count != 1 ||
         lock->hold.unreleased || lock->twinned ||
         clock_now_ms() >= lock->wd.valid_until ||
         handle_field_shared(lock) || !fair_plain_ok(lock))
         return 0;
-    const char *publish = topo_publish(lock->eng->topo);
+    const char *publish = quiet ? NULL : topo_publish(lock->eng->topo);
     op->again = plain_again;
     fanout_plain(op, fair_on(lock) ? wire_fair_drop(fanout_cmd(op), w, publish)
                                    : wire_drop(fanout_cmd(op), w, publish));

@@ -268,6 +268,10 @@ HILOCK_HOT
 int reply_release_plain(const struct redisReply *r, int64_t *left,
                         int64_t *heard)
 {
+    if (r && r->type == REDIS_REPLY_INTEGER && r->integer >= 0) {
+        *left = *heard = 0; /* a quiet one: the HDEL alone */
+        return r->integer > 0 ? 0 : HILOCK_ENOTOWNER;
+    }
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         !r->element || !r->element[0] || !r->element[1])
         return unexpected(r);

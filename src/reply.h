@@ -66,9 +66,10 @@ int reply_acquire(const struct redisReply *r, int64_t *holds, int64_t *token,
 /* release script: 0 with *left (holds left) and *heard (subscribers that
  * received the release message) set, HILOCK_ENOTOWNER, or an error. */
 int reply_release(const struct redisReply *r, int64_t *left, int64_t *heard);
-/* The plain release, EXEC of HDEL and PUBLISH: as reply_release (0 holds
- * left), HILOCK_ENOTOWNER when HDEL removed nothing, or the error of
- * either command. */
+/* The plain release, EXEC of HDEL and PUBLISH, or a quiet one's HDEL
+ * alone (nobody heard it): as reply_release (0 holds left),
+ * HILOCK_ENOTOWNER when HDEL removed nothing, or the error of either
+ * command. */
 int reply_release_plain(const struct redisReply *r, int64_t *left,
                         int64_t *heard);
 /* Fair mode: a hand-off to a waiter of this client. The hold ends no

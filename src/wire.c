@@ -182,8 +182,8 @@ int wire_take(struct resp_buf *b, const struct wire_lock *l, uint32_t lease_ms,
 
 /* The plain path's release (wire_drop, wire_fair_drop): HDEL of the
  * owner's field and request ids, and of the hand-off marker too when
- * handed, then the release message with publish; returns where that
- * second command starts. */
+ * handed, then the release message with publish (none: NULL); returns
+ * where that second command starts (0: none). */
 HILOCK_HOT
 static size_t drop(struct resp_buf *b, const struct wire_lock *l,
                    const char *publish, int handed)
@@ -198,6 +198,8 @@ static size_t drop(struct resp_buf *b, const struct wire_lock *l,
     keys_field_sfx(b, l->client_id, l->owner_tag, KEYS_FIRST_RID_SUFFIX);
     if (handed)
         resp_arg(b, marker, sizeof marker - 1);
+    if (!publish)
+        return 0;
     size_t second = b->len;
     resp_array(b, 3);
     resp_arg(b, publish, strlen(publish));

@@ -159,7 +159,8 @@ void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
  * wire_drop: HDEL of the owner's field and request ids, which ends a single
  * hold and deletes the key with its last field, then the release message
  * with publish as a second command; returns where that one starts (the
- * two go as one transaction: see conn.h, req.split). */
+ * two go as one transaction: see conn.h, req.split). With publish NULL (a
+ * quiet release, see release.lua) the HDEL goes alone: returns 0. */
 int wire_take(struct resp_buf *b, const struct wire_lock *l, uint32_t lease_ms,
               uint64_t rid);
 size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,

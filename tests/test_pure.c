@@ -479,6 +479,10 @@ START_TEST(plain_commands_name_the_lock_and_the_owner)
     ck_assert_uint_eq(b.len, second + sizeof pub - 1);
     ck_assert(memcmp(b.data, hdel, second) == 0);
     ck_assert(memcmp(b.data + second, pub, sizeof pub - 1) == 0);
+    resp_reset(&b); /* quiet: the HDEL alone */
+    ck_assert_uint_eq(wire_drop(&b, &l, NULL), 0);
+    ck_assert_uint_eq(b.len, sizeof hdel - 1);
+    ck_assert(memcmp(b.data, hdel, b.len) == 0);
     resp_free(&b);
 }
 END_TEST
@@ -784,6 +788,21 @@ START_TEST(release_renew_and_integer_replies_decode)
     freeReplyObject(r);
     r = parse("-EXECABORT Transaction discarded\r\n");
     ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_ESERVER);
+    freeReplyObject(r);
+    /* a quiet one: the HDEL alone, nobody heard */
+    r = parse(":2\r\n");
+    v = heard = -1;
+    ck_assert_int_eq(reply_release_plain(r, &v, &heard), 0);
+    ck_assert(v == 0 && heard == 0);
+    freeReplyObject(r);
+    r = parse(":0\r\n");
+    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_ENOTOWNER);
+    freeReplyObject(r);
+    r = parse(":-1\r\n");
+    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_EPROTO);
+    freeReplyObject(r);
+    r = parse("-WRONGTYPE Operation against a key\r\n");
+    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_EWRONGTYPE);
     freeReplyObject(r);
     r = parse("*2\r\n:-3\r\n:0\r\n");
     ck_assert_int_eq(reply_release(r, &v, &heard), HILOCK_EPROTO);

@@ -500,6 +500,35 @@ START_TEST(quiet_release_whose_waiter_left_publishes_after_all)
 }
 END_TEST
 
+START_TEST(quiet_release_of_a_plain_hold_is_one_hdel)
+{
+    struct hilock_lock *h = hold("bare");
+    struct hilock_lock *w = tu_lock(a, "bare", 100);
+    struct tu_result got = {0};
+    tu_assert_status(hilock_lock_acquire(w, (uint64_t)tu_ms(5000),
+                                         (uint64_t)tu_ms(WAITER_LEASE_MS),
+                                         tu_record, &got),
+                     0);
+    await_numsub(TU_CHANNEL("bare"), 1, "the waiter never subscribed");
+    tu_client_ready(a); /* answered after the busy reply: parked */
+    static const char *const cmds[] = {"hdel", "exec", "publish", "evalsha"};
+    long long before[4];
+    for (int i = 0; i < 4; i++)
+        before[i] = rs_cmdstat_calls(tu_srv, cmds[i]);
+    tu_assert_status(tu_release(h, NULL), 0);
+    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(2000)));
+    tu_assert_status(got.status, 0);
+    /* the release is the HDEL alone; the one script is the waiter's */
+    static const long long expect[4] = {1, 0, 0, 1};
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(rs_cmdstat_calls(tu_srv, cmds[i]) - before[i] ==
+                          expect[i],
+                      "%s: %lld calls", cmds[i],
+                      rs_cmdstat_calls(tu_srv, cmds[i]) - before[i]);
+    tu_assert_status(tu_release(w, NULL), 0);
+}
+END_TEST
+
 /* A client through a new proxy whose answers are never late, with *h
  * holding name for a scaled HOLDER_LEASE_MS. */
 static struct hilock_client *proxied_holder(const char *name,
@@ -650,6 +679,7 @@ static Suite *wait_suite(void)
     tcase_add_test(quiet, release_to_a_waiter_of_its_own_publishes_nothing);
     tcase_add_test(quiet, every_streak_of_quiet_releases_ends_with_a_message);
     tcase_add_test(quiet, quiet_release_whose_waiter_left_publishes_after_all);
+    tcase_add_test(quiet, quiet_release_of_a_plain_hold_is_one_hdel);
     tcase_add_test(quiet, quiet_release_and_the_next_attempt_go_together);
     tcase_add_test(quiet,
                    quiet_release_before_the_heads_busy_answer_in_one_batch);
