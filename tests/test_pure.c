@@ -768,42 +768,37 @@ START_TEST(release_renew_and_integer_replies_decode)
     r = parse(":2\r\n");
     ck_assert_int_eq(reply_release(r, &v, &heard), HILOCK_EPROTO);
     freeReplyObject(r);
-    /* the plain release: EXEC of HDEL (fields removed) and PUBLISH */
+    /* the plain release: EXEC of HDEL (fields removed) and PUBLISH; a
+     * quiet one is the HDEL alone, which nobody heard */
     r = parse("*2\r\n:2\r\n:3\r\n");
     v = heard = -1;
     ck_assert_int_eq(reply_release_plain(r, &v, &heard), 0);
     ck_assert(v == 0 && heard == 3);
     freeReplyObject(r);
-    r = parse("*2\r\n:0\r\n:0\r\n"); /* another owner's, or none */
-    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_ENOTOWNER);
-    freeReplyObject(r);
-    r = parse("*2\r\n-WRONGTYPE Operation against a key\r\n:0\r\n");
-    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_EWRONGTYPE);
-    freeReplyObject(r);
-    r = parse("*2\r\n:-1\r\n:0\r\n");
-    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_EPROTO);
-    freeReplyObject(r);
-    r = parse("*1\r\n:1\r\n");
-    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_EPROTO);
-    freeReplyObject(r);
-    r = parse("-EXECABORT Transaction discarded\r\n");
-    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_ESERVER);
-    freeReplyObject(r);
-    /* a quiet one: the HDEL alone, nobody heard */
     r = parse(":2\r\n");
     v = heard = -1;
     ck_assert_int_eq(reply_release_plain(r, &v, &heard), 0);
     ck_assert(v == 0 && heard == 0);
     freeReplyObject(r);
-    r = parse(":0\r\n");
-    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_ENOTOWNER);
-    freeReplyObject(r);
-    r = parse(":-1\r\n");
-    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_EPROTO);
-    freeReplyObject(r);
-    r = parse("-WRONGTYPE Operation against a key\r\n");
-    ck_assert_int_eq(reply_release_plain(r, &v, &heard), HILOCK_EWRONGTYPE);
-    freeReplyObject(r);
+    static const struct {
+        const char *resp;
+        int status;
+    } plain[] = {
+        {"*2\r\n:0\r\n:0\r\n", HILOCK_ENOTOWNER}, /* another owner's */
+        {":0\r\n", HILOCK_ENOTOWNER},
+        {"*2\r\n-WRONGTYPE Operation against a key\r\n:0\r\n",
+         HILOCK_EWRONGTYPE},
+        {"-WRONGTYPE Operation against a key\r\n", HILOCK_EWRONGTYPE},
+        {"*2\r\n:-1\r\n:0\r\n", HILOCK_EPROTO},
+        {":-1\r\n", HILOCK_EPROTO},
+        {"*1\r\n:1\r\n", HILOCK_EPROTO},
+        {"-EXECABORT Transaction discarded\r\n", HILOCK_ESERVER},
+    };
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        r = parse(plain[i].resp);
+        ck_assert_int_eq(reply_release_plain(r, &v, &heard), plain[i].status);
+        freeReplyObject(r);
+    }
     r = parse("*2\r\n:-3\r\n:0\r\n");
     ck_assert_int_eq(reply_release(r, &v, &heard), HILOCK_EPROTO);
     freeReplyObject(r);
