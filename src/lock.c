@@ -47,34 +47,42 @@ static void leave_done(struct fanout *op, int status,
     (void)res; /* not sent: the entry goes stale by its deadline */
 }
 
-/* A waiting acquire that queued ended without the lock: take back what
- * its kind left (a fair queue entry, a writer's mark). Best effort. */
-static void send_leave(struct hilock_lock *lock)
+/* Send what encode writes about lock, whose answer nobody needs (best
+ * effort: the answer goes to leave_done). */
+static void send_aside(struct hilock_lock *lock,
+                       void (*encode)(struct hilock_lock *lock,
+                                      struct fanout *op))
 {
-    struct fanout *op;
-    if (!lock->kind->encode_leave)
-        return;
-    op = fanout_new(lock->eng, OP_KIND_LEAVE, -1, lock->slot, 0, leave_done);
+    struct fanout *op =
+        fanout_new(lock->eng, OP_KIND_LEAVE, -1, lock->slot, 0, leave_done);
     if (!op)
         return;
-    lock->kind->encode_leave(lock, op);
+    encode(lock, op);
     handle_attach(lock, op);
     fanout_submit(op, 0);
 }
 
+/* A waiting acquire that queued ended without the lock: take back what
+ * its kind left (a fair queue entry, a writer's mark). */
+static void send_leave(struct hilock_lock *lock)
+{
+    if (lock->kind->encode_leave)
+        send_aside(lock, lock->kind->encode_leave);
+}
+
+/* The release message of lock's name alone, into op. */
+static void encode_release_message(struct hilock_lock *lock,
+                                   struct fanout *op)
+{
+    struct wire_lock w = handle_wire(lock);
+    wire_release_message(fanout_cmd(op), &w, topo_publish(lock->eng->topo));
+}
+
 /* wait.c: a quiet release of lock's name was taken up by no waiter here:
- * the release message it left out goes now (best effort, as a leave). */
+ * the release message it left out goes now. */
 static void hook_owed(struct hilock_lock *lock)
 {
-    struct engine *eng = lock->eng;
-    struct wire_lock w = handle_wire(lock);
-    struct fanout *op =
-        fanout_new(eng, OP_KIND_LEAVE, -1, lock->slot, 0, leave_done);
-    if (!op)
-        return;
-    wire_release_message(fanout_cmd(op), &w, topo_publish(eng->topo));
-    handle_attach(lock, op);
-    fanout_submit(op, 0);
+    send_aside(lock, encode_release_message);
 }
 
 /* What the value of lock's pending acquire or release, ending with

@@ -180,6 +180,23 @@ int wire_take(struct resp_buf *b, const struct wire_lock *l, uint32_t lease_ms,
     return 0;
 }
 
+/* PUBLISH of the release message "0" on k's channel, with publish. */
+static void release_message(struct resp_buf *b, const struct key_src *k,
+                            const char *publish)
+{
+    resp_array(b, 3);
+    resp_arg(b, publish, strlen(publish));
+    keys_channel(b, k);
+    resp_arg(b, "0", 1);
+}
+
+void wire_release_message(struct resp_buf *b, const struct wire_lock *l,
+                          const char *publish)
+{
+    struct key_src k = wire_key(l);
+    release_message(b, &k, publish);
+}
+
 /* The plain path's release (wire_drop, wire_fair_drop): HDEL of the
  * owner's field and request ids, and of the hand-off marker too when
  * handed, then the release message with publish (none: NULL); returns
@@ -201,10 +218,7 @@ static size_t drop(struct resp_buf *b, const struct wire_lock *l,
     if (!publish)
         return 0;
     size_t second = b->len;
-    resp_array(b, 3);
-    resp_arg(b, publish, strlen(publish));
-    keys_channel(b, &k);
-    resp_arg(b, "0", 1);
+    release_message(b, &k, publish);
     return second;
 }
 

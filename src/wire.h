@@ -136,12 +136,6 @@ void wire_release(struct resp_buf *b, const char *sha,
                   const struct wire_lock *l, uint64_t rid, uint32_t lease_ms,
                   uint32_t drop, const char *publish, int quiet);
 
-/* PUBLISH (publish: "publish" or "spublish") of the release message on
- * l's channel, alone: a quiet release whose waiter did not take the lock
- * owes it (wait.c). */
-void wire_release_message(struct resp_buf *b, const struct wire_lock *l,
-                          const char *publish);
-
 /* EVALSHA sha of the undo script: drop the hold of l's owner that the
  * acquire attempt with request id attempt took, if it is still there, as
  * request id rid; a release message goes out with publish when no hold is
@@ -165,6 +159,11 @@ int wire_take(struct resp_buf *b, const struct wire_lock *l, uint32_t lease_ms,
               uint64_t rid);
 size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,
                  const char *publish);
+/* The release message alone, as wire_drop's second command (publish:
+ * "publish" or "spublish"): a quiet release whose waiter did not take the
+ * lock owes it (wait.c). */
+void wire_release_message(struct resp_buf *b, const struct wire_lock *l,
+                          const char *publish);
 
 /* EVALSHA sha of the renew script over locks of every kind:
  * wire_renew_head, then wire_renew_lock for each lock; nargs is the sum of

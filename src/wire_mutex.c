@@ -69,16 +69,6 @@ void wire_release(struct resp_buf *b, const char *sha,
     resp_arg_u64_fixed(b, rid);
 }
 
-void wire_release_message(struct resp_buf *b, const struct wire_lock *l,
-                          const char *publish)
-{
-    struct key_src k = wire_key(l);
-    resp_array(b, 3);
-    resp_arg(b, publish, strlen(publish));
-    keys_channel(b, &k);
-    resp_arg(b, "0", 1);
-}
-
 void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
                uint64_t attempt, uint64_t rid, const char *publish)
 {
