@@ -45,7 +45,8 @@ static void fanout_maybe_free(struct fanout *op)
         return;
     if (op->fini)
         op->fini(op);
-    free(op->renew);
+    if (op->renew)
+        free(op->renew);
     if (eng->fanout_pool_len < OP_POOL_MAX && !eng->guard->closing) {
         op->data = eng->fanout_pool;
         eng->fanout_pool = op;
@@ -282,42 +283,65 @@ void fanout_submit(struct fanout *op, uint32_t timeout_ms)
     fanout_submit_at(op, timeout_ms, 0);
 }
 
-HILOCK_HOT
-void fanout_submit_at(struct fanout *op, uint32_t timeout_ms,
-                      uint64_t now_us)
+/* Make node request r ready to go: the command of first when it has
+ * none of its own, checked, and the late handler the operation wants. A
+ * script call that breaks its script's contract is marked to fail unsent. */
+static inline void part_ready(const struct fanout *op, struct req *r,
+                       const struct req *first)
+{
+    if (r != first && r->cmd.len == 0)
+        resp_copy(&r->cmd, &first->cmd);
+    /* An encoder whose header miscounts its words is a bug: caught here in
+     * a debug build, for plain commands too; in any build a script call
+     * with it fails unsent (wire_check, O(1)). */
+    assert(r->cmd.failed || r->cmd.words == r->cmd.declared);
+    if (op->script && !r->plain.active &&
+        wire_check(&r->cmd, (enum script_id)(op->script - 1)) != 0)
+        r->cmd.failed = RESP_BROKEN; /* fails, unsent: see wire.h */
+    /* Only an operation that wants late replies keeps a request that
+     * completed (timed out) to resend it when its connection drops. */
+    r->late = op->late ? part_late : NULL;
+}
+
+/* Send the node requests of op, on several masters, each with the
+ * deadline its master's health allows (vote_ms). */
+static void submit_each(struct fanout *op, uint32_t timeout_ms,
+                        uint64_t now_us)
 {
     struct req *first = first_part(op);
     struct req *parts[QUORUM_NODES_MAX];
     size_t m = 0;
-    if (!now_us)
-        now_us = clock_now_us(); /* one clock read for all */
-    op->sent_ms = now_us / 1000u;
-    op->vote_ms =
-        timeout_ms ? timeout_ms : op->eng->opts->request_timeout_ms;
     /* Copy first: a submit may complete a request (no memory) at once. */
-    for (size_t i = 0; i < op->n; i++) {
-        struct req *r = op->part[i];
-        if (!r)
-            continue;
-        if (r != first && r->cmd.len == 0)
-            resp_copy(&r->cmd, &first->cmd);
-        /* An encoder whose header miscounts its words is a bug: caught
-         * here in a debug build, for plain commands too; in any build a
-         * script call with it fails unsent (wire_check, O(1)). */
-        assert(r->cmd.failed || r->cmd.words == r->cmd.declared);
-        if (op->script && !r->plain.active &&
-            wire_check(&r->cmd, (enum script_id)(op->script - 1)) != 0)
-            r->cmd.failed = RESP_BROKEN; /* fails, unsent: see wire.h */
-        /* Only an operation that wants late replies keeps a request that
-         * completed (timed out) to resend it when its connection drops. */
-        r->late = op->late ? part_late : NULL;
-        parts[m++] = r;
-    }
+    for (size_t i = 0; i < op->n; i++)
+        if (op->part[i]) {
+            part_ready(op, op->part[i], first);
+            parts[m++] = op->part[i];
+        }
     op->busy++;
     for (size_t i = 0; i < m; i++)
         req_submit_at(parts[i], vote_ms(op, parts[i], timeout_ms), now_us);
     op->busy--;
     fanout_maybe_free(op);
+}
+
+HILOCK_HOT
+void fanout_submit_at(struct fanout *op, uint32_t timeout_ms,
+                      uint64_t now_us)
+{
+    if (!now_us)
+        now_us = clock_now_us(); /* one clock read for all */
+    op->sent_ms = now_us / 1000u;
+    op->vote_ms =
+        timeout_ms ? timeout_ms : op->eng->opts->request_timeout_ms;
+    if (op->n > 1) {
+        submit_each(op, timeout_ms, now_us);
+        return;
+    }
+    /* One node: its one request (which a submit never completes at once),
+     * no copy, no master's health to ask. */
+    assert(op->part[0]);
+    part_ready(op, op->part[0], op->part[0]);
+    req_submit_at(op->part[0], timeout_ms, now_us);
 }
 
 /* Fill res from node i's reply rep (status 0) or status; plain: the reply
@@ -479,6 +503,10 @@ static void part_counted(struct fanout *op, size_t i, int status)
 {
     struct op_result out;
     op->got[i] = 1;
+    if (op->done && op->n == 1) { /* one node: its answer, as it is */
+        decided(op, op->res[0].status, &op->res[0]);
+        return;
+    }
     if (!op->done) {
         /* Decided already (by a majority, or early): this answer is late,
          * and a grant in it may have to be undone. */
