@@ -14,16 +14,22 @@
  * HILOCK_COLD marks the other side: a function that hot code calls only on
  * a rare path (an error, a dropped connection). It goes out of the way,
  * and so do the branches of its callers that lead to it, which keeps the
- * hot functions' own code dense. */
+ * hot functions' own code dense.
+ *
+ * HILOCK_OUTLINE keeps a path that is not rare, only not the common one,
+ * out of a small hot function: inlined, its locals would make every call
+ * save and restore registers, the common one too. */
 #ifndef HILOCK_HOT_H
 #define HILOCK_HOT_H
 
 #if defined(__GNUC__)
 #define HILOCK_HOT __attribute__((hot))
 #define HILOCK_COLD __attribute__((cold))
+#define HILOCK_OUTLINE __attribute__((noinline))
 #else
 #define HILOCK_HOT
 #define HILOCK_COLD
+#define HILOCK_OUTLINE
 #endif
 
 #endif

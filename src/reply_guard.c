@@ -221,17 +221,36 @@ static int depth_ok(const redisReadTask *t)
     return 1;
 }
 
+/* Whether t is a whole reply that a callback waits for: hiredis hands it
+ * to that callback, whatever it holds (no pub/sub reading, no renaming). */
+static int awaited(const redisReadTask *t)
+{
+    return !t->parent && ctx_of(t)->replies.head;
+}
+
+/* A string element that is not a whole awaited reply: renamed when it is
+ * a sharded pub/sub kind, then checked for its place. */
+HILOCK_OUTLINE
+static void *string_placed(const redisReadTask *t, char *s, size_t len)
+{
+    unshard(t, &s, &len);
+    if (!place_ok(t, t->type, -1, s, len))
+        return NULL;
+    return fns()->createString(t, s, len);
+}
+
 /* The wrappers: each returns NULL (the reader fails) or what hiredis's own
  * function returns. They check before calling through, because hiredis links
  * each new element into its parent array at once. */
+HILOCK_HOT
 static void *guard_string(const redisReadTask *t, char *s, size_t len)
 {
-    unshard(t, &s, &len);
     /* RESP3 verbatim strings and big numbers are refused in 1.x */
-    if ((t->type != REDIS_REPLY_STRING && t->type != REDIS_REPLY_STATUS &&
-         t->type != REDIS_REPLY_ERROR) ||
-        !place_ok(t, t->type, -1, s, len))
+    if (t->type != REDIS_REPLY_STRING && t->type != REDIS_REPLY_STATUS &&
+        t->type != REDIS_REPLY_ERROR)
         return NULL;
+    if (!awaited(t)) /* the common case, a reply to a command, goes on */
+        return string_placed(t, s, len);
     return fns()->createString(t, s, len);
 }
 
