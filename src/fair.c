@@ -18,11 +18,6 @@
 static void claim_done(struct fanout *op, int status,
                        const struct op_result *res);
 
-int fair_on(const struct hilock_lock *lock)
-{
-    return lock->eng->listener != NULL && lock->kind->fair;
-}
-
 /* How long the pending wait's queue entry stays live (ms, at least 1). */
 static uint32_t entry_ms(const struct hilock_lock *lock, uint64_t now)
 {

@@ -11,8 +11,12 @@
 
 #include "handle.h"
 
-/* Whether lock is taken in fair mode. */
-int fair_on(const struct hilock_lock *lock);
+/* Whether lock is taken in fair mode (asked several times a pair:
+ * inline). */
+static inline int fair_on(const struct hilock_lock *lock)
+{
+    return lock->eng->listener != NULL && lock->kind->fair;
+}
 /* lock's wire view for an attempt of its acquire: a waiting one (fair or
  * not) joins the fair queue of its name if there is one; on one node (not
  * a cluster), one that does not wait declares the queue to serve it

@@ -126,24 +126,12 @@ static void put_be32(unsigned char *p, uint32_t v)
     p[3] = (unsigned char)v;
 }
 
-HILOCK_HOT
-struct wire_lock handle_wire(const struct hilock_lock *lock)
+void handle_wire_member(const struct hilock_lock *lock,
+                        unsigned char member[16])
 {
-    const struct engine *eng = lock->eng;
-    struct wire_lock w = {.prefix = eng->prefix,
-                          .prefix_len = eng->prefix_len,
-                          .name = lock->name,
-                          .name_len = lock->name_len,
-                          .client_id = eng->id,
-                          .owner_tag = lock->owner_tag,
-                          .suffix = lock->kind->field_suffix,
-                          .kind = lock->kind->wire};
-    if (!lock->kind->owned) { /* the handle's own id */
-        memcpy(w.member, eng->permit_prefix, 8);
-        put_be32(w.member + 8, (uint32_t)lock->owner_tag);
-        put_be32(w.member + 12, lock->pending.wait_id);
-    }
-    return w;
+    memcpy(member, lock->eng->permit_prefix, 8);
+    put_be32(member + 8, (uint32_t)lock->owner_tag);
+    put_be32(member + 12, lock->pending.wait_id);
 }
 
 static uint32_t owner_hash(const struct hilock_lock *lock)
@@ -237,7 +225,7 @@ size_t handle_twins(struct hilock_lock *lock,
                     struct hilock_lock *out[HANDLE_TWINS_MAX])
 {
     size_t n = 0;
-    if (lock->in_owners && !lock->twinned) {
+    if (handle_holds_alone(lock)) {
         handle_ref(lock);
         out[0] = lock;
         return 1;

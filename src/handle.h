@@ -169,8 +169,27 @@ void handle_free_detached(struct hilock_lock *lock);
 /* Link operation op to the lock (op->ctx; takes a reference, dropped when
  * op's memory goes). */
 void handle_attach(struct hilock_lock *lock, struct fanout *op);
-/* The lock as the wire format names it. */
-struct wire_lock handle_wire(const struct hilock_lock *lock);
+/* A handle without an owner (an expiring permit): its own id, as the
+ * scripts name it, into member. */
+void handle_wire_member(const struct hilock_lock *lock,
+                        unsigned char member[16]);
+
+/* The lock as the wire format names it (inline: every command asks). */
+static inline struct wire_lock handle_wire(const struct hilock_lock *lock)
+{
+    const struct engine *eng = lock->eng;
+    struct wire_lock w = {.prefix = eng->prefix,
+                          .prefix_len = eng->prefix_len,
+                          .name = lock->name,
+                          .name_len = lock->name_len,
+                          .client_id = eng->id,
+                          .owner_tag = lock->owner_tag,
+                          .suffix = lock->kind->field_suffix,
+                          .kind = lock->kind->wire};
+    if (!lock->kind->owned)
+        handle_wire_member(lock, w.member);
+    return w;
+}
 
 /* The owner's hold: a handle that holds enters the twins table, and leaves
  * it when its hold ends. Begin returns whether the owner held already
@@ -183,6 +202,12 @@ int handle_owner_holds(const struct hilock_lock *lock);
  * kind whose hold is the owner's bare field too (kind_ops.bare_field: a
  * reader's, in the read-write hash of that name). */
 int handle_field_shared(const struct hilock_lock *lock);
+/* Nonzero when lock holds and no other handle of its name and owner does
+ * (known without a lookup: see handle_hold_begin). */
+static inline int handle_holds_alone(const struct hilock_lock *lock)
+{
+    return lock->in_owners && !lock->twinned;
+}
 /* Most twins handled at once. */
 #define HANDLE_TWINS_MAX 64
 /* The holding handles of lock's name and owner (lock too, if it holds),

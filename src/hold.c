@@ -49,17 +49,29 @@ void hold_lost(struct hilock_lock *lock)
     }
 }
 
+/* Handle t's hold has lease_ms from sent_ms on (the watchdog may report
+ * it lost at once, when it cannot be scheduled). */
+static void lease_set(struct hilock_lock *t, uint64_t sent_ms,
+                      uint32_t lease_ms)
+{
+    if (t->hold.count > 0 && !t->freeing) {
+        t->hold.lease_ms = lease_ms;
+        watchdog_confirmed(t, sent_ms);
+    }
+}
+
 HILOCK_HOT
 void hold_share_lease(struct hilock_lock *lock, uint64_t sent_ms,
                       uint32_t lease_ms)
 {
     struct hilock_lock *t[HANDLE_TWINS_MAX];
+    if (handle_holds_alone(lock)) { /* nothing touched after: no reference */
+        lease_set(lock, sent_ms, lease_ms);
+        return;
+    }
     size_t n = handle_twins(lock, t);
     for (size_t i = 0; i < n; i++) {
-        if (t[i]->hold.count > 0 && !t[i]->freeing) {
-            t[i]->hold.lease_ms = lease_ms;
-            watchdog_confirmed(t[i], sent_ms);
-        }
+        lease_set(t[i], sent_ms, lease_ms);
         handle_unref(t[i]);
     }
 }

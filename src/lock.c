@@ -111,8 +111,12 @@ static void finish_op(struct hilock_lock *lock, int status, int64_t value)
     int acquire = lock->pending.what == PENDING_ACQUIRE;
     stats_acquire_end(&lock->eng->stats, acquire, status);
     if (acquire) {
-        lock->pending.wait_later = 0;
-        wait_end(lock);
+        /* A wait left for later (wait_first) is neither armed nor queued:
+         * nothing to end (a timer's delete costs as much as a send). */
+        if (lock->pending.wait_later)
+            lock->pending.wait_later = 0;
+        else
+            wait_end(lock);
         if (lock->pending.queued && status != 0)
             send_leave(lock);
         lock->pending.queued = 0;
@@ -368,8 +372,8 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
     lock->pending.wait_id = (uint32_t)++lock->eng->seq;
     /* In fair mode the queue in Redis keeps the order: every waiter
      * takes its place there at once. */
-    if (wait_ms && !fair_on(lock) && !handle_owner_holds(lock) &&
-        wait_has_waiters(lock)) {
+    if (wait_ms && !fair_on(lock) && wait_has_waiters(lock) &&
+        !handle_owner_holds(lock)) {
         wait_arm(lock);
         rc = wait_park(lock, -1); /* no barging past our own waiters, but a
                                      re-entry never waits */
@@ -497,6 +501,7 @@ static void release_done(struct fanout *op, int status,
         return;
     }
     int ended = status == HILOCK_ENOTOWNER || (status == 0 && left == 0);
+    int alone = handle_holds_alone(lock); /* before hold_end forgets it */
     lock->hold.unreleased = engine_transient(status);
     /* A release that failed otherwise (timed out, connection lost) gives
      * the hold up too: it is most likely applied anyway (it is resent while
@@ -504,10 +509,12 @@ static void release_done(struct fanout *op, int status,
      * renews it, or the handle's next acquisition drops it. */
     if (ended || (lock->hold.count > 0 && --lock->hold.count == 0))
         hold_end(lock);
-    if (ended)
-        hold_share_end(lock); /* twins of this owner counted on it too */
-    else if (status == 0)
+    if (ended) {
+        if (!alone)
+            hold_share_end(lock); /* twins of this owner counted on it */
+    } else if (status == 0) {
         hold_share_lease(lock, op->sent_ms, handle_hold_lease(lock));
+    }
     /* A quiet one that failed may have freed the lock too: the head here
      * looks, or the message goes. */
     if (quiet && (status != 0 || left == 0))

@@ -12,21 +12,12 @@ void reentry_init(struct reentry *g, void (*teardown)(void *arg), void *arg)
     g->arg = arg;
 }
 
-HILOCK_HOT
-void reentry_enter(struct reentry *g)
+HILOCK_COLD
+int reentry_run(struct reentry *g)
 {
-    g->depth++;
-}
-
-HILOCK_HOT
-int reentry_leave(struct reentry *g)
-{
-    if (--g->depth == 0 && g->closing) {
-        g->depth = 1; /* what the teardown fires must not re-enter it */
-        g->teardown(g->arg);
-        return 1;
-    }
-    return 0;
+    g->depth = 1; /* what the teardown fires must not re-enter it */
+    g->teardown(g->arg);
+    return 1;
 }
 
 int reentry_close(struct reentry *g)
@@ -36,7 +27,5 @@ int reentry_close(struct reentry *g)
     g->closing = 1;
     if (g->depth > 0)
         return 0;
-    g->depth = 1;
-    g->teardown(g->arg);
-    return 1;
+    return reentry_run(g);
 }

@@ -18,10 +18,21 @@ struct reentry {
 };
 
 void reentry_init(struct reentry *g, void (*teardown)(void *arg), void *arg);
-void reentry_enter(struct reentry *g);
+/* Run the teardown asked for (the outermost leave does). Returns 1. */
+int reentry_run(struct reentry *g);
+
+/* Every reply and timer brackets its work with these two: inline. */
+static inline void reentry_enter(struct reentry *g)
+{
+    g->depth++;
+}
+
 /* Returns nonzero when it ran the teardown: the caller must touch nothing
  * of the client afterwards. */
-int reentry_leave(struct reentry *g);
+static inline int reentry_leave(struct reentry *g)
+{
+    return --g->depth == 0 && g->closing ? reentry_run(g) : 0;
+}
 /* Ask for the teardown: now when no callback runs, else at the outermost
  * leave. Returns nonzero when it ran now. */
 int reentry_close(struct reentry *g);

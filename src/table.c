@@ -76,28 +76,6 @@ void table_remove(struct table *t, struct table_node *n)
     t->count--;
 }
 
-/* The first node from n on (n included) with hash. */
-static struct table_node *with_hash(struct table_node *n, uint32_t hash)
-{
-    while (n && n->hash != hash)
-        n = n->next;
-    return n;
-}
-
-HILOCK_HOT
-struct table_node *table_first(const struct table *t, uint32_t hash)
-{
-    if (!t->nbuckets)
-        return NULL;
-    return with_hash(t->buckets[hash & (t->nbuckets - 1)], hash);
-}
-
-HILOCK_HOT
-struct table_node *table_next(const struct table_node *n)
-{
-    return with_hash(n->next, n->hash);
-}
-
 void table_each(struct table *t, void (*fn)(struct table_node *n, void *arg),
                 void *arg)
 {

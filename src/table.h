@@ -36,10 +36,30 @@ void table_free(struct table *t);
 int table_insert(struct table *t, struct table_node *n, uint32_t hash);
 /* Remove n, which must be in t. */
 void table_remove(struct table *t, struct table_node *n);
+/* The first node from n on (n included) with hash, or NULL. */
+static inline struct table_node *table_with_hash(struct table_node *n,
+                                                 uint32_t hash)
+{
+    while (n && n->hash != hash)
+        n = n->next;
+    return n;
+}
+
 /* The first node with hash, or NULL; table_next() gives the next one with
- * the same hash. The caller compares the keys. */
-struct table_node *table_first(const struct table *t, uint32_t hash);
-struct table_node *table_next(const struct table_node *n);
+ * the same hash. The caller compares the keys. Inline: a lock and release
+ * pair looks up a few tables. */
+static inline struct table_node *table_first(const struct table *t,
+                                             uint32_t hash)
+{
+    if (!t->nbuckets)
+        return NULL;
+    return table_with_hash(t->buckets[hash & (t->nbuckets - 1)], hash);
+}
+
+static inline struct table_node *table_next(const struct table_node *n)
+{
+    return table_with_hash(n->next, n->hash);
+}
 /* Call fn(node, arg) on every node; fn may remove the node it is given. */
 void table_each(struct table *t, void (*fn)(struct table_node *n, void *arg),
                 void *arg);
