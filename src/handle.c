@@ -12,6 +12,49 @@
 
 #include "hot.h"
 
+static uint32_t owner_hash(const struct hilock_lock *lock)
+{
+    uint64_t h = lock->name_hash ^ (lock->owner_tag * 0x9e3779b97f4a7c15u);
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+/* Whether h is of lock's name and owner. */
+static int same_owner(const struct hilock_lock *h,
+                      const struct hilock_lock *lock)
+{
+    return h->owner_tag == lock->owner_tag && h->name_len == lock->name_len &&
+           memcmp(h->name, lock->name, lock->name_len) == 0;
+}
+
+/* Put lock, which holds, in eng->owners, where its twins look: its hold
+ * began while it was solo. Without memory its twins go unseen. */
+static void owners_list(struct hilock_lock *lock)
+{
+    if (table_insert(&lock->eng->owners, &lock->owner_node,
+                     owner_hash(lock)) == 0)
+        lock->in_owners = 1;
+}
+
+/* Enter new handle lock in eng->handles: it is solo when no handle of its
+ * name and owner is there, and those that are stop being solo (one that
+ * holds goes in eng->owners now). Returns 0, or -1 without memory. */
+static int handles_enter(struct hilock_lock *lock)
+{
+    struct table *t = &lock->eng->handles;
+    lock->solo = 1;
+    for (struct table_node *n = table_first(t, owner_hash(lock)); n;
+         n = table_next(n)) {
+        struct hilock_lock *h = TABLE_ENTRY(n, struct hilock_lock, handle_node);
+        if (!same_owner(h, lock))
+            continue;
+        lock->solo = 0;
+        if (h->solo && h->holding)
+            owners_list(h);
+        h->solo = 0;
+    }
+    return table_insert(t, &lock->handle_node, owner_hash(lock));
+}
+
 struct hilock_lock *handle_new(struct engine *eng, const char *name,
                                size_t len, uint64_t owner_tag,
                                const struct kind_ops *kind)
@@ -30,6 +73,10 @@ struct hilock_lock *handle_new(struct engine *eng, const char *name,
     memcpy(lock->name, name, len);
     lock->name_hash = table_hash(name, len, 0);
     lock->slot = (uint16_t)topo_slot(eng->topo, name, len);
+    if (handles_enter(lock) != 0) {
+        free(lock);
+        return NULL;
+    }
     LIST_INSERT_HEAD(&eng->locks, lock, link);
     return lock;
 }
@@ -44,6 +91,7 @@ void handle_ref(struct hilock_lock *lock)
 static void handle_unlink(struct hilock_lock *lock)
 {
     handle_hold_end(lock);
+    table_remove(&lock->eng->handles, &lock->handle_node);
     LIST_REMOVE(lock, link);
     if (lock->waiting) {
         event_del(&lock->waiting->timer);
@@ -134,12 +182,6 @@ void handle_wire_member(const struct hilock_lock *lock,
     put_be32(member + 12, lock->pending.wait_id);
 }
 
-static uint32_t owner_hash(const struct hilock_lock *lock)
-{
-    uint64_t h = lock->name_hash ^ (lock->owner_tag * 0x9e3779b97f4a7c15u);
-    return (uint32_t)(h ^ (h >> 32));
-}
-
 static struct hilock_lock *twin_from(struct table_node *n,
                                      const struct hilock_lock *lock);
 
@@ -150,15 +192,16 @@ static struct hilock_lock *twin_from(struct table_node *n,
 HILOCK_HOT
 int handle_hold_begin(struct hilock_lock *lock)
 {
-    if (lock->in_owners)
+    if (lock->holding)
         return 1;
+    lock->holding = 1;
+    if (lock->solo)
+        return 0; /* no twin to find, none to look for it */
     struct hilock_lock *t =
         twin_from(table_first(&lock->eng->owners, owner_hash(lock)), lock);
     for (; t; t = twin_from(table_next(&t->owner_node), lock))
         t->twinned = lock->twinned = 1;
-    if (table_insert(&lock->eng->owners, &lock->owner_node,
-                     owner_hash(lock)) == 0)
-        lock->in_owners = 1; /* without memory its twins go unseen */
+    owners_list(lock);
     return lock->twinned;
 }
 
@@ -168,15 +211,8 @@ void handle_hold_end(struct hilock_lock *lock)
     if (lock->in_owners)
         table_remove(&lock->eng->owners, &lock->owner_node);
     lock->in_owners = 0;
+    lock->holding = 0;
     lock->twinned = 0;
-}
-
-/* Whether h is of lock's name and owner. */
-static int same_owner(const struct hilock_lock *h,
-                      const struct hilock_lock *lock)
-{
-    return h->owner_tag == lock->owner_tag && h->name_len == lock->name_len &&
-           memcmp(h->name, lock->name, lock->name_len) == 0;
 }
 
 /* The next handle from table node n on that holds lock's name for lock's
@@ -203,6 +239,8 @@ static struct hilock_lock *twin_from(struct table_node *n,
 HILOCK_HOT
 int handle_field_shared(const struct hilock_lock *lock)
 {
+    if (lock->solo)
+        return 0; /* no other handle of its name and owner */
     struct table_node *n = table_first(&lock->eng->owners, owner_hash(lock));
     for (; n; n = table_next(n)) {
         struct hilock_lock *h = TABLE_ENTRY(n, struct hilock_lock, owner_node);
@@ -216,6 +254,8 @@ int handle_field_shared(const struct hilock_lock *lock)
 HILOCK_HOT
 int handle_owner_holds(const struct hilock_lock *lock)
 {
+    if (lock->solo)
+        return lock->holding;
     return twin_from(table_first(&lock->eng->owners, owner_hash(lock)),
                      lock) != NULL;
 }
@@ -230,6 +270,8 @@ size_t handle_twins(struct hilock_lock *lock,
         out[0] = lock;
         return 1;
     }
+    if (lock->solo)
+        return 0; /* it does not hold, and no other handle exists */
     struct hilock_lock *h =
         twin_from(table_first(&lock->eng->owners, owner_hash(lock)), lock);
     for (; h && n < HANDLE_TWINS_MAX;

@@ -159,6 +159,25 @@ START_TEST(twins_taking_a_free_lock_together_count_two_holds)
 }
 END_TEST
 
+/* A handle made while another handle of its owner holds the lock (alone
+ * until then): its acquire counts a second hold, and the first release
+ * leaves that hold in place, as with twins made before. */
+START_TEST(twin_made_while_the_lock_is_held_keeps_its_hold)
+{
+    struct hilock_lock *x = tu_lock(a, "late-twin", 3);
+    tu_client_ready(a);
+    tu_assert_status(tu_acquire(x, 0, 20000, NULL), 0);
+    struct hilock_lock *y = tu_lock(a, "late-twin", 3);
+    tu_assert_status(tu_acquire(y, 0, 20000, NULL), 0);
+    ck_assert_int_eq(tu_holds("late-twin", a, 3), 2);
+    tu_assert_status(tu_release(x, NULL), 0);
+    ck_assert_int_eq(tu_holds("late-twin", a, 3), 1);
+    ck_assert_uint_eq(hilock_lock_hold_count(y), 1);
+    tu_assert_status(tu_release(y, NULL), 0);
+    ck_assert_int_eq(tu_exists("late-twin"), 0);
+}
+END_TEST
+
 /* Re-entry runs the script; the first release of two runs it too, the
  * last one goes plain. */
 START_TEST(reentry_and_its_releases_keep_the_count)
@@ -333,6 +352,7 @@ static Suite *plain_suite(void)
     tcase_add_test(tc, free_lock_taken_and_given_back_without_a_script);
     tcase_add_test(tc, busy_lock_goes_on_as_the_script_and_waits);
     tcase_add_test(tc, twins_taking_a_free_lock_together_count_two_holds);
+    tcase_add_test(tc, twin_made_while_the_lock_is_held_keeps_its_hold);
     tcase_add_test(tc, reentry_and_its_releases_keep_the_count);
     tcase_add_test(tc, plain_release_after_expiry_leaves_the_new_owner_alone);
     tcase_add_loop_test(tc, acl_without_the_commands_falls_back_to_scripts, 0,
