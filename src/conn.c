@@ -105,7 +105,7 @@ static void due_arm(struct conn *conn, uint64_t now_us)
  * end, where a deadline of the request timeout from now belongs (a moved
  * request may walk back further). Arms the timer when r comes first. */
 HILOCK_HOT
-static void due_insert(struct req *r, uint64_t now_us)
+static inline void due_insert(struct req *r, uint64_t now_us)
 {
     struct conn *conn = r->conn;
     struct req *p = TAILQ_LAST(&conn->due, req_list);

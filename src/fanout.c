@@ -370,7 +370,8 @@ static void decode(struct fanout *op, size_t i, int status, int plain,
         res->status = plain
                           ? reply_release_plain(rep, &res->count, &res->heard)
                           : reply_release(rep, &res->count, &res->heard);
-        if (res->status == 0) /* one node: fair mode is not for Redlock */
+        if (res->status == 0 && !plain) /* a plain reply hands nothing;
+                                           fair mode is not for Redlock */
             op->handed = (uint8_t)reply_release_handoff(rep, &op->handoff);
         break;
     case OP_KIND_MULTI_ACQUIRE:

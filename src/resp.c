@@ -18,18 +18,6 @@
 #include "hot.h"
 
 HILOCK_HOT
-void resp_init(struct resp_buf *b, char *inline_data, size_t inline_cap)
-{
-    b->data = inline_data;
-    b->inline_data = inline_data;
-    b->cap = inline_cap;
-    b->inline_cap = inline_cap;
-    b->len = 0;
-    b->failed = 0;
-    b->words = 0;
-    b->declared = 0;
-}
-
 void resp_reset(struct resp_buf *b)
 {
     b->len = 0;
@@ -38,16 +26,11 @@ void resp_reset(struct resp_buf *b)
     b->declared = 0;
 }
 
-HILOCK_HOT
-void resp_free(struct resp_buf *b)
+void resp_free_heap(struct resp_buf *b)
 {
-    if (b->data != b->inline_data)
-        free(b->data);
+    free(b->data);
     b->data = b->inline_data;
     b->cap = b->inline_cap;
-    b->len = 0;
-    b->words = 0;
-    b->declared = 0;
 }
 
 /* Make room for n more bytes plus the terminating NUL; on failure mark the

@@ -35,11 +35,28 @@ struct resp_part {
 #define RESP_NOMEM 1
 #define RESP_BROKEN 2
 
-void resp_init(struct resp_buf *b, char *inline_data, size_t inline_cap);
+/* Start b empty on inline_data (inline: every request does). */
+static inline void resp_init(struct resp_buf *b, char *inline_data,
+                             size_t inline_cap)
+{
+    *b = (struct resp_buf){.data = inline_data,
+                           .cap = inline_cap,
+                           .inline_data = inline_data,
+                           .inline_cap = inline_cap};
+}
 /* Forget the content, keep the storage for the next command. */
 void resp_reset(struct resp_buf *b);
-/* Release heap storage, if any. */
-void resp_free(struct resp_buf *b);
+/* Release heap storage, if any (a command that did not fit inline). */
+void resp_free_heap(struct resp_buf *b);
+/* Release heap storage, if any; b is empty on its inline storage after. */
+static inline void resp_free(struct resp_buf *b)
+{
+    if (b->data != b->inline_data)
+        resp_free_heap(b);
+    b->len = 0;
+    b->words = 0;
+    b->declared = 0;
+}
 
 /* Append the array header for argc arguments. */
 void resp_array(struct resp_buf *b, size_t argc);
