@@ -458,8 +458,7 @@ int lock_release(struct hilock_lock *lock, uint32_t drop, struct user_cb cb)
     lock->pending.cb = cb;
     lock->pending.fanout = op;
     fanout_submit(op, 0);
-    if (lock->pending.quiet)
-        wait_quiet_sent(lock); /* the next holder's attempt follows */
+    wait_release_sent(lock, lock->pending.quiet);
     return 0;
 }
 

@@ -21,7 +21,19 @@
  * waiters in other processes, which are still being woken. The release
  * script reports how many subscribers heard the release; when some of them
  * are elsewhere, this client's head waits WAIT_HANDOFF_YIELD_MS before its
- * retry. With no waiters elsewhere, nothing is delayed.
+ * retry. With no waiters elsewhere, nothing is delayed. The yield ends
+ * early when as many release messages came from elsewhere as there were
+ * other subscribers: each ends another process's turn, so every other
+ * process had one (with two processes on a name, each would otherwise sit
+ * out the other's yield in turn, the lock free meanwhile). This client's
+ * subscriptions hear its own release message too, before or after its
+ * answer: the messages counted when the release was sent, plus one per
+ * subscription, are its echoes, not news from elsewhere. An echo wakes
+ * nobody: the answer does, yield or not (an echo ahead of the answer
+ * would let the head take the lock before the answer could tell it to
+ * stand back; one after it would send the head's retry again). An echo
+ * ahead of an answer arms the head's timer for a yield's length, in case
+ * the answer is lost.
  *
  * Quiet releases: a release of a name with a waiter here publishes no
  * message (on one node, see release.lua), and this client's head waiter's
@@ -71,6 +83,11 @@ struct wait_queue {
     uint8_t wake_pending;            /* woken while the head's retry was out */
     uint8_t polls;                   /* polls in a row while unsubscribed */
     uint64_t yield_until;            /* ms: no retry before (see above) */
+    uint32_t heard;                  /* release messages so far */
+    uint32_t echoes_end;             /* heard at this client's last echo */
+    uint8_t answer_due;              /* a release sent, not answered yet */
+    uint32_t others_left;            /* messages from elsewhere that end
+                                        the yield */
     unsigned local_streak;           /* own releases in a row (see above) */
     uint8_t owed;                    /* quiet release not yet taken up */
     struct waiter_list waiters;      /* FIFO */
@@ -240,8 +257,20 @@ void wait_on_message(struct engine *eng, enum sub_kind kind,
 {
     struct wait_queue *q =
         queue_find(eng, kind, name, len, table_hash(name, len, 0));
-    if (q)
-        queue_wake(q);
+    if (!q)
+        return;
+    q->heard++;
+    if ((int32_t)(q->heard - q->echoes_end) <= 0) {
+        /* this client's own release: its answer wakes the head */
+        if (q->answer_due) {
+            struct timeval tv = clock_tv(WAIT_HANDOFF_YIELD_MS);
+            evtimer_add(&q->timer, &tv);
+        }
+        return;
+    }
+    if (q->others_left > 0 && --q->others_left == 0)
+        q->yield_until = 0; /* every other process had its turn */
+    queue_wake(q);
 }
 
 /* How long the hold of hand-off h lasts, in this client's clock: until
@@ -471,8 +500,10 @@ void wait_released(struct hilock_lock *lock, int64_t heard)
     struct wait_queue *q = queue_of(lock);
     if (!q)
         return;
+    size_t mine = listening(q);
     q->owed = 0; /* everyone listening heard it */
-    if (heard <= (int64_t)listening(q)) {
+    q->answer_due = 0;
+    if (heard <= (int64_t)mine) {
         q->local_streak = 0;
     } else if (++q->local_streak >= WAIT_LOCAL_STREAK_MAX) {
         /* Waiters in other processes heard this release. The releasing
@@ -480,6 +511,7 @@ void wait_released(struct hilock_lock *lock, int64_t heard)
          * the lock; standing back lets the lock move between processes. */
         q->local_streak = 0;
         q->yield_until = clock_now_ms() + WAIT_HANDOFF_YIELD_MS;
+        q->others_left = (uint32_t)(heard - (int64_t)mine);
     }
     queue_wake(q);
 }
@@ -499,12 +531,19 @@ static int head_trying(const struct wait_queue *q)
     return first && first->lock->pending.fanout;
 }
 
-void wait_quiet_sent(struct hilock_lock *lock)
+void wait_release_sent(struct hilock_lock *lock, int quiet)
 {
     struct wait_queue *q = queue_of(lock);
     struct timeval now = {0, 0};
     if (!q)
         return;
+    if (!quiet) {
+        if ((int32_t)(q->echoes_end - q->heard) < 0)
+            q->echoes_end = q->heard; /* no echo of an earlier one due */
+        q->echoes_end += (uint32_t)listening(q);
+        q->answer_due = 1;
+        return;
+    }
     if (head_trying(q))
         q->wake_pending = 1; /* it got there first: again at its answer */
     else

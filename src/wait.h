@@ -42,10 +42,11 @@ void wait_released(struct hilock_lock *lock, int64_t heard);
  * waiter of this client is next on the name, and the streak of releases
  * that keep the lock in this process is not at its end (see wait.c). */
 int wait_quiet_ok(const struct hilock_lock *lock);
-/* A quiet release of lock's name was sent: the name's head waiter's
- * attempt follows it on the loop's next turn (after it on the
- * connection), without waiting for its answer. */
-void wait_quiet_sent(struct hilock_lock *lock);
+/* A release of lock's name was sent by the handle's own call. Quiet: the
+ * name's head waiter's attempt follows it on the loop's next turn (after
+ * it on the connection), without waiting for its answer. Else its message
+ * is on the way to this client's subscriptions too (see wait.c). */
+void wait_release_sent(struct hilock_lock *lock, int quiet);
 /* This client's quiet release of lock's name is answered with status: the
  * head's attempt sent after it takes the lock; after a failure (it may
  * have freed the lock all the same) the head looks again. With no waiter

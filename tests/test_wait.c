@@ -18,10 +18,19 @@
 #include "testutil.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "proxy.h"
 
 #define MAX_WAITERS 50
+
+/* The monotonic clock in us (the library's yield is a few ms). */
+static long long now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 #define WAITER_LEASE_MS 10000 /* before tu_ms() */
 #define HOLDER_LEASE_MS 30000 /* before tu_ms() */
 
@@ -32,6 +41,8 @@ struct waiter {
     int acq_calls;
     int acq_status;
     long long acq_at_ms;
+    long long acq_at_us; /* now_us() */
+    long long rel_at_us;
     int rel_calls;
     int rel_status;
     int rel_rc; /* hilock_lock_release's return, issued in the callback */
@@ -44,12 +55,18 @@ static int served;             /* acquisitions, all waiters */
 static int holding;            /* local holders right now */
 static int overlaps;           /* acquisitions while another was held */
 
-static void setup(void)
+/* The waiters' records, cleared. */
+static void setup_round(void)
 {
-    tu_setup_pair(&a, &b);
     memset(ws, 0, sizeof ws);
     memset(order, 0, sizeof order);
     served = holding = overlaps = 0;
+}
+
+static void setup(void)
+{
+    tu_setup_pair(&a, &b);
+    setup_round();
 }
 
 static void teardown(void)
@@ -81,6 +98,7 @@ static void on_released(struct hilock_lock *lock, int status,
     (void)res;
     w->rel_calls++;
     w->rel_status = status;
+    w->rel_at_us = now_us();
     holding--;
 }
 
@@ -94,6 +112,7 @@ static void on_acquired(struct hilock_lock *lock, int status,
     w->acq_calls++;
     w->acq_status = status;
     w->acq_at_ms = tu_now_ms();
+    w->acq_at_us = now_us();
     if (status != 0)
         return;
     if (holding > 0)
@@ -478,6 +497,49 @@ START_TEST(every_streak_of_quiet_releases_ends_with_a_message)
 }
 END_TEST
 
+/* The stand-back after a streak (WAIT_HANDOFF_YIELD_MS, 2, in wait.c; a
+ * clock of ms makes it 1 to 2 ms) ends once every other process waiting
+ * had its turn: with two, b's release ends a's yield. Else the lock stays
+ * free while a sits out the rest of it, and the next turn waits for its
+ * end, at every hand-off between the two. */
+START_TEST(the_other_process_releasing_ends_the_yield)
+{
+    enum { HERE = QUIET_IN_A_ROW + 2, B = HERE };
+    int checked = 0;
+    for (int round = 0; round < 5 && !checked; round++) {
+        char name[16];
+        snprintf(name, sizeof name, "turns%d", round);
+        setup_round();
+        struct hilock_lock *h = hold(name);
+        start_waiters(a, name, 0, HERE, (uint64_t)tu_ms(5000));
+        start_waiters(b, name, B, B + 1, (uint64_t)tu_ms(5000));
+        await_numsub(channel_of(name), 2, "the waiters never subscribed");
+        tu_client_ready(a);
+        tu_client_ready(b); /* answered after the busy replies: parked */
+        tu_assert_status(tu_release(h, NULL), 0);
+        ck_assert(tu_run_until_count(&served, HERE + 1, tu_ms(5000)));
+        ck_assert(tu_run_until_count(&ws[HERE - 1].rel_calls, 1, tu_ms(2000)));
+        tu_run_quiet();
+        /* a's streak, b's turn after its message, then a's next */
+        static const int want[] = {0, 1, 2, B, 3, 4};
+        ck_assert_int_eq(served, HERE + 1);
+        for (int i = 0; i < HERE + 1; i++)
+            ck_assert_int_eq(order[i], want[i]);
+        long long yield_from = ws[QUIET_IN_A_ROW - 1].rel_at_us;
+        /* only a machine fast enough to fit b's turn well inside the
+         * yield can tell (not under valgrind) */
+        if (ws[B].rel_at_us - yield_from > 400)
+            continue;
+        checked = 1;
+        ck_assert_msg(ws[QUIET_IN_A_ROW].acq_at_us - yield_from < 1000,
+                      "a's next turn came %lld us after its yield began, "
+                      "b's release %lld us after it",
+                      ws[QUIET_IN_A_ROW].acq_at_us - yield_from,
+                      ws[B].rel_at_us - yield_from);
+    }
+}
+END_TEST
+
 START_TEST(quiet_release_whose_waiter_left_publishes_after_all)
 {
     struct hilock_lock *h;
@@ -678,6 +740,7 @@ static Suite *wait_suite(void)
     tcase_set_timeout(quiet, 30);
     tcase_add_test(quiet, release_to_a_waiter_of_its_own_publishes_nothing);
     tcase_add_test(quiet, every_streak_of_quiet_releases_ends_with_a_message);
+    tcase_add_test(quiet, the_other_process_releasing_ends_the_yield);
     tcase_add_test(quiet, quiet_release_whose_waiter_left_publishes_after_all);
     tcase_add_test(quiet, quiet_release_of_a_plain_hold_is_one_hdel);
     tcase_add_test(quiet, quiet_release_and_the_next_attempt_go_together);
