@@ -129,7 +129,7 @@ void grant_late(struct fanout *op, size_t i, const struct op_result *res)
 
 void grant_cleanup(struct hilock_lock *lock, uint32_t drop, int node)
 {
-    struct fanout *op = kind_release_new(lock, drop, node, cleanup_done);
+    struct fanout *op = kind_release_new(lock, drop, node, 0, cleanup_done);
     if (op)
         fanout_submit(op, 0);
 }

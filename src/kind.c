@@ -28,7 +28,8 @@ struct kind_call kind_call(struct hilock_lock *lock, struct fanout *op,
 
 HILOCK_HOT
 struct fanout *kind_release_new(struct hilock_lock *lock, uint32_t drop,
-                                int node, fanout_done_fn *done)
+                                int node, uint64_t now_us,
+                                fanout_done_fn *done)
 {
     struct engine *eng = lock->eng;
     struct fanout *op =
@@ -36,6 +37,7 @@ struct fanout *kind_release_new(struct hilock_lock *lock, uint32_t drop,
     if (!op)
         return NULL;
     op->drop = drop;
+    op->sent_ms = now_us / 1000u;
     lock->kind->encode_release(lock, op, drop, ++eng->seq);
     handle_attach(lock, op);
     return op;

@@ -113,8 +113,11 @@ struct kind_call kind_call(struct hilock_lock *lock, struct fanout *op,
 const struct kind_ops *kind_of(enum lock_kind id);
 /* A release of drop holds (permits) of lock's owner on every node (node
  * < 0) or on one, as a request id of its own (resending it is harmless),
- * attached to lock, not submitted. NULL: no memory. */
+ * attached to lock, not submitted. now_us: the clock as the caller read it
+ * to submit it with (0: not read), op->sent_ms for the encoder until then.
+ * NULL: no memory. */
 struct fanout *kind_release_new(struct hilock_lock *lock, uint32_t drop,
-                                int node, fanout_done_fn *done);
+                                int node, uint64_t now_us,
+                                fanout_done_fn *done);
 
 #endif

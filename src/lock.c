@@ -451,13 +451,15 @@ int lock_release(struct hilock_lock *lock, uint32_t drop, struct user_cb cb)
         return HILOCK_EINVAL;
     if (lock->pending.what != PENDING_NONE)
         return HILOCK_EINPROGRESS;
-    struct fanout *op = kind_release_new(lock, drop, -1, release_done);
+    /* One clock read for the hold's validity (plain.c) and the send. */
+    uint64_t now_us = clock_now_us();
+    struct fanout *op = kind_release_new(lock, drop, -1, now_us, release_done);
     if (!op)
         return HILOCK_ENOMEM;
     lock->pending.what = PENDING_RELEASE;
     lock->pending.cb = cb;
     lock->pending.fanout = op;
-    fanout_submit(op, 0);
+    fanout_submit_at(op, 0, now_us);
     wait_release_sent(lock, lock->pending.quiet);
     return 0;
 }

@@ -113,13 +113,19 @@ int plain_take(struct hilock_lock *lock, struct fanout *op, uint64_t rid)
     return 1;
 }
 
+/* The time now (ms), as the caller of kind_release_new read it for op. */
+static uint64_t now_ms(const struct fanout *op)
+{
+    return op->sent_ms ? op->sent_ms : clock_now_ms();
+}
+
 HILOCK_HOT
 int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
                struct fanout *op, uint32_t drop, int quiet)
 {
     if (!plain_ok(lock) || drop != 1 || lock->hold.count != 1 ||
         lock->hold.unreleased || lock->twinned ||
-        clock_now_ms() >= lock->wd.valid_until ||
+        now_ms(op) >= lock->wd.valid_until ||
         handle_field_shared(lock) || !fair_plain_ok(lock))
         return 0;
     const char *publish = quiet ? NULL : topo_publish(lock->eng->topo);
