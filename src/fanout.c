@@ -305,6 +305,7 @@ static inline void part_ready(const struct fanout *op, struct req *r,
 
 /* Send the node requests of op, on several masters, each with the
  * deadline its master's health allows (vote_ms). */
+HILOCK_OUTLINE
 static void submit_each(struct fanout *op, uint32_t timeout_ms,
                         uint64_t now_us)
 {

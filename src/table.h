@@ -51,7 +51,7 @@ static inline struct table_node *table_with_hash(struct table_node *n,
 static inline struct table_node *table_first(const struct table *t,
                                              uint32_t hash)
 {
-    if (!t->nbuckets)
+    if (!t->count) /* no bucket array either before the first insert */
         return NULL;
     return table_with_hash(t->buckets[hash & (t->nbuckets - 1)], hash);
 }
