@@ -634,6 +634,11 @@ static void part_done(struct req *r, int status, redisReply *reply)
         resent_release(op, &op->res[i]);
     if (wants_wait(op, i) && wait_send(op, i, r->conn) == 0)
         return; /* counted when WAIT answers */
+    if (op->n == 1 && op->done) { /* part_counted's first case, inline */
+        op->got[0] = 1;
+        decided(op, op->res[0].status, &op->res[0]);
+        return;
+    }
     part_counted(op, i, status);
 }
 
