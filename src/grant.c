@@ -45,14 +45,12 @@ static int reentered(const struct hilock_lock *lock, const struct fanout *op)
     return 0;
 }
 
-int grant_fence(struct hilock_lock *lock, struct fanout *op,
-                const struct op_result *res, fanout_done_fn *done,
-                uint32_t timeout_ms)
+int grant_fence_masters(struct hilock_lock *lock, struct fanout *op,
+                        const struct op_result *res, fanout_done_fn *done,
+                        uint32_t timeout_ms)
 {
     struct engine *eng = lock->eng;
     size_t same = 0;
-    if (eng->nnodes == 1)
-        return 0;
     /* One above the largest token is fresh once a majority has it (any
      * token reported was on a majority, which meets this one). */
     op->token = res->token + (eng->opts->fencing && reentered(lock, op));

@@ -10,19 +10,6 @@ size_t quorum_of(size_t n)
     return n / 2 + 1;
 }
 
-int64_t quorum_validity(uint32_t lease_ms, uint64_t elapsed_ms)
-{
-    return (int64_t)lease_ms - (int64_t)elapsed_ms -
-           (int64_t)(lease_ms / 100 + 2);
-}
-
-HILOCK_HOT
-int64_t quorum_grant_left(uint32_t lease_ms, uint64_t sent_ms,
-                          uint64_t now_ms)
-{
-    return quorum_validity(lease_ms, now_ms > sent_ms ? now_ms - sent_ms : 0);
-}
-
 /* Counts over the results in so far. */
 struct tally {
     size_t got, ok, busy, notowner, wrongkind;

@@ -51,7 +51,11 @@ size_t quorum_of(size_t n);
 
 /* Time left of a lease_ms lease taken by requests sent elapsed_ms ago, after
  * the allowance for clock drift (lease/100 + 2 ms); <= 0: not valid. */
-int64_t quorum_validity(uint32_t lease_ms, uint64_t elapsed_ms);
+static inline int64_t quorum_validity(uint32_t lease_ms, uint64_t elapsed_ms)
+{
+    return (int64_t)lease_ms - (int64_t)elapsed_ms -
+           (int64_t)(lease_ms / 100 + 2);
+}
 
 /* The validity left at now_ms of a grant of a lease_ms lease by a request
  * sent at sent_ms: quorum_validity of the time between the two (none when
@@ -59,8 +63,11 @@ int64_t quorum_validity(uint32_t lease_ms, uint64_t elapsed_ms);
  * the grant was read, so it is no lock: the grant is undone and not
  * reported as acquired. Every grant is checked with it -- an acquire's
  * reply or quorum on any topology and kind with a lease, a hand-off. */
-int64_t quorum_grant_left(uint32_t lease_ms, uint64_t sent_ms,
-                          uint64_t now_ms);
+static inline int64_t quorum_grant_left(uint32_t lease_ms, uint64_t sent_ms,
+                                        uint64_t now_ms)
+{
+    return quorum_validity(lease_ms, now_ms > sent_ms ? now_ms - sent_ms : 0);
+}
 
 /* Decide an operation of kind over n nodes. res[i] is node i's result when
  * got[i]; Returns 1 with *out when the outcome is certain, else 0. A
