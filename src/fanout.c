@@ -212,12 +212,6 @@ static struct req *first_part(const struct fanout *op)
     return NULL;
 }
 
-HILOCK_HOT
-struct resp_buf *fanout_cmd(struct fanout *op)
-{
-    return &first_part(op)->cmd;
-}
-
 struct resp_buf *fanout_cmd_at(struct fanout *op, size_t i)
 {
     return op->part[i] ? &op->part[i]->cmd : NULL;
@@ -229,16 +223,6 @@ void fanout_eval(struct fanout *op, enum script_id id)
     for (size_t i = 0; i < op->n; i++)
         if (op->part[i])
             node_eval(op->part[i], id);
-}
-
-HILOCK_HOT
-void fanout_plain(struct fanout *op, size_t split)
-{
-    for (size_t i = 0; i < op->n; i++)
-        if (op->part[i]) {
-            op->part[i]->plain.active = 1;
-            op->part[i]->plain.split = (uint32_t)split;
-        }
 }
 
 /* The node of member i, for its health (several masters only). */

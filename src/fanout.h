@@ -105,8 +105,15 @@ void fanout_pool_free(struct engine *eng);
  * for a renewal. NULL without memory or when the client is closing. */
 struct fanout *fanout_new(struct engine *eng, enum op_kind kind, int node,
                   unsigned slot, uint32_t nlocks, fanout_done_fn *done);
-/* The buffer to encode the command into (once, for every node). */
-struct resp_buf *fanout_cmd(struct fanout *op);
+/* The buffer to encode the command into (once, for every node): the first
+ * node request's. Inline, as fanout_plain: every lock and release asks. */
+static inline struct resp_buf *fanout_cmd(struct fanout *op)
+{
+    size_t i = 0;
+    while (i + 1 < op->n && !op->part[i])
+        i++;
+    return &op->part[i]->cmd;
+}
 /* Node i's own buffer, for a command that differs per node (NULL when
  * the operation does not go to node i); buffers left empty get a copy of
  * the first one's command. */
@@ -116,7 +123,14 @@ void fanout_eval(struct fanout *op, enum script_id id);
 /* Mark the command as plain, not a script (again: see above); split
  * nonzero: the buffer holds a second command from there on, and the two
  * go as one transaction (see conn.h). */
-void fanout_plain(struct fanout *op, size_t split);
+static inline void fanout_plain(struct fanout *op, size_t split)
+{
+    for (size_t i = 0; i < op->n; i++)
+        if (op->part[i]) {
+            op->part[i]->plain.active = 1;
+            op->part[i]->plain.split = (uint32_t)split;
+        }
+}
 /* Send it to its nodes, each with a deadline of timeout_ms (0: the
  * request timeout). */
 void fanout_submit(struct fanout *op, uint32_t timeout_ms);
