@@ -34,6 +34,8 @@ struct waiting {
     struct hilock_lock *lock;
     struct wait_queue *queue;        /* NULL: not parked */
     TAILQ_ENTRY(waiting) link;       /* in queue->waiters */
+    uint32_t news_mark;              /* its name's news when the acquire
+                                        began (wait.c) */
 };
 
 /* The sub-structs below keep their flags in the bits their numbers leave

@@ -372,7 +372,7 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
     lock->pending.wait_id = (uint32_t)++lock->eng->seq;
     /* In fair mode the queue in Redis keeps the order: every waiter
      * takes its place there at once. */
-    if (wait_ms && !fair_on(lock) && wait_has_waiters(lock) &&
+    if (wait_ms && wait_look(lock) && !fair_on(lock) &&
         !handle_owner_holds(lock)) {
         wait_arm(lock);
         rc = wait_park(lock, -1); /* no barging past our own waiters, but a

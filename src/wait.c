@@ -45,7 +45,19 @@
  * streak, as they would lose those races anyway. Until a waiter here takes
  * the lock after a quiet release, the queue owes the release message: the
  * queue's last waiter leaving without the lock (its wait timed out or was
- * cancelled while the attempt was lost) has it published. */
+ * cancelled while the attempt was lost) has it published.
+ *
+ * Lingering (fair mode): when a name's last waiter leaves, its queue and
+ * subscriptions stay WAIT_LINGER_MS, so that a process that waits on a
+ * hot name again and again neither subscribes each time nor sends the
+ * retry that each new subscription's confirmation costs. (Without fair
+ * mode, every release would reach the lingering subscriptions too: more
+ * messages for Redis to send, for little.) A queue counts its news: release
+ * messages not its own, confirmations, and hand-offs (fair mode) to no
+ * waiter parked here. An acquire that may wait notes the count before its
+ * attempt, and its park after the busy answer retries at once when news
+ * came in between: a release (or a hand-off to it) that came before the
+ * answer found nobody parked to wake. */
 #include "wait.h"
 
 #include <stdlib.h>
@@ -67,6 +79,8 @@
  * waiters elsewhere heard it: a few loopback round trips, short enough to
  * cost little when nobody else takes the lock. */
 #define WAIT_HANDOFF_YIELD_MS 2
+/* How long a queue whose waiters all left keeps its subscriptions. */
+#define WAIT_LINGER_MS 500
 /* Releases in a row that may hand the lock to this client's own waiters
  * while others wait elsewhere: local hand-offs are cheaper (no process
  * switch), so a short streak buys throughput at a bounded cost in fairness. */
@@ -84,6 +98,7 @@ struct wait_queue {
     uint8_t polls;                   /* polls in a row while unsubscribed */
     uint64_t yield_until;            /* ms: no retry before (see above) */
     uint32_t heard;                  /* release messages so far */
+    uint32_t news;                   /* see above */
     uint32_t echoes_end;             /* heard at this client's last echo */
     uint8_t answer_due;              /* a release sent, not answered yet */
     uint32_t others_left;            /* messages from elsewhere that end
@@ -138,11 +153,18 @@ static struct wait_queue *lock_queue(struct engine *eng, const char *name,
     return queue_find(eng, SUB_RELEASE, name, len, table_hash(name, len, 0));
 }
 
-/* The queue lock waits in, if any. */
-static struct wait_queue *queue_of(const struct hilock_lock *lock)
+/* The queue of lock's name, lingering or not, if any. */
+static struct wait_queue *queue_any(const struct hilock_lock *lock)
 {
     return queue_find(lock->eng, lock->kind->channel, lock->name,
                       lock->name_len, lock->name_hash);
+}
+
+/* The queue lock's name has waiters in, if any. */
+static struct wait_queue *queue_of(const struct hilock_lock *lock)
+{
+    struct wait_queue *q = queue_any(lock);
+    return q && !TAILQ_EMPTY(&q->waiters) ? q : NULL;
 }
 
 static void on_queue_timer(evutil_socket_t fd, short what, void *arg);
@@ -222,15 +244,23 @@ int wait_has_waiters(const struct hilock_lock *lock)
     return queue_of(lock) != NULL;
 }
 
+HILOCK_HOT
+int wait_look(struct hilock_lock *lock)
+{
+    struct wait_queue *q = queue_any(lock);
+    lock->waiting->news_mark = q ? q->news : 0;
+    return q && !TAILQ_EMPTY(&q->waiters);
+}
+
 /* Let the head waiter retry now (or as soon as its retry in flight is
  * answered, or after the yield). */
 static void queue_wake(struct wait_queue *q)
 {
     uint64_t now = clock_now_ms();
     struct waiting *first = TAILQ_FIRST(&q->waiters);
-    event_del(&q->timer);
     if (!first)
-        return;
+        return; /* lingering: the timer is its end */
+    event_del(&q->timer);
     struct hilock_lock *head = first->lock;
     if (now < q->yield_until) {
         struct timeval tv = clock_tv(q->yield_until - now);
@@ -247,6 +277,10 @@ static void on_queue_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct wait_queue *q = arg;
     struct reentry *guard = q->eng->guard;
+    if (TAILQ_EMPTY(&q->waiters)) {
+        queue_drop(q); /* it lingered long enough */
+        return;
+    }
     reentry_enter(guard);
     queue_wake(q);
     reentry_leave(guard);
@@ -262,12 +296,13 @@ void wait_on_message(struct engine *eng, enum sub_kind kind,
     q->heard++;
     if ((int32_t)(q->heard - q->echoes_end) <= 0) {
         /* this client's own release: its answer wakes the head */
-        if (q->answer_due) {
+        if (q->answer_due && !TAILQ_EMPTY(&q->waiters)) {
             struct timeval tv = clock_tv(WAIT_HANDOFF_YIELD_MS);
             evtimer_add(&q->timer, &tv);
         }
         return;
     }
+    q->news++;
     if (q->others_left > 0 && --q->others_left == 0)
         q->yield_until = 0; /* every other process had its turn */
     queue_wake(q);
@@ -311,6 +346,8 @@ void wait_handed(struct engine *eng, const char *name, size_t len,
             break;
     if (w)
         eng->hooks.handed(w->lock, h->token, handoff_until(h));
+    else
+        q->news++; /* maybe to a waiter not parked yet (see above) */
 }
 
 static void arm_fallback(struct wait_queue *q, int64_t ttl_ms);
@@ -429,6 +466,14 @@ static void arm_fallback(struct wait_queue *q, int64_t ttl_ms)
     evtimer_add(&q->timer, &tv);
 }
 
+/* q, empty (new or lingering), gets w as its first waiter: the head
+ * retries at once on news that w's attempt may have missed (see above). */
+static void queue_revive(struct wait_queue *q, const struct waiting *w)
+{
+    event_del(&q->timer);
+    q->wake_pending = q->news != w->news_mark;
+}
+
 int wait_park(struct hilock_lock *lock, int64_t ttl_ms)
 {
     struct waiting *w = waiting_of(lock);
@@ -436,9 +481,11 @@ int wait_park(struct hilock_lock *lock, int64_t ttl_ms)
         return HILOCK_ENOMEM;
     struct wait_queue *q = w->queue;
     if (!q) {
-        q = queue_of(lock);
+        q = queue_any(lock);
         if (!q && !(q = queue_new(lock)))
             return HILOCK_ENOMEM;
+        if (TAILQ_EMPTY(&q->waiters))
+            queue_revive(q, w);
         w->queue = q;
         TAILQ_INSERT_TAIL(&q->waiters, w, link);
         stats_wait_begin(&lock->eng->stats, &w->parked_us);
@@ -452,6 +499,23 @@ int wait_park(struct hilock_lock *lock, int64_t ttl_ms)
         arm_fallback(q, ttl_ms);
     }
     return 0;
+}
+
+/* q's last waiter left: it lingers in fair mode (see above), its
+ * turn-taking state reset, else it goes. */
+static void queue_linger(struct wait_queue *q)
+{
+    struct timeval tv = clock_tv(WAIT_LINGER_MS);
+    if (!q->eng->listener) {
+        queue_drop(q);
+        return;
+    }
+    q->wake_pending = 0;
+    q->owed = 0;
+    q->local_streak = 0;
+    q->yield_until = 0;
+    q->others_left = 0;
+    evtimer_add(&q->timer, &tv);
 }
 
 void wait_end(struct hilock_lock *lock)
@@ -470,7 +534,7 @@ void wait_end(struct hilock_lock *lock)
         q->owed = 0;
     if (TAILQ_EMPTY(&q->waiters)) {
         int owed = q->owed;
-        queue_drop(q);
+        queue_linger(q);
         if (owed)
             lock->eng->hooks.owed(lock);
     } else if (was_head && lock->hold.count > 0 && !lock->kind->shared) {
@@ -497,12 +561,14 @@ void wait_hold_off(struct hilock_lock *lock, uint64_t ms)
 HILOCK_HOT
 void wait_released(struct hilock_lock *lock, int64_t heard)
 {
-    struct wait_queue *q = queue_of(lock);
+    struct wait_queue *q = queue_any(lock);
     if (!q)
         return;
+    q->answer_due = 0;
+    if (TAILQ_EMPTY(&q->waiters))
+        return; /* lingering */
     size_t mine = listening(q);
     q->owed = 0; /* everyone listening heard it */
-    q->answer_due = 0;
     if (heard <= (int64_t)mine) {
         q->local_streak = 0;
     } else if (++q->local_streak >= WAIT_LOCAL_STREAK_MAX) {
@@ -533,7 +599,7 @@ static int head_trying(const struct wait_queue *q)
 
 void wait_release_sent(struct hilock_lock *lock, int quiet)
 {
-    struct wait_queue *q = queue_of(lock);
+    struct wait_queue *q = queue_any(lock); /* quiet: it has waiters */
     struct timeval now = {0, 0};
     if (!q)
         return;

@@ -16,6 +16,10 @@ void waits_init(struct engine *eng);
 void waits_free(struct engine *eng);
 /* Nonzero when this client has waiters parked on lock's name. */
 int wait_has_waiters(const struct hilock_lock *lock);
+/* wait_has_waiters for an acquire that may wait (its deadline set), which
+ * notes how much news of its name came so far: its park after a busy
+ * answer retries at once when news came in between (see wait.c). */
+int wait_look(struct hilock_lock *lock);
 /* Set the deadline of lock's wait to wait_ms from now and arm its timer
  * (eng->hooks.wait_expired fires then). Returns 0 or HILOCK_ENOMEM. */
 int wait_begin(struct hilock_lock *lock, uint64_t wait_ms);

@@ -37,6 +37,7 @@ struct tp_pair {
     struct tp_pair *prev, *next;
     struct bufferevent *side[2]; /* 0: the client's, 1: upstream */
     bool draining;               /* one side ended: flush the other, close */
+    long nth;                    /* accepted as the nth (1: the first) */
 };
 
 struct tp_proxy {
@@ -51,6 +52,7 @@ struct tp_proxy {
     bool blackhole;
     bool refuse;
     bool hold_replies;
+    long hold_nth;  /* hold_replies on this pair alone; 0: on all */
     long pass_cmds; /* commands still let through to upstream; -1: all */
 };
 
@@ -116,7 +118,8 @@ static bool pair_pump(struct tp_pair *p, int i)
 {
     struct evbuffer *in = bufferevent_get_input(p->side[i]);
     if (evbuffer_get_length(in) == 0 || p->draining ||
-        (i == 1 && p->proxy->hold_replies))
+        (i == 1 && p->proxy->hold_replies &&
+         (p->proxy->hold_nth == 0 || p->proxy->hold_nth == p->nth)))
         return true;
     if (i == 1 && p->proxy->cut_armed) {
         p->proxy->cut_armed = false;
@@ -193,6 +196,7 @@ static void pair_new(struct tp_proxy *px, evutil_socket_t fd)
         return;
     }
     p->proxy = px;
+    p->nth = px->accepted;
     p->next = px->pairs;
     if (px->pairs)
         px->pairs->prev = p;
@@ -351,7 +355,13 @@ long tp_held_commands(const struct tp_proxy *px)
 
 void tp_hold_replies(struct tp_proxy *px, bool on)
 {
+    tp_hold_replies_of(px, 0, on);
+}
+
+void tp_hold_replies_of(struct tp_proxy *px, long nth, bool on)
+{
     px->hold_replies = on;
+    px->hold_nth = nth;
     for (struct tp_pair *p = px->pairs, *next; p && !on; p = next) {
         next = p->next;
         if (p->side[1])

@@ -75,6 +75,8 @@ long tp_held_commands(const struct tp_proxy *proxy);
  * pair, while the clients' bytes still flow: Redis applies the commands,
  * their replies are late. off: forward what was held, in order. */
 void tp_hold_replies(struct tp_proxy *proxy, bool on);
+/* tp_hold_replies on the nth connection accepted (1: the first) alone. */
+void tp_hold_replies_of(struct tp_proxy *proxy, long nth, bool on);
 
 /* on: accept new connections and close them at once (the client sees its
  * connect succeed, then the connection drop). Pairs already open stay. */

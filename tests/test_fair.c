@@ -384,6 +384,46 @@ START_TEST(test_lost_handoff_message_recovered)
 }
 END_TEST
 
+/* A client that waits on the name again soon keeps its subscriptions
+ * (they linger half a second): it subscribes nothing, and a hand-off to
+ * its new wait that arrives before the wait's busy answer (held here)
+ * is taken at once by a retry, not at the holder's lease's end. */
+START_TEST(test_waiting_again_keeps_the_subscriptions)
+{
+    struct waiter w1 = {1, {0}}, w2 = {1, {0}};
+    cl[0] = client(1, 0);
+    cl[1] = client(1, 1);
+    ck_assert_int_eq(tp_accepted(proxy), 1); /* the command connection */
+    struct hilock_lock *h = hold(cl[0], NULL);
+    struct hilock_lock *wl = tu_lock(cl[1], NAME, 1);
+    wait_queued(cl[1], wl, &w1, (uint64_t)tu_ms(LONG_MS),
+                (uint64_t)tu_ms(LONG_MS), 1);
+    ck_assert(tu_run_until_state(cl[1], HILOCK_STATE_PUBSUB_UP, tu_ms(2000)));
+    release_held(h);
+    granted(&w1, 1, 1);
+    release_held(wl);
+    long long subs = rs_cmdstat_calls(tu_srv, "subscribe");
+    long long evals = rs_cmdstat_calls(tu_srv, "evalsha");
+    h = hold(cl[0], NULL);
+    tp_hold_replies_of(proxy, 1, true);
+    ck_assert_int_eq(hilock_lock_acquire(wl, (uint64_t)tu_ms(LONG_MS),
+                                         (uint64_t)tu_ms(LONG_MS),
+                                         on_acquired, &w2),
+                     0);
+    ck_assert(tu_run_until_redis(1, tu_ms(2000), "LLEN", QUEUE, (char *)NULL));
+    release_held(h); /* handed to w2, heard before its busy answer */
+    tu_run_for(50);
+    ck_assert_int_eq(w2.r.calls, 0);
+    tp_hold_replies_of(proxy, 1, false);
+    granted(&w2, 1, 1);
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "subscribe") - subs, 0);
+    /* the hold, the attempt, the release and the retry */
+    ck_assert_int_eq(rs_cmdstat_calls(tu_srv, "evalsha") - evals, 4);
+    release_held(wl);
+    nothing_left();
+}
+END_TEST
+
 /* A waiter reads its hand-off only after the hand-off lease ran out (its
  * process stopped; here every byte of its client is held) and the next
  * waiter took the lock: it does not report the lock it no longer holds,
@@ -1104,6 +1144,7 @@ static Suite *fair_suite(void)
     tcase_add_test(tc, test_gone_waiter_skipped_after_deadline);
     tcase_add_test(tc, test_handoff_to_gone_client_expires);
     tcase_add_test(tc, test_lost_handoff_message_recovered);
+    tcase_add_test(tc, test_waiting_again_keeps_the_subscriptions);
     tcase_add_test(tc, test_late_handoff_is_not_a_grant);
     tcase_add_test(tc, test_handoff_after_timed_out_attempt_is_confirmed);
     tcase_add_test(tc, test_dead_waiters_cost_a_round_trip);

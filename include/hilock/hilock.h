@@ -635,7 +635,9 @@ struct hilock_stats {
                                    waiting for a connection, or sent */
     uint64_t waiters_parked;   /* acquires parked in a wait queue now */
     uint64_t subscriptions;    /* release (and fair hand-off) channels
-                                  confirmed subscribed now, per node */
+                                  confirmed subscribed now, per node (in
+                                  fair mode a name's stay half a second
+                                  after its last waiter left) */
     /* Histograms (see HILOCK_HIST_BUCKETS) and the sums of their values. */
     uint64_t wait_us[HILOCK_HIST_BUCKETS]; /* each wait, from parking to
                                   leaving the queue (acquired, timed out,
