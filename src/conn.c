@@ -56,6 +56,8 @@ struct conn *conn_of(const redisAsyncContext *ac)
     return ac->data;
 }
 
+#define REQ_HALF (offsetof(struct req, cmd) / 2)
+
 HILOCK_HOT
 struct req *req_new(struct conn *conn, req_done_fn *done)
 {
@@ -68,7 +70,10 @@ struct req *req_new(struct conn *conn, req_done_fn *done)
     } else if (!(r = malloc(sizeof(*r)))) {
         return NULL;
     }
-    memset(r, 0, offsetof(struct req, cmd));
+    /* In two halves: each is a few stores, where one call clearing the
+     * whole takes a slower string instruction. */
+    memset(r, 0, REQ_HALF);
+    memset((char *)r + REQ_HALF, 0, offsetof(struct req, cmd) - REQ_HALF);
     r->conn = conn;
     r->done = done;
     resp_init(&r->cmd, r->cmd_inline, sizeof(r->cmd_inline));
