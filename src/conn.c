@@ -305,8 +305,15 @@ void req_submit_at(struct req *r, uint32_t timeout_ms, uint64_t now_us)
         r->enomem = (uint8_t)r->cmd.failed;
         timeout_ms = 1;
     }
-    due_set(r, r->sent_us,
-            timeout_ms ? timeout_ms : r->conn->cfg->opts->request_timeout_ms);
+    if (timeout_ms == 0 && r->due == REQ_DUE_NONE) {
+        /* The request timeout, as due_set keeps it, without its checks. */
+        r->due_us =
+            now_us + (uint64_t)r->conn->cfg->opts->request_timeout_ms * 1000u;
+        due_insert(r, now_us);
+    } else {
+        due_set(r, now_us, timeout_ms ? timeout_ms
+                                      : r->conn->cfg->opts->request_timeout_ms);
+    }
     if (r->enomem) {
         r->where = REQ_QUEUED;
         TAILQ_INSERT_TAIL(&r->conn->queued, r, link);
