@@ -83,9 +83,7 @@ struct engine {
     uint64_t seq;                      /* request ids */
     uint64_t *rng;                     /* jitter (the client's seed) */
     struct lock_list locks;            /* every handle, for teardown */
-    struct table owners;               /* holding handles, name + owner,
-                                          but a solo one (handle.c) */
-    struct table handles;              /* every handle, name + owner */
+    struct table owners;               /* every handle, by name + owner */
     struct table waits;                /* wait queues by name */
     struct watchdog wd;
     struct engine_hooks hooks;

@@ -26,33 +26,20 @@ static int same_owner(const struct hilock_lock *h,
            memcmp(h->name, lock->name, lock->name_len) == 0;
 }
 
-/* Put lock, which holds, in eng->owners, where its twins look: its hold
- * began while it was solo. Without memory its twins go unseen. */
-static void owners_list(struct hilock_lock *lock)
+/* Enter new handle lock in eng->owners: it is solo when no handle of its
+ * name and owner is there, and those that are stop being solo. Returns
+ * 0, or -1 without memory. */
+static int owners_enter(struct hilock_lock *lock)
 {
-    if (table_insert(&lock->eng->owners, &lock->owner_node,
-                     owner_hash(lock)) == 0)
-        lock->in_owners = 1;
-}
-
-/* Enter new handle lock in eng->handles: it is solo when no handle of its
- * name and owner is there, and those that are stop being solo (one that
- * holds goes in eng->owners now). Returns 0, or -1 without memory. */
-static int handles_enter(struct hilock_lock *lock)
-{
-    struct table *t = &lock->eng->handles;
+    struct table *t = &lock->eng->owners;
     lock->solo = 1;
     for (struct table_node *n = table_first(t, owner_hash(lock)); n;
          n = table_next(n)) {
-        struct hilock_lock *h = TABLE_ENTRY(n, struct hilock_lock, handle_node);
-        if (!same_owner(h, lock))
-            continue;
-        lock->solo = 0;
-        if (h->solo && h->holding)
-            owners_list(h);
-        h->solo = 0;
+        struct hilock_lock *h = TABLE_ENTRY(n, struct hilock_lock, owner_node);
+        if (same_owner(h, lock))
+            lock->solo = h->solo = 0;
     }
-    return table_insert(t, &lock->handle_node, owner_hash(lock));
+    return table_insert(t, &lock->owner_node, owner_hash(lock));
 }
 
 struct hilock_lock *handle_new(struct engine *eng, const char *name,
@@ -73,7 +60,7 @@ struct hilock_lock *handle_new(struct engine *eng, const char *name,
     memcpy(lock->name, name, len);
     lock->name_hash = table_hash(name, len, 0);
     lock->slot = (uint16_t)topo_slot(eng->topo, name, len);
-    if (handles_enter(lock) != 0) {
+    if (owners_enter(lock) != 0) {
         free(lock);
         return NULL;
     }
@@ -91,7 +78,7 @@ void handle_ref(struct hilock_lock *lock)
 static void handle_unlink(struct hilock_lock *lock)
 {
     handle_hold_end(lock);
-    table_remove(&lock->eng->handles, &lock->handle_node);
+    table_remove(&lock->eng->owners, &lock->owner_node);
     LIST_REMOVE(lock, link);
     if (lock->waiting) {
         event_del(&lock->waiting->timer);
@@ -194,23 +181,19 @@ int handle_hold_begin(struct hilock_lock *lock)
 {
     if (lock->holding)
         return 1;
+    if (!lock->solo) {
+        struct hilock_lock *t = twin_from(
+            table_first(&lock->eng->owners, owner_hash(lock)), lock);
+        for (; t; t = twin_from(table_next(&t->owner_node), lock))
+            t->twinned = lock->twinned = 1;
+    }
     lock->holding = 1;
-    if (lock->solo)
-        return 0; /* no twin to find, none to look for it */
-    struct hilock_lock *t =
-        twin_from(table_first(&lock->eng->owners, owner_hash(lock)), lock);
-    for (; t; t = twin_from(table_next(&t->owner_node), lock))
-        t->twinned = lock->twinned = 1;
-    owners_list(lock);
     return lock->twinned;
 }
 
 HILOCK_HOT
 void handle_hold_end(struct hilock_lock *lock)
 {
-    if (lock->in_owners)
-        table_remove(&lock->eng->owners, &lock->owner_node);
-    lock->in_owners = 0;
     lock->holding = 0;
     lock->twinned = 0;
 }
@@ -223,7 +206,7 @@ static struct hilock_lock *holder_from(struct table_node *n,
 {
     for (; n; n = table_next(n)) {
         struct hilock_lock *h = TABLE_ENTRY(n, struct hilock_lock, owner_node);
-        if (h->kind == kind && same_owner(h, lock))
+        if (h->holding && h->kind == kind && same_owner(h, lock))
             return h;
     }
     return NULL;
@@ -244,7 +227,7 @@ int handle_field_shared(const struct hilock_lock *lock)
     struct table_node *n = table_first(&lock->eng->owners, owner_hash(lock));
     for (; n; n = table_next(n)) {
         struct hilock_lock *h = TABLE_ENTRY(n, struct hilock_lock, owner_node);
-        if (h->kind != lock->kind && h->kind->bare_field &&
+        if (h->holding && h->kind != lock->kind && h->kind->bare_field &&
             same_owner(h, lock))
             return 1;
     }

@@ -99,18 +99,16 @@ struct hilock_lock {
     uint32_t refs;                   /* handle + requests + renew batches */
     uint32_t name_hash;              /* table_hash of the name, once */
     struct table_node owner_node;    /* eng->owners */
-    struct table_node handle_node;   /* eng->handles */
     const struct kind_ops *kind;     /* what it takes (kind.h) */
     unsigned freeing : 1;            /* hilock_lock_free() was called, or
                                         the client is going */
     unsigned user_freed : 1;         /* hilock_lock_free() was called */
     unsigned holding : 1;            /* its hold began (handle.c) */
-    unsigned in_owners : 1;          /* in eng->owners */
     unsigned twinned : 1;            /* a twin held while it held */
     unsigned solo : 1;               /* no other handle of its name and
                                         owner was made since it was: it
-                                        has no twin to find or be found by,
-                                        and holds outside eng->owners */
+                                        has no twin to find or be found
+                                        by */
     unsigned waited : 1;             /* its hold came through a wait that
                                         went out (fair mode: it is given
                                         back by the fair script, which
@@ -199,10 +197,9 @@ static inline struct wire_lock handle_wire(const struct hilock_lock *lock)
     return w;
 }
 
-/* The owner's hold: a handle that holds enters the twins table (eng->owners;
- * a solo one only once a twin is made), and leaves it when its hold ends.
- * Begin returns whether the owner held already (through this handle or a
- * twin). */
+/* The owner's hold: every handle is in eng->owners from its making, where
+ * its twins find it while it holds. Begin returns whether the owner held
+ * already (through this handle or a twin). */
 int handle_hold_begin(struct hilock_lock *lock);
 void handle_hold_end(struct hilock_lock *lock);
 /* Nonzero when some handle of lock's name and owner holds. */
@@ -215,8 +212,7 @@ int handle_field_shared(const struct hilock_lock *lock);
  * (known without a lookup: see handle_hold_begin). */
 static inline int handle_holds_alone(const struct hilock_lock *lock)
 {
-    return lock->holding && !lock->twinned &&
-           (lock->solo || lock->in_owners);
+    return lock->holding && !lock->twinned;
 }
 /* Most twins handled at once. */
 #define HANDLE_TWINS_MAX 64

@@ -653,7 +653,6 @@ void lock_engine_init(struct engine *eng)
 {
     LIST_INIT(&eng->locks);
     table_init(&eng->owners);
-    table_init(&eng->handles);
     waits_init(eng);
     watchdog_init(eng);
     eng->hooks.attempt = hook_attempt;
@@ -682,7 +681,6 @@ void lock_engine_free(struct engine *eng)
     fanout_pool_free(eng);
     handle_free_all(eng);
     table_free(&eng->owners);
-    table_free(&eng->handles);
     waits_free(eng);
     watchdog_free(eng);
 }

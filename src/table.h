@@ -2,7 +2,7 @@
 /* table.h -- an intrusive chained hash table.
  *
  * The lock engine keeps several tables keyed by lock name (wait queues,
- * subscriptions, the handles that hold a name): the entries embed a
+ * subscriptions, the handles by name and owner): the entries embed a
  * struct table_node and carry their own keys; the table only chains nodes
  * by hash. Lookups walk the nodes of one hash and let the caller compare
  * keys. Nothing here allocates except the bucket array. */

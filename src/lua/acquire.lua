@@ -31,8 +31,11 @@
 -- yet (it would start again at 1, and the counter's MIGRATE would then
 -- fail).
 --
--- A caller that waits and finds the lock held while fair clients queue
--- on the name joins their queue (lib/fair.lua): an entry
+-- A caller that waits and finds the lock held with the queue's marker
+-- (fair clients queue on the name) joins their queue (lib/fair.lua),
+-- as it does when it finds the lock free and serves the queue first; a
+-- hold without the marker (a RESTORE's, or a Redisson client's, taken
+-- after the key and its marker expired) is busy like any other: an entry
 -- "plain:<owner field>" at the tail, its deadline in the owners hash. Its
 -- acquisition takes the entry out again and ends a turn it was given.
 -- While anyone queues, the lock hash keeps the field "hilock:queued", so
@@ -71,7 +74,7 @@
 --
 -- A free lock costs three calls (one more for a token, one more for a
 -- caller that waits): PTTL tells it free and is the reply for a held
--- one, which costs two (PTTL and HMGET; three for a caller that waits).
+-- one, which costs two (PTTL and HMGET) without the queue's marker.
 -- The queue's functions are defined only where a queue is met.
 local t = 0
 local f = ARGV[2]
@@ -106,8 +109,9 @@ if v[1] then
   if ARGV[3] == '1' then t = tonumber(redis.call('get', ARGV[4]) or '0') end
   return {n, t}
 end
-if not q or (p ~= -2 and not v[4] and
-              (wait == 0 or redis.call('exists', q) == 0)) then
+-- held without the marker: busy (a queue whose marker went with an
+-- expired key is met, and joined, when the lock is next found free)
+if not q or (p ~= -2 and not v[4]) then
   return p
 end
 -- a queue: the owners hash is declared last
