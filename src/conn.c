@@ -293,11 +293,12 @@ void req_submit(struct req *r, uint32_t timeout_ms)
     req_submit_at(r, timeout_ms, clock_now_us());
 }
 
-HILOCK_HOT
-void req_submit_at(struct req *r, uint32_t timeout_ms, uint64_t now_us)
+/* req_submit_at of a request that is not on the common path: a
+ * deadline of its own length, a command that failed to encode, or a
+ * deadline set already. */
+HILOCK_OUTLINE
+static void submit_other(struct req *r, uint32_t timeout_ms, uint64_t now_us)
 {
-    r->sent_us = now_us;
-    stats_request_sent(r->conn->cfg->stats);
     if (r->cmd.failed) {
         /* Encoding failed (out of memory, or a script call that broke its
          * contract): fail on the loop, not in the call. The request waits
@@ -305,20 +306,31 @@ void req_submit_at(struct req *r, uint32_t timeout_ms, uint64_t now_us)
         r->enomem = (uint8_t)r->cmd.failed;
         timeout_ms = 1;
     }
-    if (timeout_ms == 0 && r->due == REQ_DUE_NONE) {
-        /* The request timeout, as due_set keeps it, without its checks. */
-        r->due_us =
-            now_us + (uint64_t)r->conn->cfg->opts->request_timeout_ms * 1000u;
-        due_insert(r, now_us);
-    } else {
-        due_set(r, now_us, timeout_ms ? timeout_ms
-                                      : r->conn->cfg->opts->request_timeout_ms);
-    }
+    due_set(r, now_us,
+            timeout_ms ? timeout_ms : r->conn->cfg->opts->request_timeout_ms);
     if (r->enomem) {
         r->where = REQ_QUEUED;
         TAILQ_INSERT_TAIL(&r->conn->queued, r, link);
         return;
     }
+    send_now(r->conn, r);
+}
+
+/* The common path (the request timeout, a command encoded, no deadline
+ * yet) is kept short: the deadline goes straight to the connection's
+ * list, without due_set's checks. */
+HILOCK_HOT
+void req_submit_at(struct req *r, uint32_t timeout_ms, uint64_t now_us)
+{
+    r->sent_us = now_us;
+    stats_request_sent(r->conn->cfg->stats);
+    if (timeout_ms || r->cmd.failed || r->enomem || r->due != REQ_DUE_NONE) {
+        submit_other(r, timeout_ms, now_us);
+        return;
+    }
+    r->due_us =
+        now_us + (uint64_t)r->conn->cfg->opts->request_timeout_ms * 1000u;
+    due_insert(r, now_us);
     send_now(r->conn, r);
 }
 

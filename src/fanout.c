@@ -636,10 +636,12 @@ static void note_rid(struct fanout *op, size_t i, const struct req *r)
         op->rids[i] = r->plain.active ? op->rid : wire_rid_of(&r->cmd);
 }
 
-HILOCK_HOT
-static void part_done(struct req *r, int status, redisReply *reply)
+/* part_done in general: several masters, an undo, a resent request,
+ * a write to confirm with WAIT, a decided operation. */
+HILOCK_OUTLINE
+static void part_done_each(struct fanout *op, struct req *r, int status,
+                           redisReply *reply)
 {
-    struct fanout *op = r->submitter.ctx;
     size_t i = part_index(op, r);
     part_health(op, i, status);
     if (r->submitter.data == &part_undoing)
@@ -656,6 +658,23 @@ static void part_done(struct req *r, int status, redisReply *reply)
         return;
     }
     part_counted(op, i, status);
+}
+
+/* One node's reply (or end) for an operation not decided yet: decoded
+ * and decided at once; anything else takes part_done_each. */
+HILOCK_HOT
+static void part_done(struct req *r, int status, redisReply *reply)
+{
+    struct fanout *op = r->submitter.ctx;
+    if (op->n > 1 || !op->done || r->resent ||
+        r->submitter.data == &part_undoing || op->eng->opts->wait_replicas) {
+        part_done_each(op, r, status, reply);
+        return;
+    }
+    note_rid(op, 0, r);
+    decode(op, 0, status, r->plain.active, reply, &op->res[0]);
+    op->got[0] = 1;
+    decided(op, op->res[0].status, &op->res[0]);
 }
 
 static void part_late(struct req *r, redisReply *reply)
