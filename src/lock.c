@@ -497,6 +497,7 @@ static void release_done(struct fanout *op, int status,
     int quiet = lock->pending.quiet;
     lock->pending.fanout = NULL;
     lock->pending.quiet = 0;
+    wait_release_answered(lock, res && status == 0 ? res->heard : 0);
     if (!lock->kind->leased) {
         permits_released(lock, op, status, res);
         return;

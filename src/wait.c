@@ -27,13 +27,14 @@
  * process had one (with two processes on a name, each would otherwise sit
  * out the other's yield in turn, the lock free meanwhile). This client's
  * subscriptions hear its own release message too, before or after its
- * answer: the messages counted when the release was sent, plus one per
- * subscription, are its echoes, not news from elsewhere. An echo wakes
- * nobody: the answer does, yield or not (an echo ahead of the answer
- * would let the head take the lock before the answer could tell it to
- * stand back; one after it would send the head's retry again). An echo
- * ahead of an answer arms the head's timer for a yield's length, in case
- * the answer is lost.
+ * answer, and that echo is no news from elsewhere. So while a release of
+ * this client's is out, a message is only counted (and arms the head's
+ * timer for a yield's length, in case no answer wakes it); the answer
+ * says whether the release published (its heard count), and so how many
+ * of those messages, and of the ones still to come, are its echoes. An
+ * echo wakes nobody: the answer does, yield or not (an echo ahead of the
+ * answer would let the head take the lock before the answer could tell it
+ * to stand back; one after it would send the head's retry again).
  *
  * Quiet releases: a release of a name with a waiter here publishes no
  * message (on one node, see release.lua), and this client's head waiter's
@@ -97,10 +98,10 @@ struct wait_queue {
     uint8_t wake_pending;            /* woken while the head's retry was out */
     uint8_t polls;                   /* polls in a row while unsubscribed */
     uint64_t yield_until;            /* ms: no retry before (see above) */
-    uint32_t heard;                  /* release messages so far */
     uint32_t news;                   /* see above */
-    uint32_t echoes_end;             /* heard at this client's last echo */
-    uint8_t answer_due;              /* a release sent, not answered yet */
+    uint32_t answers_due;            /* releases sent, not answered */
+    uint32_t early;                  /* messages while one was out */
+    uint32_t echoes_due;             /* own messages still to come */
     uint32_t others_left;            /* messages from elsewhere that end
                                         the yield */
     unsigned local_streak;           /* own releases in a row (see above) */
@@ -286,6 +287,14 @@ static void on_queue_timer(evutil_socket_t fd, short what, void *arg)
     reentry_leave(guard);
 }
 
+/* A release message that is not this client's own came for q. */
+static void news_from_elsewhere(struct wait_queue *q)
+{
+    q->news++;
+    if (q->others_left > 0 && --q->others_left == 0)
+        q->yield_until = 0; /* every other process had its turn */
+}
+
 void wait_on_message(struct engine *eng, enum sub_kind kind,
                      const char *name, size_t len)
 {
@@ -293,18 +302,20 @@ void wait_on_message(struct engine *eng, enum sub_kind kind,
         queue_find(eng, kind, name, len, table_hash(name, len, 0));
     if (!q)
         return;
-    q->heard++;
-    if ((int32_t)(q->heard - q->echoes_end) <= 0) {
-        /* this client's own release: its answer wakes the head */
-        if (q->answer_due && !TAILQ_EMPTY(&q->waiters)) {
+    if (q->answers_due > 0) {
+        /* maybe this client's own release's: its answer tells */
+        q->early++;
+        if (!TAILQ_EMPTY(&q->waiters)) {
             struct timeval tv = clock_tv(WAIT_HANDOFF_YIELD_MS);
             evtimer_add(&q->timer, &tv);
         }
         return;
     }
-    q->news++;
-    if (q->others_left > 0 && --q->others_left == 0)
-        q->yield_until = 0; /* every other process had its turn */
+    if (q->echoes_due > 0) {
+        q->echoes_due--; /* its answer woke the head */
+        return;
+    }
+    news_from_elsewhere(q);
     queue_wake(q);
 }
 
@@ -561,12 +572,9 @@ void wait_hold_off(struct hilock_lock *lock, uint64_t ms)
 HILOCK_HOT
 void wait_released(struct hilock_lock *lock, int64_t heard)
 {
-    struct wait_queue *q = queue_any(lock);
+    struct wait_queue *q = queue_of(lock);
     if (!q)
         return;
-    q->answer_due = 0;
-    if (TAILQ_EMPTY(&q->waiters))
-        return; /* lingering */
     size_t mine = listening(q);
     q->owed = 0; /* everyone listening heard it */
     if (heard <= (int64_t)mine) {
@@ -603,17 +611,35 @@ void wait_release_sent(struct hilock_lock *lock, int quiet)
     struct timeval now = {0, 0};
     if (!q)
         return;
-    if (!quiet) {
-        if ((int32_t)(q->echoes_end - q->heard) < 0)
-            q->echoes_end = q->heard; /* no echo of an earlier one due */
-        q->echoes_end += (uint32_t)listening(q);
-        q->answer_due = 1;
+    q->answers_due++;
+    if (!quiet)
         return;
-    }
     if (head_trying(q))
         q->wake_pending = 1; /* it got there first: again at its answer */
     else
         evtimer_add(&q->timer, &now); /* not inside the user's call */
+}
+
+void wait_release_answered(struct hilock_lock *lock, int64_t heard)
+{
+    struct wait_queue *q = queue_any(lock);
+    if (!q || q->answers_due == 0)
+        return; /* sent before the queue was made */
+    uint32_t mine = heard > 0 ? (uint32_t)listening(q) : 0;
+    uint32_t seen = q->early < mine ? q->early : mine;
+    q->answers_due--;
+    q->early -= seen;
+    q->echoes_due += mine - seen;
+    if (q->answers_due > 0 || q->early == 0)
+        return; /* the next answer may claim the rest */
+    for (; q->early > 0; q->early--)
+        news_from_elsewhere(q);
+    /* the head looks on the loop's next turn, unless the news of this
+     * answer wakes it first (queue_wake takes the timer back) */
+    if (!TAILQ_EMPTY(&q->waiters)) {
+        struct timeval now = {0, 0};
+        evtimer_add(&q->timer, &now);
+    }
 }
 
 void wait_passed(struct hilock_lock *lock, int status)

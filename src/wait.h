@@ -51,6 +51,10 @@ int wait_quiet_ok(const struct hilock_lock *lock);
  * it on the connection), without waiting for its answer. Else its message
  * is on the way to this client's subscriptions too (see wait.c). */
 void wait_release_sent(struct hilock_lock *lock, int quiet);
+/* That release's answer came: heard subscribers got its message (0: it
+ * published none, or failed). Called once for every release sent, before
+ * the other news of its answer. */
+void wait_release_answered(struct hilock_lock *lock, int64_t heard);
 /* This client's quiet release of lock's name is answered with status: the
  * head's attempt sent after it takes the lock; after a failure (it may
  * have freed the lock all the same) the head looks again. With no waiter

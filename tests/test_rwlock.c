@@ -185,10 +185,17 @@ START_TEST(a_waiting_writer_is_not_starved_by_overlapping_readers)
     tu_assert_status(cw.status, 0);
     ck_assert_int_eq(c2.calls, 0);
     ck_assert_int_eq(tu_exists("hilock_rwlock_writer:{hot}"), 0);
+    long long let_go = tu_now_ms();
     tu_assert_status(tu_release(w, NULL), 0);
     ck_assert(tu_run_until_count(&c2.calls, 1, tu_ms(3000)));
     tu_assert_status(c2.status, 0);
     ck_assert_msg(c2.at_ms >= cw.at_ms, "the reader went first");
+    /* woken by the writer's release message, not by its fallback (r1's
+     * releases, the first of which published nothing, must not make it
+     * take that message for an echo of its own) */
+    ck_assert_msg(c2.at_ms - let_go < tu_ms(1000),
+                  "the reader took the lock %lld ms after the release",
+                  c2.at_ms - let_go);
     tu_assert_status(tu_release(r2, NULL), 0);
 }
 END_TEST
