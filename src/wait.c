@@ -28,13 +28,13 @@
  * out the other's yield in turn, the lock free meanwhile). This client's
  * subscriptions hear its own release message too, before or after its
  * answer, and that echo is no news from elsewhere. So while a release of
- * this client's is out, a message is only counted (and arms the head's
- * timer for a yield's length, in case no answer wakes it); the answer
- * says whether the release published (its heard count), and so how many
- * of those messages, and of the ones still to come, are its echoes. An
- * echo wakes nobody: the answer does, yield or not (an echo ahead of the
- * answer would let the head take the lock before the answer could tell it
- * to stand back; one after it would send the head's retry again).
+ * this client's is out, a message is only counted; the answer (which
+ * always comes, if only as a time-out) says whether the release published
+ * (its heard count), and so how many of those messages, and of the ones
+ * still to come, are its echoes. An echo wakes nobody: the answer does,
+ * yield or not (an echo ahead of the answer would let the head take the
+ * lock before the answer could tell it to stand back; one after it would
+ * send the head's retry again).
  *
  * Quiet releases: a release of a name with a waiter here publishes no
  * message (on one node, see release.lua), and this client's head waiter's
@@ -303,12 +303,7 @@ void wait_on_message(struct engine *eng, enum sub_kind kind,
     if (!q)
         return;
     if (q->answers_due > 0) {
-        /* maybe this client's own release's: its answer tells */
-        q->early++;
-        if (!TAILQ_EMPTY(&q->waiters)) {
-            struct timeval tv = clock_tv(WAIT_HANDOFF_YIELD_MS);
-            evtimer_add(&q->timer, &tv);
-        }
+        q->early++; /* maybe this client's own: the answer tells */
         return;
     }
     if (q->echoes_due > 0) {
