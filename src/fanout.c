@@ -45,8 +45,7 @@ static void fanout_maybe_free(struct fanout *op)
         return;
     if (op->fini)
         op->fini(op);
-    if (op->renew)
-        free(op->renew);
+    free(op->renew);
     if (eng->fanout_pool_len < OP_POOL_MAX && !eng->guard->closing) {
         op->data = eng->fanout_pool;
         eng->fanout_pool = op;
@@ -652,11 +651,6 @@ static void part_done_each(struct fanout *op, struct req *r, int status,
         resent_release(op, &op->res[i]);
     if (wants_wait(op, i) && wait_send(op, i, r->conn) == 0)
         return; /* counted when WAIT answers */
-    if (op->n == 1 && op->done) { /* part_counted's first case, inline */
-        op->got[0] = 1;
-        decided(op, op->res[0].status, &op->res[0]);
-        return;
-    }
     part_counted(op, i, status);
 }
 

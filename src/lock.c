@@ -503,7 +503,6 @@ static void release_done(struct fanout *op, int status,
         return;
     }
     int ended = status == HILOCK_ENOTOWNER || (status == 0 && left == 0);
-    int alone = handle_holds_alone(lock); /* before hold_end forgets it */
     lock->hold.unreleased = engine_transient(status);
     /* A release that failed otherwise (timed out, connection lost) gives
      * the hold up too: it is most likely applied anyway (it is resent while
@@ -511,12 +510,10 @@ static void release_done(struct fanout *op, int status,
      * renews it, or the handle's next acquisition drops it. */
     if (ended || (lock->hold.count > 0 && --lock->hold.count == 0))
         hold_end(lock);
-    if (ended) {
-        if (!alone)
-            hold_share_end(lock); /* twins of this owner counted on it */
-    } else if (status == 0) {
+    if (ended)
+        hold_share_end(lock); /* twins of this owner counted on it too */
+    else if (status == 0)
         hold_share_lease(lock, op->sent_ms, handle_hold_lease(lock));
-    }
     /* A quiet one that failed may have freed the lock too: the head here
      * looks, or the message goes. */
     if (quiet && (status != 0 || left == 0))
