@@ -33,12 +33,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/adapters/libevent.h>
 
 #include <hilock/hilock.h>
 
 /* src/, through the pure static library, not exported: the Lua text
  * hilock sends and the encoding of its script calls into RESP. */
+#include "adapter.h"
 #include "resp.h"
 #include "script.h"
 #include "wire.h"
@@ -269,9 +269,9 @@ static void c_on_released(redisAsyncContext *ac, void *reply, void *arg)
 /* Hand the encoded cmd to every raw context with fn as its callback, as
  * hilock does, so that the baseline carries no formatting cost hilock
  * avoids; then drop cmd's heap storage, if any. REDIS_OK or not. */
-/* The raw modes leave as hilock's requests do (conn.c): what was handed
- * to the contexts is written once the callbacks running now are done,
- * not on the loop's next poll. */
+/* The raw modes leave as hilock's requests do (conn.c), through the same
+ * event adapter (adapter.c): what was handed to the contexts is written
+ * once the callbacks running now are done, not on the loop's next poll. */
 static void on_raw_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct urun *u = arg;
@@ -279,7 +279,7 @@ static void on_raw_flush(evutil_socket_t fd, short what, void *arg)
     (void)what;
     u->flush_pending = 0;
     for (int j = 0; j < u->nac; j++)
-        redisAsyncHandleWrite(u->ac[j]);
+        adapter_write_now(u->ac[j]);
 }
 
 static void raw_sent(struct urun *u)
@@ -288,6 +288,13 @@ static void raw_sent(struct urun *u)
         u->flush_pending = 1;
         event_active(u->flush, 0, 1);
     }
+}
+
+static int raw_write_soon(redisAsyncContext *ac, void *arg)
+{
+    (void)ac;
+    raw_sent(arg);
+    return 1;
 }
 
 static int c_send(struct urun *u, struct resp_buf *cmd, size_t split,
@@ -600,8 +607,7 @@ static int ceiling_node(struct urun *u, int j, const char *host, int port)
     if (!u->ac[j] || u->ac[j]->err)
         return -1;
     u->ac[j]->data = (void *)(uintptr_t)j;
-    redisLibeventAttach(u->ac[j], u->base);
-    return 0;
+    return adapter_attach(u->ac[j], u->base, raw_write_soon, u);
 }
 
 /* The ceiling mode on the nodes of *ho (its masters, or its endpoint):

@@ -38,6 +38,7 @@
 #error "hilock is written for hiredis 0.14 and 1.x"
 #endif
 
+#include "adapter.h"
 #include "backoff.h"
 #include "clock.h"
 #include "conn_impl.h"
@@ -189,12 +190,12 @@ static int send_parts(struct conn *conn, struct req *r)
            send_cmd(conn, exec_cmd, sizeof(exec_cmd) - 1, r);
 }
 
-/* What is handed to hiredis waits in its buffer until the loop polls the
- * socket writable: one more pass through the loop, a poll and two changes
- * of the poll set, before a request leaves. flush_ev, made active with the
- * first request of a batch, writes the buffer as soon as the callbacks
- * running now are done, in the same pass: the batch still goes out in one
- * write, that much sooner. */
+/* What is handed to hiredis would wait in its buffer until the loop polls
+ * the socket writable: one more pass through the loop, a poll and two
+ * changes of the poll set, before a request leaves. flush_ev, made active
+ * with the first command of a batch (adapter.c asks conn_write_soon),
+ * writes the buffer as soon as the callbacks running now are done, in the
+ * same pass: the batch still goes out in one write, that much sooner. */
 void conn_on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *conn = arg;
@@ -205,7 +206,7 @@ void conn_on_flush(evutil_socket_t fd, short what, void *arg)
     conn->flush_pending = 0;
     conn->arrival_us = 0; /* the batch of replies was read before */
     if (conn->state == CONN_READY && conn->ac)
-        redisAsyncHandleWrite(conn->ac); /* may drop the connection */
+        adapter_write_now(conn->ac); /* may drop the connection */
     reentry_leave(re);
 }
 
@@ -216,6 +217,16 @@ static void flush_soon(struct conn *conn)
         conn->flush_pending = 1;
         event_active(&conn->flush_ev, 0, 1);
     }
+}
+
+int conn_write_soon(redisAsyncContext *ac, void *arg)
+{
+    struct conn *conn = ac->data;
+    (void)arg;
+    if (!conn || conn->state != CONN_READY)
+        return 0;
+    flush_soon(conn);
+    return 1;
 }
 
 /* When the replies hiredis is handing out now were read: the clock as the

@@ -8,7 +8,6 @@
  * Over TLS (tls.c) a PING goes first: its reply shows that the TLS
  * handshake passed, within the connect deadline. */
 #include <errno.h>
-#include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/sds.h>
@@ -16,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter.h"
 #include "clock.h"
 #include "conn.h"
 #include "conn_impl.h"
@@ -137,9 +137,12 @@ void conn_start(struct conn *conn)
     conn->tls_wait = 0;
     if (!err && conn->cfg->tls) /* a loopback handshake may fail at once */
         err = tls_attach(conn->cfg->tls, ac, ep->host, &conn->tls_session);
+    if (!err && adapter_attach(ac, conn->cfg->base, conn_write_soon, NULL))
+        err = HILOCK_ENOMEM;
     if (err) {
         conn_log_down(conn, err, "failed: %s",
-                 ac ? ac->errstr : "out of memory");
+                      ac && err != HILOCK_ENOMEM ? ac->errstr
+                                                 : "out of memory");
         if (ac)
             redisAsyncFree(ac);
         conn_backoff(conn);
@@ -151,7 +154,6 @@ void conn_start(struct conn *conn)
     if (guard_attach(ac, conn->sharded) != 0)
         conn_log(conn, HILOCK_LOG_WARN, "no reply guard");
     ac->data = conn;
-    redisLibeventAttach(ac, conn->cfg->base);
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     conn->ac = ac;
