@@ -33,11 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include <hilock/hilock.h>
 
-/* src/, through the pure static library, not exported: the Lua text
- * hilock sends and the encoding of its script calls into RESP. */
+/* src/, not exported: through the pure static library the Lua text
+ * hilock sends and the encoding of its script calls into RESP; compiled
+ * in, the event adapter of its connections. */
 #include "adapter.h"
 #include "resp.h"
 #include "script.h"
@@ -266,9 +266,6 @@ static void c_on_released(redisAsyncContext *ac, void *reply, void *arg)
         release_counted(arg, ac, release_freed(r, c_plain(arg)));
 }
 
-/* Hand the encoded cmd to every raw context with fn as its callback, as
- * hilock does, so that the baseline carries no formatting cost hilock
- * avoids; then drop cmd's heap storage, if any. REDIS_OK or not. */
 /* The raw modes leave as hilock's requests do (conn.c), through the same
  * event adapter (adapter.c): what was handed to the contexts is written
  * once the callbacks running now are done, not on the loop's next poll. */
@@ -297,6 +294,9 @@ static int raw_write_soon(redisAsyncContext *ac, void *arg)
     return 1;
 }
 
+/* Hand the encoded cmd to every raw context with fn as its callback, as
+ * hilock does, so that the baseline carries no formatting cost hilock
+ * avoids; then drop cmd's heap storage, if any. REDIS_OK or not. */
 static int c_send(struct urun *u, struct resp_buf *cmd, size_t split,
                   redisCallbackFn *fn, void *arg)
 {

@@ -249,10 +249,9 @@ HILOCK_HOT
 static void send_now(struct conn *conn, struct req *r)
 {
     if (conn->state == CONN_READY && send_parts(conn, r)) {
-        r->where = REQ_SENT;
+        r->where = REQ_SENT; /* written by flush_ev (conn_write_soon) */
         TAILQ_INSERT_TAIL(&conn->sent, r, link);
         (*conn->cfg->wire)++;
-        flush_soon(conn);
     } else {
         r->where = REQ_QUEUED;
         TAILQ_INSERT_TAIL(&conn->queued, r, link);
