@@ -193,7 +193,7 @@ static int send_parts(struct conn *conn, struct req *r)
 /* What is handed to hiredis would wait in its buffer until the loop polls
  * the socket writable: one more pass through the loop, a poll and two
  * changes of the poll set, before a request leaves. flush_ev, made active
- * with the first command of a batch (adapter.c asks conn_write_soon),
+ * with the first command of a batch (through the adapter, connect.c),
  * writes the buffer as soon as the callbacks running now are done, in the
  * same pass: the batch still goes out in one write, that much sooner. */
 void conn_on_flush(evutil_socket_t fd, short what, void *arg)
@@ -210,23 +210,12 @@ void conn_on_flush(evutil_socket_t fd, short what, void *arg)
     reentry_leave(re);
 }
 
-/* Make flush_ev run once the callbacks running now are done. */
-static void flush_soon(struct conn *conn)
+void conn_flush_soon(struct conn *conn)
 {
     if (!conn->flush_pending) {
         conn->flush_pending = 1;
         event_active(&conn->flush_ev, 0, 1);
     }
-}
-
-int conn_write_soon(redisAsyncContext *ac, void *arg)
-{
-    struct conn *conn = ac->data;
-    (void)arg;
-    if (!conn || conn->state != CONN_READY)
-        return 0;
-    flush_soon(conn);
-    return 1;
 }
 
 /* When the replies hiredis is handing out now were read: the clock as the
@@ -239,7 +228,7 @@ static uint64_t arrival_us(struct conn *conn)
 {
     if (!conn->arrival_us) {
         conn->arrival_us = clock_now_us();
-        flush_soon(conn);
+        conn_flush_soon(conn);
     }
     return conn->arrival_us;
 }
@@ -249,7 +238,7 @@ HILOCK_HOT
 static void send_now(struct conn *conn, struct req *r)
 {
     if (conn->state == CONN_READY && send_parts(conn, r)) {
-        r->where = REQ_SENT; /* written by flush_ev (conn_write_soon) */
+        r->where = REQ_SENT; /* written by flush_ev (see connect.c) */
         TAILQ_INSERT_TAIL(&conn->sent, r, link);
         (*conn->cfg->wire)++;
     } else {

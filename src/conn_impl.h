@@ -41,9 +41,8 @@ int conn_send_formatted(struct conn *conn, struct resp_buf *cmd,
 /* Cancel every request of l (conn_close); those inside hiredis become
  * orphans. */
 void conn_cancel_list(struct req_list *l);
-/* adapter.c's write_soon: a ready connection writes in this pass (ac's
- * data is its connection, NULL once it let ac go). */
-int conn_write_soon(struct redisAsyncContext *ac, void *arg);
+/* Make flush_ev run once the callbacks running now are done. */
+void conn_flush_soon(struct conn *conn);
 /* The loop callbacks of flush_ev and later_timer (set up by conn_init). */
 void conn_on_flush(evutil_socket_t fd, short what, void *arg);
 void conn_on_later(evutil_socket_t fd, short what, void *arg);

@@ -24,6 +24,19 @@
 
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg);
 
+/* The adapter's write_soon (adapter.h): a ready connection writes what
+ * hiredis holds with flush_ev, in this pass of the loop (conn.c); ac's
+ * data is its connection, NULL once the connection let ac go. */
+static int flush_for(redisAsyncContext *ac, void *arg)
+{
+    struct conn *conn = ac->data;
+    (void)arg;
+    if (!conn || conn->state != CONN_READY)
+        return 0;
+    conn_flush_soon(conn);
+    return 1;
+}
+
 void conn_init(struct conn *conn, const struct conn_config *cfg,
                const struct conn_endpoint *ep, const struct conn_hooks *hooks,
                void *owner, const char *what)
@@ -137,7 +150,7 @@ void conn_start(struct conn *conn)
     conn->tls_wait = 0;
     if (!err && conn->cfg->tls) /* a loopback handshake may fail at once */
         err = tls_attach(conn->cfg->tls, ac, ep->host, &conn->tls_session);
-    if (!err && adapter_attach(ac, conn->cfg->base, conn_write_soon, NULL))
+    if (!err && adapter_attach(ac, conn->cfg->base, flush_for, NULL))
         err = HILOCK_ENOMEM;
     if (err) {
         conn_log_down(conn, err, "failed: %s",
