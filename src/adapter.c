@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "hot.h"
+
 struct adapter {
     redisAsyncContext *ac;
     struct event rev;  /* persistent: hiredis always reads again */
@@ -20,6 +22,7 @@ struct adapter {
     uint8_t dead;    /* hiredis let go of it meanwhile: free on return */
 };
 
+HILOCK_HOT
 static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
     struct adapter *a = arg;
@@ -37,6 +40,7 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
     adapter_write_now(a->ac);
 }
 
+HILOCK_HOT
 static void add_read(void *arg)
 {
     struct adapter *a = arg;
@@ -49,6 +53,7 @@ static void del_read(void *arg)
     event_del(&a->rev);
 }
 
+HILOCK_HOT
 static void add_write(void *arg)
 {
     struct adapter *a = arg;
@@ -57,6 +62,7 @@ static void add_write(void *arg)
         event_add(&a->wev, NULL);
 }
 
+HILOCK_HOT
 static void del_write(void *arg)
 {
     struct adapter *a = arg;
@@ -123,6 +129,7 @@ int adapter_attach(redisAsyncContext *ac, struct event_base *base,
 /* While hiredis writes, a wish to write again (the socket took less than
  * the whole buffer) goes straight to the poll, and a cleanup leaves the
  * freeing to the end. */
+HILOCK_HOT
 void adapter_write_now(redisAsyncContext *ac)
 {
     struct adapter *a = ac->ev.data;

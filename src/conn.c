@@ -196,6 +196,7 @@ static int send_parts(struct conn *conn, struct req *r)
  * with the first command of a batch (through the adapter, connect.c),
  * writes the buffer as soon as the callbacks running now are done, in the
  * same pass: the batch still goes out in one write, that much sooner. */
+HILOCK_HOT
 void conn_on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *conn = arg;
@@ -210,6 +211,7 @@ void conn_on_flush(evutil_socket_t fd, short what, void *arg)
     reentry_leave(re);
 }
 
+HILOCK_HOT
 void conn_flush_soon(struct conn *conn)
 {
     if (!conn->flush_pending) {

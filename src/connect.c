@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "conn.h"
 #include "conn_impl.h"
+#include "hot.h"
 #include "reply_guard.h"
 #include "tls.h"
 
@@ -27,6 +28,7 @@ static void on_retry_timer(evutil_socket_t fd, short what, void *arg);
 /* The adapter's write_soon (adapter.h): a ready connection writes what
  * hiredis holds with flush_ev, in this pass of the loop (conn.c); ac's
  * data is its connection, NULL once the connection let ac go. */
+HILOCK_HOT
 static int flush_for(redisAsyncContext *ac, void *arg)
 {
     struct conn *conn = ac->data;
