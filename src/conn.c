@@ -57,8 +57,6 @@ struct conn *conn_of(const redisAsyncContext *ac)
     return ac->data;
 }
 
-#define REQ_HALF (offsetof(struct req, cmd) / 2)
-
 HILOCK_HOT
 struct req *req_new(struct conn *conn, req_done_fn *done)
 {
@@ -71,10 +69,7 @@ struct req *req_new(struct conn *conn, req_done_fn *done)
     } else if (!(r = malloc(sizeof(*r)))) {
         return NULL;
     }
-    /* In two halves: each is a few stores, where one call clearing the
-     * whole takes a slower string instruction. */
-    memset(r, 0, REQ_HALF);
-    memset((char *)r + REQ_HALF, 0, offsetof(struct req, cmd) - REQ_HALF);
+    hot_zero(r, offsetof(struct req, cmd));
     r->conn = conn;
     r->done = done;
     resp_init(&r->cmd, r->cmd_inline, sizeof(r->cmd_inline));

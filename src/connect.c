@@ -241,7 +241,7 @@ static int drain_step(redisAsyncContext *ac, int want_out, int ms)
     if (n <= 0)
         return -1;
     if (p.revents & POLLOUT)
-        redisAsyncHandleWrite(ac);
+        adapter_write_now(ac);
     if (p.revents & (POLLIN | POLLHUP | POLLERR))
         redisAsyncHandleRead(ac); /* may free ac: the caller checks */
     return 0;

@@ -511,11 +511,11 @@ int wait_park(struct hilock_lock *lock, int64_t ttl_ms)
  * turn-taking state reset, else it goes. */
 static void queue_linger(struct wait_queue *q)
 {
-    struct timeval tv = clock_tv(WAIT_LINGER_MS);
     if (!q->eng->listener) {
         queue_drop(q);
         return;
     }
+    struct timeval tv = clock_tv(WAIT_LINGER_MS);
     q->wake_pending = 0;
     q->owed = 0;
     q->local_streak = 0;
