@@ -28,7 +28,7 @@ static void part_fini(struct req *r);
 static size_t part_index(const struct fanout *op, const struct req *r)
 {
     size_t i = 0;
-    while (op->part[i] != r)
+    while (op->node[i].req != r)
         i++;
     return i;
 }
@@ -65,19 +65,17 @@ void fanout_pool_free(struct engine *eng)
     eng->fanout_pool_len = 0;
 }
 
-/* A zeroed operation, from the pool when it has one. Of its results by
+/* A zeroed operation, from the pool when it has one. Of the entries by
  * node only those of the client's nodes are zeroed (nothing reads past
- * op->n): on one node the results of the eight others are most of the
- * struct, and zeroing them costs more than the rest of fanout_new. The
- * smaller arrays by node come before them and are zeroed whole, in the
- * same call. handoff is left as it is: only a decoded reply that fills
- * it says so. */
+ * op->n): on one node the eight others are most of the struct, and
+ * zeroing them costs more than the rest of fanout_new. handoff is left as
+ * it is: only a decoded reply that fills it says so. */
 #define FANOUT_END(f) (offsetof(struct fanout, f) + sizeof(((struct fanout *)0)->f))
-_Static_assert(offsetof(struct fanout, handoff) - FANOUT_END(res) <
+_Static_assert(offsetof(struct fanout, handoff) - FANOUT_END(node) <
                        _Alignof(struct reply_handoff) &&
                    sizeof(struct fanout) - FANOUT_END(handoff) <
                        _Alignof(struct fanout),
-               "fanout_alloc zeroes every field but results past n and handoff");
+               "fanout_alloc zeroes every field but nodes past n and handoff");
 
 static struct fanout *fanout_alloc(struct engine *eng)
 {
@@ -86,17 +84,11 @@ static struct fanout *fanout_alloc(struct engine *eng)
         return calloc(1, sizeof(*op));
     eng->fanout_pool = op->data;
     eng->fanout_pool_len--;
-    if (eng->nnodes > 1) {
-        memset(op, 0, offsetof(struct fanout, res) +
-                          eng->nnodes * sizeof(op->res[0]));
-        return op;
-    }
-    /* One node: the fields before the arrays, and the arrays' one entry. */
-    hot_zero(op, offsetof(struct fanout, got));
-    op->got[0] = 0;
-    op->part[0] = NULL;
-    op->rids[0] = 0;
-    op->res[0] = (struct op_result){0};
+    if (eng->nnodes > 1)
+        memset(op, 0, offsetof(struct fanout, node) +
+                          eng->nnodes * sizeof(op->node[0]));
+    else
+        hot_zero(op, offsetof(struct fanout, node) + sizeof(op->node[0]));
     return op;
 }
 
@@ -174,7 +166,7 @@ static inline int part_new(struct fanout *op, size_t i)
     r->retry = 1;
     r->fini = part_fini;
     r->refresh = part_refresh;
-    op->part[i] = r;
+    op->node[i].req = r;
     op->live++;
     return 0;
 }
@@ -187,8 +179,8 @@ static struct fanout *fanout_fail(struct fanout *op)
     op->done = NULL;
     op->busy++;
     for (size_t i = 0; i < op->n; i++)
-        if (op->part[i])
-            req_complete(op->part[i], HILOCK_ENOMEM); /* never submitted */
+        if (op->node[i].req)
+            req_complete(op->node[i].req, HILOCK_ENOMEM); /* never submitted */
     op->busy--;
     fanout_maybe_free(op);
     return NULL;
@@ -217,8 +209,8 @@ struct fanout *fanout_new(struct engine *eng, enum op_kind kind, int node,
         return part_new(op, 0) == 0 ? op : fanout_fail(op);
     for (size_t i = 0; i < op->n; i++) {
         if (node >= 0 && (size_t)node != i) {
-            op->got[i] = 1; /* not asked: counts as no answer */
-            op->res[i].status = HILOCK_ECANCELED;
+            op->node[i].got = 1; /* not asked: counts as no answer */
+            op->node[i].res.status = HILOCK_ECANCELED;
             continue;
         }
         if (part_new(op, i) != 0)
@@ -231,22 +223,22 @@ struct fanout *fanout_new(struct engine *eng, enum op_kind kind, int node,
 static struct req *first_part(const struct fanout *op)
 {
     for (size_t i = 0; i < op->n; i++)
-        if (op->part[i])
-            return op->part[i];
+        if (op->node[i].req)
+            return op->node[i].req;
     return NULL;
 }
 
 struct resp_buf *fanout_cmd_at(struct fanout *op, size_t i)
 {
-    return op->part[i] ? &op->part[i]->cmd : NULL;
+    return op->node[i].req ? &op->node[i].req->cmd : NULL;
 }
 
 void fanout_eval(struct fanout *op, enum script_id id)
 {
     op->script = (uint8_t)(id + 1);
     for (size_t i = 0; i < op->n; i++)
-        if (op->part[i])
-            node_eval(op->part[i], id);
+        if (op->node[i].req)
+            node_eval(op->node[i].req, id);
 }
 
 /* The node of member i, for its health (several masters only). */
@@ -271,8 +263,8 @@ static uint32_t vote_ms(struct fanout *op, const struct req *r,
     int down = n && node_down(n);
     if (!n || (!down && !node_suspect(n)))
         return timeout_ms;
-    op->got[i] = 1;
-    op->res[i] = (struct op_result){.status = HILOCK_ECONN, .ttl_ms = -1};
+    op->node[i].got = 1;
+    op->node[i].res = (struct op_result){.status = HILOCK_ECONN, .ttl_ms = -1};
     return down ? 1 : node_vote_ms(n, timeout_ms);
 }
 
@@ -322,9 +314,9 @@ static void submit_each(struct fanout *op, uint32_t timeout_ms,
     size_t m = 0;
     /* Copy first: a submit may complete a request (no memory) at once. */
     for (size_t i = 0; i < op->n; i++)
-        if (op->part[i]) {
-            part_ready(op, op->part[i], first);
-            parts[m++] = op->part[i];
+        if (op->node[i].req) {
+            part_ready(op, op->node[i].req, first);
+            parts[m++] = op->node[i].req;
         }
     op->busy++;
     for (size_t i = 0; i < m; i++)
@@ -348,9 +340,9 @@ void fanout_submit_at(struct fanout *op, uint32_t timeout_ms,
     }
     /* One node: its one request (which a submit never completes at once),
      * no copy, no master's health to ask. */
-    assert(op->part[0]);
-    part_ready(op, op->part[0], op->part[0]);
-    req_submit_at(op->part[0], timeout_ms, now_us);
+    assert(op->node[0].req);
+    part_ready(op, op->node[0].req, op->node[0].req);
+    req_submit_at(op->node[0].req, timeout_ms, now_us);
 }
 
 /* Fill res from node i's reply rep (status 0) or status; plain: the reply
@@ -420,8 +412,8 @@ static void parts_final(struct fanout *op)
         return;
     int undo = op->undo && op->status != 0 && op->kind == OP_KIND_ACQUIRE;
     for (size_t i = 0; i < op->n; i++)
-        if (op->part[i])
-            op->part[i]->retry = (uint8_t)undo;
+        if (op->node[i].req)
+            op->node[i].req->retry = (uint8_t)undo;
 }
 
 /* Decide with status and result res (NULL: completed early). */
@@ -471,8 +463,8 @@ static int renewal_settled(const struct fanout *op)
 /* Whether node i answered a vote with a refusal (held elsewhere). */
 static int refused(const struct fanout *op, size_t i)
 {
-    int st = op->res[i].status;
-    return op->got[i] && (st == HILOCK_EBUSY || st == HILOCK_EWRONGKIND ||
+    int st = op->node[i].res.status;
+    return op->node[i].got && (st == HILOCK_EBUSY || st == HILOCK_EWRONGKIND ||
                           st == HILOCK_ENOTOWNER);
 }
 
@@ -502,19 +494,31 @@ static void hurry_rest(struct fanout *op)
         return;
     op->hurried = 1;
     for (size_t i = 0; i < op->n; i++)
-        if (!op->got[i] && op->part[i])
-            req_hurry(op->part[i], (uint32_t)grace);
+        if (!op->node[i].got && op->node[i].req)
+            req_hurry(op->node[i].req, (uint32_t)grace);
 }
 
-/* Count node i's answer (op->res[i]; status: its request's, nonzero when
+/* quorum_decide over op's nodes' answers. */
+static int decide(const struct fanout *op, struct op_result *out)
+{
+    struct op_result res[QUORUM_NODES_MAX];
+    unsigned char got[QUORUM_NODES_MAX];
+    for (size_t i = 0; i < op->n; i++) {
+        res[i] = op->node[i].res;
+        got[i] = op->node[i].got;
+    }
+    return quorum_decide(op->kind, op->n, res, got, out);
+}
+
+/* Count node i's answer (op->node[i].res; status: its request's, nonzero when
  * no reply came) towards the decision, or hand it to late when the
  * operation is decided already. */
 static void part_counted(struct fanout *op, size_t i, int status)
 {
     struct op_result out;
-    op->got[i] = 1;
+    op->node[i].got = 1;
     if (op->done && op->n == 1) { /* one node: its answer, as it is */
-        decided(op, op->res[0].status, &op->res[0]);
+        decided(op, op->node[0].res.status, &op->node[0].res);
         return;
     }
     if (!op->done) {
@@ -522,12 +526,12 @@ static void part_counted(struct fanout *op, size_t i, int status)
          * and a grant in it may have to be undone. */
         if (op->late) {
             op->busy++;
-            op->late(op, i, status ? NULL : &op->res[i]);
+            op->late(op, i, status ? NULL : &op->node[i].res);
             op->busy--;
         }
         return;
     }
-    if (quorum_decide(op->kind, op->n, op->res, op->got, &out))
+    if (decide(op, &out))
         decided(op, out.status, &out);
     else if (renewal_settled(op))
         decided(op, 0, &(struct op_result){.ttl_ms = -1});
@@ -554,9 +558,9 @@ static void wait_done(struct req *w, int status, redisReply *reply)
      * the undo goes out first, so that nothing sent when the failure is
      * told (the next attempt) overtakes it. On several, after the
      * decision, which may still be a success. */
-    struct op_result grant = op->res[i];
+    struct op_result grant = op->node[i].res;
     int undo = op->late && op->kind != OP_KIND_RENEW;
-    op->res[i].status = HILOCK_ENOREPLICA;
+    op->node[i].res.status = HILOCK_ENOREPLICA;
     if (op->renew)
         memset(op->renew + i * op->nlocks, RENEW_UNKNOWN, op->nlocks);
     op->busy++;
@@ -603,7 +607,7 @@ static int wait_send(struct fanout *op, size_t i, struct conn *conn)
 static int wants_wait(const struct fanout *op, size_t i)
 {
     return op->eng->opts->wait_replicas && op->done &&
-           op->res[i].status == 0 &&
+           op->node[i].res.status == 0 &&
            (op->kind == OP_KIND_ACQUIRE || op->kind == OP_KIND_RENEW ||
             op->kind == OP_KIND_MULTI_ACQUIRE);
 }
@@ -625,7 +629,7 @@ static void resent_release(const struct fanout *op, struct op_result *res)
 static void note_rid(struct fanout *op, size_t i, const struct req *r)
 {
     if (op->kind == OP_KIND_ACQUIRE)
-        op->rids[i] = r->plain.active ? op->rid : wire_rid_of(&r->cmd);
+        op->node[i].rid = r->plain.active ? op->rid : wire_rid_of(&r->cmd);
 }
 
 /* part_done in general: several masters, an undo, a resent request,
@@ -639,9 +643,9 @@ static void part_done_each(struct fanout *op, struct req *r, int status,
     if (r->submitter.data == &part_undoing)
         status = HILOCK_ECONN; /* the acquire's own reply was lost */
     note_rid(op, i, r);
-    decode(op, i, status, r->plain.active, reply, &op->res[i]);
+    decode(op, i, status, r->plain.active, reply, &op->node[i].res);
     if (r->resent)
-        resent_release(op, &op->res[i]);
+        resent_release(op, &op->node[i].res);
     if (wants_wait(op, i) && wait_send(op, i, r->conn) == 0)
         return; /* counted when WAIT answers */
     part_counted(op, i, status);
@@ -659,9 +663,9 @@ static void part_done(struct req *r, int status, redisReply *reply)
         return;
     }
     note_rid(op, 0, r);
-    decode(op, 0, status, r->plain.active, reply, &op->res[0]);
-    op->got[0] = 1;
-    decided(op, op->res[0].status, &op->res[0]);
+    decode(op, 0, status, r->plain.active, reply, &op->node[0].res);
+    op->node[0].got = 1;
+    decided(op, op->node[0].res.status, &op->node[0].res);
 }
 
 static void part_late(struct req *r, redisReply *reply)
@@ -685,7 +689,7 @@ HILOCK_HOT
 static void part_fini(struct req *r)
 {
     struct fanout *op = r->submitter.ctx;
-    op->part[part_index(op, r)] = NULL;
+    op->node[part_index(op, r)].req = NULL;
     op->live--;
     fanout_maybe_free(op);
 }
@@ -701,8 +705,8 @@ void fanout_complete(struct fanout *op, int status)
     parts_final(op);
     op->busy++;
     for (size_t i = 0; i < op->n; i++)
-        if (op->part[i])
-            req_complete(op->part[i], status);
+        if (op->node[i].req)
+            req_complete(op->node[i].req, status);
     done(op, status, NULL);
     op->busy--;
     fanout_maybe_free(op);
@@ -721,7 +725,7 @@ void fanout_drop(struct fanout *op)
 
 int fanout_node_ok(const struct fanout *op, size_t i)
 {
-    return op->got[i] && op->res[i].status == 0;
+    return op->node[i].got && op->node[i].res.status == 0;
 }
 
 int fanout_renew_at(const struct fanout *op, size_t i, size_t k)

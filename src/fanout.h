@@ -34,9 +34,18 @@ typedef void fanout_done_fn(struct fanout *op, int status,
  * drop. */
 typedef void fanout_late_fn(struct fanout *op, size_t i, const struct op_result *res);
 
-/* Hot fields first: on one node an operation's every field in use sits in
- * its first five cache lines (the arrays by node come last, and only their
- * first n entries are in use). */
+/* What an operation keeps about one node. */
+struct fanout_node {
+    struct req *req;       /* its request; NULL: recycled or not sent */
+    struct op_result res;  /* its answer, once got */
+    uint64_t rid;          /* an acquire: the request id the node answered
+                              (what undoing its grant names) */
+    unsigned char got;     /* answered (or counted as no answer) */
+};
+
+/* Hot fields first, then the nodes' entries (only the first n in use):
+ * on one node an operation's every field in use sits in its first four
+ * cache lines. */
 struct fanout {
     struct engine *eng;
     fanout_done_fn *done;         /* NULL once decided */
@@ -84,13 +93,7 @@ struct fanout {
                 struct op_result *res);
     unsigned char *renew;     /* renew: n rows of nlocks answers, then the
                                  combined row (see quorum_renew) */
-    /* By node (the first n entries). */
-    unsigned char got[QUORUM_NODES_MAX];
-    struct req *part[QUORUM_NODES_MAX]; /* NULL: recycled or not sent */
-    uint64_t rids[QUORUM_NODES_MAX]; /* an acquire: the request id each
-                                        node answered (what undoing its
-                                        grant names) */
-    struct op_result res[QUORUM_NODES_MAX];
+    struct fanout_node node[QUORUM_NODES_MAX]; /* by node: the first n */
     /* A fair release handed the lock to a waiter of this client (read
      * only when handed says so, which decoding it sets). */
     struct reply_handoff handoff;
@@ -110,9 +113,9 @@ struct fanout *fanout_new(struct engine *eng, enum op_kind kind, int node,
 static inline struct resp_buf *fanout_cmd(struct fanout *op)
 {
     size_t i = 0;
-    while (i + 1 < op->n && !op->part[i])
+    while (i + 1 < op->n && !op->node[i].req)
         i++;
-    return &op->part[i]->cmd;
+    return &op->node[i].req->cmd;
 }
 /* Node i's own buffer, for a command that differs per node (NULL when
  * the operation does not go to node i); buffers left empty get a copy of
@@ -126,9 +129,9 @@ void fanout_eval(struct fanout *op, enum script_id id);
 static inline void fanout_plain(struct fanout *op, size_t split)
 {
     for (size_t i = 0; i < op->n; i++)
-        if (op->part[i]) {
-            op->part[i]->plain.active = 1;
-            op->part[i]->plain.split = (uint32_t)split;
+        if (op->node[i].req) {
+            op->node[i].req->plain.active = 1;
+            op->node[i].req->plain.split = (uint32_t)split;
         }
 }
 /* Send it to its nodes, each with a deadline of timeout_ms (0: the

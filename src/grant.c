@@ -40,7 +40,7 @@ static int reentered(const struct hilock_lock *lock, const struct fanout *op)
     if (lock->hold.count > 0 || handle_owner_holds(lock))
         return 0;
     for (size_t i = 0; i < op->n; i++)
-        if (fanout_node_ok(op, i) && op->res[i].count > 1)
+        if (fanout_node_ok(op, i) && op->node[i].res.count > 1)
             return 1;
     return 0;
 }
@@ -55,7 +55,7 @@ int grant_fence_masters(struct hilock_lock *lock, struct fanout *op,
      * token reported was on a majority, which meets this one). */
     op->token = res->token + (eng->opts->fencing && reentered(lock, op));
     for (size_t i = 0; i < op->n; i++)
-        same += fanout_node_ok(op, i) && op->res[i].token == op->token;
+        same += fanout_node_ok(op, i) && op->node[i].res.token == op->token;
     if (!eng->opts->fencing || same >= quorum_of(op->n))
         return 0;
     struct wire_lock w = handle_wire(lock);
@@ -104,7 +104,7 @@ static void send_undo(struct hilock_lock *lock, const struct fanout *op,
     if (!u)
         return;
     u->drop = 1;
-    lock->kind->encode_undo(lock, u, op->rids[i], ++eng->seq);
+    lock->kind->encode_undo(lock, u, op->node[i].rid, ++eng->seq);
     handle_attach(lock, u);
     fanout_submit(u, undo_deadline_ms(lock));
 }
