@@ -51,6 +51,7 @@ struct contend_cfg {
      * why. Its callbacks count in acq_ and rel_issued/fired. */
     int probe_ms;
     int fair; /* hilock_options.fair: waiters queue, releases hand over */
+    int no_fencing; /* hilock_options.fencing off: no tokens to check */
     /* Each waiter takes a MultiLock over the lock and CONTEND_LOCK2
      * instead of the lock alone (MultiLocks draw no fencing tokens). */
     int multi;

@@ -37,13 +37,15 @@ static const struct scenario scenarios[] = {
      "                 in one run (needs hilock built with TLS)\n"},
     {"contended", "P processes, W waiters, one lock, a GET/SET section",
      OPT_SECONDS | OPT_PROCS | OPT_WAITERS | OPT_WORST | OPT_FAIR |
+         OPT_NO_FENCING |
          OPT_REMOTE,
      sc_contended,
      "  --procs P      processes, one loop and one client each (4)\n"
      "  --waiters W    waiters in all (100)\n"
      "  --seconds S    run time (10)\n"
      "  --worst N      also list the N longest hand-offs (0)\n"
-     "  --fair         clients in fair mode (hilock_options.fair = 1)\n"},
+     "  --fair         clients in fair mode (hilock_options.fair = 1)\n"
+     "  --no-fencing   no fencing tokens (the plain path of a lock goes)\n"},
     {"held", "N locks held under the watchdog: memory, CPU, renewals",
      OPT_SECONDS | OPT_LOCKS | OPT_LEASE | OPT_REMOTE, sc_held,
      "  --locks N      locks held (100000)\n"
@@ -193,6 +195,7 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     case 'A': o->redlock = 1; o->given |= OPT_REDLOCK; return 0;
     case 'Y': o->tls = 1; o->given |= OPT_TLS; return 0;
     case 'F': o->fair = 1; o->given |= OPT_FAIR; return 0;
+    case 'G': o->no_fencing = 1; o->given |= OPT_NO_FENCING; return 0;
     case 'K': o->counting = 1; o->given |= OPT_COUNTING; return 0;
     case 'M': o->multi = 1; o->given |= OPT_MULTI; return 0;
     case 'O':
@@ -280,6 +283,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         {"redlock", no_argument, NULL, 'A'},
         {"tls", no_argument, NULL, 'Y'},
         {"fair", no_argument, NULL, 'F'},
+        {"no-fencing", no_argument, NULL, 'G'},
         {"hold", required_argument, NULL, 'D'},
         {"every", required_argument, NULL, 'E'},
         {"permits", required_argument, NULL, 'N'},
