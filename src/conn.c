@@ -176,12 +176,15 @@ static int send_parts(struct conn *conn, struct req *r)
 {
     if (r->asking && !send_cmd(conn, asking_cmd, sizeof(asking_cmd) - 1, NULL))
         return 0;
-    if (!r->plain.split)
+    const struct req_plain *p = &r->plain;
+    if (!p->split)
         return send_cmd(conn, r->cmd.data, r->cmd.len, r);
+    size_t end = p->split2 ? p->split2 : r->cmd.len;
     return send_cmd(conn, multi_cmd, sizeof(multi_cmd) - 1, NULL) &&
-           send_cmd(conn, r->cmd.data, r->plain.split, NULL) &&
-           send_cmd(conn, r->cmd.data + r->plain.split,
-                    r->cmd.len - r->plain.split, NULL) &&
+           send_cmd(conn, r->cmd.data, p->split, NULL) &&
+           send_cmd(conn, r->cmd.data + p->split, end - p->split, NULL) &&
+           (!p->split2 || send_cmd(conn, r->cmd.data + p->split2,
+                                   r->cmd.len - p->split2, NULL)) &&
            send_cmd(conn, exec_cmd, sizeof(exec_cmd) - 1, r);
 }
 
@@ -561,16 +564,17 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         if (r->late)
             r->late(r, reply);
         req_recycle(r);
-    } else if (((redisReply *)reply)->type != REDIS_REPLY_ERROR) {
-        conn_proven(conn);
-        finish(r, 0, reply, arrival_us(conn));
-        req_recycle(r);
-    } else if (!conn->hooks->on_error ||
-               !conn->hooks->on_error(conn, r, reply)) {
-        if (!r->quiet)
-            log_error_reply(conn, reply);
-        finish(r, 0, reply, arrival_us(conn));
-        req_recycle(r);
+    } else {
+        int error = ((redisReply *)reply)->type == REDIS_REPLY_ERROR;
+        if ((!error && !r->plain.checked) || !conn->hooks->on_error ||
+            !conn->hooks->on_error(conn, r, reply)) {
+            if (!error)
+                conn_proven(conn);
+            else if (!r->quiet)
+                log_error_reply(conn, reply);
+            finish(r, 0, reply, arrival_us(conn));
+            req_recycle(r);
+        }
     }
     reentry_leave(re);
 }

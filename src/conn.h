@@ -32,15 +32,17 @@ typedef void req_late_fn(struct req *req, struct redisReply *reply);
 typedef void req_fini_fn(struct req *req);
 /* Why a request goes again: Redis refused it unapplied (NOSCRIPT, a
  * cluster redirect); Redis refused a plain request (req.plain.active) with an
- * error, which the script it stands for is to meet or settle; the same
- * because the server does not take that plain command at all (unknown,
- * or refused by an ACL); its connection dropped after it was sent, so it
- * may have been applied. */
+ * error, or answered a checked one (req.plain.checked) with what only
+ * the script it stands for may settle; the same because the server does
+ * not take that plain command at all (unknown, or refused by an ACL); its
+ * connection dropped after it was sent, so it may have been applied; a
+ * plain RESTORE found its key there (BUSYKEY). */
 enum req_again {
     REQ_AGAIN_REFUSED = 0,
     REQ_AGAIN_SCRIPT,
     REQ_AGAIN_NO_PLAIN,
-    REQ_AGAIN_DROPPED
+    REQ_AGAIN_DROPPED,
+    REQ_AGAIN_BUSYKEY
 };
 /* Called before a request goes again (why): its owner may bring the
  * command up to date. */
@@ -100,13 +102,16 @@ struct req {
     } node;
     /* The plain path's (fanout.c, plain.c): a plain command standing in for a
      * script, whose error reply other than a redirect makes it go again
-     * through refresh (read by node.c); split, when nonzero, says cmd
-     * holds two commands, the second from this offset on, sent as one
-     * transaction (MULTI, both, EXEC) whose reply is EXEC's (read by
-     * conn.c). */
+     * through refresh (read by node.c), and so may a checked one's
+     * success (node.c asks reply.c); split, when nonzero, says cmd holds
+     * two commands, the second from this offset on, or three when split2
+     * is nonzero too (the third from there on), sent as one transaction
+     * (MULTI, them, EXEC) whose reply is EXEC's (read by conn.c). */
     struct req_plain {
         uint8_t active;
+        uint8_t checked;
         uint32_t split;
+        uint32_t split2;
     } plain;
     /* The submitter's, never read below it: what the request is about,
      * and one more pointer. */
@@ -152,8 +157,9 @@ struct conn_hooks {
     /* A connect attempt, the handshake or the connection failed with err
      * (HILOCK_ECONN, HILOCK_EAUTH, HILOCK_ENOPERM, ...). */
     void (*on_fail)(struct conn *conn, int err);
-    /* An error reply to a pending request: return nonzero when handled
-     * (the request was resent with conn_resend), 0 to complete it. */
+    /* An error reply to a pending request, or any reply to a checked
+     * plain one (req.plain.checked): return nonzero when handled (the
+     * request was resent with conn_resend), 0 to complete it. */
     int (*on_error)(struct conn *conn, struct req *r,
                     struct redisReply *reply);
 };

@@ -116,8 +116,7 @@ static int part_undo(struct fanout *op, struct req *r)
     int id = op->undo(op, &r->cmd, rid);
     if (id < 0)
         return 0;
-    r->plain.active = 0;
-    r->plain.split = 0;
+    r->plain = (struct req_plain){0};
     r->late = NULL;
     r->submitter.data = &part_undoing;
     part_rewritten(r, (enum script_id)id);
@@ -143,8 +142,7 @@ static void part_refresh(struct req *r, enum req_again why)
              * counts as the command refused) ran its commands one by one:
              * the release may be applied already. */
             r->resent |= r->plain.split && why == REQ_AGAIN_NO_PLAIN;
-            r->plain.active = 0;
-            r->plain.split = 0;
+            r->plain = (struct req_plain){0};
             part_rewritten(r, (enum script_id)id);
         }
         return;

@@ -124,15 +124,20 @@ struct resp_buf *fanout_cmd_at(struct fanout *op, size_t i);
 /* Mark the command as running script id (NOSCRIPT reload per node). */
 void fanout_eval(struct fanout *op, enum script_id id);
 /* Mark the command as plain, not a script (again: see above); split
- * nonzero: the buffer holds a second command from there on, and the two
- * go as one transaction (see conn.h). */
-static inline void fanout_plain(struct fanout *op, size_t split)
+ * nonzero: the buffer holds a second command from there on, and a third
+ * from split2 when that is nonzero, and they go as one transaction;
+ * checked: its reply may still send it again as the script (see
+ * conn.h). */
+static inline void fanout_plain(struct fanout *op, size_t split,
+                                size_t split2, int checked)
 {
     for (size_t i = 0; i < op->n; i++)
-        if (op->node[i].req) {
-            op->node[i].req->plain.active = 1;
-            op->node[i].req->plain.split = (uint32_t)split;
-        }
+        if (op->node[i].req)
+            op->node[i].req->plain = (struct req_plain){
+                .active = 1,
+                .checked = (uint8_t)checked,
+                .split = (uint32_t)split,
+                .split2 = (uint32_t)split2};
 }
 /* Send it to its nodes, each with a deadline of timeout_ms (0: the
  * request timeout). */

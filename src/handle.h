@@ -81,6 +81,8 @@ struct lock_pending {
     unsigned quiet : 1;              /* the pending release publishes no
                                         message: a waiter of this client
                                         is next (wait.c) */
+    unsigned scripted : 1;           /* an attempt of this acquire went as
+                                        a script: so do the next (plain.c) */
 };
 
 /* The watchdog's (watchdog.c). */

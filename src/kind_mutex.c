@@ -26,9 +26,9 @@ static int resend_undo(struct fanout *op, struct resp_buf *cmd, uint64_t rid)
     return SCRIPT_UNDO;
 }
 
-/* An attempt: plain on the first attempt when it may (in fair mode too:
- * see plain.c), else the fair script in fair mode, else the acquire
- * script. */
+/* An attempt: plain when it may (the first attempt in fair mode too, a
+ * default waiter's later ones with a look: see plain.c), else the fair
+ * script in fair mode, else the acquire script. */
 HILOCK_HOT
 static void mutex_acquire(struct hilock_lock *lock, struct fanout *op,
                           int first, uint64_t rid)
@@ -39,8 +39,9 @@ static void mutex_acquire(struct hilock_lock *lock, struct fanout *op,
         fair_begin_attempt(lock, op);
     else
         op->undo = resend_undo;
-    if (first && plain_take(lock, op, rid))
+    if (first ? plain_take(lock, op, rid) : plain_retake(lock, op, rid))
         return;
+    lock->pending.scripted = 1;
     if (fair) {
         fair_encode_attempt(lock, op, rid);
         return;

@@ -369,6 +369,7 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
     if (!wait_ms && lock->waiting)
         lock->waiting->deadline = 0; /* wait_begin set it otherwise */
     lock->pending.wait_err = 0;
+    lock->pending.scripted = 0;
     lock->pending.wait_id = (uint32_t)++lock->eng->seq;
     /* In fair mode the queue in Redis keeps the order: every waiter
      * takes its place there at once. */

@@ -79,12 +79,20 @@ static int node_send_body(struct node *n, struct req *r,
 #define NODE_RETRY_MS 25
 
 /* A cluster's redirect or retry; NOSCRIPT: load the script r runs, then
- * send r again behind the load; a plain command refused: it goes again as
- * what its owner makes of it (the script it stands for). */
+ * send r again behind the load; a plain command refused, or a checked one
+ * answered with what only a script settles: it goes again as what its
+ * owner makes of it (the script it stands for). */
 static int cmd_on_error(struct conn *conn, struct req *r, redisReply *reply)
 {
     struct node *n = conn->owner;
     struct reply_redirect to;
+    if (reply->type != REDIS_REPLY_ERROR) { /* checked (conn.h) */
+        if (!r->refresh || !reply_look_defers(reply))
+            return 0;
+        r->refresh(r, REQ_AGAIN_SCRIPT);
+        conn_resend(conn, r);
+        return 1;
+    }
     enum reply_redirect_kind kind = reply_redirect(reply, &to);
     if (kind != REPLY_NOT_REDIRECT && r->refresh)
         r->refresh(r, REQ_AGAIN_REFUSED); /* it goes again as a new one */
@@ -103,7 +111,9 @@ static int cmd_on_error(struct conn *conn, struct req *r, redisReply *reply)
                      "%s: no plain fast path, scripts only from now on",
                      reply_error_scrub(reply->str, reply->len, text,
                                        sizeof(text)));
-        r->refresh(r, refused ? REQ_AGAIN_NO_PLAIN : REQ_AGAIN_SCRIPT);
+        r->refresh(r, refused               ? REQ_AGAIN_NO_PLAIN
+                      : reply_busykey(reply) ? REQ_AGAIN_BUSYKEY
+                                             : REQ_AGAIN_SCRIPT);
         conn_resend(conn, r);
         return 1;
     }

@@ -16,9 +16,18 @@
  * absent with them queued: a lease ran out), and a refused or resent
  * RESTORE goes as the fair script. The hash is the one the scripts write (Redisson's
  * layout with the request id field), so both paths mix freely:
- * - RESTORE refused (BUSYKEY: the key exists) goes again as the acquire
- *   script, with a new request id (it was not applied), and the script
- *   decides as ever; a waiter's later attempts run the script at once;
+ * - RESTORE refused (BUSYKEY: the key exists) goes again, with a new
+ *   request id (it was not applied), as RESTORE with a look at the lock
+ *   in one transaction (PTTL, and HMGET of what acquire.lua reads first:
+ *   the owner's own field, another kind's "mode", the fair queue's
+ *   marker); a waiting acquire's later attempts go so too. A lock that
+ *   is simply another owner's, nothing of that there, is busy with the
+ *   PTTL as the script would answer, and no script runs while a default
+ *   waiter waits; else the attempt goes again as the acquire script,
+ *   which decides as ever (it refuses another kind, puts the waiter in
+ *   the fair queue, counts a re-entry), and so do the acquire's later
+ *   attempts (a waiter in line leaves it by the script that takes the
+ *   lock);
  * - a RESTORE resent after a dropped connection may have been applied, so
  *   it goes as the acquire script with its own request id, which the hash
  *   then holds: the script sees the resend and counts nothing twice;
@@ -61,7 +70,43 @@ static int plain_ok(const struct hilock_lock *lock)
            !eng->opts->scripts_only && !eng->plain_refused;
 }
 
-/* op->again of a plain acquire or release (see fanout.h). */
+/* Whether a waiter's attempt at lock may go plain (see plain_retake):
+ * the common waiter of default mode, whose owner holds nothing and whose
+ * acquire has met nothing that only the script settles. */
+static int retake_ok(const struct hilock_lock *lock)
+{
+    return plain_ok(lock) && !fair_on(lock) && !lock->pending.scripted &&
+           lock->hold.count == 0 && !handle_owner_holds(lock);
+}
+
+static int plain_again(struct fanout *op, struct resp_buf *cmd,
+                       enum req_again why);
+
+/* Encode into cmd op's attempt as RESTORE (not the first attempt's: see
+ * plain_take), and with a look when look: a waiter's attempt
+ * (wire_look). 0, or -1 when nothing was written. */
+HILOCK_COLD
+static int encode_take(struct fanout *op, struct resp_buf *cmd,
+                       const struct wire_lock *w, int look)
+{
+    size_t second = 0, third = 0;
+    if (wire_take(cmd, w, op->lease_ms, op->rid) != 0)
+        return -1;
+    if (look) {
+        second = cmd->len;
+        third = wire_look(cmd, w);
+    }
+    op->again = plain_again;
+    fanout_plain(op, second, third, look);
+    return 0;
+}
+
+/* op->again of a plain acquire or release (see fanout.h). An attempt
+ * refused unapplied (a cluster's redirect) goes again as RESTORE, with a
+ * new request id; a RESTORE that found the key goes on as a waiter's
+ * attempt (with the look), when it may, so that a lock simply held by
+ * another owner costs no script; anything else goes as the script, and
+ * so do the acquire's later attempts. */
 static int plain_again(struct fanout *op, struct resp_buf *cmd,
                        enum req_again why)
 {
@@ -86,10 +131,12 @@ static int plain_again(struct fanout *op, struct resp_buf *cmd,
         op->rid = ++eng->seq; /* not applied: a new request */
     w = fair_attempt_wire(lock);
     resp_reset(cmd);
-    if (why == REQ_AGAIN_REFUSED &&
-        wire_take(cmd, &w, op->lease_ms, op->rid) == 0)
+    if ((why == REQ_AGAIN_REFUSED ||
+         (why == REQ_AGAIN_BUSYKEY && retake_ok(lock))) &&
+        encode_take(op, cmd, &w, why == REQ_AGAIN_BUSYKEY) == 0)
         return -1;
     resp_reset(cmd);
+    lock->pending.scripted = 1;
     if (fair_on(lock))
         return fair_attempt_into(lock, cmd, op->rid);
     wire_acquire(cmd, eng->scripts.sha[SCRIPT_ACQUIRE], &w, op->lease_ms, 0,
@@ -109,8 +156,19 @@ int plain_take(struct hilock_lock *lock, struct fanout *op, uint64_t rid)
     if (wire_take(fanout_cmd(op), &w, op->lease_ms, op->rid) != 0)
         return 0; /* nothing written: the script goes */
     op->again = plain_again;
-    fanout_plain(op, 0);
+    fanout_plain(op, 0, 0, 0);
     return 1;
+}
+
+HILOCK_COLD
+int plain_retake(struct hilock_lock *lock, struct fanout *op, uint64_t rid)
+{
+    if (!retake_ok(lock))
+        return 0;
+    struct wire_lock w = handle_wire(lock);
+    op->rid = rid;
+    op->lease_ms = handle_acquire_lease(lock);
+    return encode_take(op, fanout_cmd(op), &w, 1) == 0;
 }
 
 /* The time now (ms), as the caller of kind_release_new read it for op. */
@@ -130,7 +188,9 @@ int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
         return 0;
     const char *publish = quiet ? NULL : topo_publish(lock->eng->topo);
     op->again = plain_again;
-    fanout_plain(op, fair_on(lock) ? wire_fair_drop(fanout_cmd(op), w, publish)
-                                   : wire_drop(fanout_cmd(op), w, publish));
+    fanout_plain(op,
+                 fair_on(lock) ? wire_fair_drop(fanout_cmd(op), w, publish)
+                               : wire_drop(fanout_cmd(op), w, publish),
+                 0, 0);
     return 1;
 }

@@ -12,6 +12,10 @@
  * request id rid, when it may go plain. Returns 1 when it did, 0 when
  * nothing was written (the script goes). */
 int plain_take(struct hilock_lock *lock, struct fanout *op, uint64_t rid);
+/* The same for a later attempt of a waiting acquire: RESTORE with a look
+ * at the lock (wire_look), as one transaction, when it may go plain
+ * (a default-mode lock whose acquire has not gone as the script). */
+int plain_retake(struct hilock_lock *lock, struct fanout *op, uint64_t rid);
 /* Encode a release of drop holds of lock w into op as HDEL and the
  * release message (none when quiet: see wait.h) when it may go plain: the
  * owner's only hold. Returns 1 when it did, 0 when nothing was written. */

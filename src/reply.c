@@ -160,6 +160,47 @@ static int starts_with_word(const char *s, size_t n, const char *word)
     return n >= w && memcmp(s, word, w) == 0 && (n == w || s[w] == ' ');
 }
 
+int reply_busykey(const struct redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ERROR && r->str &&
+           starts_with_word(r->str, r->len, "BUSYKEY");
+}
+
+/* Whether r is RESTORE's OK. */
+static int restored(const struct redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_STATUS && r->len == 2 &&
+           memcmp(r->str, "OK", 2) == 0;
+}
+
+/* A waiter's plain attempt answered (see reply_look_defers): 1 when its
+ * RESTORE took the lock; 0 when another owner holds it (with nothing the
+ * script would read), its PTTL in *ttl_ms; -1 otherwise. */
+HILOCK_COLD
+static int look_of(const struct redisReply *r, int64_t *ttl_ms)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        !r->element || !r->element[0] || !r->element[1] || !r->element[2])
+        return -1;
+    if (restored(r->element[0]))
+        return 1;
+    const struct redisReply *p = r->element[1], *v = r->element[2];
+    if (!reply_busykey(r->element[0]) || p->type != REDIS_REPLY_INTEGER ||
+        p->integer < -1 || v->type != REDIS_REPLY_ARRAY || v->elements != 3)
+        return -1;
+    for (size_t i = 0; i < 3; i++)
+        if (!v->element[i] || v->element[i]->type != REDIS_REPLY_NIL)
+            return -1;
+    *ttl_ms = p->integer;
+    return 0;
+}
+
+int reply_look_defers(const struct redisReply *r)
+{
+    int64_t ttl;
+    return look_of(r, &ttl) < 0;
+}
+
 enum reply_redirect_kind reply_redirect(const struct redisReply *r,
                                         struct reply_redirect *to)
 {
@@ -221,12 +262,15 @@ int reply_acquire(const struct redisReply *r, int64_t *holds, int64_t *token,
 {
     if (!r)
         return HILOCK_EPROTO;
-    if (r->type == REDIS_REPLY_STATUS && r->len == 2 &&
-        memcmp(r->str, "OK", 2) == 0) { /* RESTORE made the lock: one hold */
-        *holds = 1;
+    int look = -1;
+    if (restored(r) || (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+                        (look = look_of(r, ttl_ms)) > 0)) {
+        *holds = 1; /* RESTORE made the lock: one hold */
         *token = 0;
         return 0;
     }
+    if (look == 0)
+        return HILOCK_EBUSY; /* a waiter's plain attempt: held */
     if (r->type == REDIS_REPLY_INTEGER) {
         if (r->integer < -1)
             return HILOCK_EPROTO;

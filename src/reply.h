@@ -37,6 +37,15 @@ int reply_evalsha_refused(const struct redisReply *r);
  * ACL's NOPERM, EXEC without MULTI -- rather than that it refused this
  * one (BUSYKEY, EXECABORT, OOM, READONLY, ...). */
 int reply_plain_refused(const struct redisReply *r);
+/* Whether r is RESTORE's refusal of a key that exists (BUSYKEY). */
+int reply_busykey(const struct redisReply *r);
+/* Whether r, the reply to a waiter's plain attempt (EXEC of RESTORE, PTTL
+ * and HMGET: see wire_look), leaves the decision to the acquire
+ * script: the RESTORE was refused and the lock is not simply another
+ * owner's (the owner's own field, another kind's mark or the fair queue's
+ * marker is there, or the HMGET was refused: a key of another type), or
+ * the reply is not of that shape. */
+int reply_look_defers(const struct redisReply *r);
 
 /* An error that asks for the command to go elsewhere (a cluster's
  * redirect) or later. */
@@ -60,7 +69,10 @@ enum reply_redirect_kind reply_redirect(const struct redisReply *r,
 
 /* acquire script: 0 with *holds and *token set when acquired; HILOCK_EBUSY
  * with *ttl_ms (-1 when the holder has no expiry) when held by another.
- * RESTORE's OK (the plain acquire) is one hold, token 0. */
+ * RESTORE's OK (the plain acquire) is one hold, token 0, and so is a
+ * waiter's plain attempt whose RESTORE took the lock; one that found
+ * another owner's hold (reply_look_defers false) is HILOCK_EBUSY with its
+ * PTTL. */
 int reply_acquire(const struct redisReply *r, int64_t *holds, int64_t *token,
                   int64_t *ttl_ms);
 /* release script: 0 with *left (holds left) and *heard (subscribers that

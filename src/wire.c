@@ -180,6 +180,25 @@ int wire_take(struct resp_buf *b, const struct wire_lock *l, uint32_t lease_ms,
     return 0;
 }
 
+HILOCK_COLD
+size_t wire_look(struct resp_buf *b, const struct wire_lock *l)
+{
+    struct key_src k = wire_key(l);
+    resp_array(b, 2);
+    resp_arg(b, "PTTL", 4);
+    keys_lock(b, &k);
+    size_t third = b->len;
+    /* what acquire.lua reads before it decides: the owner's hold, another
+     * kind's mark, the fair queue's marker (lib/fair.lua) */
+    resp_array(b, 5);
+    resp_arg(b, "HMGET", 5);
+    keys_lock(b, &k);
+    wire_owner_field(b, l);
+    resp_arg(b, "mode", 4);
+    resp_arg(b, "hilock:queued", 13);
+    return third;
+}
+
 /* PUBLISH of the release message "0" on k's channel, with publish. */
 static void release_message(struct resp_buf *b, const struct key_src *k,
                             const char *publish)

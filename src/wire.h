@@ -157,6 +157,11 @@ void wire_undo(struct resp_buf *b, const char *sha, const struct wire_lock *l,
  * quiet release, see release.lua) the HDEL goes alone: returns 0. */
 int wire_take(struct resp_buf *b, const struct wire_lock *l, uint32_t lease_ms,
               uint64_t rid);
+/* wire_look: after wire_take, PTTL of the key and HMGET of the owner's
+ * field, "mode" and the fair queue's marker, for one transaction of the
+ * three (a waiter's attempt, see plain.c). Returns where the HMGET
+ * starts. */
+size_t wire_look(struct resp_buf *b, const struct wire_lock *l);
 size_t wire_drop(struct resp_buf *b, const struct wire_lock *l,
                  const char *publish);
 /* The release message alone, as wire_drop's second command (publish:

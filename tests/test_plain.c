@@ -106,18 +106,23 @@ START_TEST(free_lock_taken_and_given_back_without_a_script)
 }
 END_TEST
 
-START_TEST(busy_lock_goes_on_as_the_script_and_waits)
+START_TEST(busy_lock_is_looked_at_without_a_script_and_waits)
 {
     struct hilock_lock *la = tu_lock(a, "busy", 1);
     struct hilock_lock *lb = tu_lock(b, "busy", 1);
     tu_assert_status(tu_acquire(la, 0, 20000, NULL), 0);
     long long sha = calls("evalsha"), bad = failed("restore");
-    /* refused (BUSYKEY), then the script: busy at once */
+    long long exec = calls("exec"), pttl = calls("pttl");
+    /* refused (BUSYKEY), then RESTORE again with PTTL and HMGET in one
+     * transaction: another owner's hold, busy at once, no script */
     tu_assert_status(tu_acquire(lb, 0, 20000, NULL), HILOCK_EBUSY);
-    ck_assert_int_eq(failed("restore"), bad + 1);
-    ck_assert_int_eq(calls("evalsha"), sha + 1);
+    ck_assert_int_eq(failed("restore"), bad + 2);
+    ck_assert_int_eq(calls("exec"), exec + 1);
+    ck_assert_int_eq(calls("pttl"), pttl + 1);
+    ck_assert_int_eq(calls("evalsha"), sha);
     ck_assert_int_eq(tu_holds("busy", b, 1), RS_NIL);
-    /* a waiter is woken by the plain release's message */
+    /* a waiter is woken by the plain release's message, and its attempts
+     * stay plain */
     struct tu_result got = {0};
     tu_assert_status(hilock_lock_acquire(lb, 5000, 20000, tu_record, &got), 0);
     tu_run_for(50);
@@ -129,11 +134,65 @@ START_TEST(busy_lock_goes_on_as_the_script_and_waits)
     ck_assert_msg(tu_now_ms() - t0 < 1000, "woken after %lld ms",
                   tu_now_ms() - t0);
     ck_assert_int_eq(tu_holds("busy", b, 1), 1);
+    ck_assert_int_eq(calls("evalsha"), sha);
     /* the plain path is still on for that client */
     tu_assert_status(tu_release(lb, NULL), 0);
     long long rst = calls("restore");
     tu_assert_status(tu_acquire(la, 0, 20000, NULL), 0);
     ck_assert_int_eq(calls("restore"), rst + 1);
+}
+END_TEST
+
+/* A waiter's plain attempt that meets another kind's key (a read-write
+ * lock's hash, told by its "mode") or a key of another type leaves it to
+ * the script, which refuses it at once: not busy until the wait runs
+ * out. */
+START_TEST(a_waiter_meeting_another_kind_is_refused)
+{
+    if (_i == 0)
+        ck_assert_int_eq(rs_int(tu_srv, "HSET", "other", "mode", "read",
+                                (char *)NULL), 1);
+    else
+        ck_assert_int_eq(rs_int(tu_srv, "RPUSH", "other", "x", (char *)NULL),
+                         1); /* a key of another type */
+    long long sha = calls("evalsha"), exec = calls("exec");
+    long long t0 = tu_now_ms();
+    tu_assert_status(tu_acquire(tu_lock(a, "other", 1), 5000, 20000, NULL),
+                     _i == 0 ? HILOCK_EWRONGKIND : HILOCK_EWRONGTYPE);
+    ck_assert_msg(tu_now_ms() - t0 < 2000, "refused after %lld ms",
+                  tu_now_ms() - t0);
+    ck_assert_int_eq(calls("exec"), exec + 1);
+    ck_assert_int_eq(calls("evalsha"), sha + 1);
+    ck_assert_int_eq(tu_exists("other"), 1);
+}
+END_TEST
+
+/* The hash holds the fair queue's marker (fair clients queue on the
+ * name): the look leaves it to the script, which puts the waiter in line;
+ * its later attempts go as the script too (they must leave the line when
+ * they take the lock). */
+START_TEST(a_waiter_meeting_the_fair_queue_joins_it_by_script)
+{
+    struct hilock_lock *la = tu_lock(a, "q", 1);
+    tu_assert_status(tu_acquire(la, 0, 20000, NULL), 0);
+    ck_assert_int_eq(rs_int(tu_srv, "HSET", "q", "hilock:queued", "1",
+                            (char *)NULL), 1);
+    long long sha = calls("evalsha"), exec = calls("exec");
+    struct tu_result got = {0};
+    struct hilock_lock *lb = tu_lock(b, "q", 1);
+    tu_assert_status(hilock_lock_acquire(lb, 5000, 20000, tu_record, &got), 0);
+    ck_assert(tu_run_until_redis(1, tu_ms(2000), "LLEN",
+                                 "hilock_queue:{q}", (char *)NULL));
+    ck_assert_int_eq(calls("exec"), exec + 1);
+    ck_assert_int_ge(calls("evalsha"), sha + 1);
+    long long rst = calls("restore");
+    tu_assert_status(tu_release(la, NULL), 0);
+    ck_assert(tu_run_until_count(&got.calls, 1, tu_ms(3000)));
+    tu_assert_status(got.status, 0);
+    ck_assert_int_eq(calls("restore"), rst); /* the script took it */
+    ck_assert_int_eq(rs_int(tu_srv, "LLEN", "hilock_queue:{q}", (char *)NULL),
+                     0);
+    tu_assert_status(tu_release(lb, NULL), 0);
 }
 END_TEST
 
@@ -350,7 +409,9 @@ static Suite *plain_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, free_lock_taken_and_given_back_without_a_script);
-    tcase_add_test(tc, busy_lock_goes_on_as_the_script_and_waits);
+    tcase_add_test(tc, busy_lock_is_looked_at_without_a_script_and_waits);
+    tcase_add_loop_test(tc, a_waiter_meeting_another_kind_is_refused, 0, 2);
+    tcase_add_test(tc, a_waiter_meeting_the_fair_queue_joins_it_by_script);
     tcase_add_test(tc, twins_taking_a_free_lock_together_count_two_holds);
     tcase_add_test(tc, twin_made_while_the_lock_is_held_keeps_its_hold);
     tcase_add_test(tc, reentry_and_its_releases_keep_the_count);
