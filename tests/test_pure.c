@@ -415,6 +415,49 @@ START_TEST(acquire_replies_decode_to_results)
 }
 END_TEST
 
+/* EXEC of a waiter's plain attempt: RESTORE, PTTL, HMGET of the owner's
+ * field, "mode" and the fair queue's marker. */
+#define LOOK_BUSY "*3\r\n-BUSYKEY Target key name already exists.\r\n"
+static const char *const look_defers[] = {
+    LOOK_BUSY ":5000\r\n*3\r\n$1\r\n1\r\n$-1\r\n$-1\r\n", /* own hold */
+    LOOK_BUSY ":5000\r\n*3\r\n$-1\r\n$4\r\nread\r\n$-1\r\n", /* rwlock */
+    LOOK_BUSY ":-1\r\n*3\r\n$-1\r\n$-1\r\n$1\r\n1\r\n", /* fair queue */
+    LOOK_BUSY ":-1\r\n-WRONGTYPE Operation against a key\r\n", /* a list */
+    LOOK_BUSY ":-2\r\n*3\r\n$-1\r\n$-1\r\n$-1\r\n", /* impossible */
+    "*3\r\n-OOM command not allowed\r\n:-2\r\n"
+    "*3\r\n$-1\r\n$-1\r\n$-1\r\n",
+    LOOK_BUSY ":5000\r\n*2\r\n$-1\r\n$-1\r\n",
+    "*2\r\n+OK\r\n:5000\r\n",
+    "$-1\r\n",
+};
+
+START_TEST(a_waiters_plain_attempt_decides_or_defers)
+{
+    int64_t holds = 0, token = 7, ttl = 0;
+    const char *took =
+        "*3\r\n+OK\r\n:20000\r\n*3\r\n$1\r\n1\r\n$-1\r\n$-1\r\n";
+    const char *busy =
+        LOOK_BUSY ":1234\r\n*3\r\n$-1\r\n$-1\r\n$-1\r\n";
+    redisReply *r = parse(took);
+    ck_assert(!reply_look_defers(r));
+    freeReplyObject(r);
+    ck_assert_int_eq(acquire_of(took, &holds, &token, &ttl), 0);
+    ck_assert(holds == 1 && token == 0);
+    r = parse(busy);
+    ck_assert(!reply_look_defers(r));
+    freeReplyObject(r);
+    ck_assert_int_eq(acquire_of(busy, &holds, &token, &ttl), HILOCK_EBUSY);
+    ck_assert(ttl == 1234);
+    for (size_t i = 0; i < sizeof look_defers / sizeof look_defers[0]; i++) {
+        r = parse(look_defers[i]);
+        ck_assert_msg(reply_look_defers(r), "case %zu", i);
+        freeReplyObject(r);
+        ck_assert_msg(acquire_of(look_defers[i], &holds, &token, &ttl) != 0,
+                      "case %zu", i);
+    }
+}
+END_TEST
+
 START_TEST(dump_payload_is_a_checked_rdb_hash)
 {
     /* the CRC-64 Redis checks payloads with: its published check value */
@@ -1019,6 +1062,7 @@ int main(void)
     tcase_add_test(tc, slots_follow_redis_and_keep_a_lock_in_one_slot);
     tcase_add_test(tc, cluster_redirects_parse);
     tcase_add_test(tc, acquire_replies_decode_to_results);
+    tcase_add_test(tc, a_waiters_plain_attempt_decides_or_defers);
     tcase_add_test(tc, error_replies_map_to_distinct_codes);
     tcase_add_test(tc, evalsha_becomes_eval_of_the_body);
     tcase_add_test(tc, release_renew_and_integer_replies_decode);
