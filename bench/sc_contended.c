@@ -642,10 +642,12 @@ void contend_progress(struct bench *b, const struct contend_cfg *cfg,
 void contend_cfg_init(struct contend_cfg *cfg, const struct bench *b,
                       double seconds, int drain_ms)
 {
-    *cfg = (struct contend_cfg){b->o.procs ? b->o.procs : 4,
-                                b->o.waiters ? b->o.waiters : 100,
-                                seconds, drain_ms, b->host, b->port, NULL, 0,
-                                NULL, 0, NULL, NULL, 0, 0, 0, 0, 0, 0, 0};
+    *cfg = (struct contend_cfg){.procs = b->o.procs ? b->o.procs : 4,
+                                .waiters = b->o.waiters ? b->o.waiters : 100,
+                                .seconds = seconds,
+                                .drain_ms = drain_ms,
+                                .host = b->host,
+                                .port = b->port};
     if (cfg->waiters < cfg->procs)
         cfg->procs = cfg->waiters;
 }
