@@ -63,7 +63,8 @@ enum {
     OPT_MASTER_OUT = 1u << 26,    /* redlock: one master out, contended */
     OPT_MULTI = 1u << 27,         /* redlock --master-out: MultiLocks */
     OPT_ACQUISITIONS = 1u << 28,  /* torture: stop at this many */
-    OPT_NO_FENCING = 1u << 29     /* contended: no fencing tokens */
+    OPT_NO_FENCING = 1u << 29,    /* contended: no fencing tokens */
+    OPT_SERIAL = 1u << 30         /* scripts: one call per round trip */
 };
 
 /* Command-line options; 0 or NULL means "the scenario's default". */
@@ -95,6 +96,7 @@ struct bench_opts {
     int redlock;       /* faults: the Redlock runs instead */
     int fair;          /* contended: hilock_options.fair = 1 */
     int no_fencing;    /* contended: hilock_options.fencing = 0 */
+    int serial;        /* scripts: each call alone, not pipelined */
     double hold_ms;    /* readmostly, semaphore: length of a section */
     uint32_t every_ms; /* readmostly: the writer's pause between sections */
     int permits;       /* semaphore: permits of the semaphore */

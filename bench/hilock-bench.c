@@ -145,8 +145,11 @@ static const struct scenario scenarios[] = {
      "  --seconds S    length of one phase (2)\n"
      "  --rounds R     phases of each kind, alternating (2)\n"},
     {"scripts", "each lock script alone: Redis us per call by queue size",
-     0, sc_scripts,
-     "  (no options: 1, 10, 100 and 1000 queued, 2000 calls per case)\n"},
+     OPT_SERIAL, sc_scripts,
+     "  --serial       each call sent after the last one's reply, as calls\n"
+     "                 arrive in a contended run (pipelined batches of 32\n"
+     "                 without it); 1, 10, 100 and 1000 queued, 2000 calls\n"
+     "                 per case\n"},
 };
 
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
@@ -196,6 +199,7 @@ static int set_option(struct bench_opts *o, int c, const char *arg)
     case 'Y': o->tls = 1; o->given |= OPT_TLS; return 0;
     case 'F': o->fair = 1; o->given |= OPT_FAIR; return 0;
     case 'G': o->no_fencing = 1; o->given |= OPT_NO_FENCING; return 0;
+    case 'Z': o->serial = 1; o->given |= OPT_SERIAL; return 0;
     case 'K': o->counting = 1; o->given |= OPT_COUNTING; return 0;
     case 'M': o->multi = 1; o->given |= OPT_MULTI; return 0;
     case 'O':
@@ -284,6 +288,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         {"tls", no_argument, NULL, 'Y'},
         {"fair", no_argument, NULL, 'F'},
         {"no-fencing", no_argument, NULL, 'G'},
+        {"serial", no_argument, NULL, 'Z'},
         {"hold", required_argument, NULL, 'D'},
         {"every", required_argument, NULL, 'E'},
         {"permits", required_argument, NULL, 'N'},

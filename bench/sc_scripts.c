@@ -17,7 +17,15 @@
  * a chunk during which others' processes took Redis's CPU does not count;
  * a slow chunk stops after CHUNK_NS (with BATCH calls at least). Fails
  * when a measured call was answered with an error, or with another reply
- * than the case expects (its state was not the one meant). */
+ * than the case expects (its state was not the one meant).
+ *
+ * Calls go in pipelined batches of BATCH steps, or with --serial one step
+ * per round trip, as they reach Redis in a contended run: between two
+ * calls Redis reads and writes sockets, and a call finds its caches cold.
+ * Two floor rows show what a call costs Redis before any script logic:
+ * a script that runs no command, and one that runs just the commands a
+ * fenced hand-off cannot do without (FLOOR_HANDOFF), both called with
+ * fair_release's keys and arguments. */
 #include "bench.h"
 
 #include <limits.h>
@@ -40,11 +48,30 @@
 
 static const int queues[NQUEUES] = {1, 10, 100, 1000};
 
+/* The floor rows' scripts, called as fair_release is (its KEYS and ARGV,
+ * src/lua/fair_release.lua). FLOOR_HANDOFF runs one of each command a
+ * hand-off of a fenced lock needs, and nothing else: read the owner's
+ * hold, drop it, take the queue's head (moved to the tail, so the queue
+ * stays as it was), draw a token, tell the new owner's client (a
+ * subscribed channel), write the new owner and its lease. */
+static const char FLOOR_NONE[] = "return {0, 0, 0}";
+static const char FLOOR_HANDOFF[] =
+    "redis.call('hmget', KEYS[1], ARGV[3], 'rid', 'mode', 'hilock:queued')\n"
+    "redis.call('del', KEYS[1])\n"
+    "local e = redis.call('lmove', KEYS[2], KEYS[2], 'left', 'right')\n"
+    "local t = redis.call('incr', KEYS[4])\n"
+    "redis.call('publish', ARGV[6] .. ':' .. ARGV[10], t)\n"
+    "redis.call('hset', KEYS[1], ARGV[3], 1, 'hilock:handed', t)\n"
+    "redis.call('pexpire', KEYS[1], 5000)\n"
+    "return {0, 0, 0}\n";
+
 /* One run: the connections, the digests, the pipeline. */
 struct srun {
     redisContext *rc;
     redisContext *sub; /* subscribed to every hand-off channel */
     struct script_set set;
+    char floor_none[41], floor_handoff[41]; /* the floor rows' digests */
+    int batch;         /* steps per pipelined batch: BATCH, or 1 */
     char id[37];       /* the client id of every owner */
     uint64_t rid;      /* request ids, rising */
     int q;             /* the queue size of the case */
@@ -142,15 +169,21 @@ static void facq(struct srun *s, long i, enum wire_fair_mode mode, int m)
     push(s, SCRIPT_FAIR_ACQUIRE, m);
 }
 
-static void frel(struct srun *s, long i, int m)
+/* Owner i's fair release, or with the keys and arguments of one the
+ * script of digest sha. */
+static void frel_as(struct srun *s, long i, const char *sha, int m)
 {
     char l[24];
     struct wire_lock w = who(s, i, NAME, &wire_kind_mutex);
     struct wire_fair f = {listener(i, l, sizeof l), ENTRY_MS,
                           (uint64_t)i + 1, "publish", 1000};
-    wire_fair_release(&s->cmd, s->set.sha[SCRIPT_FAIR_RELEASE], &w, ++s->rid,
-                      LEASE_MS, 1, 1, &f);
+    wire_fair_release(&s->cmd, sha, &w, ++s->rid, LEASE_MS, 1, 1, &f);
     push(s, SCRIPT_FAIR_RELEASE, m);
+}
+
+static void frel(struct srun *s, long i, int m)
+{
+    frel_as(s, i, s->set.sha[SCRIPT_FAIR_RELEASE], m);
 }
 
 static void fleave(struct srun *s, long i, int m)
@@ -418,6 +451,17 @@ static void st_fhand(struct srun *s, long i)
     facq(s, h, WIRE_FAIR_WAIT, 0);
 }
 
+/* The floor rows: the holder of the rotation calls them in turn. */
+static void st_floor_none(struct srun *s, long i)
+{
+    frel_as(s, i % (s->q + 1), s->floor_none, 1);
+}
+
+static void st_floor_handoff(struct srun *s, long i)
+{
+    frel_as(s, i % (s->q + 1), s->floor_handoff, 1);
+}
+
 static void st_fleave(struct srun *s, long i)
 {
     (void)i;
@@ -483,6 +527,9 @@ static const struct scase cases[] = {
     {"fair_acquire", "held: try once", 1, INT, 0, prep_fair_queue, st_ftry},
     {"fair_release", "hand-off to the head", 1, ARR, 3, prep_fair_rotation,
      st_fhand},
+    {"floor", "no command", 0, ARR, 3, prep_fair_rotation, st_floor_none},
+    {"floor", "a hand-off's 7 commands", 1, ARR, 3, prep_fair_rotation,
+     st_floor_handoff},
     {"fair_leave", "queued last", 1, INT, 0, prep_fair_self, st_fleave},
     {"fair_undo", "the attempt's hold", 0, ARR, 2, prep_none, st_fundo},
     {"read_acquire", "N readers hold", 1, ARR, 2, prep_readers, st_racq},
@@ -521,7 +568,7 @@ static int chunk_run(struct srun *s, const struct scase *c, long *n,
     while (done < CHUNK && (done % BATCH != 0 || done == 0 ||
                             now_ns() < until)) {
         c->step(s, (*n)++);
-        if (++done % BATCH == 0 && drain(s) != 0)
+        if (++done % s->batch == 0 && drain(s) != 0)
             return -1;
     }
     if (drain(s) != 0 || bench_cmdstat(s->rc, "evalsha", &calls, &usec) != 0)
@@ -612,7 +659,12 @@ int sc_scripts(struct bench *b)
             redisFree(s.rc);
         return 1;
     }
-    int failed = 0;
+    s.batch = b->o.serial ? 1 : BATCH;
+    int failed =
+        bench_script_load(s.rc, FLOOR_NONE, strlen(FLOOR_NONE),
+                          s.floor_none) != 0 ||
+        bench_script_load(s.rc, FLOOR_HANDOFF, strlen(FLOOR_HANDOFF),
+                          s.floor_handoff) != 0;
     for (int i = 0; i < SCRIPT_COUNT && !failed; i++) {
         size_t len;
         const char *body = script_body((enum script_id)i, &len);
@@ -621,9 +673,11 @@ int sc_scripts(struct bench *b)
                  strcmp(sha, s.set.sha[i]) != 0;
     }
     printf("scripts: Redis us per EVALSHA (INFO commandstats), the least of "
-           "%d chunks of %d calls (at least %d, %.0f ms at most), by queue "
-           "size (-: the case has no queue)\n", CHUNKS, CHUNK, BATCH,
-           (double)CHUNK_NS / 1e6);
+           "%d chunks of %d calls (at least %d, %.0f ms at most), %s, by "
+           "queue size (-: the case has no queue)\n", CHUNKS, CHUNK, BATCH,
+           (double)CHUNK_NS / 1e6,
+           b->o.serial ? "each call after the last one's reply"
+                       : "pipelined");
     struct table t;
     table_init(&t, "script", "meets", "1", "10", "100", "1000", NULL);
     json_arr(b->json, "cases");
