@@ -145,7 +145,7 @@ static const struct scenario scenarios[] = {
      "  --seconds S    length of one phase (2)\n"
      "  --rounds R     phases of each kind, alternating (2)\n"},
     {"scripts", "each lock script alone: Redis us per call by queue size",
-     OPT_SERIAL, sc_scripts,
+     OPT_SERIAL | OPT_REMOTE, sc_scripts,
      "  --serial       each call sent after the last one's reply, as calls\n"
      "                 arrive in a contended run (pipelined batches of 32\n"
      "                 without it); 1, 10, 100 and 1000 queued, 2000 calls\n"

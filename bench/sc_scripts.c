@@ -382,6 +382,7 @@ static void prep_permits(struct srun *s)
 /* ---- steps: the measured call (1), what puts the state back (0) ------ */
 
 static void st_take(struct srun *s, long i) { (void)i; acq(s, 0, 0, 1); rel(s, 0, 0); }
+static void st_take_wait(struct srun *s, long i) { (void)i; acq(s, 0, ENTRY_MS, 1); rel(s, 0, 0); }
 static void st_busy(struct srun *s, long i) { (void)i; acq(s, 0, ENTRY_MS, 1); }
 static void st_release(struct srun *s, long i) { (void)i; acq(s, 0, 0, 0); rel(s, 0, 1); }
 static void st_quiet(struct srun *s, long i) { (void)i; acq(s, 0, 0, 0); rel_as(s, 0, 1, 1); }
@@ -510,6 +511,8 @@ static void st_prel(struct srun *s, long i) { (void)i; pacq(s, 0, 0); prel(s, 0,
 
 static const struct scase cases[] = {
     {"acquire", "free lock, taken", 0, ARR, 2, prep_none, st_take},
+    {"acquire", "free lock, a waiter takes it", 0, ARR, 2, prep_none,
+     st_take_wait},
     {"acquire", "held by another, waits", 0, INT, 0, prep_held, st_busy},
     {"acquire", "held, fair queue: joins", 1, INT, 0, prep_fair_queue,
      st_busy},

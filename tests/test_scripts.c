@@ -836,9 +836,9 @@ START_TEST(a_default_waiter_gives_an_owners_hash_written_again_its_expiry)
 END_TEST
 
 /* A waiter that finds the lock held without the queue's marker is busy
- * after the PTTL and the HMGET, without asking for the queue: it joins a
- * queue whose marker went with an expired key when it finds the lock
- * free next. */
+ * after one EXISTS (of the lock and the queue at once), the PTTL and the
+ * HMGET: it joins a queue whose marker went with an expired key when it
+ * finds the lock free next. */
 START_TEST(a_waiter_finds_a_hold_without_the_marker_busy)
 {
     load_all();
@@ -853,13 +853,26 @@ START_TEST(a_waiter_finds_a_hold_without_the_marker_busy)
     redisReply *busy = acquire_waiting("c:2", "1");
     ck_assert_int_eq(busy->type, REDIS_REPLY_INTEGER);
     ck_assert_int_gt(busy->integer, 29000);
-    ck_assert_int_eq(calls_of("exists") - exists, 0);
+    ck_assert_int_eq(calls_of("exists") - exists, 1);
     ck_assert_int_eq(calls_of("hmget") - hmgets, 1);
     ck_assert_int_eq(hget(OWNERS, "c:2"), RS_NIL);
     ck_assert_int_eq(queue_len(), 1);
     /* free (c:9's entry dead): served, and taken, in one call */
     ck_assert_int_eq(rs_int(tu_srv, "DEL", LK, (char *)NULL), 1);
     is_pair(acquire_waiting("c:2", "2"), 1, 0);
+    ck_assert_int_eq(hget(LK, "c:2"), 1);
+}
+END_TEST
+
+/* A waiter that finds neither the lock nor a queue takes the lock after
+ * one EXISTS of both, without a PTTL. */
+START_TEST(a_waiter_takes_a_free_lock_after_one_exists)
+{
+    load_all();
+    long long exists = calls_of("exists"), pttls = calls_of("pttl");
+    is_pair(acquire_waiting("c:2", "1"), 1, 0);
+    ck_assert_int_eq(calls_of("exists") - exists, 1);
+    ck_assert_int_eq(calls_of("pttl") - pttls, 0);
     ck_assert_int_eq(hget(LK, "c:2"), 1);
 }
 END_TEST
@@ -1619,6 +1632,7 @@ int main(void)
     tcase_add_test(tc, queue_marker_keeps_a_released_name_for_the_first_in_line);
     tcase_add_test(tc, a_default_waiter_gives_an_owners_hash_written_again_its_expiry);
     tcase_add_test(tc, a_waiter_finds_a_hold_without_the_marker_busy);
+    tcase_add_test(tc, a_waiter_takes_a_free_lock_after_one_exists);
     tcase_add_test(tc, queue_marker_goes_with_dead_waiters_and_the_last_leave);
     tcase_add_test(tc, queue_marker_pass_skips_an_entry_left_behind);
     tcase_add_test(tc,
