@@ -22,10 +22,10 @@
  * Calls go in pipelined batches of BATCH steps, or with --serial one step
  * per round trip, as they reach Redis in a contended run: between two
  * calls Redis reads and writes sockets, and a call finds its caches cold.
- * Two floor rows show what a call costs Redis before any script logic:
- * a script that runs no command, and one that runs just the commands a
- * fenced hand-off cannot do without (FLOOR_HANDOFF), both called with
- * fair_release's keys and arguments. */
+ * The floor rows show what a call costs Redis before any logic of
+ * hilock's: a script that runs no command, and scripts that run just the
+ * commands a fenced lock cannot do without (floors[] below), each called
+ * with the keys and arguments of the script it stands for. */
 #include "bench.h"
 
 #include <limits.h>
@@ -48,29 +48,47 @@
 
 static const int queues[NQUEUES] = {1, 10, 100, 1000};
 
-/* The floor rows' scripts, called as fair_release is (its KEYS and ARGV,
- * src/lua/fair_release.lua). FLOOR_HANDOFF runs one of each command a
- * hand-off of a fenced lock needs, and nothing else: read the owner's
- * hold, drop it, take the queue's head (moved to the tail, so the queue
- * stays as it was), draw a token, tell the new owner's client (a
- * subscribed channel), write the new owner and its lease. */
-static const char FLOOR_NONE[] = "return {0, 0, 0}";
-static const char FLOOR_HANDOFF[] =
-    "redis.call('hmget', KEYS[1], ARGV[3], 'rid', 'mode', 'hilock:queued')\n"
-    "redis.call('del', KEYS[1])\n"
-    "local e = redis.call('lmove', KEYS[2], KEYS[2], 'left', 'right')\n"
-    "local t = redis.call('incr', KEYS[4])\n"
-    "redis.call('publish', ARGV[6] .. ':' .. ARGV[10], t)\n"
-    "redis.call('hset', KEYS[1], ARGV[3], 1, 'hilock:handed', t)\n"
-    "redis.call('pexpire', KEYS[1], 5000)\n"
-    "return {0, 0, 0}\n";
+/* The floor rows' scripts: one of each command that a fenced lock's
+ * step cannot do without, and nothing else, called with the keys and
+ * arguments of the script it stands for (src/lua/).
+ * - a waiter's take (acquire): is the name free, write the owner's hold
+ *   and its lease, draw a token;
+ * - a release (release): read the owner's hold, tell the waiters, drop it;
+ * - a fair hand-off (fair_release): read the owner's hold, drop it, take
+ *   the queue's head (moved to the tail, so the queue stays as it was),
+ *   draw a token, tell the new owner's client (a subscribed channel),
+ *   write the new owner and its lease. */
+enum floor_id { FLOOR_NONE, FLOOR_TAKE, FLOOR_RELEASE, FLOOR_HANDOFF, NFLOORS };
+
+static const char *const floors[NFLOORS] = {
+    [FLOOR_NONE] = "return {0, 0, 0}",
+    [FLOOR_TAKE] =
+        "redis.call('exists', KEYS[1], ARGV[5])\n"
+        "redis.call('hset', KEYS[1], ARGV[2], 1, 'rid', ARGV[9])\n"
+        "redis.call('pexpire', KEYS[1], ARGV[1])\n"
+        "return {1, redis.call('incr', KEYS[2])}\n",
+    [FLOOR_RELEASE] =
+        "redis.call('hmget', KEYS[1], ARGV[3], 'rid', 'mode', 'q')\n"
+        "local n = redis.call(ARGV[5], ARGV[6], ARGV[1])\n"
+        "redis.call('del', KEYS[1])\n"
+        "return {0, n}\n",
+    [FLOOR_HANDOFF] =
+        "redis.call('hmget', KEYS[1], ARGV[3], 'rid', 'mode', 'q')\n"
+        "redis.call('del', KEYS[1])\n"
+        "local e = redis.call('lmove', KEYS[2], KEYS[2], 'left', 'right')\n"
+        "local t = redis.call('incr', KEYS[4])\n"
+        "redis.call('publish', ARGV[6] .. ':' .. ARGV[10], t)\n"
+        "redis.call('hset', KEYS[1], ARGV[3], 1, 'hilock:handed', t)\n"
+        "redis.call('pexpire', KEYS[1], 5000)\n"
+        "return {0, 0, 0}\n",
+};
 
 /* One run: the connections, the digests, the pipeline. */
 struct srun {
     redisContext *rc;
     redisContext *sub; /* subscribed to every hand-off channel */
     struct script_set set;
-    char floor_none[41], floor_handoff[41]; /* the floor rows' digests */
+    char floor_sha[NFLOORS][41]; /* the floor rows' digests */
     int batch;         /* steps per pipelined batch: BATCH, or 1 */
     char id[37];       /* the client id of every owner */
     uint64_t rid;      /* request ids, rising */
@@ -137,25 +155,35 @@ static void push(struct srun *s, enum script_id id, int measured)
     resp_reset(&s->cmd);
 }
 
-static void acq(struct srun *s, long i, uint32_t entry_ms, int m)
+/* Owner i's acquire, or with its keys and arguments the script of
+ * digest sha. */
+static void acq_as(struct srun *s, long i, uint32_t entry_ms, const char *sha,
+                   int m)
 {
     struct wire_lock w = who(s, i, NAME, &wire_kind_mutex);
     w.entry_ms = entry_ms;
-    wire_acquire(&s->cmd, s->set.sha[SCRIPT_ACQUIRE], &w, LEASE_MS, 1,
-                 "publish", ++s->rid);
+    wire_acquire(&s->cmd, sha, &w, LEASE_MS, 1, "publish", ++s->rid);
     push(s, SCRIPT_ACQUIRE, m);
 }
 
-/* Release of owner i's last hold; quiet: no message (wire.h). */
-static void rel_as(struct srun *s, long i, int m, int quiet)
+static void acq(struct srun *s, long i, uint32_t entry_ms, int m)
+{
+    acq_as(s, i, entry_ms, s->set.sha[SCRIPT_ACQUIRE], m);
+}
+
+/* Release of owner i's last hold (quiet: no message, wire.h), or with its
+ * keys and arguments the script of digest sha. */
+static void rel_as(struct srun *s, long i, const char *sha, int m, int quiet)
 {
     struct wire_lock w = who(s, i, NAME, &wire_kind_mutex);
-    wire_release(&s->cmd, s->set.sha[SCRIPT_RELEASE], &w, ++s->rid, LEASE_MS,
-                 1, "publish", quiet);
+    wire_release(&s->cmd, sha, &w, ++s->rid, LEASE_MS, 1, "publish", quiet);
     push(s, SCRIPT_RELEASE, m);
 }
 
-static void rel(struct srun *s, long i, int m) { rel_as(s, i, m, 0); }
+static void rel(struct srun *s, long i, int m)
+{
+    rel_as(s, i, s->set.sha[SCRIPT_RELEASE], m, 0);
+}
 
 /* Fair acquire of owner i in mode (wire.h). */
 static void facq(struct srun *s, long i, enum wire_fair_mode mode, int m)
@@ -385,7 +413,7 @@ static void st_take(struct srun *s, long i) { (void)i; acq(s, 0, 0, 1); rel(s, 0
 static void st_take_wait(struct srun *s, long i) { (void)i; acq(s, 0, ENTRY_MS, 1); rel(s, 0, 0); }
 static void st_busy(struct srun *s, long i) { (void)i; acq(s, 0, ENTRY_MS, 1); }
 static void st_release(struct srun *s, long i) { (void)i; acq(s, 0, 0, 0); rel(s, 0, 1); }
-static void st_quiet(struct srun *s, long i) { (void)i; acq(s, 0, 0, 0); rel_as(s, 0, 1, 1); }
+static void st_quiet(struct srun *s, long i) { (void)i; acq(s, 0, 0, 0); rel_as(s, 0, s->set.sha[SCRIPT_RELEASE], 1, 1); }
 
 static void st_undo(struct srun *s, long i)
 {
@@ -452,15 +480,30 @@ static void st_fhand(struct srun *s, long i)
     facq(s, h, WIRE_FAIR_WAIT, 0);
 }
 
-/* The floor rows: the holder of the rotation calls them in turn. */
+/* The floor rows (floors[]). A hand-off's: the holder of the rotation
+ * calls it in turn. */
 static void st_floor_none(struct srun *s, long i)
 {
-    frel_as(s, i % (s->q + 1), s->floor_none, 1);
+    frel_as(s, i % (s->q + 1), s->floor_sha[FLOOR_NONE], 1);
+}
+
+static void st_floor_take(struct srun *s, long i)
+{
+    (void)i;
+    acq_as(s, 0, ENTRY_MS, s->floor_sha[FLOOR_TAKE], 1);
+    rel(s, 0, 0);
+}
+
+static void st_floor_release(struct srun *s, long i)
+{
+    (void)i;
+    acq(s, 0, 0, 0);
+    rel_as(s, 0, s->floor_sha[FLOOR_RELEASE], 1, 0);
 }
 
 static void st_floor_handoff(struct srun *s, long i)
 {
-    frel_as(s, i % (s->q + 1), s->floor_handoff, 1);
+    frel_as(s, i % (s->q + 1), s->floor_sha[FLOOR_HANDOFF], 1);
 }
 
 static void st_fleave(struct srun *s, long i)
@@ -531,7 +574,11 @@ static const struct scase cases[] = {
     {"fair_release", "hand-off to the head", 1, ARR, 3, prep_fair_rotation,
      st_fhand},
     {"floor", "no command", 0, ARR, 3, prep_fair_rotation, st_floor_none},
-    {"floor", "a hand-off's 7 commands", 1, ARR, 3, prep_fair_rotation,
+    {"floor", "a waiter's take: 4 commands", 0, ARR, 2, prep_none,
+     st_floor_take},
+    {"floor", "a release: 3 commands", 0, ARR, 2, prep_none,
+     st_floor_release},
+    {"floor", "a hand-off: 7 commands", 1, ARR, 3, prep_fair_rotation,
      st_floor_handoff},
     {"fair_leave", "queued last", 1, INT, 0, prep_fair_self, st_fleave},
     {"fair_undo", "the attempt's hold", 0, ARR, 2, prep_none, st_fundo},
@@ -663,11 +710,10 @@ int sc_scripts(struct bench *b)
         return 1;
     }
     s.batch = b->o.serial ? 1 : BATCH;
-    int failed =
-        bench_script_load(s.rc, FLOOR_NONE, strlen(FLOOR_NONE),
-                          s.floor_none) != 0 ||
-        bench_script_load(s.rc, FLOOR_HANDOFF, strlen(FLOOR_HANDOFF),
-                          s.floor_handoff) != 0;
+    int failed = 0;
+    for (int i = 0; i < NFLOORS && !failed; i++)
+        failed = bench_script_load(s.rc, floors[i], strlen(floors[i]),
+                                   s.floor_sha[i]) != 0;
     for (int i = 0; i < SCRIPT_COUNT && !failed; i++) {
         size_t len;
         const char *body = script_body((enum script_id)i, &len);
