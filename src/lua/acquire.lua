@@ -86,8 +86,8 @@ local rid = f .. ':rid'
 local id, q, wait = ARGV[5], nil, nil
 if #ARGV == 9 then q, wait, id = ARGV[5], tonumber(ARGV[6]), ARGV[9] end
 -- a waiter's lock that is free with no queue: one EXISTS tells both
-local free = q and wait ~= 0 and redis.call('exists', KEYS[1], q) == 0
-local p = free and -2 or redis.call('pttl', KEYS[1])
+local absent = q and wait ~= 0 and redis.call('exists', KEYS[1], q) == 0
+local p = absent and -2 or redis.call('pttl', KEYS[1])
 local v = {}
 if p ~= -2 then
   v = redis.pcall('hmget', KEYS[1], f, rid, 'mode', 'hilock:queued')
@@ -95,7 +95,7 @@ if p ~= -2 then
     --@include lib/kind.lua
     return other_kind(KEYS[1], 'lock') or v
   end
-elseif free or not q or wait == 0 then
+elseif absent or not q or wait == 0 then
   -- no key, no queue: taken
   redis.call('hset', KEYS[1], f, 1, rid, id, f .. ':first:rid', id)
   redis.call('pexpire', KEYS[1], ARGV[1])
