@@ -82,12 +82,11 @@ static int retake_ok(const struct hilock_lock *lock)
 static int plain_again(struct fanout *op, struct resp_buf *cmd,
                        enum req_again why);
 
-/* Encode into cmd op's attempt as RESTORE (not the first attempt's: see
- * plain_take), and with a look when look: a waiter's attempt
- * (wire_look). 0, or -1 when nothing was written. */
-HILOCK_COLD
-static int encode_take(struct fanout *op, struct resp_buf *cmd,
-                       const struct wire_lock *w, int look)
+/* Encode into cmd op's attempt as RESTORE, and with a look when look: a
+ * waiter's attempt (wire_look). 0, or -1 when nothing was written.
+ * Inline: with look 0 the first attempt's hot path keeps no branch. */
+static inline int encode_take(struct fanout *op, struct resp_buf *cmd,
+                              const struct wire_lock *w, int look)
 {
     size_t second = 0, third = 0;
     if (wire_take(cmd, w, op->lease_ms, op->rid) != 0)
@@ -144,31 +143,31 @@ static int plain_again(struct fanout *op, struct resp_buf *cmd,
     return SCRIPT_ACQUIRE;
 }
 
+/* Encode into op the acquire's attempt at lock with request id rid as
+ * RESTORE, with the look when look. 1 when written, 0 when not (the
+ * script goes). */
+static inline int take(struct hilock_lock *lock, struct fanout *op,
+                       uint64_t rid, int look)
+{
+    struct wire_lock w = handle_wire(lock);
+    op->rid = rid;
+    op->lease_ms = handle_acquire_lease(lock);
+    return encode_take(op, fanout_cmd(op), &w, look) == 0;
+}
+
 HILOCK_HOT
 int plain_take(struct hilock_lock *lock, struct fanout *op, uint64_t rid)
 {
     if (!plain_ok(lock) || lock->hold.count > 0 ||
         handle_owner_holds(lock) || !fair_plain_ok(lock))
         return 0;
-    struct wire_lock w = handle_wire(lock);
-    op->rid = rid;
-    op->lease_ms = handle_acquire_lease(lock);
-    if (wire_take(fanout_cmd(op), &w, op->lease_ms, op->rid) != 0)
-        return 0; /* nothing written: the script goes */
-    op->again = plain_again;
-    fanout_plain(op, 0, 0, 0);
-    return 1;
+    return take(lock, op, rid, 0);
 }
 
 HILOCK_COLD
 int plain_retake(struct hilock_lock *lock, struct fanout *op, uint64_t rid)
 {
-    if (!retake_ok(lock))
-        return 0;
-    struct wire_lock w = handle_wire(lock);
-    op->rid = rid;
-    op->lease_ms = handle_acquire_lease(lock);
-    return encode_take(op, fanout_cmd(op), &w, 1) == 0;
+    return retake_ok(lock) && take(lock, op, rid, 1);
 }
 
 /* The time now (ms), as the caller of kind_release_new read it for op. */
