@@ -156,7 +156,10 @@ static int client_assemble(struct hilock_client *c, struct event_base *base)
     c->cfg = (struct conn_config){base, &c->opts,
                                   event_base_init_common_timeout(base, &tv),
                                   &c->rng, &c->guard, &c->eng.stats,
-                                  &c->wire, c->tls.main, c->tls.sentinel};
+                                  &c->wire, c->tls.main, c->tls.sentinel,
+                                  &c->scratch};
+    resp_init(&c->scratch.buf, c->scratch.inline_data,
+              sizeof(c->scratch.inline_data));
     c->events = (struct topo_events){c,
                                      on_member_up,
                                      on_member_down,
@@ -309,6 +312,7 @@ static void client_destroy(struct hilock_client *c, uint32_t drain_ms)
     lock_engine_free(&c->eng);
     event_del(&c->close_timer);
     tls_set_free(&c->tls);
+    resp_free(&c->scratch.buf);
     free(c->strings);
     free(c);
 }

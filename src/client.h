@@ -26,6 +26,7 @@ struct hilock_client {
                                    command and the subscriber connection */
     struct reentry guard;
     struct conn_config cfg;
+    struct req_scratch scratch; /* conn_config.scratch */
     struct tls_set tls;         /* TLS contexts (NULL: plain) */
     struct hilock_endpoint eps[HILOCK_SEEDS_MAX]; /* copies of the lists */
     uint8_t up[HILOCK_MASTERS_MAX]; /* members up */

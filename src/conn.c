@@ -76,6 +76,12 @@ struct req *req_new(struct conn *conn, req_done_fn *done)
     return r;
 }
 
+void req_scratch_keep(struct req *r)
+{
+    resp_copy(&r->cmd, &r->conn->cfg->scratch->buf);
+    req_scratch_drop(r);
+}
+
 /* Forget r's deadline, wherever it is kept. */
 static void due_clear(struct req *r)
 {
@@ -143,6 +149,8 @@ static void req_recycle(struct req *r)
 {
     struct conn *conn = r->conn;
     due_clear(r); /* a resent completed request may have a deadline */
+    if (r->lent) /* never submitted */
+        req_scratch_drop(r);
     if (r->fini)
         r->fini(r);
     resp_free(&r->cmd);
@@ -170,21 +178,22 @@ static int send_cmd(struct conn *conn, const char *cmd, size_t len,
                                       len) == REDIS_OK;
 }
 
-/* Hand what r sends to hiredis; 0 when the context refuses (going down:
- * what went out is lost with it). */
-static int send_parts(struct conn *conn, struct req *r)
+/* Hand what r sends (its command cmd) to hiredis; 0 when the context
+ * refuses (going down: what went out is lost with it). */
+static int send_parts(struct conn *conn, struct req *r,
+                      const struct resp_buf *cmd)
 {
     if (r->asking && !send_cmd(conn, asking_cmd, sizeof(asking_cmd) - 1, NULL))
         return 0;
     const struct req_plain *p = &r->plain;
     if (!p->split)
-        return send_cmd(conn, r->cmd.data, r->cmd.len, r);
-    size_t end = p->split2 ? p->split2 : r->cmd.len;
+        return send_cmd(conn, cmd->data, cmd->len, r);
+    size_t end = p->split2 ? p->split2 : cmd->len;
     return send_cmd(conn, multi_cmd, sizeof(multi_cmd) - 1, NULL) &&
-           send_cmd(conn, r->cmd.data, p->split, NULL) &&
-           send_cmd(conn, r->cmd.data + p->split, end - p->split, NULL) &&
-           (!p->split2 || send_cmd(conn, r->cmd.data + p->split2,
-                                   r->cmd.len - p->split2, NULL)) &&
+           send_cmd(conn, cmd->data, p->split, NULL) &&
+           send_cmd(conn, cmd->data + p->split, end - p->split, NULL) &&
+           (!p->split2 || send_cmd(conn, cmd->data + p->split2,
+                                   cmd->len - p->split2, NULL)) &&
            send_cmd(conn, exec_cmd, sizeof(exec_cmd) - 1, r);
 }
 
@@ -233,17 +242,31 @@ static uint64_t arrival_us(struct conn *conn)
     return conn->arrival_us;
 }
 
-/* Hand r to hiredis; when the context refuses (going down), queue it. */
+/* Hand r to hiredis; when the context refuses (going down), queue it. A
+ * command in the scratch buffer is hiredis's once handed over; a queued
+ * one keeps a copy. */
 HILOCK_HOT
 static void send_now(struct conn *conn, struct req *r)
 {
-    if (conn->state == CONN_READY && send_parts(conn, r)) {
+    if (conn->state == CONN_READY && !r->enomem &&
+        send_parts(conn, r, req_cmd(r))) {
         r->where = REQ_SENT; /* written by flush_ev (see connect.c) */
         TAILQ_INSERT_TAIL(&conn->sent, r, link);
         (*conn->cfg->wire)++;
     } else {
         r->where = REQ_QUEUED;
         TAILQ_INSERT_TAIL(&conn->queued, r, link);
+    }
+    if (!r->lent)
+        return;
+    if (r->where == REQ_SENT) {
+        req_scratch_drop(r);
+        return;
+    }
+    req_scratch_keep(r);
+    if (r->cmd.failed) { /* no memory for the copy: fail it */
+        r->enomem = RESP_NOMEM;
+        due_set(r, clock_now_us(), 1);
     }
 }
 
@@ -298,6 +321,8 @@ void req_submit(struct req *r, uint32_t timeout_ms)
 HILOCK_OUTLINE
 static void submit_other(struct req *r, uint32_t timeout_ms, uint64_t now_us)
 {
+    if (r->lent)
+        req_scratch_keep(r);
     if (r->cmd.failed) {
         /* Encoding failed (out of memory, or a script call that broke its
          * contract): fail on the loop, not in the call. The request waits
@@ -323,7 +348,8 @@ void req_submit_at(struct req *r, uint32_t timeout_ms, uint64_t now_us)
 {
     r->sent_us = now_us;
     stats_request_sent(r->conn->cfg->stats);
-    if (timeout_ms || r->cmd.failed || r->enomem || r->due != REQ_DUE_NONE) {
+    if (timeout_ms || req_cmd(r)->failed || r->enomem ||
+        r->due != REQ_DUE_NONE) {
         submit_other(r, timeout_ms, now_us);
         return;
     }

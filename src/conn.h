@@ -78,6 +78,8 @@ struct req {
     uint8_t asking;           /* send ASKING first (req_move) */
     uint8_t resent;           /* sent again after its connection dropped:
                                  it may have been applied already */
+    uint8_t lent;             /* its command is in the client's scratch
+                                 buffer until sent (req_scratch) */
     /* The connection's contract with the submitter, which sets them. */
     req_done_fn *done;        /* NULL once completed */
     req_late_fn *late;
@@ -126,6 +128,14 @@ struct req {
                                  assigned as it is armed (due_set) */
 };
 
+/* The client's scratch buffer (req_scratch): one command at a time, on
+ * its way from the encoder to hiredis. */
+struct req_scratch {
+    struct resp_buf buf;
+    struct req *holder;                /* the request it is lent to */
+    char inline_data[REQ_INLINE_CMD];
+};
+
 /* What every connection of a client shares; borrowed, outlives them. */
 struct conn_config {
     struct event_base *base;
@@ -139,6 +149,7 @@ struct conn_config {
                                           connection of the client */
     const struct tls *tls;             /* NULL: plain TCP (tls.h) */
     const struct tls *sentinel_tls;    /* the sentinels' (sentinel.c) */
+    struct req_scratch *scratch;       /* see req_scratch */
 };
 
 /* Where to connect; strings borrowed. */
@@ -246,6 +257,36 @@ void conn_log(const struct conn *conn, enum hilock_log_level level,
 /* A fresh request with an empty command buffer, or NULL when out of memory
  * or the connection is closed. */
 struct req *req_new(struct conn *conn, req_done_fn *done);
+/* r's command: where its encoder put it (see req_scratch). */
+static inline struct resp_buf *req_cmd(struct req *r)
+{
+    return r->lent ? &r->conn->cfg->scratch->buf : &r->cmd;
+}
+/* r, which holds the scratch buffer, lets it go: hiredis has its command,
+ * or nobody needs it (its owner encodes into r->cmd after all). */
+static inline void req_scratch_drop(struct req *r)
+{
+    r->conn->cfg->scratch->holder = NULL;
+    r->lent = 0;
+}
+/* The same, keeping a copy of its command in r->cmd. */
+void req_scratch_keep(struct req *r);
+/* The buffer to encode r's command into instead of r->cmd when r's owner
+ * encodes it anew for every resend (refresh): the client's scratch
+ * buffer, shared by all requests and so warm in the cache. r holds it
+ * until it is submitted and handed to hiredis; r then keeps no copy, or
+ * takes one (into r->cmd) when it has to wait: queued, or another
+ * request asked for the buffer first. */
+static inline struct resp_buf *req_scratch(struct req *r)
+{
+    struct req_scratch *s = r->conn->cfg->scratch;
+    if (s->holder && s->holder != r)
+        req_scratch_keep(s->holder);
+    s->holder = r;
+    r->lent = 1;
+    resp_reset(&s->buf);
+    return &s->buf;
+}
 /* Arm the request's deadline (timeout_ms from now; 0: the request timeout
  * of the options) and send it, or queue it until the connection is ready.
  * A command whose encoding failed completes with HILOCK_ENOMEM on the

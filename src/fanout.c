@@ -292,7 +292,7 @@ static inline void part_ready(const struct fanout *op, struct req *r,
     /* An encoder whose header miscounts its words is a bug: caught here in
      * a debug build, for plain commands too; in any build a script call
      * with it fails unsent (wire_check, O(1)). */
-    assert(r->cmd.failed || r->cmd.words == r->cmd.declared);
+    assert(resp_counted(req_cmd(r)));
     if (op->script && !r->plain.active &&
         wire_check(&r->cmd, (enum script_id)(op->script - 1)) != 0)
         r->cmd.failed = RESP_BROKEN; /* fails, unsent: see wire.h */

@@ -117,6 +117,14 @@ static inline struct resp_buf *fanout_cmd(struct fanout *op)
         i++;
     return &op->node[i].req->cmd;
 }
+/* The buffer to encode a plain command into (fanout_plain, one node): the
+ * client's scratch buffer, lent to the node request until it is sent
+ * (req_scratch). Its owner encodes the command anew for any resend
+ * (again). */
+static inline struct resp_buf *fanout_plain_cmd(struct fanout *op)
+{
+    return req_scratch(op->node[0].req);
+}
 /* Node i's own buffer, for a command that differs per node (NULL when
  * the operation does not go to node i); buffers left empty get a copy of
  * the first one's command. */

@@ -18,7 +18,12 @@
  *
  * HILOCK_OUTLINE keeps a path that is not rare, only not the common one,
  * out of a small hot function: inlined, its locals would make every call
- * save and restore registers, the common one too. */
+ * save and restore registers, the common one too.
+ *
+ * HILOCK_INLINE is the opposite, for a short helper of a hot function
+ * that a cold caller shares: left to itself the compiler may keep one
+ * copy out of line, which costs the hot caller a call and cache lines
+ * of its own. */
 #ifndef HILOCK_HOT_H
 #define HILOCK_HOT_H
 
@@ -29,10 +34,12 @@
 #define HILOCK_HOT __attribute__((hot))
 #define HILOCK_COLD __attribute__((cold))
 #define HILOCK_OUTLINE __attribute__((noinline))
+#define HILOCK_INLINE inline __attribute__((always_inline))
 #else
 #define HILOCK_HOT
 #define HILOCK_COLD
 #define HILOCK_OUTLINE
+#define HILOCK_INLINE inline
 #endif
 
 /* Zero the first n bytes of p, n a constant, in two halves: each half is

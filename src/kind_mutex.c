@@ -68,7 +68,7 @@ static void mutex_release(struct hilock_lock *lock, struct fanout *op,
     int quiet = lock->pending.what == PENDING_NONE && !fair_on(lock) &&
                 drop >= lock->hold.count && wait_quiet_ok(lock);
     lock->pending.quiet = (unsigned)quiet;
-    if (plain_drop(lock, &w, op, drop, quiet))
+    if (plain_drop(lock, &w, op, drop))
         return;
     if (fair_on(lock)) {
         fair_encode_release(lock, op, drop, rid);

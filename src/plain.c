@@ -82,6 +82,22 @@ static int retake_ok(const struct hilock_lock *lock)
 static int plain_again(struct fanout *op, struct resp_buf *cmd,
                        enum req_again why);
 
+/* Encode into cmd the plain release of lock w (HDEL, and the release
+ * message unless it is quiet), and mark op plain. */
+static HILOCK_INLINE void encode_drop(struct hilock_lock *lock,
+                                      struct fanout *op,
+                                      struct resp_buf *cmd,
+                                      const struct wire_lock *w)
+{
+    const char *publish =
+        lock->pending.quiet ? NULL : topo_publish(lock->eng->topo);
+    op->again = plain_again;
+    fanout_plain(op,
+                 fair_on(lock) ? wire_fair_drop(cmd, w, publish)
+                               : wire_drop(cmd, w, publish),
+                 0, 0);
+}
+
 /* Encode into cmd op's attempt as RESTORE, and with a look when look: a
  * waiter's attempt (wire_look). 0, or -1 when nothing was written.
  * Inline: with look 0 the first attempt's hot path keeps no branch. */
@@ -112,9 +128,12 @@ static int plain_again(struct fanout *op, struct resp_buf *cmd,
     struct hilock_lock *lock = op->ctx;
     struct engine *eng = lock->eng;
     eng->plain_refused |= why == REQ_AGAIN_NO_PLAIN;
-    if (op->kind == OP_KIND_RELEASE && why == REQ_AGAIN_DROPPED)
-        return -1; /* HDEL goes again as it is */
     struct wire_lock w = handle_wire(lock);
+    if (op->kind == OP_KIND_RELEASE && why == REQ_AGAIN_DROPPED) {
+        resp_reset(cmd); /* sent from the scratch buffer: nothing kept */
+        encode_drop(lock, op, cmd, &w); /* HDEL goes again as it was */
+        return -1;
+    }
     if (op->kind == OP_KIND_RELEASE && fair_on(lock)) {
         resp_reset(cmd);
         return fair_release_into(lock, cmd, 1, ++eng->seq);
@@ -152,7 +171,10 @@ static inline int take(struct hilock_lock *lock, struct fanout *op,
     struct wire_lock w = handle_wire(lock);
     op->rid = rid;
     op->lease_ms = handle_acquire_lease(lock);
-    return encode_take(op, fanout_cmd(op), &w, look) == 0;
+    if (encode_take(op, fanout_plain_cmd(op), &w, look) == 0)
+        return 1;
+    req_scratch_drop(op->node[0].req); /* the script goes, in its own */
+    return 0;
 }
 
 HILOCK_HOT
@@ -178,18 +200,13 @@ static uint64_t now_ms(const struct fanout *op)
 
 HILOCK_HOT
 int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
-               struct fanout *op, uint32_t drop, int quiet)
+               struct fanout *op, uint32_t drop)
 {
     if (!plain_ok(lock) || drop != 1 || lock->hold.count != 1 ||
         lock->hold.unreleased || lock->twinned ||
         now_ms(op) >= lock->wd.valid_until ||
         handle_field_shared(lock) || !fair_plain_ok(lock))
         return 0;
-    const char *publish = quiet ? NULL : topo_publish(lock->eng->topo);
-    op->again = plain_again;
-    fanout_plain(op,
-                 fair_on(lock) ? wire_fair_drop(fanout_cmd(op), w, publish)
-                               : wire_drop(fanout_cmd(op), w, publish),
-                 0, 0);
+    encode_drop(lock, op, fanout_plain_cmd(op), w);
     return 1;
 }

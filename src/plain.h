@@ -17,9 +17,10 @@ int plain_take(struct hilock_lock *lock, struct fanout *op, uint64_t rid);
  * (a default-mode lock whose acquire has not gone as the script). */
 int plain_retake(struct hilock_lock *lock, struct fanout *op, uint64_t rid);
 /* Encode a release of drop holds of lock w into op as HDEL and the
- * release message (none when quiet: see wait.h) when it may go plain: the
- * owner's only hold. Returns 1 when it did, 0 when nothing was written. */
+ * release message (none when the release is quiet, lock->pending.quiet:
+ * see wait.h) when it may go plain: the owner's only hold. Returns 1 when
+ * it did, 0 when nothing was written. */
 int plain_drop(struct hilock_lock *lock, const struct wire_lock *w,
-               struct fanout *op, uint32_t drop, int quiet);
+               struct fanout *op, uint32_t drop);
 
 #endif

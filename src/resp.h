@@ -35,6 +35,13 @@ struct resp_part {
 #define RESP_NOMEM 1
 #define RESP_BROKEN 2
 
+/* Whether b's array headers count the bulk strings it holds (or b failed,
+ * which says more): what every encoder must leave. */
+static inline int resp_counted(const struct resp_buf *b)
+{
+    return b->failed || b->words == b->declared;
+}
+
 /* Start b empty on inline_data (inline: every request does). */
 static inline void resp_init(struct resp_buf *b, char *inline_data,
                              size_t inline_cap)

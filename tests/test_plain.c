@@ -106,6 +106,49 @@ START_TEST(free_lock_taken_and_given_back_without_a_script)
 }
 END_TEST
 
+static struct tu_result queued[2];
+
+static bool both_answered(void *arg)
+{
+    (void)arg;
+    return queued[0].calls == 1 && queued[1].calls == 1;
+}
+
+/* Plain commands are encoded into one buffer the client shares and handed
+ * to hiredis from there; commands that must wait for the connection keep
+ * a copy each. Two acquires sent before the client is up, then two
+ * releases sent back to back, all go out whole. */
+START_TEST(plain_commands_sent_before_the_connection_is_up_go_out_whole)
+{
+    struct hilock_lock *x = tu_lock(a, "queued-x", 1);
+    struct hilock_lock *y = tu_lock(a, "queued-y", 2);
+    long long sha = calls("evalsha"), rst = calls("restore");
+    long long hdel = calls("hdel");
+    ck_assert_int_eq(tu_ups(a), 0); /* nothing ran the loop yet */
+    memset(queued, 0, sizeof queued);
+    tu_assert_status(hilock_lock_acquire(x, 0, 20000, tu_record, &queued[0]),
+                     0);
+    tu_assert_status(hilock_lock_acquire(y, 0, 20000, tu_record, &queued[1]),
+                     0);
+    ck_assert(tu_run_until(both_answered, NULL, tu_ms(3000)));
+    tu_assert_status(queued[0].status, 0);
+    tu_assert_status(queued[1].status, 0);
+    ck_assert_int_eq(calls("restore"), rst + 2);
+    ck_assert_int_eq(tu_holds("queued-x", a, 1), 1);
+    ck_assert_int_eq(tu_holds("queued-y", a, 2), 1);
+
+    memset(queued, 0, sizeof queued);
+    tu_assert_status(hilock_lock_release(x, tu_record, &queued[0]), 0);
+    tu_assert_status(hilock_lock_release(y, tu_record, &queued[1]), 0);
+    ck_assert(tu_run_until(both_answered, NULL, tu_ms(3000)));
+    tu_assert_status(queued[0].status, 0);
+    tu_assert_status(queued[1].status, 0);
+    ck_assert_int_eq(calls("hdel"), hdel + 2);
+    ck_assert_int_eq(calls("evalsha"), sha);
+    ck_assert_int_eq(rs_int(tu_srv, "DBSIZE", (char *)NULL), 0);
+}
+END_TEST
+
 START_TEST(busy_lock_is_looked_at_without_a_script_and_waits)
 {
     struct hilock_lock *la = tu_lock(a, "busy", 1);
@@ -409,6 +452,8 @@ static Suite *plain_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, free_lock_taken_and_given_back_without_a_script);
+    tcase_add_test(tc,
+                   plain_commands_sent_before_the_connection_is_up_go_out_whole);
     tcase_add_test(tc, busy_lock_is_looked_at_without_a_script_and_waits);
     tcase_add_loop_test(tc, a_waiter_meeting_another_kind_is_refused, 0, 2);
     tcase_add_test(tc, a_waiter_meeting_the_fair_queue_joins_it_by_script);
