@@ -13,6 +13,7 @@
 #include "callback.h"
 #include "engine.h"
 #include "heap.h"
+#include "hot.h"
 #include "kind.h"
 #include "fanout.h"
 #include "table.h"
@@ -182,8 +183,10 @@ void handle_attach(struct hilock_lock *lock, struct fanout *op);
 void handle_wire_member(const struct hilock_lock *lock,
                         unsigned char member[16]);
 
-/* The lock as the wire format names it (inline: every command asks). */
-static inline struct wire_lock handle_wire(const struct hilock_lock *lock)
+/* The lock as the wire format names it (always inline: every command
+ * asks, a pair's lock and release too). */
+static HILOCK_INLINE struct wire_lock
+handle_wire(const struct hilock_lock *lock)
 {
     const struct engine *eng = lock->eng;
     struct wire_lock w = {.prefix = eng->prefix,
