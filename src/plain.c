@@ -53,7 +53,11 @@
  *   it;
  * - any other error reply (an ACL without RESTORE, a server that lacks
  *   it) sends the script instead, and turns the fast path off for the
- *   client when the command itself was refused. */
+ *   client when the command itself was refused.
+ * A plain command is encoded into the client's scratch buffer
+ * (fanout_plain_cmd) and kept nowhere once hiredis has it: whatever it
+ * becomes when it goes again (plain_again), the HDEL that goes as it was
+ * too, is encoded anew. */
 #include "plain.h"
 
 #include "clock.h"
@@ -173,7 +177,7 @@ static inline int take(struct hilock_lock *lock, struct fanout *op,
     op->lease_ms = handle_acquire_lease(lock);
     if (encode_take(op, fanout_plain_cmd(op), &w, look) == 0)
         return 1;
-    req_scratch_drop(op->node[0].req); /* the script goes, in its own */
+    req_scratch_drop(op->node[0].req); /* the script goes instead */
     return 0;
 }
 
