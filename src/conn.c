@@ -143,6 +143,15 @@ static void due_set(struct req *r, uint64_t now_us, uint32_t ms)
     r->due = REQ_DUE_TIMER;
 }
 
+/* r's command is unusable (r->cmd.failed: no memory, or a script call
+ * that broke its contract): r fails on the loop, not in the call that
+ * submits it, waiting in the queue for an immediate deadline. */
+static void fail_soon(struct req *r, uint64_t now_us)
+{
+    r->enomem = (uint8_t)r->cmd.failed;
+    due_set(r, now_us, 1);
+}
+
 /* Give a finished request's memory back to the pool. */
 HILOCK_HOT
 static void req_recycle(struct req *r)
@@ -264,10 +273,8 @@ static void send_now(struct conn *conn, struct req *r)
         return;
     }
     req_scratch_keep(r);
-    if (r->cmd.failed) { /* no memory for the copy: fail it */
-        r->enomem = RESP_NOMEM;
-        due_set(r, clock_now_us(), 1);
-    }
+    if (r->cmd.failed) /* no memory for the copy */
+        fail_soon(r, clock_now_us());
 }
 
 void conn_resend(struct conn *conn, struct req *r)
@@ -324,19 +331,13 @@ static void submit_other(struct req *r, uint32_t timeout_ms, uint64_t now_us)
     if (r->lent)
         req_scratch_keep(r);
     if (r->cmd.failed) {
-        /* Encoding failed (out of memory, or a script call that broke its
-         * contract): fail on the loop, not in the call. The request waits
-         * in the queue for an immediate deadline. */
-        r->enomem = (uint8_t)r->cmd.failed;
-        timeout_ms = 1;
-    }
-    due_set(r, now_us,
-            timeout_ms ? timeout_ms : r->conn->cfg->opts->request_timeout_ms);
-    if (r->enomem) {
+        fail_soon(r, now_us);
         r->where = REQ_QUEUED;
         TAILQ_INSERT_TAIL(&r->conn->queued, r, link);
         return;
     }
+    due_set(r, now_us,
+            timeout_ms ? timeout_ms : r->conn->cfg->opts->request_timeout_ms);
     send_now(r->conn, r);
 }
 
