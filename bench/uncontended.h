@@ -55,8 +55,9 @@ void urun_free(struct urun *u);
 
 /* One phase: k slots (<= U_KMAX) in mode for secs; its pairs, errors, time,
  * CPU, rate of the round and acquire latencies are added to c. what labels
- * the progress line. 0, or -1 when the phase did not drain in time. */
-int urun_phase(struct urun *u, enum umode mode, int k, double secs,
+ * the progress line. 0, or -1 when the phase did not drain in time. Never
+ * inlined: callgrind's --toggle-collect names it (README.md). */
+__attribute__((noinline)) int urun_phase(struct urun *u, enum umode mode, int k, double secs,
                struct ucell *c, const char *what);
 
 /* Start the cell's rate series at t0_ns (100 ms buckets). */
