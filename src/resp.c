@@ -33,14 +33,13 @@ void resp_free_heap(struct resp_buf *b)
     b->cap = b->inline_cap;
 }
 
-/* Make room for n more bytes plus the terminating NUL; on failure mark the
- * buffer failed. */
-static int reserve(struct resp_buf *b, size_t n)
+/* Grow the buffer for n more bytes plus the terminating NUL (reserve); on
+ * failure mark it failed. */
+HILOCK_COLD
+static int grow(struct resp_buf *b, size_t n)
 {
     if (b->failed)
         return -1;
-    if (b->len + n + 1 <= b->cap)
-        return 0;
     size_t cap = b->cap ? b->cap * 2 : 256;
     while (cap < b->len + n + 1)
         cap *= 2;
@@ -56,6 +55,16 @@ static int reserve(struct resp_buf *b, size_t n)
     return 0;
 }
 
+/* Make room for n more bytes plus the terminating NUL: one comparison when
+ * the buffer has it, as it nearly always does. -1 when the buffer failed
+ * (or fails now). */
+static inline int reserve(struct resp_buf *b, size_t n)
+{
+    if (!b->failed && b->len + n + 1 <= b->cap)
+        return 0;
+    return grow(b, n);
+}
+
 HILOCK_HOT
 static void put(struct resp_buf *b, const void *p, size_t n)
 {
@@ -69,6 +78,17 @@ static void put(struct resp_buf *b, const void *p, size_t n)
 HILOCK_HOT
 size_t resp_u64_str(unsigned long long v, char *out)
 {
+    if (v < 10) { /* most are lengths and counts */
+        out[0] = (char)('0' + v);
+        out[1] = '\0';
+        return 1;
+    }
+    if (v < 100) {
+        out[0] = (char)('0' + v / 10);
+        out[1] = (char)('0' + v % 10);
+        out[2] = '\0';
+        return 2;
+    }
     char tmp[21];
     size_t n = 0;
     do {
@@ -99,17 +119,34 @@ void resp_array(struct resp_buf *b, size_t argc)
     b->declared += (uint32_t)argc;
 }
 
+/* One bulk string: its header, the parts, CRLF, written into room made
+ * once for all of it. */
 HILOCK_HOT
 void resp_arg_parts(struct resp_buf *b, size_t n, const struct resp_part *p)
 {
-    size_t total = 0;
+    char head[24];
+    size_t total = 0, h = 1;
     for (size_t i = 0; i < n; i++)
         total += p[i].len;
-    put_line(b, '$', total);
-    for (size_t i = 0; i < n; i++)
-        put(b, p[i].ptr, p[i].len);
-    put(b, "\r\n", 2);
+    head[0] = '$';
+    h += resp_u64_str(total, head + 1);
+    head[h++] = '\r';
+    head[h++] = '\n';
     b->words++;
+    if (reserve(b, h + total + 2) != 0)
+        return;
+    char *d = b->data + b->len;
+    memcpy(d, head, h);
+    d += h;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].len)
+            memcpy(d, p[i].ptr, p[i].len);
+        d += p[i].len;
+    }
+    d[0] = '\r';
+    d[1] = '\n';
+    d[2] = '\0';
+    b->len += h + total + 2;
 }
 
 HILOCK_HOT
