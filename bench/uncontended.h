@@ -57,8 +57,9 @@ void urun_free(struct urun *u);
  * CPU, rate of the round and acquire latencies are added to c. what labels
  * the progress line. 0, or -1 when the phase did not drain in time. Never
  * inlined: callgrind's --toggle-collect names it (README.md). */
-__attribute__((noinline)) int urun_phase(struct urun *u, enum umode mode, int k, double secs,
-               struct ucell *c, const char *what);
+__attribute__((noinline)) int urun_phase(struct urun *u, enum umode mode,
+                                         int k, double secs, struct ucell *c,
+                                         const char *what);
 
 /* Start the cell's rate series at t0_ns (100 ms buckets). */
 void ucell_init(struct ucell *c, int64_t t0_ns);
