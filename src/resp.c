@@ -101,15 +101,21 @@ size_t resp_u64_str(unsigned long long v, char *out)
     return n;
 }
 
+/* Write the line "<c><decimal>\r\n" into out (24 bytes); its length. */
+static size_t line(char *out, char c, size_t v)
+{
+    out[0] = c;
+    size_t n = 1 + resp_u64_str(v, out + 1);
+    out[n++] = '\r';
+    out[n++] = '\n';
+    return n;
+}
+
 /* Append a "<c><decimal>\r\n" line. */
 static void put_line(struct resp_buf *b, char c, size_t v)
 {
     char tmp[24];
-    tmp[0] = c;
-    size_t n = 1 + resp_u64_str(v, tmp + 1);
-    tmp[n++] = '\r';
-    tmp[n++] = '\n';
-    put(b, tmp, n);
+    put(b, tmp, line(tmp, c, v));
 }
 
 HILOCK_HOT
@@ -125,13 +131,10 @@ HILOCK_HOT
 void resp_arg_parts(struct resp_buf *b, size_t n, const struct resp_part *p)
 {
     char head[24];
-    size_t total = 0, h = 1;
+    size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += p[i].len;
-    head[0] = '$';
-    h += resp_u64_str(total, head + 1);
-    head[h++] = '\r';
-    head[h++] = '\n';
+    size_t h = line(head, '$', total);
     b->words++;
     if (reserve(b, h + total + 2) != 0)
         return;
