@@ -42,13 +42,28 @@
 #define HILOCK_INLINE inline
 #endif
 
-/* Zero the first n bytes of p, n a constant, in two halves: each half is
- * a few stores, where one memset of the whole takes a slower string
- * instruction (for the request and fan-out records a pair reuses). */
+/* Zero the first n bytes of p, n a constant of 16 or more, with 16-byte
+ * stores (for the request and fan-out records a pair reuses). A plain
+ * memset of a few hundred bytes, or a loop of stores of a zero the
+ * compiler can see, becomes a string instruction (`rep stos`), which
+ * costs about four times as much at these sizes; the zero is hidden from
+ * the compiler so that the stores stay stores. */
 static inline void hot_zero(void *p, size_t n)
 {
-    memset(p, 0, n / 2);
-    memset((char *)p + n / 2, 0, n - n / 2);
+#if defined(__GNUC__) && defined(__SSE2__)
+    typedef unsigned char hot_v16
+        __attribute__((vector_size(16), aligned(1), may_alias));
+    hot_v16 zero = {0};
+    unsigned char *c = p;
+    size_t i;
+    __asm__("" : "+x"(zero));
+    for (i = 0; i + 16 <= n; i += 16)
+        *(hot_v16 *)(c + i) = zero;
+    if (i < n) /* the last 16 bytes, overlapping */
+        *(hot_v16 *)(c + n - 16) = zero;
+#else
+    memset(p, 0, n);
+#endif
 }
 
 #endif
