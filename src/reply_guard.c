@@ -295,12 +295,6 @@ static void *guard_bool(const redisReadTask *t, int b)
 }
 #endif
 
-HILOCK_HOT
-static void guard_free(void *reply)
-{
-    fns()->freeObject(reply);
-}
-
 /* hiredis reads through the pointer it is given and never writes. */
 static const redisReplyObjectFunctions guard_fns = {
     .createString = guard_string,
@@ -311,14 +305,14 @@ static const redisReplyObjectFunctions guard_fns = {
     .createBool = guard_bool,
 #endif
     .createNil = guard_nil,
-    .freeObject = guard_free,
+    .freeObject = freeReplyObject, /* hiredis's own: nothing to check */
 };
 
 int guard_attach(struct redisAsyncContext *ac, int sharded)
 {
     redisReader *r = ac ? ac->c.reader : NULL;
-    if (!r || !r->fn)
-        return HILOCK_EINVAL;
+    if (!r || !r->fn || r->fn->freeObject != freeReplyObject)
+        return HILOCK_EINVAL; /* a reader of functions of its own */
     if (r->fn == &guard_fns)
         return 0;
     const redisReplyObjectFunctions *seen = NULL;
