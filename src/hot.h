@@ -42,28 +42,30 @@
 #define HILOCK_INLINE inline
 #endif
 
-/* Zero the first n bytes of p, n a constant of 16 or more, with 16-byte
- * stores (for the request and fan-out records a pair reuses). A plain
- * memset of a few hundred bytes, or a loop of stores of a zero the
- * compiler can see, becomes a string instruction (`rep stos`), which
- * costs about four times as much at these sizes; the zero is hidden from
- * the compiler so that the stores stay stores. */
+/* Zero the first n bytes of p, n a constant, with 16-byte stores (for
+ * the request and fan-out records a pair reuses). A plain memset of a
+ * few hundred bytes, or a loop of stores of a zero the compiler can see,
+ * becomes a string instruction (`rep stos`), which costs about four
+ * times as much at these sizes; the zero is hidden from the compiler so
+ * that the stores stay stores. */
 static inline void hot_zero(void *p, size_t n)
 {
 #if defined(__GNUC__) && defined(__SSE2__)
     typedef unsigned char hot_v16
         __attribute__((vector_size(16), aligned(1), may_alias));
-    hot_v16 zero = {0};
-    unsigned char *c = p;
-    size_t i;
-    __asm__("" : "+x"(zero));
-    for (i = 0; i + 16 <= n; i += 16)
-        *(hot_v16 *)(c + i) = zero;
-    if (i < n) /* the last 16 bytes, overlapping */
-        *(hot_v16 *)(c + n - 16) = zero;
-#else
-    memset(p, 0, n);
+    if (n >= 16) {
+        hot_v16 zero = {0};
+        unsigned char *c = p;
+        size_t i;
+        __asm__("" : "+x"(zero));
+        for (i = 0; i + 16 <= n; i += 16)
+            *(hot_v16 *)(c + i) = zero;
+        if (i < n) /* the last 16 bytes, overlapping */
+            *(hot_v16 *)(c + n - 16) = zero;
+        return;
+    }
 #endif
+    memset(p, 0, n);
 }
 
 #endif
