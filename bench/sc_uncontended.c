@@ -13,6 +13,9 @@
  *             -- with the same keys and arguments, encoded by hilock's own
  *             src/wire.c into a stack buffer and sent with raw hiredis
  *             (redisAsyncFormattedCommand), with no bookkeeping at all.
+ *             Its replies are built by hiredis's own functions, hilock's
+ *             common ones without allocating (src/reply_pool.c): that
+ *             part of a pair costs hilock less than the ceiling.
  *  - SET NX PX: the textbook lock on the same server, SET key token NX PX
  *             then a compare-and-delete script by EVALSHA: the server
  *             time per pair (INFO commandstats around every phase) of each

@@ -25,10 +25,11 @@
  * hiredis's reader builds every element through a table of functions, one
  * call per element as it arrives, before the reply is dispatched. This file
  * puts a table of its own in front: each function checks the element against
- * the connection's state and either calls through to hiredis's function or
- * returns NULL. A NULL fails the reader (hiredis reports it as "Out of
- * memory"), and hiredis then closes the connection as after any read error:
- * each pending callback runs once with a NULL reply; hilock reconnects.
+ * the connection's state and either builds it (from reply_pool.c when that
+ * has it, else through hiredis's function) or returns NULL. A NULL fails the
+ * reader (hiredis reports it as "Out of memory"), and hiredis then closes the
+ * connection as after any read error: each pending callback runs once with a
+ * NULL reply; hilock reconnects.
  *
  * Cost: on a command connection each element costs a comparison or two (a
  * callback waits for every reply hilock reads there); the pub/sub checks run
@@ -54,6 +55,7 @@
 
 #include "hilock/hilock.h"
 #include "hot.h"
+#include "reply_pool.h"
 
 /* Longest array accepted at any depth. hilock's longest reply is a renew
  * batch: one integer per lock, at most 512. */
@@ -236,12 +238,14 @@ static void *string_placed(const redisReadTask *t, char *s, size_t len)
     unshard(t, &s, &len);
     if (!place_ok(t, t->type, -1, s, len))
         return NULL;
-    return fns()->createString(t, s, len);
+    void *r = reply_pool_element(t, t->type, 0, s, len);
+    return r ? r : fns()->createString(t, s, len);
 }
 
-/* The wrappers: each returns NULL (the reader fails) or what hiredis's own
- * function returns. They check before calling through, because hiredis links
- * each new element into its parent array at once. */
+/* The wrappers: each returns NULL (the reader fails), a reply of the pool
+ * (reply_pool.c) or what hiredis's own function returns. They check before
+ * building, because hiredis links each new element into its parent array at
+ * once. */
 HILOCK_HOT
 static void *guard_string(const redisReadTask *t, char *s, size_t len)
 {
@@ -251,7 +255,8 @@ static void *guard_string(const redisReadTask *t, char *s, size_t len)
         return NULL;
     if (!awaited(t)) /* the common case, a reply to a command, goes on */
         return string_placed(t, s, len);
-    return fns()->createString(t, s, len);
+    void *r = t->type == REDIS_REPLY_STATUS ? reply_pool_status(s, len) : NULL;
+    return r ? r : fns()->createString(t, s, len);
 }
 
 HILOCK_HOT
@@ -262,7 +267,8 @@ static void *guard_array(const redisReadTask *t, guard_count n)
         (t->parent && !depth_ok(t)) ||
         !place_ok(t, REDIS_REPLY_ARRAY, (long long)n, NULL, 0))
         return NULL;
-    return fns()->createArray(t, n);
+    void *r = awaited(t) ? reply_pool_array((size_t)n) : NULL;
+    return r ? r : fns()->createArray(t, n);
 }
 
 HILOCK_HOT
@@ -270,14 +276,19 @@ static void *guard_integer(const redisReadTask *t, long long v)
 {
     if (!place_ok(t, REDIS_REPLY_INTEGER, -1, NULL, 0))
         return NULL;
-    return fns()->createInteger(t, v);
+    void *r = awaited(t) ? reply_pool_integer(v)
+                         : reply_pool_element(t, REDIS_REPLY_INTEGER, v, NULL,
+                                              0);
+    return r ? r : fns()->createInteger(t, v);
 }
 
 static void *guard_nil(const redisReadTask *t)
 {
     if (!place_ok(t, REDIS_REPLY_NIL, -1, NULL, 0))
         return NULL;
-    return fns()->createNil(t);
+    void *r = awaited(t) ? reply_pool_nil()
+                         : reply_pool_element(t, REDIS_REPLY_NIL, 0, NULL, 0);
+    return r ? r : fns()->createNil(t);
 }
 
 #if HIREDIS_MAJOR >= 1
@@ -305,7 +316,7 @@ static const redisReplyObjectFunctions guard_fns = {
     .createBool = guard_bool,
 #endif
     .createNil = guard_nil,
-    .freeObject = freeReplyObject, /* hiredis's own: nothing to check */
+    .freeObject = reply_pool_free,
 };
 
 int guard_attach(struct redisAsyncContext *ac, int sharded)

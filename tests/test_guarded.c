@@ -28,6 +28,8 @@ struct gres {
     char str[64];
     size_t elements;
     enum hilock_reply_type etype[HILOCK_GUARDED_MAX];
+    int64_t einteger[HILOCK_GUARDED_MAX];
+    char estr[HILOCK_GUARDED_MAX][16];
 };
 
 static void on_guarded(struct hilock_lock *lock, int status,
@@ -45,8 +47,13 @@ static void on_guarded(struct hilock_lock *lock, int status,
     snprintf(g->str, sizeof g->str, "%.*s", (int)reply->len,
              reply->str ? reply->str : "");
     g->elements = reply->elements;
-    for (size_t i = 0; i < reply->elements && i < HILOCK_GUARDED_MAX; i++)
-        g->etype[i] = reply->element[i].type;
+    for (size_t i = 0; i < reply->elements && i < HILOCK_GUARDED_MAX; i++) {
+        const struct hilock_reply *e = &reply->element[i];
+        g->etype[i] = e->type;
+        g->einteger[i] = e->integer;
+        snprintf(g->estr[i], sizeof g->estr[i], "%.*s", (int)e->len,
+                 e->str ? e->str : "");
+    }
 }
 
 static void on_permit_guarded(struct hilock_permit *permit, int status,
@@ -193,6 +200,54 @@ START_TEST(held_lock_runs_the_command_and_returns_its_reply)
     ck_assert_int_eq(g.etype[1], HILOCK_REPLY_STRING);
     assert_value("count", "3");
     ck_assert_int_eq(tu_holds("stock", a, 1), 1); /* the hold is untouched */
+}
+END_TEST
+
+/* Element i of g's array reply is of type t, with integer v or text str. */
+static void assert_element(const struct gres *g, size_t i,
+                           enum hilock_reply_type t, int64_t v,
+                           const char *str)
+{
+    ck_assert_int_eq(g->etype[i], t);
+    ck_assert_int_eq(g->einteger[i], v);
+    ck_assert_str_eq(g->estr[i], str);
+}
+
+/* Lists of 4 and of 6 commands: replies of every shape in one array, the
+ * first as short as the arrays the client builds without allocating, the
+ * second longer; each twice, so that a reused array shows no old values. */
+START_TEST(arrays_of_every_element_shape_reach_the_callback_intact)
+{
+    struct hilock_lock *l = tu_lock(a, "stock", 1);
+    struct cmdbuf c[6];
+    struct gres g;
+    tu_assert_status(tu_acquire(l, 0, 10000, NULL), 0);
+    for (int round = 1; round <= 2; round++) {
+        const char *by = round == 1 ? "7" : "40";
+        struct hilock_guarded_cmd cmds[6] = {
+            cmd(&c[0], 1, "SET", "word", by, NULL),
+            cmd(&c[1], 1, "GET", "nothing", NULL),
+            cmd(&c[2], 1, "INCRBY", "count", by, NULL),
+            cmd(&c[3], 1, "GET", "word", NULL),
+            cmd(&c[4], 1, "STRLEN", "word", NULL),
+            cmd(&c[5], 1, "DEL", "count", NULL)};
+        for (size_t n = 4; n <= 6; n += 2) {
+            run(l, cmds, n, 0, &g);
+            tu_assert_status(g.status, 0);
+            ck_assert_int_eq(g.type, HILOCK_REPLY_ARRAY);
+            ck_assert_uint_eq(g.elements, n);
+            assert_element(&g, 0, HILOCK_REPLY_STATUS, 0, "OK");
+            assert_element(&g, 1, HILOCK_REPLY_NIL, 0, "");
+            assert_element(&g, 2, HILOCK_REPLY_INTEGER, atoi(by) * (n / 2 - 1),
+                           "");
+            assert_element(&g, 3, HILOCK_REPLY_STRING, 0, by);
+            if (n == 6) {
+                assert_element(&g, 4, HILOCK_REPLY_INTEGER,
+                               (int64_t)strlen(by), "");
+                assert_element(&g, 5, HILOCK_REPLY_INTEGER, 1, "");
+            }
+        }
+    }
 }
 END_TEST
 
@@ -412,6 +467,7 @@ static Suite *guarded_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, held_lock_runs_the_command_and_returns_its_reply);
+    tcase_add_test(tc, arrays_of_every_element_shape_reach_the_callback_intact);
     tcase_add_test(tc, expired_lease_refuses_the_write);
     tcase_add_test(tc, released_lock_refuses_the_write);
     tcase_add_test(tc, lock_taken_by_another_owner_refuses_the_stale_write);
