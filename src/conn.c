@@ -241,7 +241,11 @@ void conn_flush_soon(struct conn *conn)
  * callbacks -- one clock read per batch of replies, not one per reply.
  * Later replies of the batch get a time from before the callbacks of the
  * earlier ones ran: it times a reply's arrival (the request's latency),
- * and nothing that checks a lease reads it. */
+ * and the requests its callbacks send count from it (reentry_now_us), so
+ * their leases start no later than Redis's. A grant is checked against the
+ * clock itself (grant.c); a release's check of its hold (plain.c) may see
+ * a hold that ran out within the batch as live, which only sends it by
+ * HDEL rather than by the script: either answers that it was not held. */
 static uint64_t arrival_us(struct conn *conn)
 {
     if (!conn->arrival_us) {
@@ -599,7 +603,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
                 conn_proven(conn);
             else if (!r->quiet)
                 log_error_reply(conn, reply);
-            finish(r, 0, reply, arrival_us(conn));
+            re->now_us = arrival_us(conn); /* for the calls it makes */
+            finish(r, 0, reply, re->now_us);
             req_recycle(r);
         }
     }

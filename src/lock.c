@@ -357,8 +357,8 @@ int lock_acquire(struct hilock_lock *lock, uint64_t wait_ms,
         return HILOCK_EINVAL;
     if (lock->pending.what != PENDING_NONE)
         return HILOCK_EINPROGRESS;
-    /* One clock read for the deadline and the first attempt's send. */
-    uint64_t now_us = wait_ms ? clock_now_us() : 0;
+    /* One time for the deadline and the first attempt's send. */
+    uint64_t now_us = reentry_now_us(lock->eng->guard);
     if (wait_ms &&
         (rc = wait_set_deadline(lock, now_us / 1000u + wait_ms + 1)))
         return rc; /* + 1: the ms clock truncates; wait_ms must pass */
@@ -452,8 +452,8 @@ int lock_release(struct hilock_lock *lock, uint32_t drop, struct user_cb cb)
         return HILOCK_EINVAL;
     if (lock->pending.what != PENDING_NONE)
         return HILOCK_EINPROGRESS;
-    /* One clock read for the hold's validity (plain.c) and the send. */
-    uint64_t now_us = clock_now_us();
+    /* One time for the hold's validity (plain.c) and the send. */
+    uint64_t now_us = reentry_now_us(lock->eng->guard);
     struct fanout *op = kind_release_new(lock, drop, -1, now_us, release_done);
     if (!op)
         return HILOCK_ENOMEM;

@@ -8,6 +8,7 @@ void reentry_init(struct reentry *g, void (*teardown)(void *arg), void *arg)
 {
     g->depth = 0;
     g->closing = 0;
+    g->now_us = 0;
     g->teardown = teardown;
     g->arg = arg;
 }

@@ -10,9 +10,14 @@
 #ifndef HILOCK_REENTRY_H
 #define HILOCK_REENTRY_H
 
+#include <stdint.h>
+
+#include "clock.h"
+
 struct reentry {
     int depth;    /* nesting of loop callbacks into the library */
     int closing;  /* a free was requested */
+    uint64_t now_us; /* the time of the replies being handled (0: none) */
     void (*teardown)(void *arg);
     void *arg;
 };
@@ -31,7 +36,23 @@ static inline void reentry_enter(struct reentry *g)
  * of the client afterwards. */
 static inline int reentry_leave(struct reentry *g)
 {
-    return --g->depth == 0 && g->closing ? reentry_run(g) : 0;
+    if (--g->depth > 0)
+        return 0;
+    g->now_us = 0;
+    return g->closing ? reentry_run(g) : 0;
+}
+
+/* The monotonic clock in microseconds for a call that sends a request. In
+ * a reply's callback (conn.c sets now_us) it is the time read when that
+ * reply's batch was taken in, one read per batch instead of one per call;
+ * else the clock now. It is never later than the clock, and earlier by at
+ * most the time the batch has taken so far: a lease counted from it ends
+ * no later than the one Redis keeps, and a deadline counted from it comes
+ * that much early at most, as a libevent timer added in a callback does
+ * (libevent counts from the time it read before running callbacks). */
+static inline uint64_t reentry_now_us(const struct reentry *g)
+{
+    return g->now_us ? g->now_us : clock_now_us();
 }
 /* Ask for the teardown: now when no callback runs, else at the outermost
  * leave. Returns nonzero when it ran now. */
