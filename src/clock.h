@@ -9,8 +9,7 @@
 #include <time.h>
 
 /* Milliseconds on CLOCK_MONOTONIC (never steps with the wall clock).
- * Inline, as the next one: a lock and release pair reads the clock four
- * times. */
+ * Inline, as the next one: every lock and release reads the clock. */
 static inline uint64_t clock_now_ms(void)
 {
     struct timespec ts;

@@ -13,8 +13,9 @@
  * connection is down wait in a queue until it is ready again, within their
  * deadline; a request marked retry is queued again when the connection drops
  * under it. This file also holds what every state change of the connection
- * shares (ready, lost, aborted, the backoff timer); opening and reopening
- * it is connect.c's, the handshake handshake.c's.
+ * shares (ready, aborted); opening and reopening it is connect.c's, the
+ * handshake handshake.c's, what a drop or a failure leaves (why, the
+ * backoff timer) conn_down.c's.
  *
  * hiredis calls every pending callback with a NULL reply when a context dies,
  * including when we free it. When the client itself is going away, requests
@@ -39,14 +40,12 @@
 #endif
 
 #include "adapter.h"
-#include "backoff.h"
 #include "clock.h"
 #include "conn_impl.h"
 #include "hot.h"
 #include "reply_guard.h"
 #include "reply.h"
 #include "stats.h"
-#include "tls.h"
 
 #define REQ_POOL_MAX 4096
 
@@ -462,81 +461,9 @@ void conn_on_due(evutil_socket_t fd, short what, void *arg)
     reentry_leave(re);
 }
 
-/* Arm the backoff timer for the next connect attempt. */
-void conn_backoff(struct conn *conn)
-{
-    const struct hilock_options *o = conn->cfg->opts;
-    uint32_t ms = backoff_delay_ms(o->reconnect_min_ms, o->reconnect_max_ms,
-                                   conn->attempt, conn->cfg->rng);
-    struct timeval tv = clock_tv(ms);
-    if (conn->attempt < 32)
-        conn->attempt++;
-    evtimer_add(&conn->retry_timer, &tv);
-}
-
 void conn_proven(struct conn *conn)
 {
     conn->attempt = 0;
-}
-
-/* Note why the connection is down and tell the owner. */
-void conn_failed(struct conn *conn, int err)
-{
-    conn->err = err;
-    if (conn->hooks->on_fail)
-        conn->hooks->on_fail(conn, err);
-}
-
-/* Forget the current context (it is dying or being freed by the caller) and
- * plan a reconnect. */
-static void conn_detach(struct conn *conn)
-{
-    if (conn->ac)
-        conn->ac->data = NULL;
-    conn->ac = NULL;
-    conn->state = CONN_IDLE;
-    evtimer_del(&conn->retry_timer);
-    conn_backoff(conn);
-    if (conn->hooks->on_drop)
-        conn->hooks->on_drop(conn);
-}
-
-/* When the connection failed in TLS rather than in TCP: HILOCK_ETLS in
- * *err, the reason (kept in buf) in *why. */
-void conn_tls_cause(struct conn *conn, int *err, const char **why,
-                           char *buf, size_t len)
-{
-    if (conn->tls_session &&
-        tls_failed(conn->tls_session, conn->tls_wait, buf, len)) {
-        *err = HILOCK_ETLS;
-        *why = buf;
-    }
-}
-
-/* The connection ac died: say why, forget it, plan a reconnect. */
-HILOCK_COLD
-void conn_lost(struct conn *conn, const redisAsyncContext *ac)
-{
-    char text[REPLY_SCRUB_MAX];
-    const char *why = ac->errstr[0] ? reply_error_scrub(ac->errstr,
-                                                        strlen(ac->errstr),
-                                                        text, sizeof(text))
-                                    : "closed by the server";
-    /* hiredis drops a connection on an error reply that no request asked
-     * for, with the server's text as the reason (a denied SUBSCRIBE). */
-    int err = ac->err == REDIS_ERR_OTHER
-                  ? reply_error_text_code(why, strlen(why))
-                  : HILOCK_ECONN;
-    char tls_why[160];
-    if (err == HILOCK_ESERVER)
-        err = HILOCK_ECONN;
-    if (ac->err == REDIS_ERR_PROTOCOL)
-        err = HILOCK_EPROTO; /* not Redis, or not speaking RESP */
-    conn_tls_cause(conn, &err, &why, tls_why, sizeof(tls_why));
-    conn->tls_session = NULL;
-    conn_log_down(conn, err, "lost: %s", why);
-    conn_detach(conn);
-    conn_failed(conn, err);
 }
 
 /* A request's context died under it: send it again later, or fail it. A

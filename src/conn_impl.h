@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* conn_impl.h -- what the three files of a connection share: conn.c (its
- * requests and state changes), handshake.c (the gate and the clock) and
- * connect.c (opening, reopening, closing). Calls go from connect.c to
- * handshake.c to conn.c, never back; no other file includes this. */
+/* conn_impl.h -- what the four files of a connection share: conn.c (its
+ * requests and state changes), conn_down.c (what a drop or a failure
+ * leaves), handshake.c (the gate and the clock) and connect.c (opening,
+ * reopening, closing). Calls go from connect.c to handshake.c to conn.c,
+ * and from each of them to conn_down.c, never back; no other file
+ * includes this. */
 #ifndef HILOCK_CONN_IMPL_H
 #define HILOCK_CONN_IMPL_H
 
@@ -18,16 +20,6 @@ void conn_log_down(const struct conn *conn, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
-/* Arm the backoff timer for the next connect attempt. */
-void conn_backoff(struct conn *conn);
-/* Note why the connection is down (err) and tell the owner. */
-void conn_failed(struct conn *conn, int err);
-/* When the connection failed in TLS rather than in TCP: HILOCK_ETLS in
- * *err, the reason (kept in buf) in *why. */
-void conn_tls_cause(struct conn *conn, int *err, const char **why,
-                    char *buf, size_t len);
-/* The context ac died: say why, forget it, plan a reconnect. */
-void conn_lost(struct conn *conn, const struct redisAsyncContext *ac);
 /* The handshake passed: requests flow. */
 void conn_ready(struct conn *conn);
 /* Give up on the current context, fail what waits for it when
@@ -48,6 +40,19 @@ void conn_on_flush(evutil_socket_t fd, short what, void *arg);
 void conn_on_later(evutil_socket_t fd, short what, void *arg);
 /* The loop callback of due_timer: the deadlines of conn->due that passed. */
 void conn_on_due(evutil_socket_t fd, short what, void *arg);
+
+/* conn_down.c */
+
+/* Arm the backoff timer for the next connect attempt. */
+void conn_backoff(struct conn *conn);
+/* Note why the connection is down (err) and tell the owner. */
+void conn_failed(struct conn *conn, int err);
+/* When the connection failed in TLS rather than in TCP: HILOCK_ETLS in
+ * *err, the reason (kept in buf) in *why. */
+void conn_tls_cause(struct conn *conn, int *err, const char **why,
+                    char *buf, size_t len);
+/* The context ac died: say why, forget it, plan a reconnect. */
+void conn_lost(struct conn *conn, const struct redisAsyncContext *ac);
 
 /* handshake.c */
 

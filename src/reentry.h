@@ -6,7 +6,8 @@
  * callback runs only marks the guard; the outermost reentry_leave then runs
  * the teardown it was given, so no code still on the stack touches freed
  * memory. The teardown is the client's, handed down at init: the layers
- * below never call the client. */
+ * below never call the client. The bracket also carries the time of the
+ * replies being handled, for the requests their callbacks send. */
 #ifndef HILOCK_REENTRY_H
 #define HILOCK_REENTRY_H
 
