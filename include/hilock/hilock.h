@@ -435,7 +435,10 @@ HILOCK_EXPORT void hilock_lock_free(struct hilock_lock *lock);
  * waits, not even behind this client's other waiters).
  * wait_ms: 0 tries once; otherwise how long to wait for the lock, at most
  *   HILOCK_MS_MAX. A wait goes on through request timeouts, stalls and
- *   reconnects until wait_ms has passed.
+ *   reconnects until wait_ms has passed. Called inside one of hilock's
+ *   callbacks for a reply, wait_ms and the lease count from when that
+ *   batch of replies came in (as a libevent timer added in a callback
+ *   counts from the loop's time), so they may end that much early.
  * lease_ms: the lease, 1..HILOCK_MS_MAX; 0 means watchdog_lease_ms renewed
  *   by the watchdog for as long as the lock is held. While any hold of the
  *   owner is under the watchdog, the watchdog keeps renewing within the
